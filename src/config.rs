@@ -1,0 +1,339 @@
+//! Configuration: the environment of ARCHITECTURE.md §3 turned into a typed [`Config`] once, at
+//! start-up. Every bad value is reported (all of them, not just the first) with the variable's
+//! name; secrets are wrapped in [`SecretString`] so they never reach a log or a `Debug` print.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use url::Url;
+
+/// The service's whole configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind_addr: SocketAddr,
+    pub whatsapp: WhatsAppConfig,
+    pub mongodb: Option<MongoConfig>,
+    pub llm: LlmConfig,
+    pub prompts_dir: PathBuf,
+    /// Bearer token of the admin API; `None` turns the admin API off (404).
+    pub admin_token: Option<SecretString>,
+    /// A subgraph left idle this long is exited on the next message.
+    pub dialog_idle_ttl: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct WhatsAppConfig {
+    /// Token Meta echoes in the `GET /webhook` handshake.
+    pub verify_token: Option<SecretString>,
+    /// HMAC key of `X-Hub-Signature-256`; `None` refuses every `POST /webhook`.
+    pub app_secret: Option<SecretString>,
+    /// Graph API bearer token; `None` means dry run (replies only logged).
+    pub access_token: Option<SecretString>,
+    pub api_base_url: Url,
+}
+
+#[derive(Debug, Clone)]
+pub struct MongoConfig {
+    /// May hold a password, hence secret.
+    pub uri: SecretString,
+    pub database: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    pub primary: LlmSpec,
+    pub fallback: LlmSpec,
+    pub openai_api_key: Option<SecretString>,
+    pub openai_base_url: Url,
+    pub anthropic_api_key: Option<SecretString>,
+    pub anthropic_base_url: Url,
+}
+
+/// Which wire format a model is spoken to in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LlmProvider {
+    /// Any OpenAI-compatible Chat Completions server.
+    OpenAi,
+    /// Anthropic's Messages API.
+    Anthropic,
+}
+
+/// `provider:model`, e.g. `openai:gpt-4.1-mini`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmSpec {
+    pub provider: LlmProvider,
+    pub model: String,
+}
+
+impl FromStr for LlmSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (provider, model) = s
+            .split_once(':')
+            .ok_or_else(|| format!("expected `provider:model`, got `{s}`"))?;
+        let provider = match provider {
+            "openai" => LlmProvider::OpenAi,
+            "anthropic" => LlmProvider::Anthropic,
+            other => {
+                return Err(format!(
+                    "unknown provider `{other}` (expected `openai` or `anthropic`)"
+                ));
+            }
+        };
+        let model = model.trim();
+        if model.is_empty() {
+            return Err(format!("model name missing in `{s}`"));
+        }
+        Ok(Self {
+            provider,
+            model: model.to_owned(),
+        })
+    }
+}
+
+impl fmt::Display for LlmSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let provider = match self.provider {
+            LlmProvider::OpenAi => "openai",
+            LlmProvider::Anthropic => "anthropic",
+        };
+        write!(f, "{provider}:{}", self.model)
+    }
+}
+
+/// One or more variables with a bad value; `Display` lists each on its own line.
+#[derive(Debug, thiserror::Error)]
+pub struct ConfigError(pub Vec<String>);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "invalid configuration:")?;
+        for problem in &self.0 {
+            writeln!(f, "  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_vars(std::env::vars().collect())
+    }
+
+    /// Reads the given variables; the seam tests use instead of the process environment.
+    pub fn from_vars(vars: HashMap<String, String>) -> Result<Self, ConfigError> {
+        let mut env = Env {
+            vars,
+            problems: Vec::new(),
+        };
+        let bind_addr = env.parsed("ZAGUAN_BIND_ADDR", "0.0.0.0:8080", |v| {
+            v.parse::<SocketAddr>()
+                .map_err(|_| format!("`{v}` is not an address like `0.0.0.0:8080`"))
+        });
+        let api_base_url = env.url("WHATSAPP_API_BASE_URL", "https://graph.facebook.com/v21.0");
+        let primary = env.parsed("LLM_PRIMARY", "openai:gpt-4.1-mini", |v| v.parse());
+        let fallback = env.parsed("LLM_FALLBACK", "anthropic:claude-sonnet-4-5", |v| v.parse());
+        let openai_base_url = env.url("OPENAI_BASE_URL", "https://api.openai.com/v1");
+        let anthropic_base_url = env.url("ANTHROPIC_BASE_URL", "https://api.anthropic.com");
+        let dialog_idle_ttl = env.parsed("ZAGUAN_DIALOG_IDLE_TTL", "24h", |v| {
+            humantime::parse_duration(v)
+                .map_err(|e| format!("`{v}` is not a duration like `24h` or `90m`: {e}"))
+        });
+        let mongodb = env.mongo();
+
+        if !env.problems.is_empty() {
+            return Err(ConfigError(env.problems));
+        }
+        let checked = "every problem was reported above";
+        Ok(Config {
+            bind_addr: bind_addr.expect(checked),
+            whatsapp: WhatsAppConfig {
+                verify_token: env.secret("WHATSAPP_VERIFY_TOKEN"),
+                app_secret: env.secret("WHATSAPP_APP_SECRET"),
+                access_token: env.secret("WHATSAPP_ACCESS_TOKEN"),
+                api_base_url: api_base_url.expect(checked),
+            },
+            mongodb,
+            llm: LlmConfig {
+                primary: primary.expect(checked),
+                fallback: fallback.expect(checked),
+                openai_api_key: env.secret("OPENAI_API_KEY"),
+                openai_base_url: openai_base_url.expect(checked),
+                anthropic_api_key: env.secret("ANTHROPIC_API_KEY"),
+                anthropic_base_url: anthropic_base_url.expect(checked),
+            },
+            prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
+            admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
+            dialog_idle_ttl: dialog_idle_ttl.expect(checked),
+        })
+    }
+}
+
+/// Reads variables and collects every problem instead of stopping at the first.
+struct Env {
+    vars: HashMap<String, String>,
+    problems: Vec<String>,
+}
+
+impl Env {
+    /// The trimmed value, with an empty value treated as unset (as `.env` files often leave them).
+    fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn string(&self, name: &str, default: &str) -> String {
+        self.get(name).unwrap_or(default).to_owned()
+    }
+
+    fn secret(&self, name: &str) -> Option<SecretString> {
+        self.get(name).map(|v| SecretString::from(v.to_owned()))
+    }
+
+    fn parsed<T>(
+        &mut self,
+        name: &str,
+        default: &str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Option<T> {
+        let value = self.get(name).unwrap_or(default).to_owned();
+        parse(&value)
+            .map_err(|why| self.problems.push(format!("{name}: {why}")))
+            .ok()
+    }
+
+    fn url(&mut self, name: &str, default: &str) -> Option<Url> {
+        self.parsed(name, default, |v| match Url::parse(v) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(url),
+            Ok(_) => Err(format!("`{v}` must be an http:// or https:// URL")),
+            Err(e) => Err(format!("`{v}` is not a URL: {e}")),
+        })
+    }
+
+    /// `MONGODB_URI` and `MONGODB_DATABASE`; the URI may hold a password, so problems with it
+    /// are described without echoing it.
+    fn mongo(&mut self) -> Option<MongoConfig> {
+        let database = self.string("MONGODB_DATABASE", "zaguan");
+        if database.is_empty() || database.contains(['/', '\\', '.', ' ', '"', '$']) {
+            self.problems.push(format!(
+                "MONGODB_DATABASE: `{database}` is not a valid database name"
+            ));
+        }
+        let uri = self.get("MONGODB_URI")?.to_owned();
+        if !(uri.starts_with("mongodb://") || uri.starts_with("mongodb+srv://")) {
+            self.problems
+                .push("MONGODB_URI: must start with `mongodb://` or `mongodb+srv://`".to_owned());
+        }
+        Some(MongoConfig {
+            uri: SecretString::from(uri),
+            database,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::ExposeSecret;
+
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn an_empty_environment_gives_the_documented_defaults() {
+        let config = Config::from_vars(HashMap::new()).unwrap();
+        assert_eq!(config.bind_addr, "0.0.0.0:8080".parse().unwrap());
+        assert!(config.mongodb.is_none());
+        assert!(config.whatsapp.app_secret.is_none());
+        assert_eq!(
+            config.whatsapp.api_base_url.as_str(),
+            "https://graph.facebook.com/v21.0"
+        );
+        assert_eq!(config.llm.primary.to_string(), "openai:gpt-4.1-mini");
+        assert_eq!(
+            config.llm.fallback.to_string(),
+            "anthropic:claude-sonnet-4-5"
+        );
+        assert_eq!(config.prompts_dir, PathBuf::from("prompts"));
+        assert_eq!(config.dialog_idle_ttl, Duration::from_secs(24 * 3600));
+    }
+
+    #[test]
+    fn every_bad_value_is_reported_by_name() {
+        let err = Config::from_vars(vars(&[
+            ("ZAGUAN_BIND_ADDR", "localhost"),
+            ("LLM_PRIMARY", "gpt-4"),
+            ("LLM_FALLBACK", "gemini:flash"),
+            ("OPENAI_BASE_URL", "ftp://x"),
+            ("ZAGUAN_DIALOG_IDLE_TTL", "soon"),
+            ("MONGODB_URI", "postgres://user:hunter2@db"),
+        ]))
+        .unwrap_err();
+        let text = err.to_string();
+        for name in [
+            "ZAGUAN_BIND_ADDR",
+            "LLM_PRIMARY",
+            "LLM_FALLBACK",
+            "OPENAI_BASE_URL",
+            "ZAGUAN_DIALOG_IDLE_TTL",
+            "MONGODB_URI",
+        ] {
+            assert!(text.contains(name), "{name} missing from:\n{text}");
+        }
+        assert_eq!(err.0.len(), 6);
+        assert!(!text.contains("hunter2"), "a secret was printed:\n{text}");
+    }
+
+    #[test]
+    fn secrets_are_never_printed_by_debug() {
+        let config = Config::from_vars(vars(&[
+            ("WHATSAPP_APP_SECRET", "s3cr3t-app"),
+            ("WHATSAPP_ACCESS_TOKEN", "EAAG-token"),
+            ("MONGODB_URI", "mongodb://u:pw-in-uri@localhost/"),
+            ("ZAGUAN_ADMIN_TOKEN", "admin-tok"),
+        ]))
+        .unwrap();
+        let debug = format!("{config:?}");
+        for secret in ["s3cr3t-app", "EAAG-token", "pw-in-uri", "admin-tok"] {
+            assert!(!debug.contains(secret), "{secret} leaked in {debug}");
+        }
+        assert_eq!(
+            config.whatsapp.app_secret.unwrap().expose_secret(),
+            "s3cr3t-app"
+        );
+    }
+
+    #[test]
+    fn mongodb_settings_are_read_together() {
+        let config = Config::from_vars(vars(&[
+            ("MONGODB_URI", "mongodb://127.0.0.1:27017"),
+            ("MONGODB_DATABASE", "zaguan_test"),
+        ]))
+        .unwrap();
+        assert_eq!(config.mongodb.unwrap().database, "zaguan_test");
+    }
+
+    #[test]
+    fn llm_specs_parse_both_providers() {
+        let spec: LlmSpec = "anthropic:claude-3-5-haiku".parse().unwrap();
+        assert_eq!(spec.provider, LlmProvider::Anthropic);
+        assert_eq!(spec.model, "claude-3-5-haiku");
+        assert!("openai:".parse::<LlmSpec>().is_err());
+        // Model names may contain colons (Ollama tags).
+        let spec: LlmSpec = "openai:llama3:8b".parse().unwrap();
+        assert_eq!(spec.model, "llama3:8b");
+    }
+}

@@ -1,0 +1,299 @@
+//! Domain types shared by the webhook, the store and (later) the engine. Raw webhook JSON becomes
+//! these exactly once, in `webhook::payload`; past that edge nothing handles a bare `String`
+//! phone number or message id.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The conversation key: the sender's phone number (`wa_id`), or their business-scoped user id
+/// (`user_id`, e.g. `US.13491208655302741918`) when WhatsApp withholds the number.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WaId(String);
+
+impl WaId {
+    /// Accepts what WhatsApp sends as a sender: non-empty, printable, at most 256 bytes.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        check_id("sender id", raw).map(|()| Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// For logs at info level: never a full phone number, only its last four characters.
+    pub fn masked(&self) -> String {
+        let tail: String = {
+            let chars: Vec<char> = self.0.chars().collect();
+            chars[chars.len().saturating_sub(4)..].iter().collect()
+        };
+        format!("…{tail}")
+    }
+}
+
+impl fmt::Display for WaId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A WhatsApp message id (`wamid.…`), inbound or returned by the Graph API for an outbound one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WaMessageId(String);
+
+impl WaMessageId {
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        check_id("message id", raw).map(|()| Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for WaMessageId {
+    /// Ids the Graph API hands back to us; no need to validate our own supplier's ids.
+    fn from(raw: String) -> Self {
+        Self(raw)
+    }
+}
+
+impl fmt::Display for WaMessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn check_id(what: &str, raw: &str) -> Result<(), String> {
+    if raw.is_empty() {
+        return Err(format!("{what} is empty"));
+    }
+    if raw.len() > 256 {
+        return Err(format!("{what} is longer than 256 bytes"));
+    }
+    if raw.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(format!("{what} contains whitespace or control characters"));
+    }
+    Ok(())
+}
+
+/// An error object as the Graph API and webhooks report it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphError {
+    #[serde(default)]
+    pub code: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_data: Option<serde_json::Value>,
+}
+
+/// A message a customer sent, as stored in `inbox`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboundMessage {
+    pub wamid: WaMessageId,
+    /// Conversation key (phone number, else BSUID).
+    pub wa_id: WaId,
+    /// The phone number when WhatsApp shares it.
+    pub phone: Option<String>,
+    /// The business-scoped user id when present.
+    pub user_id: Option<String>,
+    /// Profile name of the sender, upserted into `users`.
+    pub name: Option<String>,
+    pub username: Option<String>,
+    /// Our business number the message was sent to; replies go out through it.
+    pub phone_number_id: String,
+    /// WhatsApp's own timestamp of the message.
+    pub sent_at: Option<DateTime<Utc>>,
+    pub context: Option<ReplyContext>,
+    /// The `type` field as sent, kept even when we do not know it.
+    pub kind: String,
+    pub content: Content,
+    /// The message object exactly as received: unknown fields are recorded, not dropped.
+    pub raw: String,
+}
+
+/// `context` of a message: a reply to an earlier message, or a forward.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplyContext {
+    /// The replied-to message id.
+    pub message_id: Option<String>,
+    pub from: Option<String>,
+    pub forwarded: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaKind {
+    Image,
+    Video,
+    Audio,
+    Voice,
+    Document,
+    Sticker,
+}
+
+/// What a message says, per type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    Text {
+        body: String,
+    },
+    Media {
+        kind: MediaKind,
+        id: Option<String>,
+        mime_type: Option<String>,
+        caption: Option<String>,
+        filename: Option<String>,
+        animated: bool,
+    },
+    Location {
+        latitude: f64,
+        longitude: f64,
+        name: Option<String>,
+        address: Option<String>,
+        url: Option<String>,
+    },
+    Contacts {
+        names: Vec<String>,
+    },
+    /// Tap on an interactive reply button we sent.
+    ButtonReply {
+        id: String,
+        title: String,
+    },
+    ListReply {
+        id: String,
+        title: String,
+        description: Option<String>,
+    },
+    FlowReply {
+        response_json: Option<String>,
+        body: Option<String>,
+    },
+    /// Tap on a template quick-reply button.
+    Button {
+        payload: Option<String>,
+        text: String,
+    },
+    /// `emoji: None` is the removal of a reaction.
+    Reaction {
+        message_id: Option<String>,
+        emoji: Option<String>,
+    },
+    System {
+        body: Option<String>,
+        kind: Option<String>,
+        new_wa_id: Option<String>,
+    },
+    /// WhatsApp could not give us the message (`type: unsupported`, or errors attached).
+    Unsupported {
+        errors: Vec<GraphError>,
+    },
+    /// A type we do not model (order, edit, revoke, request_welcome, a new one…); the raw JSON
+    /// and `kind` keep it.
+    Other,
+}
+
+impl Content {
+    /// What the message says in words, for the conversation: the text, caption, chosen option,
+    /// place… `None` when there is nothing to say (a sticker, a removed reaction).
+    pub fn text(&self) -> Option<String> {
+        let text = match self {
+            Content::Text { body } => Some(body.clone()),
+            Content::Media {
+                caption, filename, ..
+            } => caption.clone().or_else(|| filename.clone()),
+            Content::Location {
+                latitude,
+                longitude,
+                name,
+                address,
+                ..
+            } => {
+                let place: Vec<&str> = [name, address]
+                    .into_iter()
+                    .flatten()
+                    .map(|s| s.as_str())
+                    .collect();
+                Some(if place.is_empty() {
+                    format!("{latitude}, {longitude}")
+                } else {
+                    format!("{} ({latitude}, {longitude})", place.join(", "))
+                })
+            }
+            Content::Contacts { names } => Some(names.join("; ")),
+            Content::ButtonReply { title, .. } => Some(title.clone()),
+            Content::ListReply {
+                title, description, ..
+            } => Some(match description {
+                Some(d) if !d.is_empty() => format!("{title} — {d}"),
+                _ => title.clone(),
+            }),
+            Content::FlowReply {
+                body,
+                response_json,
+            } => body.clone().or_else(|| response_json.clone()),
+            Content::Button { text, .. } => Some(text.clone()),
+            Content::Reaction { emoji, .. } => emoji.clone(),
+            Content::System { body, .. } => body.clone(),
+            Content::Unsupported { .. } | Content::Other => None,
+        };
+        text.filter(|t| !t.trim().is_empty())
+    }
+}
+
+/// A delivery status Meta reports for a message we sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusUpdate {
+    /// The Graph API id of our outbound message.
+    pub wamid: WaMessageId,
+    /// `sent`, `delivered`, `read`, `played`, `failed`, or something newer.
+    pub status: String,
+    pub at: Option<DateTime<Utc>>,
+    pub recipient_id: Option<String>,
+    pub errors: Vec<GraphError>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_reject_empty_blank_and_oversized_values() {
+        assert!(WaId::parse("34600111222").is_ok());
+        assert!(WaId::parse("US.13491208655302741918").is_ok());
+        assert!(WaId::parse("").is_err());
+        assert!(WaId::parse("34 600").is_err());
+        assert!(WaId::parse("a\u{0}b").is_err());
+        assert!(WaMessageId::parse(&"x".repeat(257)).is_err());
+    }
+
+    #[test]
+    fn masked_ids_show_only_the_last_four_characters() {
+        assert_eq!(WaId::parse("34600111222").unwrap().masked(), "…1222");
+        assert_eq!(WaId::parse("12").unwrap().masked(), "…12");
+    }
+
+    #[test]
+    fn content_text_says_what_the_user_chose_or_wrote() {
+        let reply = Content::ListReply {
+            id: "p1".into(),
+            title: "Piso en Gràcia".into(),
+            description: Some("3 hab.".into()),
+        };
+        assert_eq!(reply.text().unwrap(), "Piso en Gràcia — 3 hab.");
+        let removed = Content::Reaction {
+            message_id: None,
+            emoji: None,
+        };
+        assert_eq!(removed.text(), None);
+        let blank = Content::Text { body: "  ".into() };
+        assert_eq!(blank.text(), None);
+    }
+}

@@ -1,0 +1,56 @@
+//! The `zaguan` binary: parse the command line, start telemetry, load the configuration, run
+//! the subcommand.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use zaguan::{config::Config, serve, telemetry};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "zaguan",
+    version,
+    about = "WhatsApp bot service for a real-estate business"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the HTTP server (webhook, health, metrics).
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    telemetry::init_logs();
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(error) => {
+            eprint!("{error}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::run(args, config).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            eprintln!("zaguan: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! The embedded store: everything in process memory, nothing durable. The default when
+//! `MONGODB_URI` is unset, so `zaguan serve` starts on a bare machine; also the fast store of
+//! unit tests and benchmarks. One mutex: every method is short and never awaits while holding it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::*;
+use crate::domain::{StatusUpdate, WaId, WaMessageId};
+
+#[derive(Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    inbox: HashMap<WaMessageId, InboxEntry>,
+    /// Arrival order of inbox ids, for `pending_inbox`.
+    inbox_order: Vec<WaMessageId>,
+    rejected: Vec<RejectedEntry>,
+    users: HashMap<WaId, User>,
+    conversations: HashMap<WaId, Conversation>,
+    messages: HashMap<WaId, BTreeMap<i64, NewMessage>>,
+    outbox: Vec<OutboxEntry>,
+    outbox_by_wamid: HashMap<WaMessageId, usize>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave a half-written record (every write is a
+        // single insert or field update), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn ping(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
+    async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let user = inner
+            .users
+            .entry(contact.wa_id.clone())
+            .or_insert_with(|| User {
+                wa_id: contact.wa_id.clone(),
+                name: None,
+                username: None,
+                role: Role::Prospect,
+                lang: None,
+            });
+        if contact.name.is_some() {
+            user.name.clone_from(&contact.name);
+        }
+        if contact.username.is_some() {
+            user.username.clone_from(&contact.username);
+        }
+        let conversation = inner
+            .conversations
+            .entry(contact.wa_id.clone())
+            .or_insert_with(|| Conversation {
+                wa_id: contact.wa_id.clone(),
+                phone: None,
+                user_id: None,
+                dialog_state: Vec::new(),
+                lang: None,
+                last_inbound_at: None,
+                updated_at: None,
+            });
+        if contact.phone.is_some() {
+            conversation.phone.clone_from(&contact.phone);
+        }
+        if contact.user_id.is_some() {
+            conversation.user_id.clone_from(&contact.user_id);
+        }
+        conversation.last_inbound_at = conversation.last_inbound_at.max(Some(contact.seen_at));
+        conversation.updated_at = Some(contact.seen_at);
+        Ok(())
+    }
+
+    async fn insert_inbox(&self, messages: &[InboxEntry]) -> StoreResult<InboxInsert> {
+        let mut inner = self.lock();
+        let mut outcome = InboxInsert::default();
+        for entry in messages {
+            if inner.inbox.contains_key(&entry.wamid) {
+                outcome.duplicates += 1;
+            } else {
+                inner.inbox.insert(entry.wamid.clone(), entry.clone());
+                inner.inbox_order.push(entry.wamid.clone());
+                outcome.inserted += 1;
+            }
+        }
+        Ok(outcome)
+    }
+
+    async fn inbox_entry(&self, wamid: &WaMessageId) -> StoreResult<Option<InboxEntry>> {
+        Ok(self.lock().inbox.get(wamid).cloned())
+    }
+
+    async fn pending_inbox(&self, limit: usize) -> StoreResult<Vec<InboxEntry>> {
+        let inner = self.lock();
+        let mut pending: Vec<InboxEntry> = inner
+            .inbox_order
+            .iter()
+            .filter_map(|id| inner.inbox.get(id))
+            .filter(|e| e.status == InboxStatus::Pending)
+            .cloned()
+            .collect();
+        // Same order as Mongo's `{received_at: 1}` index; the sort is stable, so equal
+        // timestamps keep arrival order.
+        pending.sort_by_key(|e| e.received_at);
+        pending.truncate(limit);
+        Ok(pending)
+    }
+
+    async fn record_rejected(&self, rejected: &RejectedEntry) -> StoreResult<()> {
+        self.lock().rejected.push(rejected.clone());
+        Ok(())
+    }
+
+    async fn rejected(&self, limit: usize) -> StoreResult<Vec<RejectedEntry>> {
+        let inner = self.lock();
+        let skip = inner.rejected.len().saturating_sub(limit);
+        Ok(inner.rejected[skip..].to_vec())
+    }
+
+    async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>> {
+        Ok(self.lock().users.get(wa_id).cloned())
+    }
+
+    async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>> {
+        Ok(self.lock().conversations.get(wa_id).cloned())
+    }
+
+    async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage> {
+        let mut inner = self.lock();
+        let history = inner.messages.entry(message.wa_id.clone()).or_default();
+        let seq = history.keys().next_back().map_or(1, |last| last + 1);
+        history.insert(seq, message.clone());
+        Ok(StoredMessage { seq, message })
+    }
+
+    async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>> {
+        let inner = self.lock();
+        let Some(history) = inner.messages.get(wa_id) else {
+            return Ok(Vec::new());
+        };
+        let mut recent: Vec<StoredMessage> = history
+            .iter()
+            .rev()
+            .take(limit)
+            .map(|(seq, message)| StoredMessage {
+                seq: *seq,
+                message: message.clone(),
+            })
+            .collect();
+        recent.reverse();
+        Ok(recent)
+    }
+
+    async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId> {
+        let mut inner = self.lock();
+        let id = OutboxId(bson::oid::ObjectId::new().to_hex());
+        inner.outbox.push(OutboxEntry {
+            id: id.clone(),
+            wa_id: entry.wa_id.clone(),
+            in_reply_to: entry.in_reply_to.clone(),
+            body: entry.body.clone(),
+            status: OutboxStatus::Queued,
+            wamid: None,
+            error: None,
+            attempts: 0,
+            at: entry.at,
+            status_at: None,
+        });
+        Ok(id)
+    }
+
+    async fn mark_outbox_sent(&self, id: &OutboxId, wamid: &WaMessageId) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let Some(index) = inner.outbox.iter().position(|e| &e.id == id) else {
+            return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
+        };
+        let entry = &mut inner.outbox[index];
+        entry.wamid = Some(wamid.clone());
+        entry.attempts += 1;
+        if OutboxStatus::Sent.replaces().contains(&entry.status) {
+            entry.status = OutboxStatus::Sent;
+        }
+        inner.outbox_by_wamid.insert(wamid.clone(), index);
+        Ok(())
+    }
+
+    async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {
+        let inner = self.lock();
+        Ok(inner
+            .outbox_by_wamid
+            .get(wamid)
+            .map(|&index| inner.outbox[index].clone()))
+    }
+
+    async fn apply_status(&self, update: &StatusUpdate) -> StoreResult<StatusOutcome> {
+        let Some(status) = OutboxStatus::parse(&update.status) else {
+            return Ok(StatusOutcome::Unrecognised);
+        };
+        let mut inner = self.lock();
+        let Some(&index) = inner.outbox_by_wamid.get(&update.wamid) else {
+            return Ok(StatusOutcome::Unknown);
+        };
+        let entry = &mut inner.outbox[index];
+        if !status.replaces().contains(&entry.status) {
+            return Ok(StatusOutcome::Stale);
+        }
+        entry.status = status;
+        entry.status_at = update.at;
+        if status == OutboxStatus::Failed {
+            entry.error = update.errors.first().cloned();
+        }
+        Ok(StatusOutcome::Applied)
+    }
+}

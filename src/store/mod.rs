@@ -1,0 +1,78 @@
+//! What the service persists (ARCHITECTURE.md §5), behind one trait with two implementations:
+//! [`MongoStore`] for production and [`MemoryStore`], the embedded default when `MONGODB_URI` is
+//! unset. Both pass the same suite (`tests/store.rs`).
+//!
+//! Every method is a single-document atomic write or a read: there are no multi-document
+//! transactions, and callers order their writes so a crash between two of them is safe to replay.
+
+mod memory;
+mod mongo;
+mod records;
+
+use async_trait::async_trait;
+
+pub use memory::MemoryStore;
+pub use mongo::MongoStore;
+pub use records::*;
+
+use crate::domain::{StatusUpdate, WaId, WaMessageId};
+
+/// What a caller can do about a failed store call.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database did not answer (down, unreachable, timed out): retry later; the webhook
+    /// answers 503 so Meta redelivers.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else: a bug or bad data; logged with its cause chain.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Answers when the database does (`/readyz`).
+    async fn ping(&self) -> StoreResult<()>;
+
+    /// Records a sender seen on an inbound message: their profile into `users` (role
+    /// `prospect` on first sight) and `last_inbound_at` into `conversations`.
+    async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()>;
+
+    /// Inserts inbound messages into `inbox` keyed by wamid; an id already there is left as it
+    /// is (a redelivery), so the same message is never processed twice.
+    async fn insert_inbox(&self, messages: &[InboxEntry]) -> StoreResult<InboxInsert>;
+
+    async fn inbox_entry(&self, wamid: &WaMessageId) -> StoreResult<Option<InboxEntry>>;
+
+    /// The oldest `pending` inbox entries, in arrival order.
+    async fn pending_inbox(&self, limit: usize) -> StoreResult<Vec<InboxEntry>>;
+
+    /// Keeps a part of a webhook that could not be read, for operators.
+    async fn record_rejected(&self, rejected: &RejectedEntry) -> StoreResult<()>;
+
+    async fn rejected(&self, limit: usize) -> StoreResult<Vec<RejectedEntry>>;
+
+    async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>>;
+
+    async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>>;
+
+    /// Appends a message to a conversation's history with the next `seq`.
+    async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage>;
+
+    /// The last `limit` messages of a conversation, oldest first.
+    async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>>;
+
+    /// Queues a reply; returns its id.
+    async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId>;
+
+    /// Records the Graph API's id for a sent reply.
+    async fn mark_outbox_sent(&self, id: &OutboxId, wamid: &WaMessageId) -> StoreResult<()>;
+
+    async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>>;
+
+    /// Applies a delivery status to the outbox entry with that Graph id. Statuses only move
+    /// forward (`sent` → `delivered` → `read`): Meta may deliver them out of order.
+    async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome>;
+}

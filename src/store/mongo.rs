@@ -1,0 +1,592 @@
+//! The MongoDB store (the `mongodb` crate). Production runs MongoDB 6/7; tests run FerretDB over
+//! the same wire protocol. Only single-document operations are used, so a replica set or a
+//! sharded cluster scales it without transactions.
+//!
+//! The client connects lazily: the service starts, and `/readyz` says 503, while MongoDB is
+//! down. Every call is bounded by [`CALL_TIMEOUT`] so a stalled database answers 503, not a hang.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use async_trait::async_trait;
+use bson::{Bson, Document, doc, oid::ObjectId};
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use mongodb::options::{ClientOptions, IndexOptions, ReturnDocument};
+use mongodb::{Client, Collection, Database, IndexModel};
+use secrecy::ExposeSecret;
+
+use super::*;
+use crate::config::MongoConfig;
+use crate::domain::{GraphError, StatusUpdate, WaId, WaMessageId};
+
+/// Longest a single store call may take before it counts as unavailable.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the driver looks for a server before giving up on a call.
+const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// MongoDB's duplicate-key error code.
+const DUPLICATE_KEY: i32 = 11000;
+
+#[derive(Clone)]
+pub struct MongoStore {
+    db: Database,
+}
+
+impl MongoStore {
+    /// Parses the URI and builds the client; does not wait for the server.
+    pub async fn connect(config: &MongoConfig) -> anyhow::Result<Self> {
+        let mut options = ClientOptions::parse(config.uri.expose_secret())
+            .await
+            .context("MONGODB_URI could not be parsed")?;
+        options.app_name.get_or_insert_with(|| "zaguan".to_owned());
+        options
+            .server_selection_timeout
+            .get_or_insert(SERVER_SELECTION_TIMEOUT);
+        options
+            .connect_timeout
+            .get_or_insert(SERVER_SELECTION_TIMEOUT);
+        let client = Client::with_options(options).context("MongoDB client options rejected")?;
+        Ok(Self {
+            db: client.database(&config.database),
+        })
+    }
+
+    /// Creates the indexes the queries rely on. Idempotent; run at start-up.
+    pub async fn ensure_indexes(&self) -> StoreResult<()> {
+        let unique = IndexOptions::builder().unique(true).build();
+        let indexes: [(&str, Document, Option<IndexOptions>); 5] = [
+            ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
+            ("inbox", doc! {"status": 1, "received_at": 1}, None),
+            ("inbox", doc! {"wa_id": 1, "received_at": 1}, None),
+            ("outbox", doc! {"wamid": 1}, None),
+            ("outbox", doc! {"wa_id": 1, "at": 1}, None),
+        ];
+        for (collection, keys, options) in indexes {
+            let model = IndexModel::builder().keys(keys).options(options).build();
+            bounded(
+                self.db
+                    .collection::<Document>(collection)
+                    .create_index(model),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Drops the whole database. For tests, which each use a database of their own.
+    pub async fn drop_database(&self) -> StoreResult<()> {
+        bounded(self.db.drop()).await
+    }
+
+    fn coll(&self, name: &str) -> Collection<Document> {
+        self.db.collection(name)
+    }
+}
+
+/// Runs a driver call within [`CALL_TIMEOUT`], sorting its failure into [`StoreError`].
+async fn bounded<T>(
+    call: impl std::future::IntoFuture<Output = mongodb::error::Result<T>>,
+) -> StoreResult<T> {
+    match tokio::time::timeout(CALL_TIMEOUT, call.into_future()).await {
+        Ok(result) => result.map_err(classify),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "no answer within {CALL_TIMEOUT:?}"
+        ))),
+    }
+}
+
+fn classify(error: mongodb::error::Error) -> StoreError {
+    use mongodb::error::ErrorKind;
+    let unavailable = matches!(
+        *error.kind,
+        ErrorKind::ServerSelection { .. }
+            | ErrorKind::Io(_)
+            | ErrorKind::ConnectionPoolCleared { .. }
+    ) || error.contains_label("RetryableWriteError")
+        || error.contains_label("SystemOverloadedError");
+    if unavailable {
+        StoreError::Unavailable(error.to_string())
+    } else {
+        StoreError::Unexpected(anyhow::Error::new(error).context("MongoDB call failed"))
+    }
+}
+
+fn date(at: DateTime<Utc>) -> bson::DateTime {
+    bson::DateTime::from_chrono(at)
+}
+
+fn opt_date(at: Option<DateTime<Utc>>) -> Bson {
+    at.map_or(Bson::Null, |at| Bson::DateTime(date(at)))
+}
+
+fn opt_str(value: &Option<String>) -> Bson {
+    value
+        .as_ref()
+        .map_or(Bson::Null, |s| Bson::String(s.clone()))
+}
+
+/// Reading documents operators may have edited by hand: missing or mistyped fields read as absent.
+struct Fields<'a>(&'a Document);
+
+impl Fields<'_> {
+    fn str(&self, key: &str) -> Option<String> {
+        self.0.get_str(key).ok().map(str::to_owned)
+    }
+
+    fn date(&self, key: &str) -> Option<DateTime<Utc>> {
+        self.0.get_datetime(key).ok().map(|d| d.to_chrono())
+    }
+
+    fn int(&self, key: &str) -> Option<i64> {
+        match self.0.get(key)? {
+            Bson::Int32(i) => Some(i64::from(*i)),
+            Bson::Int64(i) => Some(*i),
+            Bson::Double(f) => Some(*f as i64),
+            _ => None,
+        }
+    }
+
+    fn required_str(&self, key: &str) -> StoreResult<String> {
+        self.str(key).ok_or_else(|| {
+            anyhow::anyhow!("document {:?} has no string `{key}`", self.0.get("_id")).into()
+        })
+    }
+
+    fn wa_id(&self, key: &str) -> StoreResult<WaId> {
+        WaId::parse(&self.required_str(key)?).map_err(|e| anyhow::anyhow!(e).into())
+    }
+}
+
+fn json_to_bson(raw: &str) -> Bson {
+    serde_json::from_str::<serde_json::Value>(raw)
+        .ok()
+        .and_then(|value| bson::to_bson(&value).ok())
+        .unwrap_or_else(|| Bson::String(raw.to_owned()))
+}
+
+fn bson_to_json(value: Option<&Bson>) -> String {
+    match value {
+        Some(Bson::String(s)) => s.clone(),
+        Some(other) => other.clone().into_relaxed_extjson().to_string(),
+        None => "null".to_owned(),
+    }
+}
+
+fn inbox_doc(entry: &InboxEntry) -> Document {
+    doc! {
+        "_id": entry.wamid.as_str(),
+        "wa_id": entry.wa_id.as_str(),
+        "phone_number_id": &entry.phone_number_id,
+        "type": &entry.kind,
+        "text": opt_str(&entry.text),
+        "payload": json_to_bson(&entry.payload),
+        "context_id": opt_str(&entry.context_id),
+        "sent_at": opt_date(entry.sent_at),
+        "status": entry.status.as_str(),
+        "received_at": date(entry.received_at),
+        "attempts": i64::from(entry.attempts),
+    }
+}
+
+fn inbox_entry(doc: &Document) -> StoreResult<InboxEntry> {
+    let f = Fields(doc);
+    Ok(InboxEntry {
+        wamid: WaMessageId::from(f.required_str("_id")?),
+        wa_id: f.wa_id("wa_id")?,
+        phone_number_id: f.str("phone_number_id").unwrap_or_default(),
+        kind: f.str("type").unwrap_or_default(),
+        text: f.str("text"),
+        payload: bson_to_json(doc.get("payload")),
+        context_id: f.str("context_id"),
+        sent_at: f.date("sent_at"),
+        status: f
+            .str("status")
+            .and_then(|s| InboxStatus::parse(&s))
+            .unwrap_or(InboxStatus::Pending),
+        received_at: f.date("received_at").unwrap_or_default(),
+        attempts: f.int("attempts").unwrap_or(0).try_into().unwrap_or(0),
+    })
+}
+
+fn message_doc(seq: i64, m: &NewMessage) -> StoreResult<Document> {
+    let tool_calls = bson::to_bson(&m.tool_calls).context("tool calls to BSON")?;
+    Ok(doc! {
+        "wa_id": m.wa_id.as_str(),
+        "seq": seq,
+        "role": m.role.as_str(),
+        "content": &m.content,
+        "agent": opt_str(&m.agent),
+        "tool_calls": tool_calls,
+        "tool_call_id": opt_str(&m.tool_call_id),
+        "at": date(m.at),
+    })
+}
+
+fn stored_message(doc: &Document) -> StoreResult<StoredMessage> {
+    let f = Fields(doc);
+    let tool_calls = match doc.get("tool_calls") {
+        Some(Bson::Array(calls)) => calls
+            .iter()
+            .map(|c| bson::from_bson::<ToolCall>(c.clone()))
+            .collect::<Result<_, _>>()
+            .context("tool_calls in messages")?,
+        _ => Vec::new(),
+    };
+    Ok(StoredMessage {
+        seq: f.int("seq").unwrap_or_default(),
+        message: NewMessage {
+            wa_id: f.wa_id("wa_id")?,
+            role: f
+                .str("role")
+                .and_then(|r| MessageRole::parse(&r))
+                .ok_or_else(|| anyhow::anyhow!("message without a known role"))?,
+            content: f.str("content").unwrap_or_default(),
+            agent: f.str("agent"),
+            tool_calls,
+            tool_call_id: f.str("tool_call_id"),
+            at: f.date("at").unwrap_or_default(),
+        },
+    })
+}
+
+fn outbox_entry(doc: &Document) -> StoreResult<OutboxEntry> {
+    let f = Fields(doc);
+    let id = doc
+        .get_object_id("_id")
+        .map(|id| id.to_hex())
+        .or_else(|_| f.required_str("_id"))?;
+    let error = match doc.get("error") {
+        Some(Bson::Document(e)) => bson::from_document::<GraphError>(e.clone()).ok(),
+        _ => None,
+    };
+    Ok(OutboxEntry {
+        id: OutboxId(id),
+        wa_id: f.wa_id("wa_id")?,
+        in_reply_to: f.str("in_reply_to").map(WaMessageId::from),
+        body: f.str("body").unwrap_or_default(),
+        status: f
+            .str("status")
+            .and_then(|s| OutboxStatus::parse(&s))
+            .unwrap_or(OutboxStatus::Queued),
+        wamid: f.str("wamid").map(WaMessageId::from),
+        error,
+        attempts: f.int("attempts").unwrap_or(0).try_into().unwrap_or(0),
+        at: f.date("at").unwrap_or_default(),
+        status_at: f.date("status_at"),
+    })
+}
+
+fn outbox_id(id: &OutboxId) -> Bson {
+    ObjectId::parse_str(&id.0).map_or_else(|_| Bson::String(id.0.clone()), Bson::ObjectId)
+}
+
+#[async_trait]
+impl Store for MongoStore {
+    async fn ping(&self) -> StoreResult<()> {
+        bounded(self.db.run_command(doc! {"ping": 1}))
+            .await
+            .map(drop)
+    }
+
+    async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()> {
+        let key = contact.wa_id.as_str();
+        let seen = date(contact.seen_at);
+        let mut user_set = doc! {};
+        for (field, value) in [("name", &contact.name), ("username", &contact.username)] {
+            if let Some(value) = value {
+                user_set.insert(field, value);
+            }
+        }
+        let mut user_update = doc! {"$setOnInsert": {"role": Role::Prospect.as_str()}};
+        if !user_set.is_empty() {
+            user_update.insert("$set", user_set);
+        }
+        bounded(
+            self.coll("users")
+                .update_one(doc! {"_id": key}, user_update)
+                .upsert(true),
+        )
+        .await?;
+
+        let mut conversation_set = doc! {"updated_at": seen};
+        for (field, value) in [("wa_id", &contact.phone), ("user_id", &contact.user_id)] {
+            if let Some(value) = value {
+                conversation_set.insert(field, value);
+            }
+        }
+        bounded(
+            self.coll("conversations")
+                .update_one(
+                    doc! {"_id": key},
+                    doc! {
+                        "$set": conversation_set,
+                        "$max": {"last_inbound_at": seen},
+                        "$setOnInsert": {"dialog_state": []},
+                    },
+                )
+                .upsert(true),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn insert_inbox(&self, messages: &[InboxEntry]) -> StoreResult<InboxInsert> {
+        if messages.is_empty() {
+            return Ok(InboxInsert::default());
+        }
+        let docs: Vec<Document> = messages.iter().map(inbox_doc).collect();
+        let result = tokio::time::timeout(
+            CALL_TIMEOUT,
+            self.coll("inbox")
+                .insert_many(docs)
+                .ordered(false)
+                .into_future(),
+        )
+        .await
+        .map_err(|_| StoreError::Unavailable(format!("no answer within {CALL_TIMEOUT:?}")))?;
+        match result {
+            Ok(done) => Ok(InboxInsert {
+                inserted: done.inserted_ids.len(),
+                duplicates: 0,
+            }),
+            Err(error) => {
+                let mongodb::error::ErrorKind::InsertMany(failure) = &*error.kind else {
+                    return Err(classify(error));
+                };
+                let write_errors = failure.write_errors.as_deref().unwrap_or_default();
+                let only_duplicates = failure.write_concern_error.is_none()
+                    && write_errors.iter().all(|e| e.code == DUPLICATE_KEY);
+                if !only_duplicates {
+                    return Err(classify(error));
+                }
+                Ok(InboxInsert {
+                    inserted: messages.len() - write_errors.len(),
+                    duplicates: write_errors.len(),
+                })
+            }
+        }
+    }
+
+    async fn inbox_entry(&self, wamid: &WaMessageId) -> StoreResult<Option<InboxEntry>> {
+        bounded(self.coll("inbox").find_one(doc! {"_id": wamid.as_str()}))
+            .await?
+            .as_ref()
+            .map(inbox_entry)
+            .transpose()
+    }
+
+    async fn pending_inbox(&self, limit: usize) -> StoreResult<Vec<InboxEntry>> {
+        let cursor = bounded(
+            self.coll("inbox")
+                .find(doc! {"status": InboxStatus::Pending.as_str()})
+                .sort(doc! {"received_at": 1, "_id": 1})
+                .limit(i64::try_from(limit).unwrap_or(i64::MAX)),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        docs.iter().map(inbox_entry).collect()
+    }
+
+    async fn record_rejected(&self, rejected: &RejectedEntry) -> StoreResult<()> {
+        bounded(self.coll("webhook_rejects").insert_one(doc! {
+            "what": &rejected.what,
+            "reason": &rejected.reason,
+            "raw": &rejected.raw,
+            "at": date(rejected.at),
+        }))
+        .await
+        .map(drop)
+    }
+
+    async fn rejected(&self, limit: usize) -> StoreResult<Vec<RejectedEntry>> {
+        let cursor = bounded(
+            self.coll("webhook_rejects")
+                .find(doc! {})
+                .sort(doc! {"_id": -1})
+                .limit(i64::try_from(limit).unwrap_or(i64::MAX)),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        Ok(docs
+            .iter()
+            .rev()
+            .map(|d| {
+                let f = Fields(d);
+                RejectedEntry {
+                    what: f.str("what").unwrap_or_default(),
+                    reason: f.str("reason").unwrap_or_default(),
+                    raw: f.str("raw").unwrap_or_default(),
+                    at: f.date("at").unwrap_or_default(),
+                }
+            })
+            .collect())
+    }
+
+    async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>> {
+        let Some(doc) = bounded(self.coll("users").find_one(doc! {"_id": wa_id.as_str()})).await?
+        else {
+            return Ok(None);
+        };
+        let f = Fields(&doc);
+        Ok(Some(User {
+            wa_id: wa_id.clone(),
+            name: f.str("name"),
+            username: f.str("username"),
+            role: f.str("role").map_or(Role::Prospect, |r| Role::parse(&r)),
+            lang: f.str("lang"),
+        }))
+    }
+
+    async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>> {
+        let Some(doc) = bounded(
+            self.coll("conversations")
+                .find_one(doc! {"_id": wa_id.as_str()}),
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let f = Fields(&doc);
+        let dialog_state = match doc.get("dialog_state") {
+            Some(Bson::Array(items)) => items
+                .iter()
+                .filter_map(|b| b.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Ok(Some(Conversation {
+            wa_id: wa_id.clone(),
+            phone: f.str("wa_id"),
+            user_id: f.str("user_id"),
+            dialog_state,
+            lang: f.str("lang"),
+            last_inbound_at: f.date("last_inbound_at"),
+            updated_at: f.date("updated_at"),
+        }))
+    }
+
+    async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage> {
+        // The sequence lives on the conversation document: one atomic increment per message.
+        let counter = bounded(
+            self.coll("conversations")
+                .find_one_and_update(
+                    doc! {"_id": message.wa_id.as_str()},
+                    doc! {"$inc": {"next_seq": 1_i64}, "$setOnInsert": {"dialog_state": []}},
+                )
+                .upsert(true)
+                .return_document(ReturnDocument::After),
+        )
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("upsert returned no conversation"))?;
+        let seq = Fields(&counter)
+            .int("next_seq")
+            .ok_or_else(|| anyhow::anyhow!("conversation without next_seq"))?;
+        bounded(
+            self.coll("messages")
+                .insert_one(message_doc(seq, &message)?),
+        )
+        .await?;
+        Ok(StoredMessage { seq, message })
+    }
+
+    async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>> {
+        let cursor = bounded(
+            self.coll("messages")
+                .find(doc! {"wa_id": wa_id.as_str()})
+                .sort(doc! {"seq": -1})
+                .limit(i64::try_from(limit).unwrap_or(i64::MAX)),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        docs.iter().rev().map(stored_message).collect()
+    }
+
+    async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId> {
+        let id = ObjectId::new();
+        bounded(self.coll("outbox").insert_one(doc! {
+            "_id": id,
+            "wa_id": entry.wa_id.as_str(),
+            "in_reply_to": entry.in_reply_to.as_ref().map(|w| w.as_str()),
+            "body": &entry.body,
+            "status": OutboxStatus::Queued.as_str(),
+            "attempts": 0_i64,
+            "at": date(entry.at),
+        }))
+        .await?;
+        Ok(OutboxId(id.to_hex()))
+    }
+
+    async fn mark_outbox_sent(&self, id: &OutboxId, wamid: &WaMessageId) -> StoreResult<()> {
+        let filter = doc! {"_id": outbox_id(id)};
+        let result = bounded(self.coll("outbox").update_one(
+            filter.clone(),
+            doc! {"$set": {"wamid": wamid.as_str()}, "$inc": {"attempts": 1_i64}},
+        ))
+        .await?;
+        if result.matched_count == 0 {
+            return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
+        }
+        // A status may already have arrived (webhooks can beat the Graph API's response).
+        let mut only_if_earlier = filter;
+        only_if_earlier.insert(
+            "status",
+            doc! {"$in": statuses(OutboxStatus::Sent.replaces())},
+        );
+        bounded(self.coll("outbox").update_one(
+            only_if_earlier,
+            doc! {"$set": {"status": OutboxStatus::Sent.as_str()}},
+        ))
+        .await?;
+        Ok(())
+    }
+
+    async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {
+        bounded(self.coll("outbox").find_one(doc! {"wamid": wamid.as_str()}))
+            .await?
+            .as_ref()
+            .map(outbox_entry)
+            .transpose()
+    }
+
+    async fn apply_status(&self, update: &StatusUpdate) -> StoreResult<StatusOutcome> {
+        let Some(status) = OutboxStatus::parse(&update.status) else {
+            return Ok(StatusOutcome::Unrecognised);
+        };
+        let mut set = doc! {"status": status.as_str(), "status_at": opt_date(update.at)};
+        if status == OutboxStatus::Failed {
+            if let Some(error) = update.errors.first() {
+                set.insert(
+                    "error",
+                    bson::to_bson(error).context("Graph error to BSON")?,
+                );
+            }
+        }
+        let result = bounded(self.coll("outbox").update_one(
+            doc! {
+                "wamid": update.wamid.as_str(),
+                "status": {"$in": statuses(status.replaces())},
+            },
+            doc! {"$set": set},
+        ))
+        .await?;
+        if result.matched_count > 0 {
+            return Ok(StatusOutcome::Applied);
+        }
+        let known = bounded(
+            self.coll("outbox")
+                .count_documents(doc! {"wamid": update.wamid.as_str()})
+                .limit(1),
+        )
+        .await?;
+        Ok(if known > 0 {
+            StatusOutcome::Stale
+        } else {
+            StatusOutcome::Unknown
+        })
+    }
+}
+
+fn statuses(list: &[OutboxStatus]) -> Vec<&'static str> {
+    list.iter().map(|s| s.as_str()).collect()
+}

@@ -1,0 +1,320 @@
+//! The records the store keeps, one type per collection document (ARCHITECTURE.md §5).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{GraphError, InboundMessage, WaId, WaMessageId};
+
+/// Processing state of an inbox entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InboxStatus {
+    Pending,
+    Processing,
+    Done,
+    Failed,
+}
+
+impl InboxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InboxStatus::Pending => "pending",
+            InboxStatus::Processing => "processing",
+            InboxStatus::Done => "done",
+            InboxStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => InboxStatus::Pending,
+            "processing" => InboxStatus::Processing,
+            "done" => InboxStatus::Done,
+            "failed" => InboxStatus::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// One `inbox` document: an inbound message waiting for (or done with) its turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboxEntry {
+    /// `_id`.
+    pub wamid: WaMessageId,
+    pub wa_id: WaId,
+    pub phone_number_id: String,
+    /// The WhatsApp message `type`, as sent.
+    pub kind: String,
+    /// What the message says in words, when it says something.
+    pub text: Option<String>,
+    /// The message object as received (JSON), unknown fields included.
+    pub payload: String,
+    /// The message this one replies to.
+    pub context_id: Option<String>,
+    /// WhatsApp's timestamp of the message.
+    pub sent_at: Option<DateTime<Utc>>,
+    pub status: InboxStatus,
+    pub received_at: DateTime<Utc>,
+    pub attempts: u32,
+}
+
+impl InboxEntry {
+    /// A freshly received message, `pending`.
+    pub fn pending(message: &InboundMessage, received_at: DateTime<Utc>) -> Self {
+        Self {
+            wamid: message.wamid.clone(),
+            wa_id: message.wa_id.clone(),
+            phone_number_id: message.phone_number_id.clone(),
+            kind: message.kind.clone(),
+            text: message.content.text(),
+            payload: message.raw.clone(),
+            context_id: message.context.as_ref().and_then(|c| c.message_id.clone()),
+            sent_at: message.sent_at,
+            status: InboxStatus::Pending,
+            received_at,
+            attempts: 0,
+        }
+    }
+}
+
+/// What `insert_inbox` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InboxInsert {
+    pub inserted: usize,
+    /// Already present: redeliveries, acknowledged and not processed again.
+    pub duplicates: usize,
+}
+
+/// A sender as an inbound message shows them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContactSeen {
+    pub wa_id: WaId,
+    pub phone: Option<String>,
+    pub user_id: Option<String>,
+    pub name: Option<String>,
+    pub username: Option<String>,
+    pub seen_at: DateTime<Utc>,
+}
+
+impl ContactSeen {
+    pub fn from_message(message: &InboundMessage, seen_at: DateTime<Utc>) -> Self {
+        Self {
+            wa_id: message.wa_id.clone(),
+            phone: message.phone.clone(),
+            user_id: message.user_id.clone(),
+            name: message.name.clone(),
+            username: message.username.clone(),
+            seen_at,
+        }
+    }
+}
+
+/// A part of an accepted webhook that could not be typed (`webhook_rejects`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RejectedEntry {
+    /// `message` or `status`.
+    pub what: String,
+    pub reason: String,
+    pub raw: String,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Prospect,
+    Owner,
+    Agent,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Prospect => "prospect",
+            Role::Owner => "owner",
+            Role::Agent => "agent",
+        }
+    }
+
+    /// Unknown roles (typed by hand in mongosh) count as the least privileged.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "owner" => Role::Owner,
+            "agent" => Role::Agent,
+            _ => Role::Prospect,
+        }
+    }
+}
+
+/// A `users` document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct User {
+    pub wa_id: WaId,
+    pub name: Option<String>,
+    pub username: Option<String>,
+    pub role: Role,
+    pub lang: Option<String>,
+}
+
+/// A `conversations` document (the fields this version reads).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    pub wa_id: WaId,
+    /// The phone number, when known.
+    pub phone: Option<String>,
+    pub user_id: Option<String>,
+    /// Agent names; at most one element, `[]` is the primary assistant.
+    pub dialog_state: Vec<String>,
+    pub lang: Option<String>,
+    /// Opens WhatsApp's 24-hour customer-service window.
+    pub last_inbound_at: Option<DateTime<Utc>>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    Human,
+    Ai,
+    Tool,
+}
+
+impl MessageRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageRole::Human => "human",
+            MessageRole::Ai => "ai",
+            MessageRole::Tool => "tool",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "human" => MessageRole::Human,
+            "ai" => MessageRole::Ai,
+            "tool" => MessageRole::Tool,
+            _ => return None,
+        })
+    }
+}
+
+/// A tool call an assistant message asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub args: serde_json::Value,
+}
+
+/// A message to append to a conversation's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    pub wa_id: WaId,
+    pub role: MessageRole,
+    pub content: String,
+    pub agent: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// A `messages` document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    /// Per-conversation, strictly increasing.
+    pub seq: i64,
+    pub message: NewMessage,
+}
+
+/// An `outbox` id (a MongoDB ObjectId in hex).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OutboxId(pub String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutboxStatus {
+    Queued,
+    Sent,
+    Delivered,
+    Read,
+    /// A voice message was played: after `read`.
+    Played,
+    Failed,
+}
+
+impl OutboxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutboxStatus::Queued => "queued",
+            OutboxStatus::Sent => "sent",
+            OutboxStatus::Delivered => "delivered",
+            OutboxStatus::Read => "read",
+            OutboxStatus::Played => "played",
+            OutboxStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "queued" => OutboxStatus::Queued,
+            "sent" => OutboxStatus::Sent,
+            "delivered" => OutboxStatus::Delivered,
+            "read" => OutboxStatus::Read,
+            "played" => OutboxStatus::Played,
+            "failed" => OutboxStatus::Failed,
+            _ => return None,
+        })
+    }
+
+    /// The statuses an entry may be in for `self` to replace it: a status never moves back,
+    /// and `failed` only lands on a message not known to have arrived.
+    pub fn replaces(self) -> &'static [OutboxStatus] {
+        use OutboxStatus::*;
+        match self {
+            Queued => &[],
+            Sent => &[Queued],
+            Delivered => &[Queued, Sent],
+            Read => &[Queued, Sent, Delivered],
+            Played => &[Queued, Sent, Delivered, Read],
+            Failed => &[Queued, Sent],
+        }
+    }
+}
+
+/// A reply to queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewOutbox {
+    pub wa_id: WaId,
+    pub in_reply_to: Option<WaMessageId>,
+    pub body: String,
+    pub at: DateTime<Utc>,
+}
+
+/// An `outbox` document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEntry {
+    pub id: OutboxId,
+    pub wa_id: WaId,
+    pub in_reply_to: Option<WaMessageId>,
+    pub body: String,
+    pub status: OutboxStatus,
+    /// The Graph API's id, once sent.
+    pub wamid: Option<WaMessageId>,
+    pub error: Option<GraphError>,
+    pub attempts: u32,
+    pub at: DateTime<Utc>,
+    /// When the last status arrived.
+    pub status_at: Option<DateTime<Utc>>,
+}
+
+/// What `apply_status` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusOutcome {
+    Applied,
+    /// The entry is already at or past this status.
+    Stale,
+    /// No outbox entry has that wamid (not ours, or sent by another system).
+    Unknown,
+    /// A status value we do not know; recorded in logs only.
+    Unrecognised,
+}

@@ -1,0 +1,224 @@
+//! `POST /webhook`: verify, parse, store, then acknowledge.
+//!
+//! The order of the writes makes a crash or a 503 at any point safe: Meta redelivers the whole
+//! body, contact upserts and status updates are idempotent, and inbox entries are keyed by wamid
+//! so a redelivered message is acknowledged without being stored or processed twice. The inbox
+//! write comes last: once it is done, the message is ours.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use chrono::Utc;
+use futures::{StreamExt, TryStreamExt, stream};
+use secrecy::ExposeSecret;
+
+use super::WebhookError;
+use super::payload::{self, Updates};
+use super::signature;
+use crate::app::AppState;
+use crate::domain::WaId;
+use crate::store::{ContactSeen, InboxEntry, RejectedEntry, StatusOutcome, Store};
+
+/// Meta sends bodies of up to 3 MB; anything above this answers 413.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Store calls in flight at once for one request (a batch may name hundreds of contacts).
+const STORE_CONCURRENCY: usize = 16;
+
+pub async fn receive(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<StatusCode, WebhookError> {
+    signature::verify(
+        state
+            .app_secret
+            .as_ref()
+            .map(|s| s.expose_secret().as_bytes()),
+        headers
+            .get("x-hub-signature-256")
+            .map(|value| value.as_bytes()),
+        &body,
+    )?;
+    let updates = payload::parse(&body)?;
+    store_updates(state.store.as_ref(), &updates).await?;
+    if !updates.messages.is_empty() {
+        state.inbox_signal.notify_waiters();
+    }
+    metrics::counter!("zaguan_webhook_requests_total", "outcome" => "accepted").increment(1);
+    Ok(StatusCode::OK)
+}
+
+/// Persists everything a verified request carried. Returns only once it is all stored.
+#[tracing::instrument(skip_all, fields(
+    webhook.messages = updates.messages.len(),
+    webhook.statuses = updates.statuses.len(),
+))]
+pub async fn store_updates(store: &dyn Store, updates: &Updates) -> Result<(), WebhookError> {
+    let now = Utc::now();
+
+    // One upsert per sender, not per message: a batch often holds several from one person.
+    let mut contacts: HashMap<&WaId, ContactSeen> = HashMap::new();
+    for message in &updates.messages {
+        contacts.insert(&message.wa_id, ContactSeen::from_message(message, now));
+    }
+    let upserts: Vec<_> = contacts
+        .values()
+        .map(|contact| store.record_contact(contact))
+        .collect();
+    stream::iter(upserts)
+        .buffer_unordered(STORE_CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+
+    for rejected in &updates.rejected {
+        tracing::warn!(
+            what = rejected.what,
+            reason = %rejected.reason,
+            "webhook update could not be read; kept in webhook_rejects"
+        );
+        metrics::counter!("zaguan_webhook_rejected_updates_total", "what" => rejected.what)
+            .increment(1);
+        store
+            .record_rejected(&RejectedEntry {
+                what: rejected.what.to_owned(),
+                reason: rejected.reason.clone(),
+                raw: rejected.raw.clone(),
+                at: now,
+            })
+            .await?;
+    }
+
+    let entries: Vec<InboxEntry> = updates
+        .messages
+        .iter()
+        .map(|m| InboxEntry::pending(m, now))
+        .collect();
+    let inserted = store.insert_inbox(&entries).await?;
+    for message in &updates.messages {
+        metrics::counter!("zaguan_inbound_messages_total", "type" => type_label(&message.kind))
+            .increment(1);
+    }
+    if inserted.duplicates > 0 {
+        tracing::info!(
+            duplicates = inserted.duplicates,
+            "redelivered messages acknowledged, not stored again"
+        );
+        metrics::counter!("zaguan_inbound_duplicates_total").increment(inserted.duplicates as u64);
+    }
+
+    let applies: Vec<_> = updates
+        .statuses
+        .iter()
+        .map(|status| store.apply_status(status))
+        .collect();
+    let outcomes: Vec<StatusOutcome> = stream::iter(applies)
+        .buffered(STORE_CONCURRENCY)
+        .try_collect()
+        .await?;
+    for (status, outcome) in updates.statuses.iter().zip(outcomes) {
+        let outcome_label = match outcome {
+            StatusOutcome::Applied => "applied",
+            StatusOutcome::Stale => "stale",
+            StatusOutcome::Unknown => {
+                tracing::debug!(wamid = %status.wamid, "status for a message not in the outbox");
+                "unknown"
+            }
+            StatusOutcome::Unrecognised => {
+                tracing::warn!(status = %status.status, "unrecognised delivery status");
+                "unrecognised"
+            }
+        };
+        if let Some(error) = status.errors.first() {
+            tracing::warn!(
+                code = error.code,
+                title = error.title.as_deref().unwrap_or(""),
+                "outbound message failed"
+            );
+        }
+        metrics::counter!(
+            "zaguan_webhook_statuses_total",
+            "status" => status_label(&status.status),
+            "outcome" => outcome_label,
+        )
+        .increment(1);
+    }
+
+    for field in &updates.ignored {
+        tracing::debug!(field = %field, "webhook change ignored");
+        metrics::counter!("zaguan_webhook_ignored_changes_total", "field" => field_label(field))
+            .increment(1);
+    }
+    for error in &updates.errors {
+        tracing::warn!(
+            code = error.code,
+            title = error.title.as_deref().unwrap_or(""),
+            "webhook reported an error"
+        );
+        metrics::counter!("zaguan_webhook_errors_total").increment(1);
+    }
+    tracing::debug!(
+        inserted = inserted.inserted,
+        duplicates = inserted.duplicates,
+        "webhook stored"
+    );
+    Ok(())
+}
+
+/// Metric labels come from a fixed set so a new value from Meta cannot grow the series forever.
+fn type_label(kind: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "text",
+        "image",
+        "audio",
+        "voice",
+        "video",
+        "document",
+        "sticker",
+        "location",
+        "contacts",
+        "interactive",
+        "button",
+        "reaction",
+        "order",
+        "system",
+        "unsupported",
+        "request_welcome",
+        "edit",
+        "revoke",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == kind)
+        .copied()
+        .unwrap_or("other")
+}
+
+fn status_label(status: &str) -> &'static str {
+    const KNOWN: &[&str] = &["sent", "delivered", "read", "played", "failed"];
+    KNOWN
+        .iter()
+        .find(|k| **k == status)
+        .copied()
+        .unwrap_or("other")
+}
+
+fn field_label(field: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "account_update",
+        "calls",
+        "smb_message_echoes",
+        "message_template_status_update",
+        "message_template_quality_update",
+        "message_template_components_update",
+        "template_category_update",
+        "user_preferences",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == field)
+        .copied()
+        .unwrap_or("other")
+}
