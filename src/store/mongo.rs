@@ -112,6 +112,39 @@ fn classify(error: mongodb::error::Error) -> StoreError {
     }
 }
 
+/// Two concurrent upserts of one `_id` may both try to insert; the loser fails with a
+/// duplicate key (MongoDB retries some of these itself, FerretDB does not). Retrying once then
+/// updates the document the winner created.
+async fn upsert_one(
+    collection: &Collection<Document>,
+    filter: Document,
+    update: Document,
+) -> StoreResult<()> {
+    let attempt = || {
+        bounded(
+            collection
+                .update_one(filter.clone(), update.clone())
+                .upsert(true),
+        )
+    };
+    match attempt().await {
+        Err(StoreError::Unexpected(error)) if is_duplicate_key(&error) => attempt().await.map(drop),
+        other => other.map(drop),
+    }
+}
+
+fn is_duplicate_key(error: &anyhow::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    let Some(error) = error.downcast_ref::<mongodb::error::Error>() else {
+        return false;
+    };
+    match &*error.kind {
+        ErrorKind::Write(WriteFailure::WriteError(e)) => e.code == DUPLICATE_KEY,
+        ErrorKind::Command(e) => e.code == DUPLICATE_KEY,
+        _ => false,
+    }
+}
+
 fn date(at: DateTime<Utc>) -> bson::DateTime {
     bson::DateTime::from_chrono(at)
 }
@@ -302,12 +335,7 @@ impl Store for MongoStore {
         if !user_set.is_empty() {
             user_update.insert("$set", user_set);
         }
-        bounded(
-            self.coll("users")
-                .update_one(doc! {"_id": key}, user_update)
-                .upsert(true),
-        )
-        .await?;
+        upsert_one(&self.coll("users"), doc! {"_id": key}, user_update).await?;
 
         let mut conversation_set = doc! {"updated_at": seen};
         for (field, value) in [("wa_id", &contact.phone), ("user_id", &contact.user_id)] {
@@ -315,20 +343,16 @@ impl Store for MongoStore {
                 conversation_set.insert(field, value);
             }
         }
-        bounded(
-            self.coll("conversations")
-                .update_one(
-                    doc! {"_id": key},
-                    doc! {
-                        "$set": conversation_set,
-                        "$max": {"last_inbound_at": seen},
-                        "$setOnInsert": {"dialog_state": []},
-                    },
-                )
-                .upsert(true),
+        upsert_one(
+            &self.coll("conversations"),
+            doc! {"_id": key},
+            doc! {
+                "$set": conversation_set,
+                "$max": {"last_inbound_at": seen},
+                "$setOnInsert": {"dialog_state": []},
+            },
         )
-        .await?;
-        Ok(())
+        .await
     }
 
     async fn insert_inbox(&self, messages: &[InboxEntry]) -> StoreResult<InboxInsert> {

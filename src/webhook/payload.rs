@@ -18,6 +18,8 @@ use crate::domain::{
 pub enum PayloadError {
     #[error("body is not a webhook notification: {0}")]
     Malformed(#[from] serde_json::Error),
+    #[error("body is not a JSON object")]
+    NotAnObject,
 }
 
 /// `POST /webhook` body.
@@ -286,6 +288,10 @@ pub struct RejectedUpdate {
 
 /// Parses a whole notification. Fails only when the envelope is unusable; see module docs.
 pub fn parse(body: &[u8]) -> Result<Updates, PayloadError> {
+    // serde would also read a struct from a JSON array; a notification is always an object.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(PayloadError::NotAnObject);
+    }
     let notification: Notification<'_> = serde_json::from_slice(body)?;
     let mut updates = Updates::default();
     for entry in notification.entry {

@@ -1,0 +1,179 @@
+//! Test helpers shared by the integration tests: a fresh MongoDB database per test, the app
+//! behind its real router, signed webhook requests.
+#![allow(
+    dead_code,
+    reason = "each test crate uses a different part of the helpers"
+)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use secrecy::SecretString;
+use tower::ServiceExt;
+use zaguan::app::{AppState, router};
+use zaguan::config::MongoConfig;
+use zaguan::store::{MemoryStore, MongoStore, Store};
+use zaguan::webhook::signature;
+
+pub const APP_SECRET: &str = "test-app-secret";
+pub const VERIFY_TOKEN: &str = "test-verify-token";
+
+/// A database of its own on the MongoDB of `MONGODB_URI`, dropped by [`TestMongo::drop`].
+pub struct TestMongo {
+    pub store: MongoStore,
+}
+
+impl TestMongo {
+    /// `None` (with a message) when no MongoDB is configured outside CI; under `CI=true` a
+    /// missing or silent MongoDB fails the test instead of skipping it.
+    pub async fn new() -> Option<Self> {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        let Some(uri) = std::env::var("MONGODB_URI").ok().filter(|u| !u.is_empty()) else {
+            assert!(
+                !ci,
+                "CI=true but MONGODB_URI is unset: the Mongo tests cannot run"
+            );
+            eprintln!("MONGODB_URI unset: skipping this MongoDB test (run ./scripts/test)");
+            return None;
+        };
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let database = format!(
+            "zaguan_test_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let store = MongoStore::connect(&MongoConfig {
+            uri: SecretString::from(uri),
+            database,
+        })
+        .await
+        .expect("MONGODB_URI parses");
+        store
+            .ensure_indexes()
+            .await
+            .expect("MongoDB at MONGODB_URI answers");
+        Some(Self { store })
+    }
+
+    pub async fn drop(self) {
+        self.store
+            .drop_database()
+            .await
+            .expect("test database dropped");
+    }
+}
+
+/// A MongoStore pointed at a port where nothing listens.
+pub async fn unreachable_mongo() -> MongoStore {
+    MongoStore::connect(&MongoConfig {
+        uri: SecretString::from(
+            "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=300&connectTimeoutMS=300".to_owned(),
+        ),
+        database: "unreachable".to_owned(),
+    })
+    .await
+    .unwrap()
+}
+
+/// The app with its real router, driven without a socket.
+pub struct TestApp {
+    pub router: Router,
+    pub store: Arc<dyn Store>,
+}
+
+impl TestApp {
+    pub fn with_store(store: Arc<dyn Store>) -> Self {
+        Self::configured(
+            store,
+            Some(VERIFY_TOKEN.to_owned()),
+            Some(APP_SECRET.to_owned()),
+        )
+    }
+
+    pub fn memory() -> Self {
+        Self::with_store(Arc::new(MemoryStore::new()))
+    }
+
+    pub fn configured(
+        store: Arc<dyn Store>,
+        verify_token: Option<String>,
+        app_secret: Option<String>,
+    ) -> Self {
+        let state = AppState::new(
+            store.clone(),
+            verify_token.map(SecretString::from),
+            app_secret.map(SecretString::from),
+        );
+        Self {
+            router: router(state),
+            store,
+        }
+    }
+
+    pub async fn request(&self, request: Request<Body>) -> (StatusCode, String) {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    pub async fn get(&self, uri: &str) -> (StatusCode, String) {
+        self.request(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+    }
+
+    /// Posts `body` signed with the test app secret, as Meta would.
+    pub async fn post_webhook(&self, body: impl Into<Vec<u8>>) -> StatusCode {
+        let body = body.into();
+        let signature = signature::sign(APP_SECRET.as_bytes(), &body);
+        self.post_webhook_with(body, Some(&signature)).await
+    }
+
+    pub async fn post_webhook_with(&self, body: Vec<u8>, signature: Option<&str>) -> StatusCode {
+        let mut request = Request::post("/webhook").header("content-type", "application/json");
+        if let Some(signature) = signature {
+            request = request.header("x-hub-signature-256", signature);
+        }
+        self.request(request.body(Body::from(body)).unwrap())
+            .await
+            .0
+    }
+}
+
+/// A notification with one text message per `(wamid, from, body)`.
+pub fn text_notification(messages: &[(&str, &str, &str)]) -> Vec<u8> {
+    let messages: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|(id, from, body)| {
+            serde_json::json!({
+                "from": from, "id": id, "timestamp": "1764100800",
+                "type": "text", "text": {"body": body}
+            })
+        })
+        .collect();
+    let contacts: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|m| serde_json::json!({"profile": {"name": "Lucía Fernández"}, "wa_id": m["from"]}))
+        .collect();
+    serde_json::to_vec(&serde_json::json!({
+        "object": "whatsapp_business_account",
+        "entry": [{"id": "102290129340398", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "34910000000", "phone_number_id": "109876543210"},
+            "contacts": contacts,
+            "messages": messages,
+        }}]}]
+    }))
+    .unwrap()
+}
+
+/// One body of `tests/fixtures/cloud_api.json`, as bytes.
+pub fn cloud_api_fixture(name: &str) -> Vec<u8> {
+    let all: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(include_str!("../fixtures/cloud_api.json")).unwrap();
+    serde_json::to_vec(&all[name]).unwrap()
+}

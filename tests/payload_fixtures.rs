@@ -1,0 +1,117 @@
+//! Every real payload of `tests/fixtures/pywa/` (146 bodies from a public library's test suite)
+//! parses, and every message and status in it is read: none rejected, none missed.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use zaguan::webhook::payload;
+
+fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            fixture_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "json") {
+            out.push(path);
+        }
+    }
+}
+
+/// Counts of `messages[]` and `statuses[]` in `messages` changes, read with a generic parser.
+fn expected_counts(body: &Value) -> (usize, usize, usize) {
+    let (mut messages, mut statuses, mut other_fields) = (0, 0, 0);
+    for entry in body["entry"].as_array().unwrap() {
+        for change in entry["changes"].as_array().unwrap() {
+            if change["field"] != "messages" {
+                other_fields += 1;
+                continue;
+            }
+            let len = |key: &str| change["value"][key].as_array().map_or(0, Vec::len);
+            messages += len("messages");
+            statuses += len("statuses");
+        }
+    }
+    (messages, statuses, other_fields)
+}
+
+#[test]
+fn every_pywa_payload_is_read_completely() {
+    let mut files = Vec::new();
+    fixture_files(Path::new("tests/fixtures/pywa"), &mut files);
+    files.sort();
+    let mut bodies = 0;
+    let mut messages_seen = 0;
+    for file in files {
+        let all: serde_json::Map<String, Value> =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        for (name, body) in all {
+            let raw = serde_json::to_vec(&body).unwrap();
+            let updates =
+                payload::parse(&raw).unwrap_or_else(|e| panic!("{}:{name}: {e}", file.display()));
+            let (messages, statuses, other_fields) = expected_counts(&body);
+            assert!(
+                updates.rejected.is_empty(),
+                "{}:{name}: {:?}",
+                file.display(),
+                updates.rejected
+            );
+            assert_eq!(
+                updates.messages.len(),
+                messages,
+                "{}:{name}",
+                file.display()
+            );
+            assert_eq!(
+                updates.statuses.len(),
+                statuses,
+                "{}:{name}",
+                file.display()
+            );
+            assert_eq!(
+                updates.ignored.len(),
+                other_fields,
+                "{}:{name}",
+                file.display()
+            );
+            for message in &updates.messages {
+                assert!(!message.phone_number_id.is_empty());
+                assert!(!message.kind.is_empty());
+            }
+            bodies += 1;
+            messages_seen += updates.messages.len();
+        }
+    }
+    assert_eq!(bodies, 146, "fixture set changed");
+    assert!(messages_seen >= 90, "only {messages_seen} messages read");
+}
+
+#[test]
+fn pywa_message_types_map_to_content() {
+    let all: serde_json::Map<String, Value> = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/pywa/updates/message.json").unwrap(),
+    )
+    .unwrap();
+    let read = |name: &str| {
+        let updates = payload::parse(&serde_json::to_vec(&all[name]).unwrap()).unwrap();
+        updates.messages.into_iter().next().unwrap()
+    };
+    assert_eq!(read("text").content.text().as_deref(), Some("Body Text"));
+    assert_eq!(
+        read("text").user_id.as_deref(),
+        Some("US.13491208655302741918")
+    );
+    assert!(read("forwarded").context.unwrap().forwarded);
+    assert!(read("forwarded_many_times").context.unwrap().forwarded);
+    assert_eq!(read("order").kind, "order");
+    assert!(matches!(
+        read("unsupported").content,
+        zaguan::domain::Content::Unsupported { .. }
+    ));
+    assert!(matches!(
+        read("voice").content,
+        zaguan::domain::Content::Media {
+            kind: zaguan::domain::MediaKind::Voice,
+            ..
+        }
+    ));
+}

@@ -1,0 +1,406 @@
+//! The store suite: the same behaviour from `MemoryStore` and from `MongoStore` over the wire
+//! (FerretDB in CI, any MongoDB at `MONGODB_URI`).
+
+mod common;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeZone, Utc};
+use zaguan::domain::{GraphError, StatusUpdate, WaId, WaMessageId};
+use zaguan::store::*;
+
+/// BSON dates hold milliseconds; test times are whole seconds so both stores compare equal.
+fn at(secs: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(1_764_100_000 + secs, 0).unwrap()
+}
+
+fn wa(id: &str) -> WaId {
+    WaId::parse(id).unwrap()
+}
+
+fn entry(wamid: &str, wa_id: &str, received: i64) -> InboxEntry {
+    InboxEntry {
+        wamid: WaMessageId::parse(wamid).unwrap(),
+        wa_id: wa(wa_id),
+        phone_number_id: "109876543210".into(),
+        kind: "text".into(),
+        text: Some("¿Está libre el piso de Gràcia? 🏡".into()),
+        payload: format!(
+            r#"{{"from":"{wa_id}","id":"{wamid}","type":"text","text":{{"body":"¿Está libre el piso de Gràcia? 🏡"}},"future":{{"n":[1,2]}}}}"#
+        ),
+        context_id: Some("wamid.PREVIOUS".into()),
+        sent_at: Some(at(-5)),
+        status: InboxStatus::Pending,
+        received_at: at(received),
+        attempts: 0,
+    }
+}
+
+fn contact(wa_id: &str, name: Option<&str>, seen: i64) -> ContactSeen {
+    ContactSeen {
+        wa_id: wa(wa_id),
+        phone: Some(wa_id.into()),
+        user_id: Some("ES.1502576394655843".into()),
+        name: name.map(Into::into),
+        username: None,
+        seen_at: at(seen),
+    }
+}
+
+fn status(wamid: &str, status: &str) -> StatusUpdate {
+    StatusUpdate {
+        wamid: WaMessageId::parse(wamid).unwrap(),
+        status: status.into(),
+        at: Some(at(60)),
+        recipient_id: Some("34600111222".into()),
+        errors: if status == "failed" {
+            vec![GraphError {
+                code: Some(131047),
+                title: Some("Re-engagement message".into()),
+                message: None,
+                error_data: None,
+            }]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+async fn ping_answers(store: Arc<dyn Store>) {
+    store.ping().await.unwrap();
+}
+
+async fn an_inbox_entry_round_trips(store: Arc<dyn Store>) {
+    let original = entry("wamid.RT1", "34600111222", 0);
+    let outcome = store
+        .insert_inbox(std::slice::from_ref(&original))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        InboxInsert {
+            inserted: 1,
+            duplicates: 0
+        }
+    );
+    let stored = store.inbox_entry(&original.wamid).await.unwrap().unwrap();
+    let payload = |e: &InboxEntry| serde_json::from_str::<serde_json::Value>(&e.payload).unwrap();
+    assert_eq!(payload(&stored), payload(&original));
+    assert_eq!(
+        InboxEntry {
+            payload: String::new(),
+            ..stored
+        },
+        InboxEntry {
+            payload: String::new(),
+            ..original
+        }
+    );
+    let missing = WaMessageId::parse("wamid.NOPE").unwrap();
+    assert!(store.inbox_entry(&missing).await.unwrap().is_none());
+}
+
+async fn a_redelivered_message_is_stored_once(store: Arc<dyn Store>) {
+    let first = entry("wamid.DUP", "34600111222", 0);
+    let mut again = entry("wamid.DUP", "34600111222", 9);
+    again.text = Some("changed".into());
+    store.insert_inbox(&[first.clone()]).await.unwrap();
+    let outcome = store.insert_inbox(&[again]).await.unwrap();
+    assert_eq!(
+        outcome,
+        InboxInsert {
+            inserted: 0,
+            duplicates: 1
+        }
+    );
+    let stored = store.inbox_entry(&first.wamid).await.unwrap().unwrap();
+    assert_eq!(stored.text, first.text, "the first copy is kept untouched");
+    assert_eq!(store.pending_inbox(10).await.unwrap().len(), 1);
+}
+
+async fn concurrent_inserts_of_one_message_store_it_once(store: Arc<dyn Store>) {
+    let tasks: Vec<_> = (0..5)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .insert_inbox(&[entry("wamid.RACE", "34600111222", i)])
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut inserted = 0;
+    for task in tasks {
+        inserted += task.await.unwrap().inserted;
+    }
+    assert_eq!(inserted, 1);
+    assert_eq!(store.pending_inbox(10).await.unwrap().len(), 1);
+}
+
+async fn a_batch_with_some_known_ids_inserts_the_rest(store: Arc<dyn Store>) {
+    let known: Vec<InboxEntry> = (0..10)
+        .map(|i| entry(&format!("wamid.B{i}"), "34600111222", i))
+        .collect();
+    store.insert_inbox(&known).await.unwrap();
+    let batch: Vec<InboxEntry> = (0..1000)
+        .map(|i| entry(&format!("wamid.B{i}"), &format!("34600{i:06}"), i))
+        .collect();
+    let outcome = store.insert_inbox(&batch).await.unwrap();
+    assert_eq!(
+        outcome,
+        InboxInsert {
+            inserted: 990,
+            duplicates: 10
+        }
+    );
+    assert_eq!(store.pending_inbox(5000).await.unwrap().len(), 1000);
+}
+
+async fn pending_entries_come_oldest_first(store: Arc<dyn Store>) {
+    store
+        .insert_inbox(&[
+            entry("wamid.P3", "34600111222", 30),
+            entry("wamid.P1", "34600111222", 10),
+            entry("wamid.P2", "34622333444", 20),
+        ])
+        .await
+        .unwrap();
+    let ids: Vec<String> = store
+        .pending_inbox(2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.wamid.to_string())
+        .collect();
+    assert_eq!(ids, ["wamid.P1", "wamid.P2"]);
+}
+
+async fn a_contact_becomes_a_prospect_with_a_conversation(store: Arc<dyn Store>) {
+    let key = wa("34600111222");
+    assert!(store.user(&key).await.unwrap().is_none());
+    store
+        .record_contact(&contact("34600111222", Some("Lucía"), 10))
+        .await
+        .unwrap();
+    let user = store.user(&key).await.unwrap().unwrap();
+    assert_eq!(user.name.as_deref(), Some("Lucía"));
+    assert_eq!(user.role, Role::Prospect);
+    let conversation = store.conversation(&key).await.unwrap().unwrap();
+    assert!(conversation.dialog_state.is_empty());
+    assert_eq!(conversation.phone.as_deref(), Some("34600111222"));
+    assert_eq!(conversation.user_id.as_deref(), Some("ES.1502576394655843"));
+    assert_eq!(conversation.last_inbound_at, Some(at(10)));
+
+    // A later profile name wins; an update without a name keeps it; an older message does not
+    // move the 24-hour window back.
+    store
+        .record_contact(&contact("34600111222", Some("Lucía Fernández"), 20))
+        .await
+        .unwrap();
+    store
+        .record_contact(&contact("34600111222", None, 5))
+        .await
+        .unwrap();
+    let user = store.user(&key).await.unwrap().unwrap();
+    assert_eq!(user.name.as_deref(), Some("Lucía Fernández"));
+    let conversation = store.conversation(&key).await.unwrap().unwrap();
+    assert_eq!(conversation.last_inbound_at, Some(at(20)));
+}
+
+async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
+    let message = |wa_id: &str, role: MessageRole, content: &str, seconds: i64| NewMessage {
+        wa_id: wa(wa_id),
+        role,
+        content: content.into(),
+        agent: Some("primary_assistant".into()),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        at: at(seconds),
+    };
+    let mut ai = message("34600111222", MessageRole::Ai, "", 2);
+    ai.tool_calls = vec![ToolCall {
+        id: "call_01".into(),
+        name: "ToAppointmentAssistant".into(),
+        args: serde_json::json!({"query": "visitar el ático el sábado"}),
+    }];
+    let mut tool = message("34600111222", MessageRole::Tool, "entered", 3);
+    tool.tool_call_id = Some("call_01".into());
+
+    let seqs = [
+        store
+            .append_message(message("34600111222", MessageRole::Human, "hola", 1))
+            .await
+            .unwrap()
+            .seq,
+        store.append_message(ai.clone()).await.unwrap().seq,
+        store
+            .append_message(message("34622333444", MessageRole::Human, "otra", 1))
+            .await
+            .unwrap()
+            .seq,
+        store.append_message(tool.clone()).await.unwrap().seq,
+    ];
+    assert!(seqs[0] < seqs[1] && seqs[1] < seqs[3], "{seqs:?}");
+
+    let recent = store.recent_messages(&wa("34600111222"), 2).await.unwrap();
+    assert_eq!(recent.len(), 2);
+    assert_eq!(recent[0].message, ai, "oldest of the window first");
+    assert_eq!(recent[1].message, tool);
+    let all = store.recent_messages(&wa("34600111222"), 50).await.unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(
+        store
+            .recent_messages(&wa("34699999999"), 50)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn statuses_move_an_outbox_entry_forward_only(store: Arc<dyn Store>) {
+    let id = store
+        .insert_outbox(&NewOutbox {
+            wa_id: wa("34600111222"),
+            in_reply_to: Some(WaMessageId::parse("wamid.IN1").unwrap()),
+            body: "¡Claro! Te reservo el sábado a las 10:00.".into(),
+            at: at(50),
+        })
+        .await
+        .unwrap();
+    let wamid = WaMessageId::parse("wamid.OUT1").unwrap();
+    assert_eq!(
+        store
+            .apply_status(&status("wamid.OUT1", "delivered"))
+            .await
+            .unwrap(),
+        StatusOutcome::Unknown,
+        "not sent yet, so the wamid is not ours"
+    );
+    store.mark_outbox_sent(&id, &wamid).await.unwrap();
+    let sent = store.outbox_by_wamid(&wamid).await.unwrap().unwrap();
+    assert_eq!(sent.status, OutboxStatus::Sent);
+    assert_eq!(sent.id, id);
+    assert_eq!(sent.body, "¡Claro! Te reservo el sábado a las 10:00.");
+    assert_eq!(sent.in_reply_to.unwrap().as_str(), "wamid.IN1");
+    assert_eq!(sent.attempts, 1);
+
+    let apply = |s: &'static str| {
+        let store = store.clone();
+        async move { store.apply_status(&status("wamid.OUT1", s)).await.unwrap() }
+    };
+    assert_eq!(apply("read").await, StatusOutcome::Applied);
+    assert_eq!(
+        apply("delivered").await,
+        StatusOutcome::Stale,
+        "read before delivered"
+    );
+    assert_eq!(apply("failed").await, StatusOutcome::Stale, "it was read");
+    assert_eq!(apply("played").await, StatusOutcome::Applied);
+    assert_eq!(apply("deleted").await, StatusOutcome::Unrecognised);
+    let entry = store.outbox_by_wamid(&wamid).await.unwrap().unwrap();
+    assert_eq!(entry.status, OutboxStatus::Played);
+    assert_eq!(entry.status_at, Some(at(60)));
+}
+
+async fn a_failed_status_records_the_graph_error(store: Arc<dyn Store>) {
+    let id = store
+        .insert_outbox(&NewOutbox {
+            wa_id: wa("34600111222"),
+            in_reply_to: None,
+            body: "Hola".into(),
+            at: at(50),
+        })
+        .await
+        .unwrap();
+    let wamid = WaMessageId::parse("wamid.OUT2").unwrap();
+    store.mark_outbox_sent(&id, &wamid).await.unwrap();
+    assert_eq!(
+        store
+            .apply_status(&status("wamid.OUT2", "failed"))
+            .await
+            .unwrap(),
+        StatusOutcome::Applied
+    );
+    let entry = store.outbox_by_wamid(&wamid).await.unwrap().unwrap();
+    assert_eq!(entry.status, OutboxStatus::Failed);
+    assert_eq!(entry.error.unwrap().code, Some(131047));
+}
+
+async fn rejected_updates_are_kept_for_operators(store: Arc<dyn Store>) {
+    for i in 0..3 {
+        store
+            .record_rejected(&RejectedEntry {
+                what: "message".into(),
+                reason: format!("reason {i}"),
+                raw: format!("{{\"id\":{i}}}"),
+                at: at(i),
+            })
+            .await
+            .unwrap();
+    }
+    let kept = store.rejected(2).await.unwrap();
+    let reasons: Vec<&str> = kept.iter().map(|r| r.reason.as_str()).collect();
+    assert_eq!(reasons, ["reason 1", "reason 2"]);
+    assert_eq!(kept[1].raw, "{\"id\":2}");
+    assert_eq!(kept[1].at, at(2));
+}
+
+async fn an_outbox_id_that_does_not_exist_is_an_error(store: Arc<dyn Store>) {
+    let wamid = WaMessageId::parse("wamid.X").unwrap();
+    let missing = OutboxId(bson::oid::ObjectId::new().to_hex());
+    assert!(store.mark_outbox_sent(&missing, &wamid).await.is_err());
+}
+
+macro_rules! store_suite {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(std::sync::Arc::new(zaguan::store::MemoryStore::new())).await;
+                }
+            )*
+        }
+        mod mongo {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(db) = crate::common::TestMongo::new().await else { return };
+                    super::$name(std::sync::Arc::new(db.store.clone())).await;
+                    db.drop().await;
+                }
+            )*
+        }
+    };
+}
+
+store_suite!(
+    ping_answers,
+    an_inbox_entry_round_trips,
+    a_redelivered_message_is_stored_once,
+    concurrent_inserts_of_one_message_store_it_once,
+    a_batch_with_some_known_ids_inserts_the_rest,
+    pending_entries_come_oldest_first,
+    a_contact_becomes_a_prospect_with_a_conversation,
+    messages_get_increasing_seq_per_conversation,
+    statuses_move_an_outbox_entry_forward_only,
+    a_failed_status_records_the_graph_error,
+    rejected_updates_are_kept_for_operators,
+    an_outbox_id_that_does_not_exist_is_an_error,
+);
+
+#[tokio::test]
+async fn an_unreachable_mongodb_is_reported_as_unavailable() {
+    let store = common::unreachable_mongo().await;
+    assert!(matches!(
+        store.ping().await,
+        Err(StoreError::Unavailable(_))
+    ));
+    assert!(matches!(
+        store
+            .insert_inbox(&[entry("wamid.U", "34600111222", 0)])
+            .await,
+        Err(StoreError::Unavailable(_))
+    ));
+}
