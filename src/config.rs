@@ -12,6 +12,28 @@ use std::time::Duration;
 use secrecy::SecretString;
 use url::Url;
 
+/// Every variable the service reads, as documented in `.env.example`.
+pub const VARIABLES: &[&str] = &[
+    "ZAGUAN_BIND_ADDR",
+    "WHATSAPP_VERIFY_TOKEN",
+    "WHATSAPP_APP_SECRET",
+    "WHATSAPP_ACCESS_TOKEN",
+    "WHATSAPP_API_BASE_URL",
+    "MONGODB_URI",
+    "MONGODB_DATABASE",
+    "LLM_PRIMARY",
+    "LLM_FALLBACK",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ZAGUAN_PROMPTS_DIR",
+    "ZAGUAN_ADMIN_TOKEN",
+    "ZAGUAN_DIALOG_IDLE_TTL",
+    "RUST_LOG",
+    "ZAGUAN_LOG_FORMAT",
+];
+
 /// The service's whole configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -324,6 +346,29 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(config.mongodb.unwrap().database, "zaguan_test");
+    }
+
+    #[test]
+    fn env_example_documents_every_variable_and_is_valid() {
+        let example = include_str!("../.env.example");
+        let mut documented = HashMap::new();
+        let mut previous = "";
+        for line in example.lines() {
+            if let Some((name, value)) = line.split_once('=').filter(|_| !line.starts_with('#')) {
+                assert!(
+                    previous.starts_with("# "),
+                    "{name} has no one-line comment above it"
+                );
+                documented.insert(name.to_owned(), value.to_owned());
+            }
+            previous = line;
+        }
+        let mut names: Vec<&str> = documented.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        let mut expected = VARIABLES.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected);
+        Config::from_vars(documented).expect(".env.example is a valid configuration");
     }
 
     #[test]

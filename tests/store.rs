@@ -104,7 +104,10 @@ async fn a_redelivered_message_is_stored_once(store: Arc<dyn Store>) {
     let first = entry("wamid.DUP", "34600111222", 0);
     let mut again = entry("wamid.DUP", "34600111222", 9);
     again.text = Some("changed".into());
-    store.insert_inbox(&[first.clone()]).await.unwrap();
+    store
+        .insert_inbox(std::slice::from_ref(&first))
+        .await
+        .unwrap();
     let outcome = store.insert_inbox(&[again]).await.unwrap();
     assert_eq!(
         outcome,

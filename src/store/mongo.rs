@@ -578,13 +578,13 @@ impl Store for MongoStore {
             return Ok(StatusOutcome::Unrecognised);
         };
         let mut set = doc! {"status": status.as_str(), "status_at": opt_date(update.at)};
-        if status == OutboxStatus::Failed {
-            if let Some(error) = update.errors.first() {
-                set.insert(
-                    "error",
-                    bson::to_bson(error).context("Graph error to BSON")?,
-                );
-            }
+        if status == OutboxStatus::Failed
+            && let Some(error) = update.errors.first()
+        {
+            set.insert(
+                "error",
+                bson::to_bson(error).context("Graph error to BSON")?,
+            );
         }
         let result = bounded(self.coll("outbox").update_one(
             doc! {
