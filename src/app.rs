@@ -1,12 +1,15 @@
 //! The HTTP application: shared state and the router (ARCHITECTURE.md §4).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
 use axum::routing::get;
 use secrecy::SecretString;
 use tokio::sync::Notify;
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::store::Store;
 use crate::{health, telemetry, webhook};
@@ -38,6 +41,12 @@ impl AppState {
     }
 }
 
+/// A client that has not sent its whole body by then gets 408 (a slow or stuck sender must not
+/// hold a connection forever).
+const BODY_TIMEOUT: Duration = Duration::from_secs(15);
+/// A request not answered by then gets 503; for the webhook, Meta then redelivers.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(25);
+
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route(
@@ -49,5 +58,10 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(telemetry::render_metrics))
+        .layer(RequestBodyTimeoutLayer::new(BODY_TIMEOUT))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            REQUEST_TIMEOUT,
+        ))
         .with_state(state)
 }

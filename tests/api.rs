@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use common::{TestApp, TestMongo, cloud_api_fixture, text_notification};
+use futures::StreamExt;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::store::{MemoryStore, NewOutbox, OutboxStatus, Store};
 use zaguan::webhook::signature;
@@ -372,4 +373,20 @@ async fn metrics_count_inbound_messages_by_type() {
         "{text}"
     );
     assert!(text.contains("zaguan_webhook_requests_total{outcome=\"accepted\"}"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_never_finishes_its_body_gets_408() {
+    let app = TestApp::memory();
+    let first_chunk = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(
+        b"{\"object\":",
+    ))]);
+    let body = axum::body::Body::from_stream(first_chunk.chain(futures::stream::pending()));
+    let request = axum::http::Request::post("/webhook")
+        .header("x-hub-signature-256", "sha256=00")
+        .body(body)
+        .unwrap();
+    let (status, _) = app.request(request).await;
+    assert_eq!(status, StatusCode::REQUEST_TIMEOUT);
+    assert_eq!(inbox_len(app.store.as_ref()).await, 0);
 }

@@ -9,6 +9,12 @@ use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
+    /// 413: over the body limit (Meta sends up to 3 MB). Nothing is stored.
+    #[error("body over the size limit")]
+    TooLarge,
+    /// 408: the body did not arrive in full within the time limit. Nothing is stored.
+    #[error("body not received in full")]
+    BodyNotReceived,
     /// 401: not from Meta (or no app secret configured). Nothing is stored.
     #[error("signature refused: {0}")]
     Signature(#[from] SignatureError),
@@ -23,6 +29,8 @@ pub enum WebhookError {
 impl WebhookError {
     fn status(&self) -> StatusCode {
         match self {
+            WebhookError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            WebhookError::BodyNotReceived => StatusCode::REQUEST_TIMEOUT,
             WebhookError::Signature(_) => StatusCode::UNAUTHORIZED,
             WebhookError::Payload(_) => StatusCode::BAD_REQUEST,
             WebhookError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -31,6 +39,8 @@ impl WebhookError {
 
     fn label(&self) -> &'static str {
         match self {
+            WebhookError::TooLarge => "too_large",
+            WebhookError::BodyNotReceived => "body_timeout",
             WebhookError::Signature(_) => "unauthorized",
             WebhookError::Payload(_) => "bad_request",
             WebhookError::Store(StoreError::Unavailable(_)) => "store_unavailable",
@@ -45,7 +55,9 @@ impl IntoResponse for WebhookError {
             WebhookError::Signature(e) => {
                 tracing::warn!(reason = e.label(), "webhook refused: {self}");
             }
-            WebhookError::Payload(_) => tracing::warn!("webhook refused: {self}"),
+            WebhookError::Payload(_) | WebhookError::TooLarge | WebhookError::BodyNotReceived => {
+                tracing::warn!("webhook refused: {self}");
+            }
             WebhookError::Store(StoreError::Unexpected(cause)) => {
                 tracing::error!(error = ?cause, "webhook not stored, answering 503");
             }

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
 use axum::http::{HeaderMap, StatusCode};
 use chrono::Utc;
 use futures::{StreamExt, TryStreamExt, stream};
@@ -30,8 +31,15 @@ const STORE_CONCURRENCY: usize = 16;
 pub async fn receive(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<StatusCode, WebhookError> {
+    let body = body.map_err(|rejection| match rejection {
+        BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
+            WebhookError::TooLarge
+        }
+        // The body stopped arriving (the client went away, or sent too slowly).
+        _ => WebhookError::BodyNotReceived,
+    })?;
     signature::verify(
         state
             .app_secret
