@@ -24,6 +24,8 @@ pub struct AppState {
     pub app_secret: Option<Arc<SecretString>>,
     /// Woken when new messages land in the inbox, so workers need not poll tightly.
     pub inbox_signal: Arc<Notify>,
+    /// Senders written recently, so bursts do not rewrite the same contact.
+    pub recent_contacts: Arc<webhook::RecentContacts>,
 }
 
 impl AppState {
@@ -37,6 +39,7 @@ impl AppState {
             verify_token: verify_token.map(Arc::new),
             app_secret: app_secret.map(Arc::new),
             inbox_signal: Arc::new(Notify::new()),
+            recent_contacts: Arc::new(webhook::RecentContacts::new()),
         }
     }
 }

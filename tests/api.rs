@@ -308,6 +308,29 @@ async fn an_unreadable_message_is_kept_for_operators_and_the_rest_stored(app: Te
     assert!(rejected[0].raw.contains("wamid.BAD"));
 }
 
+async fn a_new_profile_name_is_recorded_at_once(app: TestApp) {
+    let post = |id: &str, name: &str| {
+        let body = String::from_utf8(text_notification(&[(id, "34600111222", "hola")]))
+            .unwrap()
+            .replace("Lucía Fernández", name);
+        app.post_webhook(body)
+    };
+    assert_eq!(post("wamid.NAME1", "Lucía").await, StatusCode::OK);
+    assert_eq!(post("wamid.NAME2", "Lucía").await, StatusCode::OK);
+    assert_eq!(
+        post("wamid.NAME3", "Lucía Fernández Núñez").await,
+        StatusCode::OK
+    );
+    let user = app
+        .store
+        .user(&WaId::parse("34600111222").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(user.name.as_deref(), Some("Lucía Fernández Núñez"));
+    assert_eq!(inbox_len(app.store.as_ref()).await, 3);
+}
+
 macro_rules! both_stores {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -341,6 +364,7 @@ both_stores!(
     every_fixture_is_acknowledged,
     non_message_updates_are_acknowledged_and_store_nothing,
     an_unreadable_message_is_kept_for_operators_and_the_rest_stored,
+    a_new_profile_name_is_recorded_at_once,
 );
 
 // ---- health and metrics ------------------------------------------------------------------------

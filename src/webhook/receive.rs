@@ -6,6 +6,7 @@
 //! write comes last: once it is done, the message is ours.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -15,9 +16,9 @@ use chrono::Utc;
 use futures::{StreamExt, TryStreamExt, stream};
 use secrecy::ExposeSecret;
 
-use super::WebhookError;
 use super::payload::{self, Updates};
 use super::signature;
+use super::{RecentContacts, WebhookError};
 use crate::app::AppState;
 use crate::domain::WaId;
 use crate::store::{ContactSeen, InboxEntry, RejectedEntry, StatusOutcome, Store};
@@ -51,7 +52,7 @@ pub async fn receive(
         &body,
     )?;
     let updates = payload::parse(&body)?;
-    store_updates(state.store.as_ref(), &updates).await?;
+    store_updates(state.store.as_ref(), &state.recent_contacts, &updates).await?;
     if !updates.messages.is_empty() {
         state.inbox_signal.notify_waiters();
     }
@@ -64,14 +65,21 @@ pub async fn receive(
     webhook.messages = updates.messages.len(),
     webhook.statuses = updates.statuses.len(),
 ))]
-pub async fn store_updates(store: &dyn Store, updates: &Updates) -> Result<(), WebhookError> {
+pub async fn store_updates(
+    store: &dyn Store,
+    recent_contacts: &RecentContacts,
+    updates: &Updates,
+) -> Result<(), WebhookError> {
     let now = Utc::now();
+    let clock = Instant::now();
 
-    // One upsert per sender, not per message: a batch often holds several from one person.
+    // One upsert per sender, not per message (a batch often holds several from one person),
+    // and none for a sender written moments ago with the same profile.
     let mut contacts: HashMap<&WaId, ContactSeen> = HashMap::new();
     for message in &updates.messages {
         contacts.insert(&message.wa_id, ContactSeen::from_message(message, now));
     }
+    contacts.retain(|_, contact| recent_contacts.needs_write(contact, clock));
     let upserts: Vec<_> = contacts
         .values()
         .map(|contact| store.record_contact(contact))
@@ -80,6 +88,9 @@ pub async fn store_updates(store: &dyn Store, updates: &Updates) -> Result<(), W
         .buffer_unordered(STORE_CONCURRENCY)
         .try_collect::<()>()
         .await?;
+    for contact in contacts.values() {
+        recent_contacts.written(contact, clock);
+    }
 
     for rejected in &updates.rejected {
         tracing::warn!(
