@@ -33,7 +33,9 @@ fn notification(n: u64) -> Vec<u8> {
         necesitamos que la comunidad admita mascotas. Si el piso tiene trastero, mejor. Podríamos \
         entrar a vivir a partir de febrero; antes no, porque tenemos contrato de alquiler hasta \
         enero. ¿Qué documentación necesitáis para reservar? ¿Se puede hacer la señal por \
-        transferencia? Quedo atenta a vuestra respuesta. Un saludo, Lucía.";
+        transferencia? Y si al final compramos, ¿os encargáis también de la tasación y del \
+        certificado energético, o tenemos que buscarlos por nuestra cuenta? Quedo atenta a \
+        vuestra respuesta. Un saludo, Lucía.";
     serde_json::to_vec(&serde_json::json!({
         "object": "whatsapp_business_account",
         "entry": [{"id": "102290129340398", "changes": [{"field": "messages", "value": {
