@@ -167,7 +167,11 @@ async fn a_message_is_in_the_inbox_before_the_200(app: TestApp) {
     let user = app.store.user(&entry.wa_id).await.unwrap().unwrap();
     assert_eq!(user.name.as_deref(), Some("María José Núñez"));
     let conversation = app.store.conversation(&entry.wa_id).await.unwrap().unwrap();
-    assert!(conversation.last_inbound_at.is_some());
+    // The 24-hour window opens when the user wrote, not when the webhook arrived.
+    assert_eq!(
+        conversation.last_inbound_at.map(|at| at.timestamp()),
+        Some(1_764_100_800)
+    );
 }
 
 async fn the_same_payload_posted_5_times_concurrently_is_stored_once(app: TestApp) {

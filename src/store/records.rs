@@ -97,14 +97,17 @@ pub struct ContactSeen {
 }
 
 impl ContactSeen {
-    pub fn from_message(message: &InboundMessage, seen_at: DateTime<Utc>) -> Self {
+    /// `seen_at` is when the user wrote (WhatsApp's timestamp), not when the webhook arrived:
+    /// a redelivery hours later must not stretch the 24-hour window. Clocks ahead of `now` are
+    /// not trusted.
+    pub fn from_message(message: &InboundMessage, now: DateTime<Utc>) -> Self {
         Self {
             wa_id: message.wa_id.clone(),
             phone: message.phone.clone(),
             user_id: message.user_id.clone(),
             name: message.name.clone(),
             username: message.username.clone(),
-            seen_at,
+            seen_at: message.sent_at.map_or(now, |sent| sent.min(now)),
         }
     }
 }

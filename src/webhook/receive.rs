@@ -77,7 +77,14 @@ pub async fn store_updates(
     // and none for a sender written moments ago with the same profile.
     let mut contacts: HashMap<&WaId, ContactSeen> = HashMap::new();
     for message in &updates.messages {
-        contacts.insert(&message.wa_id, ContactSeen::from_message(message, now));
+        let seen = ContactSeen::from_message(message, now);
+        // The latest message of a sender names them and dates their last inbound.
+        match contacts.get(&message.wa_id) {
+            Some(known) if known.seen_at > seen.seen_at => {}
+            _ => {
+                contacts.insert(&message.wa_id, seen);
+            }
+        }
     }
     contacts.retain(|_, contact| recent_contacts.needs_write(contact, clock));
     let upserts: Vec<_> = contacts
@@ -117,7 +124,7 @@ pub async fn store_updates(
         .collect();
     let inserted = store.insert_inbox(&entries).await?;
     for message in &updates.messages {
-        metrics::counter!("zaguan_inbound_messages_total", "type" => type_label(&message.kind))
+        metrics::counter!("zaguan_inbound_messages_total", "type" => label(&message.kind, MESSAGE_TYPES))
             .increment(1);
     }
     if inserted.duplicates > 0 {
@@ -159,7 +166,7 @@ pub async fn store_updates(
         }
         metrics::counter!(
             "zaguan_webhook_statuses_total",
-            "status" => status_label(&status.status),
+            "status" => label(&status.status, STATUSES),
             "outcome" => outcome_label,
         )
         .increment(1);
@@ -167,7 +174,7 @@ pub async fn store_updates(
 
     for field in &updates.ignored {
         tracing::debug!(field = %field, "webhook change ignored");
-        metrics::counter!("zaguan_webhook_ignored_changes_total", "field" => field_label(field))
+        metrics::counter!("zaguan_webhook_ignored_changes_total", "field" => label(field, CHANGE_FIELDS))
             .increment(1);
     }
     for error in &updates.errors {
@@ -187,57 +194,44 @@ pub async fn store_updates(
 }
 
 /// Metric labels come from a fixed set so a new value from Meta cannot grow the series forever.
-fn type_label(kind: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "text",
-        "image",
-        "audio",
-        "voice",
-        "video",
-        "document",
-        "sticker",
-        "location",
-        "contacts",
-        "interactive",
-        "button",
-        "reaction",
-        "order",
-        "system",
-        "unsupported",
-        "request_welcome",
-        "edit",
-        "revoke",
-    ];
-    KNOWN
+fn label(value: &str, known: &'static [&'static str]) -> &'static str {
+    known
         .iter()
-        .find(|k| **k == kind)
+        .find(|k| **k == value)
         .copied()
         .unwrap_or("other")
 }
 
-fn status_label(status: &str) -> &'static str {
-    const KNOWN: &[&str] = &["sent", "delivered", "read", "played", "failed"];
-    KNOWN
-        .iter()
-        .find(|k| **k == status)
-        .copied()
-        .unwrap_or("other")
-}
+const MESSAGE_TYPES: &[&str] = &[
+    "text",
+    "image",
+    "audio",
+    "voice",
+    "video",
+    "document",
+    "sticker",
+    "location",
+    "contacts",
+    "interactive",
+    "button",
+    "reaction",
+    "order",
+    "system",
+    "unsupported",
+    "request_welcome",
+    "edit",
+    "revoke",
+];
 
-fn field_label(field: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "account_update",
-        "calls",
-        "smb_message_echoes",
-        "message_template_status_update",
-        "message_template_quality_update",
-        "message_template_components_update",
-        "template_category_update",
-        "user_preferences",
-    ];
-    KNOWN
-        .iter()
-        .find(|k| **k == field)
-        .copied()
-        .unwrap_or("other")
-}
+const STATUSES: &[&str] = &["sent", "delivered", "read", "played", "failed"];
+
+const CHANGE_FIELDS: &[&str] = &[
+    "account_update",
+    "calls",
+    "smb_message_echoes",
+    "message_template_status_update",
+    "message_template_quality_update",
+    "message_template_components_update",
+    "template_category_update",
+    "user_preferences",
+];
