@@ -407,3 +407,27 @@ async fn an_unreachable_mongodb_is_reported_as_unavailable() {
         Err(StoreError::Unavailable(_))
     ));
 }
+
+#[tokio::test]
+async fn a_status_lands_on_an_outbox_document_written_by_hand() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    // As an operator or another system would write it with mongosh: no status, no attempts.
+    db.store
+        .database()
+        .collection::<bson::Document>("outbox")
+        .insert_one(bson::doc! {"wa_id": "34600111222", "body": "hola", "wamid": "wamid.HAND"})
+        .await
+        .unwrap();
+    let outcome = db
+        .store
+        .apply_status(&status("wamid.HAND", "delivered"))
+        .await
+        .unwrap();
+    assert_eq!(outcome, StatusOutcome::Applied);
+    let wamid = WaMessageId::parse("wamid.HAND").unwrap();
+    let entry = db.store.outbox_by_wamid(&wamid).await.unwrap().unwrap();
+    assert_eq!(entry.status, OutboxStatus::Delivered);
+    db.drop().await;
+}

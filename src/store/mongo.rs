@@ -74,6 +74,11 @@ impl MongoStore {
         Ok(())
     }
 
+    /// The database, for operator tools and tests that read documents as mongosh would.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
     /// Drops the whole database. For tests, which each use a database of their own.
     pub async fn drop_database(&self) -> StoreResult<()> {
         bounded(self.db.drop()).await
@@ -589,7 +594,11 @@ impl Store for MongoStore {
         let result = bounded(self.coll("outbox").update_one(
             doc! {
                 "wamid": update.wamid.as_str(),
-                "status": {"$in": statuses(status.replaces())},
+                // A document written by hand without a status counts as queued.
+                "$or": [
+                    {"status": {"$in": statuses(status.replaces())}},
+                    {"status": {"$exists": false}},
+                ],
             },
             doc! {"$set": set},
         ))
