@@ -8,7 +8,9 @@
 pub mod app;
 pub mod config;
 pub mod domain;
+pub mod engine;
 pub mod health;
+pub mod llm;
 pub mod serve;
 pub mod store;
 pub mod telemetry;

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{GraphError, InboundMessage, WaId, WaMessageId};
+pub use crate::llm::ToolCall;
 
 /// Processing state of an inbox entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,14 +200,6 @@ impl MessageRole {
             _ => return None,
         })
     }
-}
-
-/// A tool call an assistant message asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub args: serde_json::Value,
 }
 
 /// A message to append to a conversation's history.

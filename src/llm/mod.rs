@@ -1,0 +1,107 @@
+//! The LLM behind one trait, with one provider-neutral message and tool model. Conversion to a
+//! provider's wire format happens only at the provider boundary (`openai.rs`, `anthropic.rs`
+//! later); the engine, the history hygiene and the store all speak these types.
+
+pub mod scripted;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+pub use scripted::ScriptedLlm;
+
+/// A tool call an assistant asked for. Ids are ours, `[A-Za-z0-9_-]`, valid for every provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub args: serde_json::Value,
+}
+
+/// One message of a conversation as the LLM sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatMessage {
+    Human {
+        content: String,
+    },
+    Ai {
+        content: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+impl ChatMessage {
+    pub fn human(content: impl Into<String>) -> Self {
+        ChatMessage::Human {
+            content: content.into(),
+        }
+    }
+
+    pub fn ai(content: impl Into<String>) -> Self {
+        ChatMessage::Ai {
+            content: content.into(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        ChatMessage::Tool {
+            tool_call_id: tool_call_id.into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// A tool offered to the model: name, what it is for, JSON-schema parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// One call to a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmRequest {
+    /// Which agent asks (for scripts, logs and metrics).
+    pub agent: String,
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Tokens a call used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// What the model answered: text, tool calls, or both.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LlmResponse {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+}
+
+/// What the caller can do about a failed call.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    /// Worth retrying or falling back (timeouts, 429, 5xx, connection errors).
+    #[error("LLM unavailable: {0}")]
+    Unavailable(String),
+    /// The request itself was refused (400-class): another provider may accept it.
+    #[error("LLM refused the request: {0}")]
+    Rejected(String),
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+#[async_trait]
+pub trait Llm: Send + Sync + 'static {
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError>;
+}
