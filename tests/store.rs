@@ -219,6 +219,7 @@ async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
         agent: Some("primary_assistant".into()),
         tool_calls: Vec::new(),
         tool_call_id: None,
+        wamids: Vec::new(),
         at: at(seconds),
     };
     let mut ai = message("34600111222", MessageRole::Ai, "", 2);
@@ -227,15 +228,13 @@ async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
         name: "ToAppointmentAssistant".into(),
         args: serde_json::json!({"query": "visitar el ático el sábado"}),
     }];
+    let mut human = message("34600111222", MessageRole::Human, "hola", 1);
+    human.wamids = vec![WaMessageId::parse("wamid.H1").unwrap()];
     let mut tool = message("34600111222", MessageRole::Tool, "entered", 3);
     tool.tool_call_id = Some("call_01".into());
 
     let seqs = [
-        store
-            .append_message(message("34600111222", MessageRole::Human, "hola", 1))
-            .await
-            .unwrap()
-            .seq,
+        store.append_message(human.clone()).await.unwrap().seq,
         store.append_message(ai.clone()).await.unwrap().seq,
         store
             .append_message(message("34622333444", MessageRole::Human, "otra", 1))
@@ -252,6 +251,7 @@ async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
     assert_eq!(recent[1].message, tool);
     let all = store.recent_messages(&wa("34600111222"), 50).await.unwrap();
     assert_eq!(all.len(), 3);
+    assert_eq!(all[0].message, human, "wamids round-trip");
     assert!(
         store
             .recent_messages(&wa("34699999999"), 50)
@@ -355,6 +355,149 @@ async fn an_outbox_id_that_does_not_exist_is_an_error(store: Arc<dyn Store>) {
     assert!(store.mark_outbox_sent(&missing, &wamid).await.is_err());
 }
 
+async fn a_lease_is_held_by_one_owner_until_it_expires(store: Arc<dyn Store>) {
+    let key = wa("34600111222");
+    assert!(
+        store
+            .claim_conversation(&key, "a", at(0), at(30))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .claim_conversation(&key, "a", at(10), at(40))
+            .await
+            .unwrap(),
+        "renewal"
+    );
+    assert!(
+        !store
+            .claim_conversation(&key, "b", at(20), at(50))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .claim_conversation(&key, "b", at(40), at(70))
+            .await
+            .unwrap(),
+        "expired"
+    );
+    assert!(
+        !store
+            .claim_conversation(&key, "a", at(41), at(71))
+            .await
+            .unwrap()
+    );
+    store.release_conversation(&key, "a").await.unwrap(); // not a's: no effect
+    assert!(
+        !store
+            .claim_conversation(&key, "c", at(42), at(72))
+            .await
+            .unwrap()
+    );
+    store.release_conversation(&key, "b").await.unwrap();
+    assert!(
+        store
+            .claim_conversation(&key, "c", at(43), at(73))
+            .await
+            .unwrap()
+    );
+}
+
+async fn concurrent_claims_give_the_lease_to_exactly_one(store: Arc<dyn Store>) {
+    let key = wa("34699000111");
+    let claims: Vec<_> = (0..8)
+        .map(|i| {
+            let (store, key) = (store.clone(), key.clone());
+            tokio::spawn(async move {
+                store
+                    .claim_conversation(&key, &format!("worker-{i}"), at(0), at(30))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for claim in claims {
+        winners += usize::from(claim.await.unwrap());
+    }
+    assert_eq!(winners, 1);
+}
+
+async fn open_inbox_entries_are_found_per_conversation_and_closed(store: Arc<dyn Store>) {
+    store
+        .insert_inbox(&[
+            entry("wamid.O2", "34600111222", 20),
+            entry("wamid.O1", "34600111222", 10),
+            entry("wamid.O3", "34622333444", 5),
+        ])
+        .await
+        .unwrap();
+    let keys = store.conversations_with_open_inbox(10).await.unwrap();
+    assert_eq!(keys, [wa("34622333444"), wa("34600111222")]);
+    let open = store.open_inbox(&wa("34600111222")).await.unwrap();
+    let ids: Vec<&str> = open.iter().map(|e| e.wamid.as_str()).collect();
+    assert_eq!(ids, ["wamid.O1", "wamid.O2"]);
+
+    let o1 = WaMessageId::parse("wamid.O1").unwrap();
+    store
+        .set_inbox_status(std::slice::from_ref(&o1), InboxStatus::Processing)
+        .await
+        .unwrap();
+    let taken = store.inbox_entry(&o1).await.unwrap().unwrap();
+    assert_eq!((taken.status, taken.attempts), (InboxStatus::Processing, 1));
+    assert_eq!(store.open_inbox(&wa("34600111222")).await.unwrap().len(), 2);
+    let o2 = WaMessageId::parse("wamid.O2").unwrap();
+    store
+        .set_inbox_status(&[o1, o2], InboxStatus::Done)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .open_inbox(&wa("34600111222"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.conversations_with_open_inbox(10).await.unwrap(),
+        [wa("34622333444")]
+    );
+}
+
+async fn dialog_state_is_persisted_with_its_entry_time(store: Arc<dyn Store>) {
+    let key = wa("34600111222");
+    let state = vec!["appointment_assistant".to_owned()];
+    store.set_dialog_state(&key, &state, at(5)).await.unwrap();
+    let conversation = store.conversation(&key).await.unwrap().unwrap();
+    assert_eq!(conversation.dialog_state, state);
+    assert_eq!(conversation.state_entered_at, Some(at(5)));
+    store.set_dialog_state(&key, &[], at(9)).await.unwrap();
+    let conversation = store.conversation(&key).await.unwrap().unwrap();
+    assert!(conversation.dialog_state.is_empty());
+}
+
+async fn replies_are_found_by_the_message_they_answer(store: Arc<dyn Store>) {
+    let inbound = WaMessageId::parse("wamid.Q").unwrap();
+    for body in ["uno", "dos"] {
+        store
+            .insert_outbox(&NewOutbox {
+                wa_id: wa("34600111222"),
+                in_reply_to: Some(inbound.clone()),
+                body: body.into(),
+                at: at(1),
+            })
+            .await
+            .unwrap();
+    }
+    let replies = store.outbox_in_reply_to(&inbound).await.unwrap();
+    let bodies: Vec<&str> = replies.iter().map(|r| r.body.as_str()).collect();
+    assert_eq!(bodies, ["uno", "dos"]);
+    let other = WaMessageId::parse("wamid.R").unwrap();
+    assert!(store.outbox_in_reply_to(&other).await.unwrap().is_empty());
+}
+
 macro_rules! store_suite {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -391,6 +534,11 @@ store_suite!(
     a_failed_status_records_the_graph_error,
     rejected_updates_are_kept_for_operators,
     an_outbox_id_that_does_not_exist_is_an_error,
+    a_lease_is_held_by_one_owner_until_it_expires,
+    concurrent_claims_give_the_lease_to_exactly_one,
+    open_inbox_entries_are_found_per_conversation_and_closed,
+    dialog_state_is_persisted_with_its_entry_time,
+    replies_are_found_by_the_message_they_answer,
 );
 
 #[tokio::test]

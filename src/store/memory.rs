@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 use super::*;
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
@@ -26,6 +27,25 @@ struct Inner {
     messages: HashMap<WaId, BTreeMap<i64, NewMessage>>,
     outbox: Vec<OutboxEntry>,
     outbox_by_wamid: HashMap<WaMessageId, usize>,
+    /// `lease_owner`, `lease_until` of each conversation.
+    leases: HashMap<WaId, (String, DateTime<Utc>)>,
+}
+
+impl Inner {
+    fn conversation_mut(&mut self, wa_id: &WaId) -> &mut Conversation {
+        self.conversations
+            .entry(wa_id.clone())
+            .or_insert_with(|| Conversation {
+                wa_id: wa_id.clone(),
+                phone: None,
+                user_id: None,
+                dialog_state: Vec::new(),
+                lang: None,
+                last_inbound_at: None,
+                updated_at: None,
+                state_entered_at: None,
+            })
+    }
 }
 
 impl MemoryStore {
@@ -64,18 +84,7 @@ impl Store for MemoryStore {
         if contact.username.is_some() {
             user.username.clone_from(&contact.username);
         }
-        let conversation = inner
-            .conversations
-            .entry(contact.wa_id.clone())
-            .or_insert_with(|| Conversation {
-                wa_id: contact.wa_id.clone(),
-                phone: None,
-                user_id: None,
-                dialog_state: Vec::new(),
-                lang: None,
-                last_inbound_at: None,
-                updated_at: None,
-            });
+        let conversation = inner.conversation_mut(&contact.wa_id);
         if contact.phone.is_some() {
             conversation.phone.clone_from(&contact.phone);
         }
@@ -167,6 +176,104 @@ impl Store for MemoryStore {
         Ok(recent)
     }
 
+    async fn open_inbox(&self, wa_id: &WaId) -> StoreResult<Vec<InboxEntry>> {
+        let inner = self.lock();
+        let mut open: Vec<InboxEntry> = inner
+            .inbox_order
+            .iter()
+            .filter_map(|id| inner.inbox.get(id))
+            .filter(|e| &e.wa_id == wa_id && e.status.is_open())
+            .cloned()
+            .collect();
+        open.sort_by_key(|e| e.received_at);
+        Ok(open)
+    }
+
+    async fn conversations_with_open_inbox(&self, limit: usize) -> StoreResult<Vec<WaId>> {
+        let inner = self.lock();
+        let mut open: Vec<&InboxEntry> = inner
+            .inbox_order
+            .iter()
+            .filter_map(|id| inner.inbox.get(id))
+            .filter(|e| e.status.is_open())
+            .collect();
+        open.sort_by_key(|e| e.received_at);
+        let mut seen = Vec::new();
+        for entry in open {
+            if !seen.contains(&entry.wa_id) {
+                seen.push(entry.wa_id.clone());
+                if seen.len() == limit {
+                    break;
+                }
+            }
+        }
+        Ok(seen)
+    }
+
+    async fn set_inbox_status(
+        &self,
+        wamids: &[WaMessageId],
+        status: InboxStatus,
+    ) -> StoreResult<()> {
+        let mut inner = self.lock();
+        for wamid in wamids {
+            if let Some(entry) = inner.inbox.get_mut(wamid) {
+                entry.status = status;
+                if status == InboxStatus::Processing {
+                    entry.attempts += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn claim_conversation(
+        &self,
+        wa_id: &WaId,
+        owner: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let free = match inner.leases.get(wa_id) {
+            Some((holder, expires)) => holder == owner || *expires <= now,
+            None => true,
+        };
+        if free {
+            inner
+                .leases
+                .insert(wa_id.clone(), (owner.to_owned(), until));
+            inner.conversation_mut(wa_id);
+        }
+        Ok(free)
+    }
+
+    async fn release_conversation(&self, wa_id: &WaId, owner: &str) -> StoreResult<()> {
+        let mut inner = self.lock();
+        if inner
+            .leases
+            .get(wa_id)
+            .is_some_and(|(holder, _)| holder == owner)
+        {
+            inner.leases.remove(wa_id);
+        }
+        Ok(())
+    }
+
+    async fn set_dialog_state(
+        &self,
+        wa_id: &WaId,
+        dialog_state: &[String],
+        at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let conversation = inner.conversation_mut(wa_id);
+        conversation.dialog_state = dialog_state.to_vec();
+        conversation.state_entered_at = Some(at);
+        conversation.updated_at = Some(at);
+        Ok(())
+    }
+
     async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId> {
         let mut inner = self.lock();
         let id = OutboxId(bson::oid::ObjectId::new().to_hex());
@@ -206,6 +313,16 @@ impl Store for MemoryStore {
             .outbox_by_wamid
             .get(wamid)
             .map(|&index| inner.outbox[index].clone()))
+    }
+
+    async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>> {
+        let inner = self.lock();
+        Ok(inner
+            .outbox
+            .iter()
+            .filter(|e| e.in_reply_to.as_ref() == Some(wamid))
+            .cloned()
+            .collect())
     }
 
     async fn apply_status(&self, update: &StatusUpdate) -> StoreResult<StatusOutcome> {

@@ -10,6 +10,7 @@ mod mongo;
 mod records;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 pub use memory::MemoryStore;
 pub use mongo::MongoStore;
@@ -64,6 +65,40 @@ pub trait Store: Send + Sync + 'static {
     /// The last `limit` messages of a conversation, oldest first.
     async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>>;
 
+    /// Every inbox entry of one conversation not yet `done` or `failed`, oldest first.
+    async fn open_inbox(&self, wa_id: &WaId) -> StoreResult<Vec<InboxEntry>>;
+
+    /// Conversations with inbox entries not yet done, the one waiting longest first.
+    async fn conversations_with_open_inbox(&self, limit: usize) -> StoreResult<Vec<WaId>>;
+
+    /// Moves inbox entries to `status`; moving to `processing` counts an attempt.
+    async fn set_inbox_status(
+        &self,
+        wamids: &[WaMessageId],
+        status: InboxStatus,
+    ) -> StoreResult<()>;
+
+    /// Takes the conversation's lease for `owner` until `until` when it is free, expired at
+    /// `now`, or already `owner`'s. One atomic write: two processes never both hold it.
+    async fn claim_conversation(
+        &self,
+        wa_id: &WaId,
+        owner: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> StoreResult<bool>;
+
+    /// Gives the lease back, if `owner` still holds it.
+    async fn release_conversation(&self, wa_id: &WaId, owner: &str) -> StoreResult<()>;
+
+    /// Persists a new `dialog_state` (`[]` or one agent), entered at `at`.
+    async fn set_dialog_state(
+        &self,
+        wa_id: &WaId,
+        dialog_state: &[String],
+        at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+
     /// Queues a reply; returns its id.
     async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId>;
 
@@ -71,6 +106,9 @@ pub trait Store: Send + Sync + 'static {
     async fn mark_outbox_sent(&self, id: &OutboxId, wamid: &WaMessageId) -> StoreResult<()>;
 
     async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>>;
+
+    /// The replies queued in answer to an inbound message, oldest first.
+    async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>>;
 
     /// Applies a delivery status to the outbox entry with that Graph id. Statuses only move
     /// forward (`sent` → `delivered` → `read`): Meta may deliver them out of order.

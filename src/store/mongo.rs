@@ -25,6 +25,9 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the driver looks for a server before giving up on a call.
 const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Inbox statuses of entries not yet answered.
+const OPEN_INBOX: [&str; 2] = ["pending", "processing"];
+
 /// MongoDB's duplicate-key error code.
 const DUPLICATE_KEY: i32 = 11000;
 
@@ -55,12 +58,13 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 5] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 6] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             ("inbox", doc! {"status": 1, "received_at": 1}, None),
             ("inbox", doc! {"wa_id": 1, "received_at": 1}, None),
             ("outbox", doc! {"wamid": 1}, None),
             ("outbox", doc! {"wa_id": 1, "at": 1}, None),
+            ("outbox", doc! {"in_reply_to": 1}, None),
         ];
         for (collection, keys, options) in indexes {
             let model = IndexModel::builder().keys(keys).options(options).build();
@@ -257,6 +261,7 @@ fn message_doc(seq: i64, m: &NewMessage) -> StoreResult<Document> {
         "agent": opt_str(&m.agent),
         "tool_calls": tool_calls,
         "tool_call_id": opt_str(&m.tool_call_id),
+        "wamids": m.wamids.iter().map(|w| w.as_str()).collect::<Vec<_>>(),
         "at": date(m.at),
     })
 }
@@ -283,6 +288,13 @@ fn stored_message(doc: &Document) -> StoreResult<StoredMessage> {
             agent: f.str("agent"),
             tool_calls,
             tool_call_id: f.str("tool_call_id"),
+            wamids: match doc.get("wamids") {
+                Some(Bson::Array(ids)) => ids
+                    .iter()
+                    .filter_map(|id| id.as_str().map(|id| WaMessageId::from(id.to_owned())))
+                    .collect(),
+                _ => Vec::new(),
+            },
             at: f.date("at").unwrap_or_default(),
         },
     })
@@ -492,6 +504,7 @@ impl Store for MongoStore {
             lang: f.str("lang"),
             last_inbound_at: f.date("last_inbound_at"),
             updated_at: f.date("updated_at"),
+            state_entered_at: f.date("state_entered_at"),
         }))
     }
 
@@ -529,6 +542,123 @@ impl Store for MongoStore {
         .await?;
         let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
         docs.iter().rev().map(stored_message).collect()
+    }
+
+    async fn open_inbox(&self, wa_id: &WaId) -> StoreResult<Vec<InboxEntry>> {
+        let cursor = bounded(
+            self.coll("inbox")
+                .find(doc! {"wa_id": wa_id.as_str(), "status": {"$in": &OPEN_INBOX[..]}})
+                .sort(doc! {"received_at": 1, "_id": 1}),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        docs.iter().map(inbox_entry).collect()
+    }
+
+    async fn conversations_with_open_inbox(&self, limit: usize) -> StoreResult<Vec<WaId>> {
+        // Oldest open entries first; several may belong to one conversation, so read a few
+        // times `limit` and keep the first occurrence of each.
+        let cursor = bounded(
+            self.coll("inbox")
+                .find(doc! {"status": {"$in": &OPEN_INBOX[..]}})
+                .projection(doc! {"wa_id": 1})
+                .sort(doc! {"received_at": 1, "_id": 1})
+                .limit(i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX)),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let mut seen: Vec<WaId> = Vec::new();
+        for doc in &docs {
+            let wa_id = Fields(doc).wa_id("wa_id")?;
+            if !seen.contains(&wa_id) {
+                seen.push(wa_id);
+                if seen.len() == limit {
+                    break;
+                }
+            }
+        }
+        Ok(seen)
+    }
+
+    async fn set_inbox_status(
+        &self,
+        wamids: &[WaMessageId],
+        status: InboxStatus,
+    ) -> StoreResult<()> {
+        let ids: Vec<&str> = wamids.iter().map(|w| w.as_str()).collect();
+        let mut update = doc! {"$set": {"status": status.as_str()}};
+        if status == InboxStatus::Processing {
+            update.insert("$inc", doc! {"attempts": 1_i64});
+        }
+        bounded(
+            self.coll("inbox")
+                .update_many(doc! {"_id": {"$in": ids}}, update),
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn claim_conversation(
+        &self,
+        wa_id: &WaId,
+        owner: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let filter = doc! {
+            "_id": wa_id.as_str(),
+            "$or": [
+                {"lease_owner": {"$exists": false}},
+                {"lease_owner": Bson::Null},
+                {"lease_owner": owner},
+                {"lease_until": {"$lte": date(now)}},
+            ],
+        };
+        let update = doc! {
+            "$set": {"lease_owner": owner, "lease_until": date(until)},
+            "$setOnInsert": {"dialog_state": []},
+        };
+        // Upsert: a conversation with no document yet is free. When the document exists but
+        // the filter does not match (someone else holds the lease), the upsert's insert hits
+        // the `_id` and fails with a duplicate key: not ours.
+        match bounded(
+            self.coll("conversations")
+                .update_one(filter, update)
+                .upsert(true),
+        )
+        .await
+        {
+            Ok(_) => Ok(true),
+            Err(StoreError::Unexpected(error)) if is_duplicate_key(&error) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn release_conversation(&self, wa_id: &WaId, owner: &str) -> StoreResult<()> {
+        bounded(self.coll("conversations").update_one(
+            doc! {"_id": wa_id.as_str(), "lease_owner": owner},
+            doc! {"$unset": {"lease_owner": "", "lease_until": ""}},
+        ))
+        .await
+        .map(drop)
+    }
+
+    async fn set_dialog_state(
+        &self,
+        wa_id: &WaId,
+        dialog_state: &[String],
+        at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        upsert_one(
+            &self.coll("conversations"),
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {
+                "dialog_state": dialog_state,
+                "state_entered_at": date(at),
+                "updated_at": date(at),
+            }},
+        )
+        .await
     }
 
     async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId> {
@@ -576,6 +706,17 @@ impl Store for MongoStore {
             .as_ref()
             .map(outbox_entry)
             .transpose()
+    }
+
+    async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>> {
+        let cursor = bounded(
+            self.coll("outbox")
+                .find(doc! {"in_reply_to": wamid.as_str()})
+                .sort(doc! {"_id": 1}),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        docs.iter().map(outbox_entry).collect()
     }
 
     async fn apply_status(&self, update: &StatusUpdate) -> StoreResult<StatusOutcome> {

@@ -26,6 +26,11 @@ impl InboxStatus {
         }
     }
 
+    /// Not yet answered: waiting, or taken by a turn that may have died.
+    pub fn is_open(self) -> bool {
+        matches!(self, InboxStatus::Pending | InboxStatus::Processing)
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "pending" => InboxStatus::Pending,
@@ -173,6 +178,8 @@ pub struct Conversation {
     /// Opens WhatsApp's 24-hour customer-service window.
     pub last_inbound_at: Option<DateTime<Utc>>,
     pub updated_at: Option<DateTime<Utc>>,
+    /// When the current `dialog_state` was entered (for the idle TTL).
+    pub state_entered_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,6 +218,9 @@ pub struct NewMessage {
     pub agent: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
+    /// For a human message: the inbox messages it carries (several when merged). Lets a
+    /// resumed turn see that they are already in the history.
+    pub wamids: Vec<WaMessageId>,
     pub at: DateTime<Utc>,
 }
 
