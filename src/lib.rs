@@ -5,6 +5,8 @@
 //! [`store`] before the 200 → workers (the engine) take them one conversation at a time through
 //! context_extractor, route_to_workflow and the assistants → guard_translator → outbox → Graph API.
 
+pub mod admin;
+pub mod agents;
 pub mod app;
 pub mod config;
 pub mod domain;

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use zaguan::{config::Config, serve, telemetry};
+use zaguan::{admin, config::Config, serve, telemetry};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -21,6 +21,8 @@ struct Cli {
 enum Command {
     /// Run the HTTP server (webhook, health, metrics).
     Serve(serve::ServeArgs),
+    /// Work with the prompt files (`check` validates them).
+    Prompts(admin::cli::prompts::PromptsArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args, config).await,
+            Command::Prompts(args) => admin::cli::prompts::run(args).await,
         }
     });
     match result {

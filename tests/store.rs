@@ -209,6 +209,13 @@ async fn a_contact_becomes_a_prospect_with_a_conversation(store: Arc<dyn Store>)
     assert_eq!(user.name.as_deref(), Some("Lucía Fernández"));
     let conversation = store.conversation(&key).await.unwrap().unwrap();
     assert_eq!(conversation.last_inbound_at, Some(at(20)));
+    store.set_user_role(&key, Role::Owner).await.unwrap();
+    store
+        .record_contact(&contact("34600111222", Some("Lucía F."), 30))
+        .await
+        .unwrap();
+    let user = store.user(&key).await.unwrap().unwrap();
+    assert_eq!(user.role, Role::Owner, "a new profile name keeps the role");
 }
 
 async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {

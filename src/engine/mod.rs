@@ -3,3 +3,15 @@
 //! `dialog_state`, assistants run (delegating with `To<X>Assistant`, returning with
 //! `CompleteOrEscalate`), and every node's effect is stored before the next one runs.
 
+pub mod history;
+pub mod route;
+pub mod state;
+pub mod tools;
+pub mod turn;
+pub mod worker;
+
+pub use route::{Route, RouteFallback, route_to_workflow};
+pub use state::{State, context_extractor};
+pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
+pub use turn::{Engine, EngineError, EngineSettings, TurnOutcome, guard_translator};
+pub use worker::{WorkerSettings, Workers};

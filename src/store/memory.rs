@@ -146,6 +146,22 @@ impl Store for MemoryStore {
         Ok(self.lock().users.get(wa_id).cloned())
     }
 
+    async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
+        let mut inner = self.lock();
+        inner
+            .users
+            .entry(wa_id.clone())
+            .or_insert_with(|| User {
+                wa_id: wa_id.clone(),
+                name: None,
+                username: None,
+                role,
+                lang: None,
+            })
+            .role = role;
+        Ok(())
+    }
+
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>> {
         Ok(self.lock().conversations.get(wa_id).cloned())
     }

@@ -57,6 +57,9 @@ pub trait Store: Send + Sync + 'static {
 
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>>;
 
+    /// Sets a user's role (`prospect` by default; `owner` and `agent` are set by staff).
+    async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()>;
+
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>>;
 
     /// Appends a message to a conversation's history with the next `seq`.

@@ -479,6 +479,15 @@ impl Store for MongoStore {
         }))
     }
 
+    async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
+        upsert_one(
+            &self.coll("users"),
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {"role": role.as_str()}},
+        )
+        .await
+    }
+
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>> {
         let Some(doc) = bounded(
             self.coll("conversations")

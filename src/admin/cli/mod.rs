@@ -1,0 +1,4 @@
+//! The operator subcommands of the `zaguan` binary, one file per command, each with its
+//! arguments and an `async fn run`.
+
+pub mod prompts;

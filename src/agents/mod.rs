@@ -1,0 +1,20 @@
+//! The assistants of the graph (ARCHITECTURE.md §6): one prompt file each in the prompts folder,
+//! read once at start-up into an [`AgentRegistry`] that tells the engine who the primary agent of
+//! a role is, which `To<X>Assistant` delegation tools an agent is offered, and what its system
+//! prompt says.
+
+pub mod prompt;
+pub mod registry;
+
+use std::collections::BTreeSet;
+
+pub use prompt::PromptProblem;
+pub use registry::{
+    Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext, TranslatorPrompt,
+};
+
+/// The domain tools a prompt may list in `tools`. Empty until the domain tools arrive; the engine
+/// and `zaguan prompts check` both ask here, so they agree on what is valid.
+pub fn known_tools() -> BTreeSet<String> {
+    BTreeSet::new()
+}

@@ -1,0 +1,832 @@
+//! The agents, loaded once from the prompts folder (one file per agent, see `prompts/README.md`),
+//! and everything the engine derives from them: the primary agent of each role, the
+//! `To<X>Assistant` delegation tools each agent is offered, `CompleteOrEscalate`, and the
+//! rendered system prompts. Adding an agent is adding a file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use minijinja::syntax::SyntaxConfig;
+use minijinja::{AutoEscape, Environment, context};
+use serde_json::json;
+
+pub use super::prompt::PromptProblem;
+use super::prompt::{self, PromptFile, PromptKind};
+use crate::llm::ToolSpec;
+use crate::store::Role;
+
+/// The tool a subgraph agent calls to hand the conversation back to the primary agent.
+pub const COMPLETE_OR_ESCALATE: &str = "CompleteOrEscalate";
+
+const ROLES: [Role; 3] = [Role::Prospect, Role::Owner, Role::Agent];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    /// Answers a role when no subgraph is active (`dialog_state == []`).
+    Primary,
+    /// A domain assistant, entered through its delegation tool, left with `CompleteOrEscalate`.
+    Subgraph,
+}
+
+impl AgentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::Primary => "primary",
+            AgentKind::Subgraph => "subgraph",
+        }
+    }
+}
+
+/// One assistant, as its prompt file declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    /// snake_case, ends in `_assistant`; the name stored in `dialog_state`.
+    pub name: String,
+    pub kind: AgentKind,
+    /// What the LLM reads to decide when to delegate (subgraph agents only).
+    pub delegation: Option<String>,
+    /// Subgraph: the roles that may reach it. Primary: the roles it is the primary agent of.
+    pub roles: Vec<Role>,
+    /// Domain tools, by name.
+    pub tools: Vec<String>,
+    /// Words for a future fast-path router.
+    pub keywords: Vec<String>,
+    /// What to answer when no LLM is reachable.
+    pub offline_reply: Option<String>,
+    /// The file it came from, for messages.
+    file: PathBuf,
+}
+
+impl Agent {
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+}
+
+/// What a system prompt's placeholders are filled with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptContext {
+    /// The WhatsApp profile name; rendered empty when unknown.
+    pub user_name: Option<String>,
+    pub user_role: Role,
+    /// What the store knows about the user, as text.
+    pub user_info: String,
+    /// ISO 639-1 code of the user's language.
+    pub lang: String,
+    /// Current date and time in the business time zone, preformatted.
+    pub now: String,
+    pub business_name: String,
+}
+
+/// Every agent of the prompts folder, with its compiled template.
+#[derive(Debug)]
+pub struct AgentRegistry {
+    /// Sorted by name.
+    agents: Vec<Agent>,
+    /// Index in `agents` of the primary agent of each role, in the order of `ROLES`.
+    primaries: [usize; 3],
+    /// Delegation tool name → index in `agents`.
+    delegations: BTreeMap<String, usize>,
+    /// Whether `guard_translator` is among the templates.
+    has_translator: bool,
+    templates: Environment<'static>,
+}
+
+impl AgentRegistry {
+    /// Reads every `*.md` file of `dir` except `README.md` and hidden files. `known_tools` are the
+    /// tool names a prompt may list. On failure, every problem found, sorted by file and line.
+    pub fn load(dir: &Path, known_tools: &BTreeSet<String>) -> Result<Self, Vec<PromptProblem>> {
+        let mut problems = Vec::new();
+        let mut templates = Environment::new();
+        templates.set_auto_escape_callback(|_| AutoEscape::None);
+        // A `{% if %}` on a line of its own leaves no blank line behind.
+        templates.set_syntax(
+            SyntaxConfig::builder()
+                .trim_blocks(true)
+                .lstrip_blocks(true)
+                .build()
+                .expect("the default delimiters are valid"),
+        );
+
+        let paths = prompt_paths(dir).map_err(|problem| vec![problem])?;
+        let mut files = Vec::new();
+        for path in paths {
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(error) => {
+                    problems.push(PromptProblem::new(
+                        &path,
+                        1,
+                        format!("cannot read: {error}"),
+                    ));
+                    continue;
+                }
+            };
+            if let Some(file) = prompt::parse(&path, &text, known_tools, &mut problems) {
+                file.compile(&mut templates, &mut problems);
+                files.push(file);
+            }
+        }
+
+        let mut seen: BTreeMap<&str, &PromptFile> = BTreeMap::new();
+        for file in &files {
+            if let Some(first) = seen.insert(&file.name, file) {
+                problems.push(file.problem(
+                    file.key_line("name"),
+                    format!(
+                        "duplicate name `{}` (also in {})",
+                        file.name,
+                        first.path.display()
+                    ),
+                ));
+            }
+        }
+
+        let agent_files: Vec<&PromptFile> = files
+            .iter()
+            .filter(|file| file.kind != PromptKind::Translator)
+            .collect();
+        for role in ROLES {
+            let serving: Vec<&PromptFile> = agent_files
+                .iter()
+                .copied()
+                .filter(|file| file.kind == PromptKind::Primary && file.roles.contains(&role))
+                .collect();
+            match serving.as_slice() {
+                [] => problems.push(PromptProblem::new(
+                    dir,
+                    1,
+                    format!(
+                        "no primary agent serves role `{}`: add it to the `roles` of one primary agent",
+                        role.as_str()
+                    ),
+                )),
+                [_] => {}
+                [first, rest @ ..] => {
+                    for other in rest {
+                        problems.push(other.problem(
+                            other.key_line("roles"),
+                            format!(
+                                "role `{}` has two primary agents: `{}` and `{}`",
+                                role.as_str(),
+                                first.name,
+                                other.name
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+
+        if !problems.is_empty() {
+            problems.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+            return Err(problems);
+        }
+
+        let has_translator = files.iter().any(|file| file.kind == PromptKind::Translator);
+        let mut agents: Vec<Agent> = files
+            .into_iter()
+            .filter_map(|file| {
+                let kind = match file.kind {
+                    PromptKind::Primary => AgentKind::Primary,
+                    PromptKind::Subgraph => AgentKind::Subgraph,
+                    PromptKind::Translator => return None,
+                };
+                Some(Agent {
+                    name: file.name,
+                    kind,
+                    delegation: file.delegation,
+                    roles: file.roles,
+                    tools: file.tools,
+                    keywords: file.keywords,
+                    offline_reply: file.offline_reply,
+                    file: file.path,
+                })
+            })
+            .collect();
+        agents.sort_by(|a, b| a.name.cmp(&b.name));
+        let primaries = ROLES.map(|role| {
+            agents
+                .iter()
+                .position(|agent| agent.kind == AgentKind::Primary && agent.roles.contains(&role))
+                .expect("every role has exactly one primary agent (checked above)")
+        });
+        let delegations = agents
+            .iter()
+            .enumerate()
+            .filter(|(_, agent)| agent.kind == AgentKind::Subgraph)
+            .map(|(index, agent)| (Self::delegation_tool_name(&agent.name), index))
+            .collect();
+        Ok(Self {
+            agents,
+            primaries,
+            delegations,
+            has_translator,
+            templates,
+        })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Agent> {
+        self.agents
+            .binary_search_by(|agent| agent.name.as_str().cmp(name))
+            .ok()
+            .map(|index| &self.agents[index])
+    }
+
+    /// The agent a user of `role` talks to when no subgraph is active.
+    pub fn primary_for(&self, role: Role) -> &Agent {
+        let slot = ROLES
+            .iter()
+            .position(|r| *r == role)
+            .expect("ROLES lists every role");
+        &self.agents[self.primaries[slot]]
+    }
+
+    /// Every agent, by name.
+    pub fn agents(&self) -> impl Iterator<Item = &Agent> {
+        self.agents.iter()
+    }
+
+    /// `To` + PascalCase of the name without `_assistant` + `Assistant`:
+    /// `appointment_assistant` → `ToAppointmentAssistant`.
+    pub fn delegation_tool_name(agent_name: &str) -> String {
+        let stem = agent_name.strip_suffix("_assistant").unwrap_or(agent_name);
+        let mut name = String::from("To");
+        for part in stem.split('_') {
+            let mut chars = part.chars();
+            if let Some(first) = chars.next() {
+                name.extend(first.to_uppercase());
+                name.push_str(chars.as_str());
+            }
+        }
+        name.push_str("Assistant");
+        name
+    }
+
+    /// The delegation tools offered to `agent` talking to a user of `role`: one per subgraph agent
+    /// `role` may reach, never `agent`'s own.
+    pub fn delegation_tools(&self, agent: &Agent, role: Role) -> Vec<ToolSpec> {
+        self.agents
+            .iter()
+            .filter(|target| {
+                target.kind == AgentKind::Subgraph
+                    && target.name != agent.name
+                    && target.roles.contains(&role)
+            })
+            .map(|target| ToolSpec {
+                name: Self::delegation_tool_name(&target.name),
+                description: target.delegation.clone().unwrap_or_default(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "query": {
+                            "type": "string",
+                            "description": "Lo que el usuario necesita, con los datos que ya ha dado \
+                                            (propiedad, fechas, importes…), para que el asistente \
+                                            especializado no tenga que volver a preguntarlo."
+                        }
+                    },
+                    "required": ["query"]
+                }),
+            })
+            .collect()
+    }
+
+    /// The subgraph agent a delegation tool leads to, whatever the role (the engine checks roles).
+    pub fn delegation_target(&self, tool_name: &str) -> Option<&Agent> {
+        self.delegations
+            .get(tool_name)
+            .map(|index| &self.agents[*index])
+    }
+
+    /// `CompleteOrEscalate { cancel: bool = true, reason: string }`, which the engine adds to
+    /// every subgraph agent's tools and to no primary agent's.
+    pub fn complete_or_escalate() -> ToolSpec {
+        ToolSpec {
+            name: COMPLETE_OR_ESCALATE.to_owned(),
+            description: "Da por terminada la tarea actual o devuelve el control al asistente \
+                          principal, que puede redirigir la conversación según lo que necesite el \
+                          usuario. Úsala cuando la tarea está completa, cuando el usuario cambia de \
+                          tema o cuando lo que pide queda fuera de tu ámbito."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "cancel": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "true si se abandona la tarea sin completarla; false si está terminada."
+                    },
+                    "reason": {
+                        "type": "string",
+                        "description": "Por qué se devuelve el control: qué se hizo o qué pide ahora el usuario."
+                    }
+                },
+                "required": ["reason"]
+            }),
+        }
+    }
+
+    /// `agent`'s system prompt with the placeholders filled, trimmed.
+    pub fn render_system_prompt(
+        &self,
+        agent: &Agent,
+        context: &PromptContext,
+    ) -> Result<String, anyhow::Error> {
+        let template = self
+            .templates
+            .get_template(&agent.name)
+            .with_context(|| format!("no prompt for agent `{}`", agent.name))?;
+        let rendered = template
+            .render(context! {
+                user_name => context.user_name.as_deref().unwrap_or(""),
+                user_role => context.user_role.as_str(),
+                user_info => &context.user_info,
+                lang => &context.lang,
+                now => &context.now,
+                business_name => &context.business_name,
+            })
+            .with_context(|| format!("rendering the prompt of `{}`", agent.name))?;
+        Ok(rendered.trim().to_owned())
+    }
+
+    /// The `guard_translator` prompt, when the folder has one.
+    pub fn translator_prompt(&self) -> Option<TranslatorPrompt<'_>> {
+        self.has_translator
+            .then_some(TranslatorPrompt { registry: self })
+    }
+}
+
+/// The translator prompt of a registry (`guard_translator.md`), not an agent.
+#[derive(Debug, Clone, Copy)]
+pub struct TranslatorPrompt<'a> {
+    registry: &'a AgentRegistry,
+}
+
+impl TranslatorPrompt<'_> {
+    /// The prompt with `lang` (ISO 639-1 target language) and `business_name` filled, trimmed.
+    pub fn render(&self, lang: &str, business_name: &str) -> Result<String, anyhow::Error> {
+        let rendered = self
+            .registry
+            .templates
+            .get_template(prompt::TRANSLATOR_NAME)
+            .context("no translator prompt")?
+            .render(context! { lang, business_name })
+            .context("rendering the translator prompt")?;
+        Ok(rendered.trim().to_owned())
+    }
+}
+
+/// The prompt files of `dir`, sorted: `*.md`, not `README.md`, not hidden.
+fn prompt_paths(dir: &Path) -> Result<Vec<PathBuf>, PromptProblem> {
+    let entries = std::fs::read_dir(dir).map_err(|error| {
+        PromptProblem::new(dir, 1, format!("cannot read the prompts folder: {error}"))
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| {
+            let Some(file_name) = path.file_name().and_then(|name| name.to_str()) else {
+                return false;
+            };
+            path.is_file()
+                && file_name.ends_with(".md")
+                && !file_name.starts_with('.')
+                && !file_name.eq_ignore_ascii_case("README.md")
+        })
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh folder holding `files` (name, text).
+    fn folder(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        dir
+    }
+
+    fn primary(name: &str, roles: &str) -> String {
+        format!("+++\nname = \"{name}\"\nkind = \"primary\"\nroles = {roles}\n+++\nEres {name}.\n")
+    }
+
+    fn subgraph(name: &str, roles: &str) -> String {
+        format!(
+            "+++\nname = \"{name}\"\nkind = \"subgraph\"\ndelegation = \"Delegar en {name}.\"\n\
+             roles = {roles}\n+++\nEres {name}.\n"
+        )
+    }
+
+    /// A valid folder: two primaries, two subgraphs.
+    fn minimal() -> Vec<(String, String)> {
+        vec![
+            (
+                "primary_assistant.md".into(),
+                primary("primary_assistant", r#"["prospect", "agent"]"#),
+            ),
+            (
+                "only_owner_assistant.md".into(),
+                primary("only_owner_assistant", r#"["owner"]"#),
+            ),
+            (
+                "appointment_assistant.md".into(),
+                subgraph("appointment_assistant", r#"["prospect", "owner", "agent"]"#),
+            ),
+            (
+                "owner_info_assistant.md".into(),
+                subgraph("owner_info_assistant", r#"["owner", "agent"]"#),
+            ),
+        ]
+    }
+
+    fn load(
+        files: &[(String, String)],
+    ) -> (tempfile::TempDir, Result<AgentRegistry, Vec<PromptProblem>>) {
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(name, text)| (name.as_str(), text.as_str()))
+            .collect();
+        let dir = folder(&borrowed);
+        let loaded = AgentRegistry::load(dir.path(), &BTreeSet::new());
+        (dir, loaded)
+    }
+
+    fn problems_of(files: &[(String, String)]) -> Vec<(String, usize, String)> {
+        let (_dir, loaded) = load(files);
+        loaded
+            .expect_err("the folder should have problems")
+            .into_iter()
+            .map(|p| {
+                let file = p.file.file_name().unwrap().to_string_lossy().into_owned();
+                (file, p.line, p.message)
+            })
+            .collect()
+    }
+
+    fn tool_names(tools: &[ToolSpec]) -> Vec<&str> {
+        tools.iter().map(|tool| tool.name.as_str()).collect()
+    }
+
+    fn shipped() -> AgentRegistry {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        AgentRegistry::load(&dir, &BTreeSet::new()).unwrap_or_else(|problems| {
+            let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            panic!("{}", text.join("\n"))
+        })
+    }
+
+    #[test]
+    fn the_shipped_prompts_folder_loads_without_problems() {
+        let registry = shipped();
+        let names: Vec<&str> = registry.agents().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "appointment_assistant",
+                "mortgage_loan_assistant",
+                "only_owner_assistant",
+                "owner_info_assistant",
+                "primary_assistant",
+                "property_assistant",
+                "prospect_offer_assistant",
+                "searcher_assistant",
+                "visit_tracker_assistant",
+            ]
+        );
+        assert_eq!(
+            registry.primary_for(Role::Prospect).name,
+            "primary_assistant"
+        );
+        assert_eq!(registry.primary_for(Role::Agent).name, "primary_assistant");
+        assert_eq!(
+            registry.primary_for(Role::Owner).name,
+            "only_owner_assistant"
+        );
+        assert!(registry.translator_prompt().is_some());
+        for agent in registry.agents() {
+            assert_eq!(agent.tools, Vec::<String>::new(), "{}", agent.name);
+        }
+    }
+
+    #[test]
+    fn every_shipped_prompt_renders_with_its_placeholders_filled() {
+        let registry = shipped();
+        let context = PromptContext {
+            user_name: Some("Lucía".into()),
+            user_role: Role::Prospect,
+            user_info: "Busca piso en Valencia.".into(),
+            lang: "es".into(),
+            now: "martes 3 de marzo de 2026, 10:15".into(),
+            business_name: "Inmobiliaria Zaguán".into(),
+        };
+        for agent in registry.agents() {
+            let prompt = registry.render_system_prompt(agent, &context).unwrap();
+            assert!(
+                !prompt.contains("{{") && !prompt.contains("{%"),
+                "{}",
+                agent.name
+            );
+            assert!(
+                prompt.contains("Inmobiliaria Zaguán"),
+                "{} names the business",
+                agent.name
+            );
+        }
+        let translator = registry
+            .translator_prompt()
+            .unwrap()
+            .render("en", "Inmobiliaria Zaguán")
+            .unwrap();
+        assert!(translator.contains("en"));
+    }
+
+    #[test]
+    fn shipped_subgraphs_are_reached_by_the_roles_the_design_says() {
+        let registry = shipped();
+        let roles = |name: &str| registry.get(name).unwrap().roles.clone();
+        assert_eq!(roles("owner_info_assistant"), [Role::Owner, Role::Agent]);
+        assert_eq!(
+            roles("prospect_offer_assistant"),
+            [Role::Prospect, Role::Agent]
+        );
+        for agent in registry.agents().filter(|a| a.kind == AgentKind::Subgraph) {
+            assert!(agent.delegation.as_deref().is_some_and(|d| !d.is_empty()));
+        }
+    }
+
+    #[test]
+    fn a_minimal_folder_loads_and_ignores_readme_and_other_files() {
+        let mut files = minimal();
+        files.push(("README.md".into(), "# not a prompt".into()));
+        files.push(("notes.txt".into(), "not a prompt".into()));
+        files.push((
+            "guard_translator.md".into(),
+            "+++\nname = \"guard_translator\"\nkind = \"translator\"\n+++\nTraduce a {{ lang }}.\n"
+                .into(),
+        ));
+        let (_dir, loaded) = load(&files);
+        let registry = loaded.unwrap();
+        assert_eq!(registry.agents().count(), 4);
+        assert!(registry.get("guard_translator").is_none());
+        assert_eq!(
+            registry
+                .translator_prompt()
+                .unwrap()
+                .render("fr", "Z")
+                .unwrap(),
+            "Traduce a fr."
+        );
+        assert_eq!(
+            registry.get("appointment_assistant").unwrap().kind,
+            AgentKind::Subgraph
+        );
+        assert!(registry.get("nobody_assistant").is_none());
+    }
+
+    #[test]
+    fn a_folder_without_translator_has_no_translator_prompt() {
+        let (_dir, loaded) = load(&minimal());
+        assert!(loaded.unwrap().translator_prompt().is_none());
+    }
+
+    #[test]
+    fn delegation_tool_names_are_pascal_case_between_to_and_assistant() {
+        assert_eq!(
+            AgentRegistry::delegation_tool_name("appointment_assistant"),
+            "ToAppointmentAssistant"
+        );
+        assert_eq!(
+            AgentRegistry::delegation_tool_name("visit_tracker_assistant"),
+            "ToVisitTrackerAssistant"
+        );
+        assert_eq!(
+            AgentRegistry::delegation_tool_name("mortgage_loan_assistant"),
+            "ToMortgageLoanAssistant"
+        );
+    }
+
+    #[test]
+    fn an_agent_never_gets_its_own_delegation_tool() {
+        let (_dir, loaded) = load(&minimal());
+        let registry = loaded.unwrap();
+        let appointment = registry.get("appointment_assistant").unwrap();
+        let tools = registry.delegation_tools(appointment, Role::Agent);
+        assert_eq!(tool_names(&tools), ["ToOwnerInfoAssistant"]);
+        let primary = registry.primary_for(Role::Agent);
+        let tools = registry.delegation_tools(primary, Role::Agent);
+        assert_eq!(
+            tool_names(&tools),
+            ["ToAppointmentAssistant", "ToOwnerInfoAssistant"]
+        );
+    }
+
+    #[test]
+    fn a_prospect_is_not_offered_the_owner_info_assistant() {
+        let registry = shipped();
+        let primary = registry.primary_for(Role::Prospect);
+        let names = tool_names(&registry.delegation_tools(primary, Role::Prospect)).join(",");
+        assert!(!names.contains("ToOwnerInfoAssistant"), "{names}");
+        assert!(names.contains("ToAppointmentAssistant"), "{names}");
+        assert!(names.contains("ToProspectOfferAssistant"), "{names}");
+        let owner_primary = registry.primary_for(Role::Owner);
+        let names = tool_names(&registry.delegation_tools(owner_primary, Role::Owner)).join(",");
+        assert!(names.contains("ToOwnerInfoAssistant"), "{names}");
+        assert!(!names.contains("ToProspectOfferAssistant"), "{names}");
+    }
+
+    #[test]
+    fn delegation_tools_carry_the_delegation_text_and_a_query_argument() {
+        let (_dir, loaded) = load(&minimal());
+        let registry = loaded.unwrap();
+        let tools = registry.delegation_tools(registry.primary_for(Role::Owner), Role::Owner);
+        let tool = &tools[0];
+        assert_eq!(tool.name, "ToAppointmentAssistant");
+        assert_eq!(tool.description, "Delegar en appointment_assistant.");
+        assert_eq!(tool.parameters["type"], "object");
+        assert_eq!(tool.parameters["properties"]["query"]["type"], "string");
+        assert_eq!(tool.parameters["required"], json!(["query"]));
+    }
+
+    #[test]
+    fn delegation_targets_are_found_by_tool_name_for_subgraphs_only() {
+        let (_dir, loaded) = load(&minimal());
+        let registry = loaded.unwrap();
+        let target = registry.delegation_target("ToOwnerInfoAssistant").unwrap();
+        assert_eq!(target.name, "owner_info_assistant");
+        assert!(registry.delegation_target("ToPrimaryAssistant").is_none());
+        assert!(registry.delegation_target("CompleteOrEscalate").is_none());
+    }
+
+    #[test]
+    fn complete_or_escalate_has_cancel_defaulting_to_true_and_a_required_reason() {
+        let spec = AgentRegistry::complete_or_escalate();
+        assert_eq!(spec.name, COMPLETE_OR_ESCALATE);
+        assert_eq!(spec.parameters["properties"]["cancel"]["type"], "boolean");
+        assert_eq!(spec.parameters["properties"]["cancel"]["default"], true);
+        assert_eq!(spec.parameters["properties"]["reason"]["type"], "string");
+        assert_eq!(spec.parameters["required"], json!(["reason"]));
+    }
+
+    #[test]
+    fn rendering_fills_every_placeholder() {
+        let mut files = minimal();
+        files[0].1 = "+++\nname = \"primary_assistant\"\nkind = \"primary\"\nroles = [\"prospect\", \"agent\"]\n+++\n\
+                      {{ business_name }}: hola{% if user_name %} {{ user_name }}{% endif %} ({{ user_role }}, {{ lang }}).\n\
+                      Ahora: {{ now }}.\n{{ user_info }}\n"
+            .into();
+        let (_dir, loaded) = load(&files);
+        let registry = loaded.unwrap();
+        let mut context = PromptContext {
+            user_name: Some("Ana".into()),
+            user_role: Role::Agent,
+            user_info: "Agente de la oficina centro.".into(),
+            lang: "es".into(),
+            now: "2026-03-03 10:15".into(),
+            business_name: "Zaguán".into(),
+        };
+        let agent = registry.get("primary_assistant").unwrap();
+        assert_eq!(
+            registry.render_system_prompt(agent, &context).unwrap(),
+            "Zaguán: hola Ana (agent, es).\nAhora: 2026-03-03 10:15.\nAgente de la oficina centro."
+        );
+        context.user_name = None;
+        let rendered = registry.render_system_prompt(agent, &context).unwrap();
+        assert!(
+            rendered.starts_with("Zaguán: hola (agent, es)."),
+            "{rendered}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_folder_is_one_problem() {
+        let missing = std::env::temp_dir().join("zaguan-no-such-prompts-folder");
+        let problems = AgentRegistry::load(&missing, &BTreeSet::new()).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].file, missing);
+        assert!(
+            problems[0]
+                .message
+                .starts_with("cannot read the prompts folder")
+        );
+    }
+
+    #[test]
+    fn a_role_without_primary_agent_is_reported_on_the_folder() {
+        let files: Vec<_> = minimal()
+            .into_iter()
+            .filter(|(name, _)| name != "only_owner_assistant.md")
+            .collect();
+        let (dir, loaded) = load(&files);
+        let problems = loaded.unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].file, dir.path());
+        assert_eq!(problems[0].line, 1);
+        assert!(
+            problems[0]
+                .message
+                .starts_with("no primary agent serves role `owner`")
+        );
+    }
+
+    #[test]
+    fn a_role_with_two_primary_agents_is_reported_at_the_roles_line() {
+        let mut files = minimal();
+        files.push((
+            "zeta_assistant.md".into(),
+            primary("zeta_assistant", r#"["owner"]"#),
+        ));
+        assert_eq!(
+            problems_of(&files),
+            [(
+                "zeta_assistant.md".to_owned(),
+                4,
+                "role `owner` has two primary agents: `only_owner_assistant` and `zeta_assistant`"
+                    .to_owned()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_duplicate_name_is_reported_at_the_name_line() {
+        let mut files = minimal();
+        files.push((
+            "copy_assistant.md".into(),
+            subgraph("appointment_assistant", r#"["owner"]"#),
+        ));
+        let problems = problems_of(&files);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        for (file, line, _) in &problems {
+            assert_eq!((file.as_str(), *line), ("copy_assistant.md", 2));
+        }
+        assert!(
+            problems
+                .iter()
+                .any(|(_, _, m)| m.starts_with("name `appointment_assistant` differs"))
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|(_, _, m)| m.starts_with("duplicate name `appointment_assistant` (also in"))
+        );
+    }
+
+    #[test]
+    fn unknown_tools_are_problems_and_known_ones_are_kept() {
+        let mut files = minimal();
+        files[2].1 = files[2]
+            .1
+            .replace("+++\nEres", "tools = [\"book_visit\", \"fly\"]\n+++\nEres");
+        let (dir, loaded) = load(&files);
+        let problems = loaded.unwrap_err();
+        assert_eq!(problems.len(), 2);
+        assert!(
+            problems[0]
+                .to_string()
+                .ends_with("appointment_assistant.md:6: unknown tool `book_visit`"),
+            "{}",
+            problems[0]
+        );
+
+        let known = BTreeSet::from(["book_visit".to_owned(), "fly".to_owned()]);
+        let registry = AgentRegistry::load(dir.path(), &known).unwrap();
+        assert_eq!(
+            registry.get("appointment_assistant").unwrap().tools,
+            ["book_visit", "fly"]
+        );
+    }
+
+    #[test]
+    fn problems_of_several_files_are_all_reported_sorted_by_file_and_line() {
+        let mut files = minimal();
+        files[2].1 = files[2].1.replace(
+            "kind = \"subgraph\"",
+            "kind = \"subgraph\"\ncolour = \"red\"",
+        );
+        files[3].1 = files[3].1.replace("Eres", "Eres {{ nombre }}");
+        files.push(("broken_assistant.md".into(), "no front matter".into()));
+        let problems = problems_of(&files);
+        let summary: Vec<(&str, usize)> =
+            problems.iter().map(|(f, l, _)| (f.as_str(), *l)).collect();
+        assert_eq!(
+            summary,
+            [
+                ("appointment_assistant.md", 4),
+                ("broken_assistant.md", 1),
+                ("owner_info_assistant.md", 7)
+            ],
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn problems_display_as_file_colon_line_colon_message() {
+        let problem = PromptProblem::new("prompts/x.md", 3, "unknown key `model`");
+        assert_eq!(problem.to_string(), "prompts/x.md:3: unknown key `model`");
+    }
+}

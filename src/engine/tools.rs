@@ -1,0 +1,99 @@
+//! The tool contract and the tool node: every tool has a name, a JSON schema, and an async
+//! `run`; the registry has an explicit unknown case; every run has a time limit, and every
+//! outcome — success, bad arguments, failure, timeout, unknown tool — becomes the text of the
+//! tool message the model reads, never a crash.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::domain::WaId;
+use crate::llm::{ToolCall, ToolSpec};
+use crate::store::Role;
+
+/// Longest a tool may run before its call is answered with a timeout error.
+pub const TOOL_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Who a tool runs for.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub wa_id: WaId,
+    pub role: Role,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The model sent arguments that do not fit the schema; it can correct them.
+    #[error("invalid arguments: {0}")]
+    InvalidArgs(String),
+    /// The tool could not do its job; the model should tell the user or try something else.
+    #[error("{0}")]
+    Failed(String),
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    fn spec(&self) -> ToolSpec;
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError>;
+}
+
+/// The tools agents may list in their prompt files.
+#[derive(Default, Clone)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with(mut self, tool: impl Tool) -> Self {
+        self.tools.insert(tool.spec().name, Arc::new(tool));
+        self
+    }
+
+    pub fn names(&self) -> BTreeSet<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    pub fn spec(&self, name: &str) -> Option<ToolSpec> {
+        self.tools.get(name).map(|t| t.spec())
+    }
+
+    /// Runs one call within `timeout`; the result is the tool message's text.
+    pub async fn run(&self, call: &ToolCall, context: &ToolContext, timeout: Duration) -> String {
+        let Some(tool) = self.tools.get(&call.name) else {
+            return format!("Error: there is no tool named {}.", call.name);
+        };
+        let started = std::time::Instant::now();
+        let outcome = tokio::time::timeout(timeout, tool.run(call.args.clone(), context)).await;
+        let label = match &outcome {
+            Ok(Ok(_)) => "ok",
+            Ok(Err(ToolError::InvalidArgs(_))) => "invalid_args",
+            Ok(Err(ToolError::Failed(_))) => "failed",
+            Err(_) => "timeout",
+        };
+        metrics::counter!("zaguan_tool_calls_total", "tool" => call.name.clone(), "outcome" => label)
+            .increment(1);
+        metrics::histogram!("zaguan_tool_duration_seconds", "tool" => call.name.clone())
+            .record(started.elapsed().as_secs_f64());
+        match outcome {
+            Ok(Ok(text)) => text,
+            Ok(Err(error)) => {
+                tracing::warn!(tool = %call.name, "tool error: {error}");
+                format!("Error: {error}")
+            }
+            Err(_) => {
+                tracing::warn!(tool = %call.name, ?timeout, "tool timed out");
+                format!("Error: {} did not answer within {timeout:?}.", call.name)
+            }
+        }
+    }
+}

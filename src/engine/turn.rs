@@ -1,0 +1,549 @@
+//! One turn: from the inbox messages of a conversation to one reply in the outbox.
+//!
+//! The turn is a small state machine driven by the last persisted message, so a turn cut short
+//! by a crash resumes exactly where it stopped:
+//!
+//! | last message                        | next node                                   |
+//! |-------------------------------------|---------------------------------------------|
+//! | human, or tool results              | the assistant `route_to_workflow` names     |
+//! | AI with unanswered tool calls       | Router: enter / leave / tools (RouterTool)  |
+//! | AI without tool calls               | guard_translator → outbox                   |
+//!
+//! Every node stores its messages (and a new `dialog_state`) before the next node runs — the
+//! seed's `update_state_in_db` — and a reply is queued only if none is queued yet for the same
+//! inbound message, so a resumed turn never answers twice.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::history;
+use super::route::{RouteFallback, route_to_workflow};
+use super::state::{State, context_extractor};
+use super::tools::{TOOL_TIMEOUT, ToolContext, ToolRegistry};
+use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext};
+use crate::domain::{WaId, WaMessageId};
+use crate::llm::{Llm, LlmRequest, ToolCall};
+use crate::store::{InboxEntry, MessageRole, NewMessage, NewOutbox, Store, StoreError};
+
+/// Limits and names of the engine.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// Node transitions allowed in one turn before it is cut short with an apology.
+    pub max_transitions: usize,
+    /// A subgraph idle this long is left before the next message is routed.
+    pub dialog_idle_ttl: Duration,
+    /// Messages of history sent to the LLM.
+    pub window: usize,
+    pub tool_timeout: Duration,
+    pub business_name: String,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            max_transitions: 25,
+            dialog_idle_ttl: Duration::from_secs(24 * 3600),
+            window: history::WINDOW,
+            tool_timeout: TOOL_TIMEOUT,
+            business_name: "Zaguan Inmobiliaria".to_owned(),
+        }
+    }
+}
+
+/// Said when the turn cannot produce an answer (LLM down, runaway graph).
+const APOLOGY: &str = "Lo siento, ahora mismo no puedo atenderte bien. Por favor, inténtalo de nuevo en unos minutos.";
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The store failed: the turn stops here and is resumed later from what was stored.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a turn did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    /// The reply queued in the outbox (`None` when one was already queued before a crash).
+    pub reply: Option<String>,
+    pub dialog_state: Vec<String>,
+    /// Node transitions run in this call (a resumed turn counts only its own).
+    pub transitions: usize,
+}
+
+/// The conversation engine, shared by all workers.
+pub struct Engine {
+    store: Arc<dyn Store>,
+    llm: Arc<dyn Llm>,
+    agents: Arc<AgentRegistry>,
+    tools: Arc<ToolRegistry>,
+    settings: EngineSettings,
+}
+
+/// What the last stored message asks for next.
+enum Next {
+    Assistant,
+    Router(Vec<ToolCall>),
+    Deliver(String),
+}
+
+/// What one tool call of an AI message becomes.
+enum Plan<'a> {
+    Enter { target: &'a Agent, query: String },
+    Leave { reason: String },
+    Run,
+    Refuse(String),
+}
+
+impl Engine {
+    pub fn new(
+        store: Arc<dyn Store>,
+        llm: Arc<dyn Llm>,
+        agents: Arc<AgentRegistry>,
+        tools: Arc<ToolRegistry>,
+        settings: EngineSettings,
+    ) -> Self {
+        Self {
+            store,
+            llm,
+            agents,
+            tools,
+            settings,
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Runs (or resumes) the turn answering `inbox`, the open inbox messages of `wa_id` in
+    /// arrival order; several are merged into one human message.
+    #[tracing::instrument(skip_all, fields(conversation.id = %wa_id.masked(), turn.messages = inbox.len()))]
+    pub async fn run_turn(
+        &self,
+        wa_id: &WaId,
+        inbox: &[InboxEntry],
+    ) -> Result<TurnOutcome, EngineError> {
+        let started = std::time::Instant::now();
+        let mut state = context_extractor(self.store.as_ref(), wa_id).await?;
+        if inbox.is_empty() {
+            // Nothing to answer (a resumed turn always has its `processing` messages).
+            return Ok(TurnOutcome {
+                reply: None,
+                dialog_state: state.dialog_state,
+                transitions: 0,
+            });
+        }
+        self.add_human_message(&mut state, inbox).await?;
+        let reply_to = inbox.last().map(|e| e.wamid.clone());
+        let mut transitions = 0;
+        let outcome = loop {
+            match next_step(&state) {
+                Next::Deliver(text) => {
+                    let reply = self.deliver(&state, &text, reply_to.as_ref()).await?;
+                    break TurnOutcome {
+                        reply,
+                        dialog_state: state.dialog_state.clone(),
+                        transitions,
+                    };
+                }
+                _ if transitions >= self.settings.max_transitions => {
+                    tracing::error!(transitions, "turn cut short: too many node transitions");
+                    metrics::counter!("zaguan_turn_guard_total", "guard" => "transitions")
+                        .increment(1);
+                    self.set_dialog_state(&mut state, Vec::new()).await?;
+                    self.append(&mut state, ai_message(wa_id, APOLOGY, "guard", Vec::new()))
+                        .await?;
+                }
+                Next::Assistant => {
+                    transitions += 1;
+                    self.assistant_node(&mut state).await?;
+                }
+                Next::Router(calls) => {
+                    transitions += 1;
+                    self.router(&mut state, calls).await?;
+                }
+            }
+        };
+        metrics::counter!("zaguan_turns_total", "outcome" => "answered").increment(1);
+        metrics::histogram!("zaguan_turn_transitions").record(outcome.transitions as f64);
+        metrics::histogram!("zaguan_turn_duration_seconds").record(started.elapsed().as_secs_f64());
+        Ok(outcome)
+    }
+
+    /// Appends the inbox messages not yet in the history as one human message. Before that,
+    /// a subgraph idle past the TTL is left, so the new message starts from the primary agent.
+    async fn add_human_message(
+        &self,
+        state: &mut State,
+        inbox: &[InboxEntry],
+    ) -> Result<(), EngineError> {
+        let known: HashSet<&WaMessageId> = state
+            .messages
+            .iter()
+            .filter(|m| m.message.role == MessageRole::Human)
+            .flat_map(|m| m.message.wamids.iter())
+            .collect();
+        let new: Vec<&InboxEntry> = inbox.iter().filter(|e| !known.contains(&e.wamid)).collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let now = Utc::now();
+        if !state.dialog_state.is_empty() {
+            let last_activity = state
+                .messages
+                .last()
+                .map(|m| m.message.at)
+                .or(state.state_entered_at);
+            let idle = last_activity.map(|at| (now - at).to_std().unwrap_or_default());
+            if idle.is_some_and(|idle| idle >= self.settings.dialog_idle_ttl) {
+                tracing::info!(agent = %state.dialog_state[0], "idle subgraph left before routing");
+                metrics::counter!("zaguan_turn_guard_total", "guard" => "idle_ttl").increment(1);
+                self.set_dialog_state(state, Vec::new()).await?;
+            }
+        }
+        let content = new
+            .iter()
+            .map(|e| {
+                e.text
+                    .clone()
+                    .unwrap_or_else(|| format!("(sent a {} without text)", e.kind))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let message = NewMessage {
+            wa_id: state.wa_id.clone(),
+            role: MessageRole::Human,
+            content,
+            agent: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            wamids: new.iter().map(|e| e.wamid.clone()).collect(),
+            at: now,
+        };
+        self.append(state, message).await
+    }
+
+    /// An assistant node: one LLM call with the agent's prompt, tools and the cleaned window.
+    async fn assistant_node(&self, state: &mut State) -> Result<(), EngineError> {
+        let role = state.user.role;
+        let (route, fallback) = route_to_workflow(&state.dialog_state, role, &self.agents);
+        if let Some(fallback) = fallback {
+            tracing::warn!(
+                ?fallback,
+                "dialog_state not followed; using {}",
+                route.agent.name
+            );
+            metrics::counter!("zaguan_route_fallbacks_total").increment(1);
+            if !matches!(fallback, RouteFallback::SeveralAgents(_)) {
+                self.set_dialog_state(state, Vec::new()).await?;
+            }
+        }
+        let agent = route.agent;
+        metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
+        let request = self.request_for(agent, state);
+        let message = match self.llm.complete(&request).await {
+            Ok(response) => ai_message(
+                &state.wa_id,
+                &response.content,
+                &agent.name,
+                response.tool_calls,
+            ),
+            Err(error) => {
+                tracing::error!(agent = %agent.name, "LLM failed, answering with an apology: {error}");
+                metrics::counter!("zaguan_turns_total", "outcome" => "llm_failed").increment(1);
+                let text = agent.offline_reply.as_deref().unwrap_or(APOLOGY);
+                ai_message(&state.wa_id, text, &agent.name, Vec::new())
+            }
+        };
+        self.append(state, message).await
+    }
+
+    fn request_for(&self, agent: &Agent, state: &State) -> LlmRequest {
+        let role = state.user.role;
+        let context = PromptContext {
+            user_name: state.user.name.clone(),
+            user_role: role,
+            user_info: state.user_info(),
+            lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
+            now: Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+            business_name: self.settings.business_name.clone(),
+        };
+        let system = self
+            .agents
+            .render_system_prompt(agent, &context)
+            .unwrap_or_else(|error| {
+                tracing::error!(agent = %agent.name, "prompt did not render: {error:#}");
+                String::new()
+            });
+        let mut tools: Vec<_> = agent
+            .tools
+            .iter()
+            .filter_map(|name| self.tools.spec(name))
+            .collect();
+        tools.extend(self.agents.delegation_tools(agent, role));
+        if agent.kind == AgentKind::Subgraph {
+            tools.push(AgentRegistry::complete_or_escalate());
+        }
+        LlmRequest {
+            agent: agent.name.clone(),
+            system,
+            messages: history::clean(&state.chat_messages(), self.settings.window),
+            tools,
+        }
+    }
+
+    /// Router + RouterTool + enter/leave: every call gets exactly one tool message. A
+    /// delegation or CompleteOrEscalate wins over the other calls of the same message, which
+    /// are answered as not executed; otherwise regular tools run concurrently.
+    async fn router(&self, state: &mut State, calls: Vec<ToolCall>) -> Result<(), EngineError> {
+        let role = state.user.role;
+        let caller = state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.message.role == MessageRole::Ai)
+            .and_then(|m| m.message.agent.as_deref())
+            .and_then(|name| self.agents.get(name))
+            .unwrap_or_else(|| self.agents.primary_for(role));
+        let plans: Vec<Plan<'_>> = calls.iter().map(|c| self.plan(caller, role, c)).collect();
+        let winner = plans
+            .iter()
+            .position(|p| matches!(p, Plan::Enter { .. } | Plan::Leave { .. }));
+
+        let mut results: Vec<String> = Vec::with_capacity(calls.len());
+        match winner {
+            Some(w) => {
+                let (new_state, text, what) = match &plans[w] {
+                    Plan::Enter { target, query } => (
+                        vec![target.name.clone()],
+                        format!(
+                            "The conversation is now handled by {}. Continue helping the user \
+                             with: {query}. Act as the assistant the user talks to, without \
+                             mentioning any transfer. When the request is done or outside your \
+                             domain, call {COMPLETE_OR_ESCALATE}.",
+                            target.name
+                        ),
+                        format!("{} took over", calls[w].name),
+                    ),
+                    Plan::Leave { reason } => (
+                        Vec::new(),
+                        format!(
+                            "Back with the primary assistant ({reason}). Reflect on the \
+                             conversation and keep helping the user."
+                        ),
+                        format!("{COMPLETE_OR_ESCALATE} returned control"),
+                    ),
+                    _ => unreachable!("the winner is a transition"),
+                };
+                // dialog_state first: a crash before the tool messages replays the transition.
+                self.set_dialog_state(state, new_state).await?;
+                for i in 0..plans.len() {
+                    results.push(if i == w {
+                        text.clone()
+                    } else {
+                        format!("Not executed: {what} in the same step.")
+                    });
+                }
+            }
+            None => {
+                let context = ToolContext {
+                    wa_id: state.wa_id.clone(),
+                    role,
+                };
+                let runs = calls.iter().zip(&plans).map(|(call, plan)| {
+                    let context = &context;
+                    async move {
+                        match plan {
+                            Plan::Refuse(why) => why.clone(),
+                            _ => {
+                                self.tools
+                                    .run(call, context, self.settings.tool_timeout)
+                                    .await
+                            }
+                        }
+                    }
+                });
+                results = futures::future::join_all(runs).await;
+            }
+        }
+        for (call, content) in calls.iter().zip(results) {
+            let message = NewMessage {
+                wa_id: state.wa_id.clone(),
+                role: MessageRole::Tool,
+                content,
+                agent: Some(caller.name.clone()),
+                tool_calls: Vec::new(),
+                tool_call_id: Some(call.id.clone()),
+                wamids: Vec::new(),
+                at: Utc::now(),
+            };
+            self.append(state, message).await?;
+        }
+        Ok(())
+    }
+
+    fn plan<'a>(&'a self, caller: &Agent, role: crate::store::Role, call: &ToolCall) -> Plan<'a> {
+        if call.name == COMPLETE_OR_ESCALATE {
+            return if caller.kind == AgentKind::Subgraph {
+                let reason = call
+                    .args
+                    .get("reason")
+                    .and_then(|r| r.as_str())
+                    .unwrap_or("task finished")
+                    .to_owned();
+                Plan::Leave { reason }
+            } else {
+                Plan::Refuse(format!(
+                    "Error: {COMPLETE_OR_ESCALATE} is only for specialised assistants."
+                ))
+            };
+        }
+        if let Some(target) = self.agents.delegation_target(&call.name) {
+            if target.name == caller.name {
+                return Plan::Refuse(format!(
+                    "Error: you already are {}; help the user directly.",
+                    target.name
+                ));
+            }
+            if !target.roles.contains(&role) {
+                metrics::counter!("zaguan_delegations_refused_total").increment(1);
+                return Plan::Refuse(format!(
+                    "Error: {} is not available for this user ({}). Help them yourself or \
+                     explain what you can do.",
+                    call.name,
+                    role.as_str()
+                ));
+            }
+            let query = call
+                .args
+                .get("query")
+                .and_then(|q| q.as_str())
+                .unwrap_or_default()
+                .to_owned();
+            return Plan::Enter { target, query };
+        }
+        if caller.tools.contains(&call.name) {
+            Plan::Run
+        } else {
+            Plan::Refuse(format!(
+                "Error: the tool {} is not available to you.",
+                call.name
+            ))
+        }
+    }
+
+    /// guard_translator, then the outbox — unless a reply to this message is already queued.
+    async fn deliver(
+        &self,
+        state: &State,
+        text: &str,
+        reply_to: Option<&WaMessageId>,
+    ) -> Result<Option<String>, EngineError> {
+        if let Some(reply_to) = reply_to
+            && !self.store.outbox_in_reply_to(reply_to).await?.is_empty()
+        {
+            return Ok(None);
+        }
+        let reply = guard_translator(text);
+        self.store
+            .insert_outbox(&NewOutbox {
+                wa_id: state.wa_id.clone(),
+                in_reply_to: reply_to.cloned(),
+                body: reply.clone(),
+                at: Utc::now(),
+            })
+            .await?;
+        Ok(Some(reply))
+    }
+
+    async fn set_dialog_state(
+        &self,
+        state: &mut State,
+        dialog_state: Vec<String>,
+    ) -> Result<(), EngineError> {
+        if state.dialog_state != dialog_state {
+            self.store
+                .set_dialog_state(&state.wa_id, &dialog_state, Utc::now())
+                .await?;
+            state.dialog_state = dialog_state;
+        }
+        Ok(())
+    }
+
+    /// update_state_in_db: a node's message is stored before the next node runs.
+    async fn append(&self, state: &mut State, message: NewMessage) -> Result<(), EngineError> {
+        let stored = self.store.append_message(message).await?;
+        state.messages.push(stored);
+        Ok(())
+    }
+}
+
+fn ai_message(wa_id: &WaId, content: &str, agent: &str, tool_calls: Vec<ToolCall>) -> NewMessage {
+    NewMessage {
+        wa_id: wa_id.clone(),
+        role: MessageRole::Ai,
+        content: content.to_owned(),
+        agent: Some(agent.to_owned()),
+        tool_calls,
+        tool_call_id: None,
+        wamids: Vec::new(),
+        at: Utc::now(),
+    }
+}
+
+/// Reads the next step off the stored history.
+fn next_step(state: &State) -> Next {
+    let messages = &state.messages;
+    let Some(last) = messages.last() else {
+        return Next::Assistant;
+    };
+    match last.message.role {
+        MessageRole::Human => Next::Assistant,
+        MessageRole::Ai if last.message.tool_calls.is_empty() => {
+            Next::Deliver(last.message.content.clone())
+        }
+        MessageRole::Ai => Next::Router(last.message.tool_calls.clone()),
+        MessageRole::Tool => {
+            // The AI message this run of tool results answers; calls still unanswered (a crash
+            // between two tool messages) go back to the router.
+            let run_start = messages
+                .iter()
+                .rposition(|m| m.message.role != MessageRole::Tool)
+                .unwrap_or(0);
+            let answered: HashSet<&str> = messages[run_start..]
+                .iter()
+                .filter_map(|m| m.message.tool_call_id.as_deref())
+                .collect();
+            match &messages[run_start].message {
+                ai if ai.role == MessageRole::Ai => {
+                    let pending: Vec<ToolCall> = ai
+                        .tool_calls
+                        .iter()
+                        .filter(|c| !answered.contains(c.id.as_str()))
+                        .cloned()
+                        .collect();
+                    if pending.is_empty() {
+                        Next::Assistant
+                    } else {
+                        Next::Router(pending)
+                    }
+                }
+                _ => Next::Assistant,
+            }
+        }
+    }
+}
+
+/// The last step before the user: never an empty message. (Language detection, translation,
+/// WhatsApp formatting and the leak guard come with the outbound channel.)
+pub fn guard_translator(text: &str) -> String {
+    let text = text.trim();
+    if text.is_empty() {
+        APOLOGY.to_owned()
+    } else {
+        text.to_owned()
+    }
+}

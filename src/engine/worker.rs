@@ -1,0 +1,188 @@
+//! Workers: take conversations with open inbox messages, one turn at a time per conversation,
+//! in arrival order. A conversation is claimed with a lease on its `conversations` document, so
+//! processes sharing one MongoDB never run the same conversation at once; a lease left by a dead
+//! process expires and is taken over, and its `processing` messages are resumed.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::{Notify, Semaphore, watch};
+use tokio::task::JoinHandle;
+
+use super::turn::Engine;
+use crate::domain::{WaId, WaMessageId};
+use crate::store::InboxStatus;
+
+/// How the workers of one process behave.
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    /// This process's name in `lease_owner`.
+    pub owner: String,
+    /// Conversations processed at once by this process.
+    pub concurrency: usize,
+    /// How long a claim holds; renewed after every turn. Longer than any single turn.
+    pub lease: Duration,
+    /// Look for work at least this often, even without a webhook signal.
+    pub poll: Duration,
+    /// Attempts after which an inbox message is marked `failed` instead of retried forever.
+    pub max_attempts: u32,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            owner: format!(
+                "{}-{}",
+                std::env::var("HOSTNAME").unwrap_or_else(|_| "zaguan".to_owned()),
+                std::process::id()
+            ),
+            concurrency: 16,
+            lease: Duration::from_secs(300),
+            poll: Duration::from_secs(1),
+            max_attempts: 5,
+        }
+    }
+}
+
+/// The running workers; `stop` lets in-flight turns finish.
+pub struct Workers {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Workers {
+    pub fn spawn(engine: Arc<Engine>, signal: Arc<Notify>, settings: WorkerSettings) -> Self {
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(dispatch(engine, signal, settings, stopped));
+        Self { stop, task }
+    }
+
+    /// Stops taking new conversations and waits for the turns in flight.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+async fn dispatch(
+    engine: Arc<Engine>,
+    signal: Arc<Notify>,
+    settings: WorkerSettings,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let permits = Arc::new(Semaphore::new(settings.concurrency));
+    let in_flight: Arc<Mutex<HashSet<WaId>>> = Arc::default();
+    let settings = Arc::new(settings);
+    loop {
+        let keys = match engine
+            .store()
+            .conversations_with_open_inbox(settings.concurrency * 4)
+            .await
+        {
+            Ok(keys) => keys,
+            Err(error) => {
+                tracing::warn!("workers cannot read the inbox: {error}");
+                Vec::new()
+            }
+        };
+        for key in keys {
+            if !in_flight.lock().unwrap().insert(key.clone()) {
+                continue;
+            }
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            let (engine, settings, in_flight) =
+                (engine.clone(), settings.clone(), in_flight.clone());
+            tokio::spawn(async move {
+                process_conversation(&engine, &key, &settings).await;
+                in_flight.lock().unwrap().remove(&key);
+                drop(permit);
+            });
+        }
+        tokio::select! {
+            () = signal.notified() => {}
+            () = tokio::time::sleep(settings.poll) => {}
+            _ = stopped.changed() => break,
+        }
+    }
+    // Let the turns in flight finish: wait until every permit is back.
+    let _ = permits
+        .acquire_many(u32::try_from(settings.concurrency).unwrap_or(u32::MAX))
+        .await;
+}
+
+/// Claims one conversation and runs turns until its inbox is empty.
+async fn process_conversation(engine: &Engine, wa_id: &WaId, settings: &WorkerSettings) {
+    let store = engine.store();
+    let lease = chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::minutes(5));
+    loop {
+        let now = Utc::now();
+        match store
+            .claim_conversation(wa_id, &settings.owner, now, now + lease)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return, // another process has it
+            Err(error) => {
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot claim: {error}");
+                return;
+            }
+        }
+        let open = match store.open_inbox(wa_id).await {
+            Ok(open) if open.is_empty() => break,
+            Ok(open) => open,
+            Err(error) => {
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot read inbox: {error}");
+                break;
+            }
+        };
+        let (poisoned, open): (Vec<_>, Vec<_>) = open
+            .into_iter()
+            .partition(|e| e.attempts >= settings.max_attempts);
+        if !poisoned.is_empty() {
+            tracing::error!(
+                conversation.id = %wa_id.masked(),
+                messages = poisoned.len(),
+                "inbox messages failed {} times; marked failed", settings.max_attempts
+            );
+            metrics::counter!("zaguan_turns_total", "outcome" => "failed")
+                .increment(poisoned.len() as u64);
+            let ids: Vec<WaMessageId> = poisoned.iter().map(|e| e.wamid.clone()).collect();
+            if store
+                .set_inbox_status(&ids, InboxStatus::Failed)
+                .await
+                .is_err()
+            {
+                break;
+            }
+            if open.is_empty() {
+                continue;
+            }
+        }
+        let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
+        if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Processing).await {
+            tracing::warn!(conversation.id = %wa_id.masked(), "cannot take inbox: {error}");
+            break;
+        }
+        match engine.run_turn(wa_id, &open).await {
+            Ok(_) => {
+                // Done only now that the reply is in the outbox.
+                if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Done).await {
+                    tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
+                    break;
+                }
+            }
+            Err(error) => {
+                tracing::error!(conversation.id = %wa_id.masked(), "turn failed, will resume: {error}");
+                metrics::counter!("zaguan_turns_total", "outcome" => "error").increment(1);
+                break;
+            }
+        }
+    }
+    if let Err(error) = store.release_conversation(wa_id, &settings.owner).await {
+        tracing::warn!(conversation.id = %wa_id.masked(), "cannot release lease: {error}");
+    }
+}

@@ -1,0 +1,518 @@
+//! Full turns through the engine with a scripted LLM: dialog_state and message sequence for each
+//! path of the seed's graph, with the in-memory store and with MongoDB.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use serde_json::json;
+use zaguan::agents::{AgentKind, AgentRegistry};
+use zaguan::domain::{WaId, WaMessageId};
+use zaguan::engine::{Engine, EngineSettings, Tool, ToolContext, ToolError, ToolRegistry};
+use zaguan::llm::{ScriptedLlm, ToolSpec};
+use zaguan::store::{InboxEntry, InboxStatus, MessageRole, Role, Store, StoredMessage};
+
+/// A domain tool for the tests: looks a property up.
+struct LookupProperty;
+
+#[async_trait]
+impl Tool for LookupProperty {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "consultar_inmueble".into(),
+            description: "Ficha de una propiedad por referencia".into(),
+            parameters: json!({"type": "object", "properties": {"ref": {"type": "string"}}, "required": ["ref"]}),
+        }
+    }
+
+    async fn run(&self, args: serde_json::Value, _: &ToolContext) -> Result<String, ToolError> {
+        match args.get("ref").and_then(|r| r.as_str()) {
+            Some("P-102") => Ok("P-102: piso en Chamberí, 3 hab., 95 m², 450.000 €".into()),
+            Some(other) => Err(ToolError::Failed(format!("no property {other}"))),
+            None => Err(ToolError::InvalidArgs("`ref` is required".into())),
+        }
+    }
+}
+
+/// The shipped prompts, with the test tool given to `property_assistant`.
+fn prompts_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "zaguan-engine-prompts-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    for entry in std::fs::read_dir(shipped).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            if path.file_stem().unwrap() == "property_assistant" {
+                text = text.replacen(
+                    "kind = \"subgraph\"\n",
+                    "kind = \"subgraph\"\ntools = [\"consultar_inmueble\"]\n",
+                    1,
+                );
+            }
+            std::fs::write(dir.join(path.file_name().unwrap()), text).unwrap();
+        }
+    }
+    dir
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+struct Harness {
+    engine: Engine,
+    store: Arc<dyn Store>,
+    llm: Arc<ScriptedLlm>,
+    wa_id: WaId,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Harness {
+    fn new(store: Arc<dyn Store>, llm: ScriptedLlm, settings: EngineSettings) -> Self {
+        let tools = ToolRegistry::new().with(LookupProperty);
+        let agents = Arc::new(AgentRegistry::load(&prompts_dir(), &tools.names()).unwrap());
+        let llm = Arc::new(llm);
+        let engine = Engine::new(
+            store.clone(),
+            llm.clone(),
+            agents.clone(),
+            Arc::new(tools),
+            settings,
+        );
+        Self {
+            engine,
+            store,
+            llm,
+            wa_id: WaId::parse("34600111222").unwrap(),
+            next: Default::default(),
+        }
+    }
+
+    /// Stores `text` as a new inbound message and runs the turn that answers it.
+    async fn say(&self, text: &str) -> Option<String> {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let entry = InboxEntry {
+            wamid: WaMessageId::parse(&format!("wamid.{}.{n}", self.wa_id)).unwrap(),
+            wa_id: self.wa_id.clone(),
+            phone_number_id: "109876543210".into(),
+            kind: "text".into(),
+            text: Some(text.into()),
+            payload: "{}".into(),
+            context_id: None,
+            sent_at: None,
+            status: InboxStatus::Pending,
+            received_at: Utc::now(),
+            attempts: 0,
+        };
+        self.store.insert_inbox(&[entry]).await.unwrap();
+        let open = self.store.open_inbox(&self.wa_id).await.unwrap();
+        let outcome = self.engine.run_turn(&self.wa_id, &open).await.unwrap();
+        outcome.reply
+    }
+
+    async fn dialog_state(&self) -> Vec<String> {
+        self.store
+            .conversation(&self.wa_id)
+            .await
+            .unwrap()
+            .map(|c| c.dialog_state)
+            .unwrap_or_default()
+    }
+
+    async fn set_state(&self, agent: &str) {
+        self.store
+            .set_dialog_state(&self.wa_id, &[agent.to_owned()], Utc::now())
+            .await
+            .unwrap();
+    }
+
+    async fn history(&self) -> Vec<StoredMessage> {
+        self.store.recent_messages(&self.wa_id, 500).await.unwrap()
+    }
+
+    /// The history as `role:agent` tags, e.g. `human`, `ai:primary_assistant`, `tool`.
+    async fn shape(&self) -> Vec<String> {
+        self.history()
+            .await
+            .iter()
+            .map(|m| match (m.message.role, &m.message.agent) {
+                (MessageRole::Ai, Some(agent)) if !m.message.tool_calls.is_empty() => {
+                    let names: Vec<&str> = m
+                        .message
+                        .tool_calls
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect();
+                    format!("ai:{agent}->{}", names.join("+"))
+                }
+                (MessageRole::Ai, Some(agent)) => format!("ai:{agent}"),
+                (role, _) => role.as_str().to_owned(),
+            })
+            .collect()
+    }
+
+    async fn outbox_len(&self) -> usize {
+        let mut total = 0;
+        for m in self.history().await {
+            for wamid in &m.message.wamids {
+                total += self.store.outbox_in_reply_to(wamid).await.unwrap().len();
+            }
+        }
+        total
+    }
+}
+
+fn memory() -> Arc<dyn Store> {
+    Arc::new(zaguan::store::MemoryStore::new())
+}
+
+async fn a_plain_answer_comes_from_the_primary_assistant(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new().says("primary_assistant", "¡Hola! ¿En qué te ayudo?"),
+        EngineSettings::default(),
+    );
+    assert_eq!(
+        h.say("hola").await.as_deref(),
+        Some("¡Hola! ¿En qué te ayudo?")
+    );
+    assert!(h.dialog_state().await.is_empty());
+    assert_eq!(h.shape().await, ["human", "ai:primary_assistant"]);
+    assert_eq!(h.outbox_len().await, 1);
+    let request = &h.llm.requests()[0];
+    assert!(
+        request
+            .tools
+            .iter()
+            .any(|t| t.name == "ToAppointmentAssistant")
+    );
+    assert!(!request.tools.iter().any(|t| t.name == "CompleteOrEscalate"));
+    assert!(
+        !request
+            .tools
+            .iter()
+            .any(|t| t.name == "ToOwnerInfoAssistant"),
+        "role filter"
+    );
+}
+
+async fn the_primary_delegates_into_every_subgraph(store: Arc<dyn Store>) {
+    let agents = AgentRegistry::load(
+        &prompts_dir(),
+        &ToolRegistry::new().with(LookupProperty).names(),
+    )
+    .unwrap();
+    let subgraphs: Vec<(String, Vec<Role>)> = agents
+        .agents()
+        .filter(|a| a.kind == AgentKind::Subgraph)
+        .map(|a| (a.name.clone(), a.roles.clone()))
+        .collect();
+    assert_eq!(subgraphs.len(), 7);
+    for (i, (name, roles)) in subgraphs.iter().enumerate() {
+        let role = roles[0];
+        let primary = agents.primary_for(role).name.clone();
+        let tool = AgentRegistry::delegation_tool_name(name);
+        let h = Harness::new(
+            store.clone(),
+            ScriptedLlm::new()
+                .calls(&primary, &tool, json!({"query": "quiero información"}))
+                .says(name, "Claro, te ayudo con eso."),
+            EngineSettings::default(),
+        );
+        let h = Harness {
+            wa_id: WaId::parse(&format!("3460000{i:04}")).unwrap(),
+            ..h
+        };
+        h.store.set_user_role(&h.wa_id, role).await.unwrap();
+        assert_eq!(
+            h.say("necesito ayuda").await.as_deref(),
+            Some("Claro, te ayudo con eso.")
+        );
+        assert_eq!(h.dialog_state().await, std::slice::from_ref(name), "{name}");
+        assert_eq!(
+            h.shape().await,
+            [
+                "human".to_owned(),
+                format!("ai:{primary}->{tool}"),
+                "tool".into(),
+                format!("ai:{name}")
+            ]
+        );
+        let requests = h.llm.requests();
+        let sub = &requests[1];
+        assert!(
+            sub.tools.iter().any(|t| t.name == "CompleteOrEscalate"),
+            "{name}"
+        );
+        assert!(
+            !sub.tools.iter().any(|t| t.name == tool),
+            "{name} offered itself"
+        );
+    }
+}
+
+async fn a_subgraph_loops_over_its_tools(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .calls(
+                "property_assistant",
+                "consultar_inmueble",
+                json!({"ref": "P-999"}),
+            )
+            .calls(
+                "property_assistant",
+                "consultar_inmueble",
+                json!({"ref": "P-102"}),
+            )
+            .says("property_assistant", "El P-102 cuesta 450.000 €."),
+        EngineSettings::default(),
+    );
+    h.set_state("property_assistant").await;
+    assert_eq!(
+        h.say("¿Cuánto cuesta el P-102?").await.as_deref(),
+        Some("El P-102 cuesta 450.000 €.")
+    );
+    assert_eq!(h.dialog_state().await, ["property_assistant"]);
+    let history = h.history().await;
+    let tool_results: Vec<&str> = history
+        .iter()
+        .filter(|m| m.message.role == MessageRole::Tool)
+        .map(|m| m.message.content.as_str())
+        .collect();
+    assert_eq!(tool_results.len(), 2);
+    assert!(tool_results[0].starts_with("Error: no property P-999"));
+    assert!(tool_results[1].contains("450.000 €"));
+}
+
+async fn complete_or_escalate_returns_to_the_primary_in_the_same_turn(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .calls(
+                "appointment_assistant",
+                "CompleteOrEscalate",
+                json!({"cancel": true, "reason": "pregunta por hipotecas"}),
+            )
+            .says("primary_assistant", "Te cuento sobre hipotecas."),
+        EngineSettings::default(),
+    );
+    h.set_state("appointment_assistant").await;
+    assert_eq!(
+        h.say("¿y la hipoteca?").await.as_deref(),
+        Some("Te cuento sobre hipotecas.")
+    );
+    assert!(h.dialog_state().await.is_empty());
+    assert_eq!(
+        h.shape().await,
+        [
+            "human",
+            "ai:appointment_assistant->CompleteOrEscalate",
+            "tool",
+            "ai:primary_assistant"
+        ]
+    );
+    let primary_request = &h.llm.requests()[1];
+    assert!(
+        !primary_request
+            .tools
+            .iter()
+            .any(|t| t.name == "CompleteOrEscalate")
+    );
+}
+
+async fn a_delegation_the_role_may_not_reach_is_refused(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .calls(
+                "primary_assistant",
+                "ToOwnerInfoAssistant",
+                json!({"query": "datos del dueño"}),
+            )
+            .says("primary_assistant", "No puedo darte datos del propietario."),
+        EngineSettings::default(),
+    );
+    assert_eq!(
+        h.say("dame el teléfono del dueño").await.as_deref(),
+        Some("No puedo darte datos del propietario.")
+    );
+    assert!(h.dialog_state().await.is_empty());
+    let history = h.history().await;
+    assert!(
+        history[2]
+            .message
+            .content
+            .starts_with("Error: ToOwnerInfoAssistant is not available")
+    );
+}
+
+async fn parallel_calls_are_each_answered_and_the_delegation_wins(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .calls_many(
+                "primary_assistant",
+                &[
+                    ("ToPropertyAssistant", json!({"query": "precio del P-102"})),
+                    ("ToAppointmentAssistant", json!({"query": "visita"})),
+                    ("consultar_inmueble", json!({"ref": "P-102"})),
+                ],
+            )
+            .says("property_assistant", "Te paso el precio."),
+        EngineSettings::default(),
+    );
+    h.say("precio y visita del P-102").await;
+    assert_eq!(h.dialog_state().await, ["property_assistant"]);
+    let history = h.history().await;
+    let calls = &history[1].message.tool_calls;
+    let answers: Vec<(&str, &str)> = history[2..5]
+        .iter()
+        .map(|m| {
+            (
+                m.message.tool_call_id.as_deref().unwrap(),
+                m.message.content.as_str(),
+            )
+        })
+        .collect();
+    for (call, (id, _)) in calls.iter().zip(&answers) {
+        assert_eq!(call.id, *id, "one tool message per call id, in order");
+    }
+    assert!(answers[0].1.contains("now handled by property_assistant"));
+    assert!(answers[1].1.starts_with("Not executed"));
+    assert!(answers[2].1.starts_with("Not executed"));
+}
+
+async fn an_unknown_agent_in_dialog_state_falls_back_to_the_primary(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new().says("primary_assistant", "Hola de nuevo."),
+        EngineSettings::default(),
+    );
+    h.set_state("removed_assistant").await;
+    assert_eq!(h.say("hola").await.as_deref(), Some("Hola de nuevo."));
+    assert!(
+        h.dialog_state().await.is_empty(),
+        "the stale state is cleared"
+    );
+}
+
+async fn a_runaway_turn_is_cut_at_25_transitions(store: Arc<dyn Store>) {
+    let mut llm = ScriptedLlm::new();
+    for _ in 0..30 {
+        llm = llm.calls("primary_assistant", "herramienta_inexistente", json!({}));
+    }
+    let h = Harness::new(store, llm, EngineSettings::default());
+    h.set_state("removed_assistant").await;
+    let reply = h.say("hola").await.unwrap();
+    assert!(reply.starts_with("Lo siento"), "{reply}");
+    assert_eq!(
+        h.llm.requests().len(),
+        13,
+        "13 assistant + 12 router transitions = 25"
+    );
+    assert!(h.dialog_state().await.is_empty());
+    assert_eq!(h.outbox_len().await, 1);
+}
+
+async fn an_idle_subgraph_is_left_before_the_next_message(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .says("appointment_assistant", "¿Qué día te va bien?")
+            .says("primary_assistant", "¡Hola otra vez!"),
+        EngineSettings {
+            dialog_idle_ttl: Duration::from_millis(300),
+            ..EngineSettings::default()
+        },
+    );
+    h.set_state("appointment_assistant").await;
+    h.say("quiero una cita").await;
+    assert_eq!(h.dialog_state().await, ["appointment_assistant"]);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(h.say("hola").await.as_deref(), Some("¡Hola otra vez!"));
+    assert!(h.dialog_state().await.is_empty());
+}
+
+async fn messages_that_arrive_together_are_merged_into_one_turn(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new().says("primary_assistant", "Vale, piso en Sevilla con terraza."),
+        EngineSettings::default(),
+    );
+    for (i, text) in ["busco piso", "en Sevilla", "con terraza"]
+        .iter()
+        .enumerate()
+    {
+        let entry = InboxEntry {
+            wamid: WaMessageId::parse(&format!("wamid.M{i}")).unwrap(),
+            wa_id: h.wa_id.clone(),
+            phone_number_id: "1".into(),
+            kind: "text".into(),
+            text: Some((*text).into()),
+            payload: "{}".into(),
+            context_id: None,
+            sent_at: None,
+            status: InboxStatus::Pending,
+            received_at: Utc::now() + chrono::Duration::milliseconds(i as i64),
+            attempts: 0,
+        };
+        h.store.insert_inbox(&[entry]).await.unwrap();
+    }
+    let open = h.store.open_inbox(&h.wa_id).await.unwrap();
+    h.engine.run_turn(&h.wa_id, &open).await.unwrap();
+    let history = h.history().await;
+    assert_eq!(
+        history[0].message.content,
+        "busco piso\nen Sevilla\ncon terraza"
+    );
+    assert_eq!(history[0].message.wamids.len(), 3);
+    assert_eq!(h.llm.requests().len(), 1);
+}
+
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::memory()).await;
+                }
+            )*
+        }
+        mod mongo {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(db) = crate::common::TestMongo::new().await else { return };
+                    super::$name(std::sync::Arc::new(db.store.clone())).await;
+                    db.drop().await;
+                }
+            )*
+        }
+    };
+}
+
+both_stores!(
+    a_plain_answer_comes_from_the_primary_assistant,
+    the_primary_delegates_into_every_subgraph,
+    a_subgraph_loops_over_its_tools,
+    complete_or_escalate_returns_to_the_primary_in_the_same_turn,
+    a_delegation_the_role_may_not_reach_is_refused,
+    parallel_calls_are_each_answered_and_the_delegation_wins,
+    an_unknown_agent_in_dialog_state_falls_back_to_the_primary,
+    a_runaway_turn_is_cut_at_25_transitions,
+    an_idle_subgraph_is_left_before_the_next_message,
+    messages_that_arrive_together_are_merged_into_one_turn,
+);
