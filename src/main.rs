@@ -21,6 +21,8 @@ struct Cli {
 enum Command {
     /// Run the HTTP server (webhook, health, metrics).
     Serve(serve::ServeArgs),
+    /// Talk to the bot in the terminal through the same engine as WhatsApp.
+    Chat(admin::cli::chat::ChatArgs),
     /// Work with the prompt files (`check` validates them).
     Prompts(admin::cli::prompts::PromptsArgs),
 }
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args, config).await,
+            Command::Chat(args) => admin::cli::chat::run(args, config).await,
             Command::Prompts(args) => admin::cli::prompts::run(args).await,
         }
     });

@@ -6,8 +6,11 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Args;
 
+use crate::agents::{self, AgentRegistry};
 use crate::app::{self, AppState};
 use crate::config::Config;
+use crate::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+use crate::llm::{Llm, OfflineLlm};
 use crate::store::{MemoryStore, MongoStore, Store};
 use crate::telemetry;
 
@@ -17,12 +20,18 @@ pub struct ServeArgs {}
 pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     telemetry::metrics_handle();
     let store = open_store(&config).await?;
+    let engine = Arc::new(build_engine(&config, store.clone())?);
     announce(&config);
 
     let state = AppState::new(
         store,
         config.whatsapp.verify_token.clone(),
         config.whatsapp.app_secret.clone(),
+    );
+    let workers = Workers::spawn(
+        engine,
+        state.inbox_signal.clone(),
+        WorkerSettings::default(),
     );
     let listener = tokio::net::TcpListener::bind(config.bind_addr)
         .await
@@ -32,13 +41,49 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("HTTP server failed")?;
+    workers.stop().await;
     tracing::info!("zaguan stopped");
     Ok(())
 }
 
+/// The engine over `store`: the agents of the prompts folder (a bad prompt set refuses to
+/// start, with every problem listed), the tools, and the LLM.
+pub fn build_engine(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Engine> {
+    let tools = ToolRegistry::new();
+    let registry =
+        AgentRegistry::load(&config.prompts_dir, &agents::known_tools()).map_err(|problems| {
+            for problem in &problems {
+                eprintln!("{problem}");
+            }
+            anyhow::anyhow!(
+                "{} problem(s) in the prompts folder {}; run `zaguan prompts check`",
+                problems.len(),
+                config.prompts_dir.display()
+            )
+        })?;
+    tracing::info!(agents = registry.agents().count(), "prompts loaded");
+    // The OpenAI and Anthropic clients arrive with the providers; until then every turn
+    // answers with the agent's offline reply.
+    tracing::warn!(
+        "no LLM provider client yet: offline mode, replies are the agents' offline replies"
+    );
+    let llm: Arc<dyn Llm> = Arc::new(OfflineLlm);
+    let settings = EngineSettings {
+        dialog_idle_ttl: config.dialog_idle_ttl,
+        ..EngineSettings::default()
+    };
+    Ok(Engine::new(
+        store,
+        llm,
+        Arc::new(registry),
+        Arc::new(tools),
+        settings,
+    ))
+}
+
 /// MongoDB when configured (indexes created in the background, retried until the server
 /// answers), else the in-memory store.
-async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     let Some(mongo) = &config.mongodb else {
         tracing::warn!(
             "MONGODB_URI is unset: using the in-memory store; nothing is durable, \

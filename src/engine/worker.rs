@@ -176,7 +176,7 @@ async fn process_conversation(engine: &Engine, wa_id: &WaId, settings: &WorkerSe
                 }
             }
             Err(error) => {
-                tracing::error!(conversation.id = %wa_id.masked(), "turn failed, will resume: {error}");
+                tracing::error!(conversation.id = %wa_id.masked(), "turn failed, will resume: {:#}", anyhow::Error::from(error));
                 metrics::counter!("zaguan_turns_total", "outcome" => "error").increment(1);
                 break;
             }

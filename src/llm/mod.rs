@@ -2,11 +2,13 @@
 //! provider's wire format happens only at the provider boundary (`openai.rs`, `anthropic.rs`
 //! later); the engine, the history hygiene and the store all speak these types.
 
+pub mod offline;
 pub mod scripted;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use offline::OfflineLlm;
 pub use scripted::ScriptedLlm;
 
 /// A tool call an assistant asked for. Ids are ours, `[A-Za-z0-9_-]`, valid for every provider.

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use bson::{Bson, Document, doc, oid::ObjectId};
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
-use mongodb::options::{ClientOptions, IndexOptions, ReturnDocument};
+use mongodb::options::{ClientOptions, IndexOptions};
 use mongodb::{Client, Collection, Database, IndexModel};
 use secrecy::ExposeSecret;
 
@@ -27,6 +27,9 @@ const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Inbox statuses of entries not yet answered.
 const OPEN_INBOX: [&str; 2] = ["pending", "processing"];
+
+/// Retries of an insert that lost a race for a unique key.
+const MAX_INSERT_RACES: usize = 5;
 
 /// MongoDB's duplicate-key error code.
 const DUPLICATE_KEY: i32 = 11000;
@@ -58,13 +61,14 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 6] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 7] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             ("inbox", doc! {"status": 1, "received_at": 1}, None),
             ("inbox", doc! {"wa_id": 1, "received_at": 1}, None),
             ("outbox", doc! {"wamid": 1}, None),
             ("outbox", doc! {"wa_id": 1, "at": 1}, None),
             ("outbox", doc! {"in_reply_to": 1}, None),
+            ("leases", doc! {"wa_id": 1, "generation": -1}, None),
         ];
         for (collection, keys, options) in indexes {
             let model = IndexModel::builder().keys(keys).options(options).build();
@@ -90,6 +94,28 @@ impl MongoStore {
 
     fn coll(&self, name: &str) -> Collection<Document> {
         self.db.collection(name)
+    }
+
+    /// `lease_owner` / `lease_until` on the conversation, for operators reading it in mongosh.
+    /// Informational: who holds the lease is decided in `leases`.
+    async fn mirror_lease(
+        &self,
+        wa_id: &WaId,
+        lease: Option<(&str, DateTime<Utc>)>,
+    ) -> StoreResult<()> {
+        let update = match lease {
+            Some((owner, until)) => doc! {
+                "$set": {"lease_owner": owner, "lease_until": date(until)},
+                "$setOnInsert": {"dialog_state": []},
+            },
+            None => doc! {"$unset": {"lease_owner": "", "lease_until": ""}},
+        };
+        upsert_one(
+            &self.coll("conversations"),
+            doc! {"_id": wa_id.as_str()},
+            update,
+        )
+        .await
     }
 }
 
@@ -518,27 +544,30 @@ impl Store for MongoStore {
     }
 
     async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage> {
-        // The sequence lives on the conversation document: one atomic increment per message.
-        let counter = bounded(
-            self.coll("conversations")
-                .find_one_and_update(
-                    doc! {"_id": message.wa_id.as_str()},
-                    doc! {"$inc": {"next_seq": 1_i64}, "$setOnInsert": {"dialog_state": []}},
-                )
-                .upsert(true)
-                .return_document(ReturnDocument::After),
-        )
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("upsert returned no conversation"))?;
-        let seq = Fields(&counter)
-            .int("next_seq")
-            .ok_or_else(|| anyhow::anyhow!("conversation without next_seq"))?;
-        bounded(
-            self.coll("messages")
-                .insert_one(message_doc(seq, &message)?),
-        )
-        .await?;
-        Ok(StoredMessage { seq, message })
+        // Next seq = last + 1, claimed by the insert itself: the unique `{wa_id, seq}` index
+        // lets exactly one writer have each number. (A read-modify-write counter is not atomic
+        // on every MongoDB-compatible server; a unique insert is.)
+        for _ in 0..MAX_INSERT_RACES {
+            let last = bounded(
+                self.coll("messages")
+                    .find_one(doc! {"wa_id": message.wa_id.as_str()})
+                    .projection(doc! {"seq": 1})
+                    .sort(doc! {"seq": -1}),
+            )
+            .await?;
+            let seq = last.and_then(|d| Fields(&d).int("seq")).unwrap_or(0) + 1;
+            match bounded(
+                self.coll("messages")
+                    .insert_one(message_doc(seq, &message)?),
+            )
+            .await
+            {
+                Ok(_) => return Ok(StoredMessage { seq, message }),
+                Err(StoreError::Unexpected(error)) if is_duplicate_key(&error) => continue,
+                Err(error) => return Err(error),
+            }
+        }
+        Err(anyhow::anyhow!("{MAX_INSERT_RACES} concurrent writers took every next seq").into())
     }
 
     async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>> {
@@ -614,42 +643,68 @@ impl Store for MongoStore {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        let filter = doc! {
-            "_id": wa_id.as_str(),
-            "$or": [
-                {"lease_owner": {"$exists": false}},
-                {"lease_owner": Bson::Null},
-                {"lease_owner": owner},
-                {"lease_until": {"$lte": date(now)}},
-            ],
-        };
-        let update = doc! {
-            "$set": {"lease_owner": owner, "lease_until": date(until)},
-            "$setOnInsert": {"dialog_state": []},
-        };
-        // Upsert: a conversation with no document yet is free. When the document exists but
-        // the filter does not match (someone else holds the lease), the upsert's insert hits
-        // the `_id` and fails with a duplicate key: not ours.
-        match bounded(
-            self.coll("conversations")
-                .update_one(filter, update)
-                .upsert(true),
+        // Each holder of a conversation gets a generation document `{wa_id}#{n}` in `leases`.
+        // Taking over (free, released or expired) is inserting generation n + 1: the unique
+        // `_id` makes exactly one claimant win, on MongoDB and on servers whose conditional
+        // updates are not atomic. Renewing touches only the holder's own document.
+        let leases = self.coll("leases");
+        let current = bounded(
+            leases
+                .find_one(doc! {"wa_id": wa_id.as_str()})
+                .sort(doc! {"generation": -1}),
         )
-        .await
-        {
-            Ok(_) => Ok(true),
-            Err(StoreError::Unexpected(error)) if is_duplicate_key(&error) => Ok(false),
-            Err(error) => Err(error),
+        .await?;
+        let generation = match &current {
+            Some(lease) => {
+                let f = Fields(lease);
+                let holder = f.str("owner").unwrap_or_default();
+                let expired = f.date("until").is_none_or(|until| until <= now);
+                let released = lease.get_bool("released").unwrap_or(false);
+                if holder == owner && !released && !expired {
+                    bounded(leases.update_one(
+                        doc! {"_id": lease.get("_id").cloned().unwrap_or(Bson::Null)},
+                        doc! {"$set": {"until": date(until)}},
+                    ))
+                    .await?;
+                    self.mirror_lease(wa_id, Some((owner, until))).await?;
+                    return Ok(true);
+                }
+                if !released && !expired {
+                    return Ok(false);
+                }
+                f.int("generation").unwrap_or(0) + 1
+            }
+            None => 1,
+        };
+        let claim = doc! {
+            "_id": format!("{}#{generation}", wa_id.as_str()),
+            "wa_id": wa_id.as_str(),
+            "generation": generation,
+            "owner": owner,
+            "until": date(until),
+            "released": false,
+        };
+        match bounded(leases.insert_one(claim)).await {
+            Ok(_) => {}
+            Err(StoreError::Unexpected(error)) if is_duplicate_key(&error) => return Ok(false),
+            Err(error) => return Err(error),
         }
+        // Older generations are history; dropping them keeps the collection small.
+        bounded(
+            leases.delete_many(doc! {"wa_id": wa_id.as_str(), "generation": {"$lt": generation}}),
+        )
+        .await?;
+        self.mirror_lease(wa_id, Some((owner, until))).await?;
+        Ok(true)
     }
 
     async fn release_conversation(&self, wa_id: &WaId, owner: &str) -> StoreResult<()> {
-        bounded(self.coll("conversations").update_one(
-            doc! {"_id": wa_id.as_str(), "lease_owner": owner},
-            doc! {"$unset": {"lease_owner": "", "lease_until": ""}},
+        bounded(self.coll("leases").update_many(
+            doc! {"wa_id": wa_id.as_str(), "owner": owner, "released": false},
+            doc! {"$set": {"released": true}},
         ))
-        .await
-        .map(drop)
+        .await?;
+        self.mirror_lease(wa_id, None).await
     }
 
     async fn set_dialog_state(

@@ -54,7 +54,8 @@ pub async fn receive(
     let updates = payload::parse(&body)?;
     store_updates(state.store.as_ref(), &state.recent_contacts, &updates).await?;
     if !updates.messages.is_empty() {
-        state.inbox_signal.notify_waiters();
+        // notify_one keeps the wake-up for a dispatcher that is busy right now.
+        state.inbox_signal.notify_one();
     }
     metrics::counter!("zaguan_webhook_requests_total", "outcome" => "accepted").increment(1);
     Ok(StatusCode::OK)

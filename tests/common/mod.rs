@@ -83,6 +83,7 @@ pub async fn unreachable_mongo() -> MongoStore {
 pub struct TestApp {
     pub router: Router,
     pub store: Arc<dyn Store>,
+    pub state: AppState,
 }
 
 impl TestApp {
@@ -109,8 +110,9 @@ impl TestApp {
             app_secret.map(SecretString::from),
         );
         Self {
-            router: router(state),
+            router: router(state.clone()),
             store,
+            state,
         }
     }
 

@@ -1,4 +1,5 @@
 //! The operator subcommands of the `zaguan` binary, one file per command, each with its
 //! arguments and an `async fn run`.
 
+pub mod chat;
 pub mod prompts;

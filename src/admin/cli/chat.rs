@@ -1,0 +1,85 @@
+//! `zaguan chat`: talk to the bot in the terminal through the very same engine and guard path
+//! as WhatsApp; each line you type is an inbound message, the reply is printed as the user
+//! would see it, followed by the conversation's `dialog_state`.
+
+use std::io::Write;
+
+use anyhow::Context as _;
+use chrono::Utc;
+use clap::Args;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::config::Config;
+use crate::domain::{WaId, WaMessageId};
+use crate::serve::{build_engine, open_store};
+use crate::store::{InboxEntry, InboxStatus, Role, Store};
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Conversation key to talk as.
+    #[arg(long, default_value = "34600000000")]
+    wa_id: String,
+    /// Role of that user: prospect, owner or agent.
+    #[arg(long, default_value = "prospect", value_parser = ["prospect", "owner", "agent"])]
+    role: String,
+}
+
+pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
+    let wa_id = WaId::parse(&args.wa_id).map_err(|e| anyhow::anyhow!("--wa-id: {e}"))?;
+    let store = open_store(&config).await?;
+    store
+        .set_user_role(&wa_id, Role::parse(&args.role))
+        .await
+        .context("cannot record the role")?;
+    let engine = build_engine(&config, store.clone())?;
+
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = std::io::stdout();
+    let session = Utc::now().timestamp_millis();
+    let mut n = 0u64;
+    loop {
+        write!(stdout, "tú> ")?;
+        stdout.flush()?;
+        let Some(line) = lines.next_line().await? else {
+            break;
+        };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        n += 1;
+        let entry = InboxEntry {
+            wamid: WaMessageId::parse(&format!("wamid.chat.{session}.{n}"))
+                .map_err(anyhow::Error::msg)?,
+            wa_id: wa_id.clone(),
+            phone_number_id: "chat".to_owned(),
+            kind: "text".to_owned(),
+            text: Some(text.to_owned()),
+            payload: serde_json::json!({"type": "text", "text": {"body": text}}).to_string(),
+            context_id: None,
+            sent_at: Some(Utc::now()),
+            status: InboxStatus::Pending,
+            received_at: Utc::now(),
+            attempts: 0,
+        };
+        store.insert_inbox(std::slice::from_ref(&entry)).await?;
+        let open = store.open_inbox(&wa_id).await?;
+        let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
+        store
+            .set_inbox_status(&ids, InboxStatus::Processing)
+            .await?;
+        let outcome = engine.run_turn(&wa_id, &open).await?;
+        store.set_inbox_status(&ids, InboxStatus::Done).await?;
+        let reply = outcome.reply.as_deref().unwrap_or("(ya respondido)");
+        writeln!(stdout, "bot> {reply}")?;
+        writeln!(stdout, "     [dialog_state: {:?}]", outcome.dialog_state)?;
+    }
+    print_summary(store.as_ref(), &wa_id).await
+}
+
+async fn print_summary(store: &dyn Store, wa_id: &WaId) -> anyhow::Result<()> {
+    if let Some(conversation) = store.conversation(wa_id).await? {
+        eprintln!("dialog_state at exit: {:?}", conversation.dialog_state);
+    }
+    Ok(())
+}

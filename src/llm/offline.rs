@@ -1,0 +1,19 @@
+//! The LLM of offline mode: every call is unavailable, so each turn answers with the agent's
+//! `offline_reply` (or a general apology). Used while no provider is configured, so the service
+//! still acknowledges every message and tells the user it will get back to them.
+
+use async_trait::async_trait;
+
+use super::{Llm, LlmError, LlmRequest, LlmResponse};
+
+#[derive(Debug, Default)]
+pub struct OfflineLlm;
+
+#[async_trait]
+impl Llm for OfflineLlm {
+    async fn complete(&self, _request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        Err(LlmError::Unavailable(
+            "offline mode: no LLM provider".to_owned(),
+        ))
+    }
+}
