@@ -516,3 +516,250 @@ both_stores!(
     an_idle_subgraph_is_left_before_the_next_message,
     messages_that_arrive_together_are_merged_into_one_turn,
 );
+
+// ---- crash after each node, then resume ---------------------------------------------------
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use zaguan::domain::StatusUpdate;
+use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
+use zaguan::store::{
+    ContactSeen, Conversation, InboxInsert, NewMessage, NewOutbox, OutboxEntry, OutboxId,
+    RejectedEntry, StatusOutcome, StoreError, StoreResult, User,
+};
+
+/// A real store whose `crash_at`-th engine write fails, as if the process died right before it.
+struct CrashingStore {
+    inner: Arc<dyn Store>,
+    writes: AtomicUsize,
+    crash_at: usize,
+}
+
+impl CrashingStore {
+    fn write(&self) -> StoreResult<()> {
+        if self.writes.fetch_add(1, Ordering::SeqCst) + 1 == self.crash_at {
+            return Err(StoreError::Unavailable("simulated crash".into()));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for CrashingStore {
+    async fn ping(&self) -> StoreResult<()> {
+        self.inner.ping().await
+    }
+    async fn record_contact(&self, c: &ContactSeen) -> StoreResult<()> {
+        self.inner.record_contact(c).await
+    }
+    async fn insert_inbox(&self, m: &[InboxEntry]) -> StoreResult<InboxInsert> {
+        self.inner.insert_inbox(m).await
+    }
+    async fn inbox_entry(&self, w: &WaMessageId) -> StoreResult<Option<InboxEntry>> {
+        self.inner.inbox_entry(w).await
+    }
+    async fn pending_inbox(&self, l: usize) -> StoreResult<Vec<InboxEntry>> {
+        self.inner.pending_inbox(l).await
+    }
+    async fn record_rejected(&self, r: &RejectedEntry) -> StoreResult<()> {
+        self.inner.record_rejected(r).await
+    }
+    async fn rejected(&self, l: usize) -> StoreResult<Vec<RejectedEntry>> {
+        self.inner.rejected(l).await
+    }
+    async fn user(&self, w: &WaId) -> StoreResult<Option<User>> {
+        self.inner.user(w).await
+    }
+    async fn set_user_role(&self, w: &WaId, r: Role) -> StoreResult<()> {
+        self.inner.set_user_role(w, r).await
+    }
+    async fn conversation(&self, w: &WaId) -> StoreResult<Option<Conversation>> {
+        self.inner.conversation(w).await
+    }
+    async fn append_message(&self, m: NewMessage) -> StoreResult<StoredMessage> {
+        self.write()?;
+        self.inner.append_message(m).await
+    }
+    async fn recent_messages(&self, w: &WaId, l: usize) -> StoreResult<Vec<StoredMessage>> {
+        self.inner.recent_messages(w, l).await
+    }
+    async fn open_inbox(&self, w: &WaId) -> StoreResult<Vec<InboxEntry>> {
+        self.inner.open_inbox(w).await
+    }
+    async fn conversations_with_open_inbox(&self, l: usize) -> StoreResult<Vec<WaId>> {
+        self.inner.conversations_with_open_inbox(l).await
+    }
+    async fn set_inbox_status(&self, w: &[WaMessageId], s: InboxStatus) -> StoreResult<()> {
+        self.inner.set_inbox_status(w, s).await
+    }
+    async fn claim_conversation(
+        &self,
+        w: &WaId,
+        o: &str,
+        n: chrono::DateTime<Utc>,
+        u: chrono::DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        self.inner.claim_conversation(w, o, n, u).await
+    }
+    async fn release_conversation(&self, w: &WaId, o: &str) -> StoreResult<()> {
+        self.inner.release_conversation(w, o).await
+    }
+    async fn set_dialog_state(
+        &self,
+        w: &WaId,
+        d: &[String],
+        a: chrono::DateTime<Utc>,
+    ) -> StoreResult<()> {
+        self.write()?;
+        self.inner.set_dialog_state(w, d, a).await
+    }
+    async fn insert_outbox(&self, e: &NewOutbox) -> StoreResult<OutboxId> {
+        self.write()?;
+        self.inner.insert_outbox(e).await
+    }
+    async fn mark_outbox_sent(&self, i: &OutboxId, w: &WaMessageId) -> StoreResult<()> {
+        self.inner.mark_outbox_sent(i, w).await
+    }
+    async fn outbox_by_wamid(&self, w: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {
+        self.inner.outbox_by_wamid(w).await
+    }
+    async fn outbox_in_reply_to(&self, w: &WaMessageId) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.outbox_in_reply_to(w).await
+    }
+    async fn apply_status(&self, s: &StatusUpdate) -> StoreResult<StatusOutcome> {
+        self.inner.apply_status(s).await
+    }
+}
+
+/// Answers from the history alone, so a resumed turn gets the same answers again: the
+/// primary delegates to the property assistant, which looks the property up, then answers.
+struct RuleLlm;
+
+#[async_trait]
+impl Llm for RuleLlm {
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let call = |name: &str, args: serde_json::Value| LlmResponse {
+            tool_calls: vec![ToolCall {
+                id: format!("call_{}", request.messages.len()),
+                name: name.into(),
+                args,
+            }],
+            ..LlmResponse::default()
+        };
+        let last_tool = request.messages.iter().rev().find_map(|m| match m {
+            ChatMessage::Tool { content, .. } => Some(content.as_str()),
+            _ => None,
+        });
+        Ok(match (request.agent.as_str(), last_tool) {
+            ("primary_assistant", _) => {
+                call("ToPropertyAssistant", json!({"query": "precio P-102"}))
+            }
+            ("property_assistant", Some(t)) if t.contains("450.000") => LlmResponse {
+                content: "El P-102 cuesta 450.000 €.".into(),
+                ..LlmResponse::default()
+            },
+            ("property_assistant", _) => call("consultar_inmueble", json!({"ref": "P-102"})),
+            (other, _) => return Err(LlmError::Rejected(format!("unexpected agent {other}"))),
+        })
+    }
+}
+
+async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
+    make_store: impl AsyncFn() -> Arc<dyn Store>,
+) {
+    let tools = || Arc::new(ToolRegistry::new().with(LookupProperty));
+    let agents = Arc::new(AgentRegistry::load(&prompts_dir(), &tools().names()).unwrap());
+    let engine = |store: Arc<dyn Store>| {
+        Engine::new(
+            store,
+            Arc::new(RuleLlm),
+            agents.clone(),
+            tools(),
+            EngineSettings::default(),
+        )
+    };
+    let wa_id = WaId::parse("34600111222").unwrap();
+    let expected = [
+        "human",
+        "ai:primary_assistant->ToPropertyAssistant",
+        "tool",
+        "ai:property_assistant->consultar_inmueble",
+        "tool",
+        "ai:property_assistant",
+    ];
+    // 8 writes in the whole turn: 6 messages, the dialog_state, the outbox entry.
+    for crash_at in 1..=9 {
+        let inner = make_store().await;
+        let wamid = WaMessageId::parse("wamid.CRASH").unwrap();
+        inner
+            .insert_inbox(&[InboxEntry {
+                wamid: wamid.clone(),
+                wa_id: wa_id.clone(),
+                phone_number_id: "1".into(),
+                kind: "text".into(),
+                text: Some("¿Cuánto cuesta el P-102?".into()),
+                payload: "{}".into(),
+                context_id: None,
+                sent_at: None,
+                status: InboxStatus::Processing,
+                received_at: Utc::now(),
+                attempts: 1,
+            }])
+            .await
+            .unwrap();
+        let crashing: Arc<dyn Store> = Arc::new(CrashingStore {
+            inner: inner.clone(),
+            writes: AtomicUsize::new(0),
+            crash_at,
+        });
+        let open = inner.open_inbox(&wa_id).await.unwrap();
+        let first = engine(crashing).run_turn(&wa_id, &open).await;
+        assert_eq!(first.is_err(), crash_at <= 8, "crash at write {crash_at}");
+        // The process restarts: the same inbox message is still open, and is resumed.
+        let open = inner.open_inbox(&wa_id).await.unwrap();
+        engine(inner.clone()).run_turn(&wa_id, &open).await.unwrap();
+
+        let replies = inner.outbox_in_reply_to(&wamid).await.unwrap();
+        assert_eq!(replies.len(), 1, "crash at write {crash_at}");
+        assert_eq!(replies[0].body, "El P-102 cuesta 450.000 €.");
+        let history = inner.recent_messages(&wa_id, 100).await.unwrap();
+        let shape: Vec<String> = history
+            .iter()
+            .map(|m| match (m.message.role, &m.message.agent) {
+                (MessageRole::Ai, Some(a)) if !m.message.tool_calls.is_empty() => {
+                    format!("ai:{a}->{}", m.message.tool_calls[0].name)
+                }
+                (MessageRole::Ai, Some(a)) => format!("ai:{a}"),
+                (role, _) => role.as_str().to_owned(),
+            })
+            .collect();
+        assert_eq!(shape, expected, "crash at write {crash_at}");
+        let conversation = inner.conversation(&wa_id).await.unwrap().unwrap();
+        assert_eq!(conversation.dialog_state, ["property_assistant"]);
+    }
+}
+
+#[tokio::test]
+async fn memory_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
+    a_turn_cut_after_any_node_resumes_to_exactly_one_reply(async || memory()).await;
+}
+
+#[tokio::test]
+async fn mongo_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    // One database for the nine runs: each run starts from empty collections.
+    let make = async || {
+        for collection in ["messages", "inbox", "outbox", "conversations", "leases"] {
+            db.store
+                .database()
+                .collection::<bson::Document>(collection)
+                .delete_many(bson::doc! {})
+                .await
+                .unwrap();
+        }
+        Arc::new(db.store.clone()) as Arc<dyn Store>
+    };
+    a_turn_cut_after_any_node_resumes_to_exactly_one_reply(make).await;
+    db.drop().await;
+}
