@@ -1,6 +1,8 @@
 //! The real `zaguan` binary: configuration errors at start-up, serving with embedded defaults,
 //! graceful shutdown on SIGTERM.
 
+mod common;
+
 use std::io::Read;
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -117,4 +119,136 @@ fn serve_starts_with_embedded_defaults_and_stops_on_sigterm() {
             "start-up logs do not say {said:?}:\n{logs}"
         );
     }
+}
+
+/// Two `zaguan serve` processes sharing one MongoDB, fed 200 conversations × 5 messages
+/// through `/webhook` (alternating between them): every message ends `done`, each turn has
+/// exactly one reply, and every conversation's messages are in the order sent. Offline mode
+/// (no LLM configured), so each turn's reply is the primary agent's offline reply.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_one_mongodb_answer_each_turn_once_and_in_order() {
+    use zaguan::domain::{WaId, WaMessageId};
+    use zaguan::store::{InboxStatus, MessageRole, Store};
+
+    // 200 × 5 as the design asks; ZAGUAN_TWO_INSTANCES_CONVERSATIONS runs a smaller or larger one.
+    let conversations_wanted: usize = std::env::var("ZAGUAN_TWO_INSTANCES_CONVERSATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    const MESSAGES: usize = 5;
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let database = db.store.database().name().to_owned();
+    let uri = std::env::var("MONGODB_URI").unwrap();
+    let ports = [free_port(), free_port()];
+    let mut children: Vec<Child> = ports
+        .iter()
+        .map(|port| {
+            zaguan()
+                .arg("serve")
+                .env("ZAGUAN_BIND_ADDR", format!("127.0.0.1:{port}"))
+                .env("MONGODB_URI", &uri)
+                .env("MONGODB_DATABASE", &database)
+                .env("WHATSAPP_APP_SECRET", common::APP_SECRET)
+                .env("RUST_LOG", "warn")
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (child, port) in children.iter_mut().zip(ports) {
+        wait_until_serving(child, port);
+    }
+
+    let phone = |c: usize| format!("3462{c:07}");
+    let started = Instant::now();
+    for m in 0..MESSAGES {
+        for c in 0..conversations_wanted {
+            let id = format!("wamid.TWO{c}.{m}");
+            let body = common::text_notification(&[(&id, &phone(c), &format!("c{c} m{m}"))]);
+            let port = ports[(c + m) % 2];
+            let status = post_signed(port, &body);
+            assert!(status.contains("200"), "{status}");
+        }
+    }
+    let posted = started.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while !db
+        .store
+        .conversations_with_open_inbox(1)
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "inbox not drained in 240 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "two instances: {} webhooks posted in {posted:?}, all turns answered after {:?}",
+        conversations_wanted * MESSAGES,
+        started.elapsed()
+    );
+    for mut child in children {
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+    }
+
+    let mut turns = 0;
+    for c in 0..conversations_wanted {
+        let wa_id = WaId::parse(&phone(c)).unwrap();
+        let history = db.store.recent_messages(&wa_id, 1000).await.unwrap();
+        let humans: Vec<_> = history
+            .iter()
+            .filter(|m| m.message.role == MessageRole::Human)
+            .collect();
+        let said: Vec<String> = humans
+            .iter()
+            .flat_map(|m| m.message.content.split('\n').map(str::to_owned))
+            .collect();
+        let sent: Vec<String> = (0..MESSAGES).map(|m| format!("c{c} m{m}")).collect();
+        assert_eq!(said, sent, "conversation {c}: every message once, in order");
+        for human in &humans {
+            let (last, earlier) = human.message.wamids.split_last().unwrap();
+            assert_eq!(db.store.outbox_in_reply_to(last).await.unwrap().len(), 1);
+            for id in earlier {
+                assert!(db.store.outbox_in_reply_to(id).await.unwrap().is_empty());
+            }
+        }
+        turns += humans.len();
+        for m in 0..MESSAGES {
+            let id = WaMessageId::parse(&format!("wamid.TWO{c}.{m}")).unwrap();
+            let entry = db.store.inbox_entry(&id).await.unwrap().unwrap();
+            assert_eq!(entry.status, InboxStatus::Done);
+        }
+    }
+    eprintln!(
+        "two instances: {turns} turns for {} messages",
+        conversations_wanted * MESSAGES
+    );
+    db.drop().await;
+}
+
+/// POSTs a signed webhook body over a fresh connection; returns the status line.
+fn post_signed(port: u16, body: &[u8]) -> String {
+    use std::io::Write;
+    let signature = zaguan::webhook::signature::sign(common::APP_SECRET.as_bytes(), body);
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         X-Hub-Signature-256: {signature}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    stream.write_all(body).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.lines().next().unwrap_or_default().to_owned()
 }

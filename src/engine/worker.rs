@@ -15,6 +15,9 @@ use super::turn::Engine;
 use crate::domain::{WaId, WaMessageId};
 use crate::store::InboxStatus;
 
+/// Wait after a wake-up before reading the inbox, so a burst costs one query.
+const DEBOUNCE: Duration = Duration::from_millis(25);
+
 /// How the workers of one process behave.
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
@@ -103,7 +106,10 @@ async fn dispatch(
             });
         }
         tokio::select! {
-            () = signal.notified() => {}
+            () = signal.notified() => {
+                // Let a burst of webhooks land before looking: one inbox query for all of them.
+                tokio::time::sleep(DEBOUNCE).await;
+            }
             () = tokio::time::sleep(settings.poll) => {}
             _ = stopped.changed() => break,
         }
