@@ -27,6 +27,8 @@ struct Inner {
     messages: HashMap<WaId, BTreeMap<i64, NewMessage>>,
     outbox: Vec<OutboxEntry>,
     outbox_by_wamid: HashMap<WaMessageId, usize>,
+    /// Outbox positions by the inbound message they answer.
+    outbox_by_reply_to: HashMap<WaMessageId, Vec<usize>>,
     /// `lease_owner`, `lease_until` of each conversation.
     leases: HashMap<WaId, (String, DateTime<Utc>)>,
 }
@@ -293,6 +295,14 @@ impl Store for MemoryStore {
     async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId> {
         let mut inner = self.lock();
         let id = OutboxId(bson::oid::ObjectId::new().to_hex());
+        if let Some(reply_to) = &entry.in_reply_to {
+            let position = inner.outbox.len();
+            inner
+                .outbox_by_reply_to
+                .entry(reply_to.clone())
+                .or_default()
+                .push(position);
+        }
         inner.outbox.push(OutboxEntry {
             id: id.clone(),
             wa_id: entry.wa_id.clone(),
@@ -334,10 +344,11 @@ impl Store for MemoryStore {
     async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>> {
         let inner = self.lock();
         Ok(inner
-            .outbox
-            .iter()
-            .filter(|e| e.in_reply_to.as_ref() == Some(wamid))
-            .cloned()
+            .outbox_by_reply_to
+            .get(wamid)
+            .into_iter()
+            .flatten()
+            .map(|&position| inner.outbox[position].clone())
             .collect())
     }
 
