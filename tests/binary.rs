@@ -252,3 +252,45 @@ fn post_signed(port: u16, body: &[u8]) -> String {
     stream.read_to_string(&mut response).unwrap();
     response.lines().next().unwrap_or_default().to_owned()
 }
+
+#[test]
+fn serve_refuses_to_start_with_a_bad_prompt_set() {
+    let dir = std::env::temp_dir().join(format!("zaguan-bad-prompts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("primary_assistant.md"), "+++\nname = \"primary_assistant\"\nkind = \"primary\"\nroles = [\"prospect\", \"sysadmin\"]\n+++\nHola\n").unwrap();
+    let output = zaguan()
+        .arg("serve")
+        .env("ZAGUAN_BIND_ADDR", format!("127.0.0.1:{}", free_port()))
+        .env("ZAGUAN_PROMPTS_DIR", &dir)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("primary_assistant.md:4:"), "{stderr}");
+    assert!(stderr.contains("sysadmin"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn chat_answers_each_line_through_the_engine_and_shows_the_dialog_state() {
+    use std::io::Write;
+    let mut child = zaguan()
+        .args(["chat", "--role", "owner"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all("hola\n¿cómo va la venta de mi piso?\n".as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // Offline mode: the owner's primary agent answers with its offline reply, twice.
+    assert_eq!(stdout.matches("bot> ").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("[dialog_state: []]").count(), 2, "{stdout}");
+}

@@ -97,3 +97,78 @@ impl ToolRegistry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Slow;
+
+    #[async_trait]
+    impl Tool for Slow {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "lento".into(),
+                description: "never answers in time".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }
+        }
+
+        async fn run(&self, args: serde_json::Value, _: &ToolContext) -> Result<String, ToolError> {
+            if args.get("bad").is_some() {
+                return Err(ToolError::InvalidArgs("`bad` is not allowed".into()));
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok("too late".into())
+        }
+    }
+
+    fn call(name: &str, args: serde_json::Value) -> ToolCall {
+        ToolCall {
+            id: "call_1".into(),
+            name: name.into(),
+            args,
+        }
+    }
+
+    fn context() -> ToolContext {
+        ToolContext {
+            wa_id: WaId::parse("34600111222").unwrap(),
+            role: Role::Prospect,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tool_that_hangs_is_answered_with_a_timeout_error() {
+        let tools = ToolRegistry::new().with(Slow);
+        let text = tools
+            .run(
+                &call("lento", serde_json::json!({})),
+                &context(),
+                TOOL_TIMEOUT,
+            )
+            .await;
+        assert_eq!(text, "Error: lento did not answer within 20s.");
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_and_unknown_tools_become_error_messages() {
+        let tools = ToolRegistry::new().with(Slow);
+        let text = tools
+            .run(
+                &call("lento", serde_json::json!({"bad": 1})),
+                &context(),
+                TOOL_TIMEOUT,
+            )
+            .await;
+        assert_eq!(text, "Error: invalid arguments: `bad` is not allowed");
+        let text = tools
+            .run(
+                &call("nada", serde_json::json!({})),
+                &context(),
+                TOOL_TIMEOUT,
+            )
+            .await;
+        assert_eq!(text, "Error: there is no tool named nada.");
+    }
+}
