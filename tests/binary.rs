@@ -128,8 +128,7 @@ fn serve_starts_with_embedded_defaults_and_stops_on_sigterm() {
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_on_one_mongodb_answer_each_turn_once_and_in_order() {
-    use zaguan::domain::{WaId, WaMessageId};
-    use zaguan::store::{InboxStatus, MessageRole, Store};
+    use zaguan::store::Store;
 
     // 200 × 5 as the design asks; ZAGUAN_TWO_INSTANCES_CONVERSATIONS runs a smaller or larger one.
     let conversations_wanted: usize = std::env::var("ZAGUAN_TWO_INSTANCES_CONVERSATIONS")
@@ -199,31 +198,11 @@ async fn two_instances_on_one_mongodb_answer_each_turn_once_and_in_order() {
 
     let mut turns = 0;
     for c in 0..conversations_wanted {
-        let wa_id = WaId::parse(&phone(c)).unwrap();
-        let history = db.store.recent_messages(&wa_id, 1000).await.unwrap();
-        let humans: Vec<_> = history
-            .iter()
-            .filter(|m| m.message.role == MessageRole::Human)
-            .collect();
-        let said: Vec<String> = humans
-            .iter()
-            .flat_map(|m| m.message.content.split('\n').map(str::to_owned))
-            .collect();
         let sent: Vec<String> = (0..MESSAGES).map(|m| format!("c{c} m{m}")).collect();
-        assert_eq!(said, sent, "conversation {c}: every message once, in order");
-        for human in &humans {
-            let (last, earlier) = human.message.wamids.split_last().unwrap();
-            assert_eq!(db.store.outbox_in_reply_to(last).await.unwrap().len(), 1);
-            for id in earlier {
-                assert!(db.store.outbox_in_reply_to(id).await.unwrap().is_empty());
-            }
-        }
-        turns += humans.len();
-        for m in 0..MESSAGES {
-            let id = WaMessageId::parse(&format!("wamid.TWO{c}.{m}")).unwrap();
-            let entry = db.store.inbox_entry(&id).await.unwrap().unwrap();
-            assert_eq!(entry.status, InboxStatus::Done);
-        }
+        let ids: Vec<String> = (0..MESSAGES).map(|m| format!("wamid.TWO{c}.{m}")).collect();
+        turns += common::assert_answered_once_in_order(&db.store, &phone(c), &sent, &ids)
+            .await
+            .len();
     }
     eprintln!(
         "two instances: {turns} turns for {} messages",

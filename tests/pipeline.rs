@@ -11,10 +11,9 @@ use async_trait::async_trait;
 use axum::http::StatusCode;
 use common::{TestApp, text_notification};
 use zaguan::agents::{self, AgentRegistry};
-use zaguan::domain::WaId;
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
 use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse};
-use zaguan::store::{MessageRole, Store};
+use zaguan::store::Store;
 
 /// Answers every turn by echoing the human message it answers.
 struct EchoLlm;
@@ -102,46 +101,16 @@ async fn conversations_are_answered_once_per_turn_in_order(store: Arc<dyn Store>
     }
 
     for c in 0..CONVERSATIONS {
-        let wa_id = WaId::parse(&phone(c)).unwrap();
-        let history = store.recent_messages(&wa_id, 1000).await.unwrap();
-        let humans: Vec<_> = history
-            .iter()
-            .filter(|m| m.message.role == MessageRole::Human)
-            .collect();
-        // Every message, once, in the order sent (merged turns join with a newline).
-        let said: Vec<String> = humans
-            .iter()
-            .flat_map(|m| m.message.content.split('\n').map(str::to_owned))
-            .collect();
         let sent: Vec<String> = (0..MESSAGES).map(|m| format!("c{c} m{m}")).collect();
-        assert_eq!(said, sent, "conversation {c}");
-        // One reply per turn, answering that turn's text.
-        for human in &humans {
-            let last = human.message.wamids.last().unwrap();
-            let replies = store.outbox_in_reply_to(last).await.unwrap();
+        let ids: Vec<String> = (0..MESSAGES).map(|m| format!("wamid.P{c}.{m}")).collect();
+        let turns =
+            common::assert_answered_once_in_order(store.as_ref(), &phone(c), &sent, &ids).await;
+        for (human, reply) in turns {
             assert_eq!(
-                replies.len(),
-                1,
-                "conversation {c}: {:?}",
-                human.message.content
+                reply,
+                format!("Recibido: {human}"),
+                "the reply answers its own turn"
             );
-            assert_eq!(
-                replies[0].body,
-                format!("Recibido: {}", human.message.content)
-            );
-            for earlier in &human.message.wamids[..human.message.wamids.len() - 1] {
-                assert!(store.outbox_in_reply_to(earlier).await.unwrap().is_empty());
-            }
-        }
-        let ais = history
-            .iter()
-            .filter(|m| m.message.role == MessageRole::Ai)
-            .count();
-        assert_eq!(ais, humans.len(), "conversation {c}: one answer per turn");
-        for m in 0..MESSAGES {
-            let id = zaguan::domain::WaMessageId::parse(&format!("wamid.P{c}.{m}")).unwrap();
-            let entry = store.inbox_entry(&id).await.unwrap().unwrap();
-            assert_eq!(entry.status, zaguan::store::InboxStatus::Done);
         }
     }
 }

@@ -179,3 +179,53 @@ pub fn cloud_api_fixture(name: &str) -> Vec<u8> {
         serde_json::from_str(include_str!("../fixtures/cloud_api.json")).unwrap();
     serde_json::to_vec(&all[name]).unwrap()
 }
+
+/// Checks a conversation whose inbox has drained: the `sent` texts appear once each, in order,
+/// across its human messages (a merged turn joins them with a newline); each turn has exactly
+/// one reply, to its last message; every message in `wamids` is `done`. Returns each turn as
+/// (human text, reply body).
+pub async fn assert_answered_once_in_order(
+    store: &dyn Store,
+    wa_id: &str,
+    sent: &[String],
+    wamids: &[String],
+) -> Vec<(String, String)> {
+    use zaguan::domain::{WaId, WaMessageId};
+    use zaguan::store::{InboxStatus, MessageRole};
+
+    let wa_id = WaId::parse(wa_id).unwrap();
+    let history = store.recent_messages(&wa_id, 10_000).await.unwrap();
+    let humans: Vec<_> = history
+        .iter()
+        .filter(|m| m.message.role == MessageRole::Human)
+        .collect();
+    let said: Vec<&str> = humans
+        .iter()
+        .flat_map(|m| m.message.content.split('\n'))
+        .collect();
+    assert_eq!(
+        said, sent,
+        "conversation {wa_id}: every message once, in order"
+    );
+    let mut turns = Vec::new();
+    for human in humans {
+        let (last, earlier) = human.message.wamids.split_last().unwrap();
+        let replies = store.outbox_in_reply_to(last).await.unwrap();
+        assert_eq!(
+            replies.len(),
+            1,
+            "conversation {wa_id}: {:?}",
+            human.message.content
+        );
+        for id in earlier {
+            assert!(store.outbox_in_reply_to(id).await.unwrap().is_empty());
+        }
+        turns.push((human.message.content.clone(), replies[0].body.clone()));
+    }
+    for id in wamids {
+        let id = WaMessageId::parse(id).unwrap();
+        let entry = store.inbox_entry(&id).await.unwrap().unwrap();
+        assert_eq!(entry.status, InboxStatus::Done, "{id}");
+    }
+    turns
+}
