@@ -3,12 +3,14 @@
 //! later); the engine, the history hygiene and the store all speak these types.
 
 pub mod offline;
+pub mod openai;
 pub mod scripted;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use offline::OfflineLlm;
+pub use openai::OpenAiClient;
 pub use scripted::ScriptedLlm;
 
 /// A tool call an assistant asked for. Ids are ours, `[A-Za-z0-9_-]`, valid for every provider.

@@ -1,0 +1,416 @@
+//! The [`Llm`] spoken as OpenAI's Chat Completions API (`POST {base}/chat/completions`), which
+//! OpenAI and most self-hosted servers (vLLM, Ollama, LiteLLM…) accept.
+//!
+//! Hand-written on reqwest + serde rather than an SDK: we use one endpoint and a handful of fields,
+//! and we want exact control of the wire — which fields are sent (system first, `content: null`
+//! beside tool calls, `parallel_tool_calls: false`), how a malformed answer is classified, and that
+//! tool-call ids stay valid for every provider. The neutral types of [`super`] are converted here
+//! and nowhere else; the shapes are checked against OpenAI's own OpenAPI description in
+//! `tests/llm_openai.rs`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use async_trait::async_trait;
+use reqwest::StatusCode;
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use super::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall, ToolSpec, Usage};
+
+/// How much of an error body goes into an [`LlmError`] message.
+const EXCERPT_CHARS: usize = 300;
+
+/// A Chat Completions client for one model; build it once and share it.
+pub struct OpenAiClient {
+    /// One pooled client for every call, so connections (and TLS sessions) are reused.
+    http: reqwest::Client,
+    /// `{base_url}/chat/completions`, computed once.
+    endpoint: Url,
+    /// `None` for local servers that need no key.
+    api_key: Option<SecretString>,
+    model: String,
+}
+
+impl OpenAiClient {
+    /// `base_url` is the API root including its version path, e.g. `https://api.openai.com/v1`;
+    /// `timeout` bounds each whole call (connect, send and read the answer).
+    pub fn new(
+        base_url: Url,
+        api_key: Option<SecretString>,
+        model: String,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let mut endpoint = base_url;
+        let not_a_base = format!("`{endpoint}` cannot be a base URL");
+        endpoint
+            .path_segments_mut()
+            .map_err(|()| anyhow::anyhow!(not_a_base))?
+            .pop_if_empty()
+            .extend(["chat", "completions"]);
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .build()
+            .context("building the OpenAI HTTP client")?;
+        Ok(Self {
+            http,
+            endpoint,
+            api_key,
+            model,
+        })
+    }
+
+    #[tracing::instrument(
+        name = "llm.openai",
+        skip_all,
+        fields(llm.provider = "openai", llm.model = %self.model, llm.agent = %request.agent)
+    )]
+    async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let started = Instant::now();
+        let mut builder = self
+            .http
+            .post(self.endpoint.clone())
+            .json(&wire_request(&self.model, request));
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key.expose_secret());
+        }
+        let response = builder.send().await.map_err(transport_error)?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(transport_error)?;
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        tracing::debug!(
+            duration_ms,
+            http.status = status.as_u16(),
+            "openai answered"
+        );
+
+        if !status.is_success() {
+            let message = format!("HTTP {status}: {}", self.excerpt(&body));
+            return Err(if is_retryable(status) {
+                LlmError::Unavailable(message)
+            } else {
+                LlmError::Rejected(message)
+            });
+        }
+        let answer: WireResponse = serde_json::from_slice(&body).map_err(|e| {
+            LlmError::Unavailable(format!("unparseable answer (HTTP {status}): {e}"))
+        })?;
+        from_wire(answer)
+    }
+
+    /// The start of an error body on one line, with the key blanked should a server echo it.
+    fn excerpt(&self, body: &[u8]) -> String {
+        let mut text = String::from_utf8_lossy(body).into_owned();
+        // Before cutting, so no prefix of the key survives at the cut either.
+        if let Some(key) = self.api_key.as_ref().map(|k| k.expose_secret())
+            && !key.is_empty()
+        {
+            text = text.replace(key, "[redacted]");
+        }
+        let mut excerpt: String = text
+            .chars()
+            .take(EXCERPT_CHARS)
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        if text.chars().nth(EXCERPT_CHARS).is_some() {
+            excerpt.push('…');
+        }
+        excerpt
+    }
+}
+
+#[async_trait]
+impl Llm for OpenAiClient {
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        self.call(request).await
+    }
+}
+
+/// 429, 5xx and 408 are the server's trouble, not the request's: worth a retry or a fallback.
+fn is_retryable(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+        || !status.is_client_error()
+}
+
+/// Timeouts, refused connections and broken bodies: the server may do better next time.
+fn transport_error(error: reqwest::Error) -> LlmError {
+    let error = error.without_url();
+    if error.is_builder() {
+        return LlmError::Unexpected(anyhow::Error::new(error));
+    }
+    let what = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "could not connect"
+    } else {
+        "transport error"
+    };
+    // reqwest's own message is terse ("error sending request"); the cause chain says why.
+    let mut message = format!("{what}: {error}");
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    LlmError::Unavailable(message)
+}
+
+// ---- request ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    /// `Some(false)` whenever tools are offered: the engine runs one tool call per step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        /// `null` (not `""`) when the turn is only tool calls.
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    /// The arguments as a JSON *string*, as the API wants them.
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: &'a ToolSpec,
+}
+
+fn wire_request<'a>(model: &'a str, request: &'a LlmRequest) -> WireRequest<'a> {
+    let system = (!request.system.is_empty()).then_some(WireMessage::System {
+        content: &request.system,
+    });
+    let messages = system
+        .into_iter()
+        .chain(request.messages.iter().map(wire_message))
+        .collect();
+    let tools: Vec<WireTool<'a>> = request
+        .tools
+        .iter()
+        .map(|function| WireTool {
+            kind: "function",
+            function,
+        })
+        .collect();
+    let parallel_tool_calls = (!tools.is_empty()).then_some(false);
+    WireRequest {
+        model,
+        messages,
+        tools,
+        parallel_tool_calls,
+    }
+}
+
+fn wire_message(message: &ChatMessage) -> WireMessage<'_> {
+    match message {
+        ChatMessage::Human { content } => WireMessage::User { content },
+        ChatMessage::Ai {
+            content,
+            tool_calls,
+        } => WireMessage::Assistant {
+            content: (!content.is_empty()).then_some(content.as_str()),
+            tool_calls: tool_calls
+                .iter()
+                .map(|call| WireToolCall {
+                    id: &call.id,
+                    kind: "function",
+                    function: WireFunctionCall {
+                        name: &call.name,
+                        arguments: call.args.to_string(),
+                    },
+                })
+                .collect(),
+        },
+        ChatMessage::Tool {
+            tool_call_id,
+            content,
+        } => WireMessage::Tool {
+            tool_call_id,
+            content,
+        },
+    }
+}
+
+// ---- response -----------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+struct WireResponse {
+    #[serde(default)]
+    choices: Vec<WireChoice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireAnswer,
+}
+
+#[derive(Deserialize)]
+struct WireAnswer {
+    content: Option<String>,
+    tool_calls: Option<Vec<WireAnswerToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireAnswerToolCall {
+    id: Option<String>,
+    function: WireAnswerFunction,
+}
+
+#[derive(Deserialize)]
+struct WireAnswerFunction {
+    name: String,
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+fn from_wire(answer: WireResponse) -> Result<LlmResponse, LlmError> {
+    let choice = answer
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| LlmError::Unavailable("the answer has no choices".to_owned()))?;
+    let tool_calls = choice
+        .message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .map(|call| ToolCall {
+            id: call
+                .id
+                .filter(|id| is_portable_id(id))
+                .unwrap_or_else(new_call_id),
+            args: parse_arguments(call.function.arguments.as_deref().unwrap_or("")),
+            name: call.function.name,
+        })
+        .collect();
+    let usage = answer.usage.map_or_else(Usage::default, |u| Usage {
+        input_tokens: u.prompt_tokens,
+        output_tokens: u.completion_tokens,
+    });
+    Ok(LlmResponse {
+        content: choice.message.content.unwrap_or_default(),
+        tool_calls,
+        usage,
+    })
+}
+
+/// The model's argument string as JSON. Empty means no arguments (`{}`). Anything that is not
+/// JSON is kept, not fatal: the call becomes `{"_raw": <the string>, "_error": "arguments are not
+/// valid JSON"}`, so the engine can answer the model with a tool error and let it try again
+/// instead of losing the whole turn.
+fn parse_arguments(raw: &str) -> serde_json::Value {
+    if raw.trim().is_empty() {
+        return serde_json::json!({});
+    }
+    serde_json::from_str(raw).unwrap_or_else(
+        |_| serde_json::json!({ "_raw": raw, "_error": "arguments are not valid JSON" }),
+    )
+}
+
+/// `^[A-Za-z0-9_-]{1,64}$`: the alphabet Anthropic accepts, so a history can move between providers.
+fn is_portable_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A fresh portable id for a call whose provider id was missing or unusable.
+fn new_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("call_{nanos:x}_{n:x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn portable_ids_are_kept_and_others_are_not() {
+        assert!(is_portable_id("call_abc-123"));
+        assert!(!is_portable_id(""));
+        assert!(!is_portable_id("call.1"));
+        assert!(!is_portable_id("fc:1/2"));
+        assert!(!is_portable_id(&"a".repeat(65)));
+        assert!(is_portable_id(&new_call_id()));
+        assert_ne!(new_call_id(), new_call_id());
+    }
+
+    #[test]
+    fn empty_arguments_mean_no_arguments_and_bad_ones_are_kept_raw() {
+        assert_eq!(parse_arguments(""), serde_json::json!({}));
+        assert_eq!(parse_arguments(r#"{"a":1}"#), serde_json::json!({"a": 1}));
+        let bad = parse_arguments("{oops");
+        assert_eq!(bad["_raw"], "{oops");
+        assert_eq!(bad["_error"], "arguments are not valid JSON");
+    }
+
+    #[test]
+    fn the_endpoint_keeps_the_version_path() {
+        for base in ["https://api.openai.com/v1", "https://api.openai.com/v1/"] {
+            let client = OpenAiClient::new(
+                Url::parse(base).unwrap(),
+                None,
+                "m".to_owned(),
+                Duration::from_secs(1),
+            )
+            .unwrap();
+            assert_eq!(
+                client.endpoint.as_str(),
+                "https://api.openai.com/v1/chat/completions"
+            );
+        }
+    }
+}

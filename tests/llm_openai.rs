@@ -1,0 +1,651 @@
+//! The OpenAI Chat Completions client against a local axum server standing in for the API: the
+//! request it sends (checked by hand and against OpenAI's own OpenAPI description), the answers
+//! it parses, and how every failure is classified.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use url::Url;
+use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, OpenAiClient, ToolCall, ToolSpec};
+
+const KEY: &str = "sk-test-0123456789abcdef";
+const MODEL: &str = "gpt-4.1-mini";
+
+// ---- the fake server ----------------------------------------------------------------------
+
+/// One request the fake server received.
+#[derive(Debug, Clone)]
+struct Captured {
+    path: String,
+    authorization: Option<String>,
+    body: Value,
+}
+
+/// A local server answering every request with one canned status and body.
+struct FakeOpenAi {
+    base_url: Url,
+    captured: Arc<Mutex<Vec<Captured>>>,
+}
+
+impl FakeOpenAi {
+    async fn answering(status: u16, body: impl Into<String>) -> Self {
+        let status = StatusCode::from_u16(status).unwrap();
+        let body: String = body.into();
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&captured);
+        let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap, bytes: Bytes| {
+            let log = Arc::clone(&log);
+            let body = body.clone();
+            async move {
+                log.lock().unwrap().push(Captured {
+                    path: uri.path().to_owned(),
+                    authorization: headers
+                        .get(header::AUTHORIZATION)
+                        .map(|v| v.to_str().unwrap().to_owned()),
+                    body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                });
+                (status, [(header::CONTENT_TYPE, "application/json")], body)
+            }
+        });
+        Self {
+            base_url: serve(app).await,
+            captured,
+        }
+    }
+
+    fn only_request(&self) -> Captured {
+        let captured = self.captured.lock().unwrap();
+        assert_eq!(captured.len(), 1, "expected exactly one request");
+        captured[0].clone()
+    }
+}
+
+/// Serves `app` on a free local port; returns the API base URL (with its `/v1`).
+async fn serve(app: Router) -> Url {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Url::parse(&format!("http://{addr}/v1")).unwrap()
+}
+
+fn client(base_url: &Url) -> OpenAiClient {
+    client_with(base_url, Some(KEY), Duration::from_secs(5))
+}
+
+fn client_with(base_url: &Url, key: Option<&str>, timeout: Duration) -> OpenAiClient {
+    OpenAiClient::new(
+        base_url.clone(),
+        key.map(|k| SecretString::from(k.to_owned())),
+        MODEL.to_owned(),
+        timeout,
+    )
+    .unwrap()
+}
+
+// ---- fixtures -----------------------------------------------------------------------------
+
+fn search_tool() -> ToolSpec {
+    ToolSpec {
+        name: "search_listings".to_owned(),
+        description: "Search the listings by city and rooms.".to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "rooms": {"type": "integer"}
+            },
+            "required": ["city"]
+        }),
+    }
+}
+
+/// A conversation with every kind of message: user, assistant with a tool call, tool result,
+/// assistant text.
+fn full_request() -> LlmRequest {
+    LlmRequest {
+        agent: "listings".to_owned(),
+        system: "You are Zaguan, a real-estate assistant.".to_owned(),
+        messages: vec![
+            ChatMessage::human("Busco un depto de 2 ambientes en Rosario"),
+            ChatMessage::Ai {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "call_1".to_owned(),
+                    name: "search_listings".to_owned(),
+                    args: json!({"city": "Rosario", "rooms": 2}),
+                }],
+            },
+            ChatMessage::tool("call_1", r#"[{"id":"L-17","price":"USD 90000"}]"#),
+            ChatMessage::ai("Encontré uno: L-17, USD 90000."),
+            ChatMessage::human("¿Tiene balcón?"),
+        ],
+        tools: vec![search_tool()],
+    }
+}
+
+fn plain_request() -> LlmRequest {
+    LlmRequest {
+        agent: "greeter".to_owned(),
+        system: String::new(),
+        messages: vec![ChatMessage::human("Hola")],
+        tools: Vec::new(),
+    }
+}
+
+/// A complete `chat.completion` object around one assistant `message`.
+fn completion(message: Value) -> Value {
+    let finish_reason = if message.get("tool_calls").is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    json!({
+        "id": "chatcmpl-123",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": MODEL,
+        "choices": [{
+            "index": 0,
+            "message": message,
+            "logprobs": null,
+            "finish_reason": finish_reason
+        }],
+        "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}
+    })
+}
+
+fn text_answer() -> Value {
+    completion(json!({"role": "assistant", "content": "¡Hola! ¿En qué te ayudo?", "refusal": null}))
+}
+
+fn tool_call(id: &str, name: &str, arguments: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+}
+
+fn tool_calls_answer(calls: Vec<Value>) -> Value {
+    completion(json!({
+        "role": "assistant",
+        "content": null,
+        "refusal": null,
+        "tool_calls": calls
+    }))
+}
+
+fn one_call_answer() -> Value {
+    tool_calls_answer(vec![tool_call(
+        "call_abc123",
+        "search_listings",
+        r#"{"city":"Rosario","rooms":2}"#,
+    )])
+}
+
+fn several_calls_answer() -> Value {
+    tool_calls_answer(vec![
+        tool_call("call_a", "search_listings", r#"{"city":"Rosario"}"#),
+        tool_call("call_b", "search_listings", r#"{"city":"Funes","rooms":3}"#),
+        tool_call("call_c", "book_visit", "{}"),
+    ])
+}
+
+fn bad_arguments_answer() -> Value {
+    tool_calls_answer(vec![tool_call(
+        "call_bad",
+        "search_listings",
+        r#"{"city": "Rosario", "rooms": }"#,
+    )])
+}
+
+fn foreign_id_answer() -> Value {
+    tool_calls_answer(vec![tool_call(
+        "fc:1/2.ü",
+        "search_listings",
+        r#"{"city":"Rosario"}"#,
+    )])
+}
+
+// ---- OpenAI's OpenAPI description ---------------------------------------------------------
+
+const SPEC_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/specs/openai-openapi.yaml"
+);
+
+/// The spec's `components`, parsed once per test binary; `None` (test skipped) when the file is
+/// absent outside CI.
+fn spec_components() -> Option<&'static Value> {
+    static COMPONENTS: OnceLock<Option<Value>> = OnceLock::new();
+    COMPONENTS
+        .get_or_init(|| {
+            let Ok(text) = std::fs::read_to_string(SPEC_PATH) else {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "{SPEC_PATH} is missing, and CI=true requires it"
+                );
+                eprintln!("skipping the OpenAPI check: {SPEC_PATH} not found");
+                return None;
+            };
+            let Lenient(mut spec) = serde_norway::from_str(&text).expect("the spec is valid YAML");
+            assert!(
+                spec["openapi"].as_str().unwrap_or("").starts_with("3.1"),
+                "OpenAPI 3.1 (JSON Schema 2020-12) expected, got {}",
+                spec["openapi"]
+            );
+            Some(spec["components"].take())
+        })
+        .as_ref()
+}
+
+/// A JSON value read from YAML. The spec has integer bounds beyond 64 bits (`seed.minimum`),
+/// which `serde_json::Value` refuses; this reader keeps them as floats (JSON Schema compares
+/// numbers by value, so the bound means the same).
+struct Lenient(Value);
+
+impl<'de> serde::Deserialize<'de> for Lenient {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LenientVisitor).map(Lenient)
+    }
+}
+
+struct LenientVisitor;
+
+impl<'de> serde::de::Visitor<'de> for LenientVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(json!(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(json!(v))
+    }
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "only out-of-range schema bounds get here"
+    )]
+    fn visit_i128<E>(self, v: i128) -> Result<Value, E> {
+        Ok(json!(v as f64))
+    }
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "only out-of-range schema bounds get here"
+    )]
+    fn visit_u128<E>(self, v: u128) -> Result<Value, E> {
+        Ok(json!(v as f64))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(json!(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::Deserialize::deserialize(d).map(|Lenient(v)| v)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Lenient(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some((Lenient(key), Lenient(value))) = map.next_entry()? {
+            let key = match key {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+/// A JSON Schema 2020-12 validator for `#/components/schemas/{name}`, whose `$ref`s resolve
+/// inside the same document because the spec's `components` ride along in it.
+fn spec_validator(name: &str) -> Option<jsonschema::Validator> {
+    let components = spec_components()?;
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$ref": format!("#/components/schemas/{name}"),
+        "components": components,
+    });
+    Some(
+        jsonschema::draft202012::options()
+            .build(&schema)
+            .unwrap_or_else(|e| panic!("the spec's {name} is not a usable schema: {e}")),
+    )
+}
+
+fn request_validator() -> Option<&'static jsonschema::Validator> {
+    static VALIDATOR: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
+    VALIDATOR
+        .get_or_init(|| spec_validator("CreateChatCompletionRequest"))
+        .as_ref()
+}
+
+fn response_validator() -> Option<&'static jsonschema::Validator> {
+    static VALIDATOR: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
+    VALIDATOR
+        .get_or_init(|| spec_validator("CreateChatCompletionResponse"))
+        .as_ref()
+}
+
+fn assert_valid(validator: &jsonschema::Validator, instance: &Value, what: &str) {
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what} does not match OpenAI's OpenAPI description:\n{}\n{instance:#}",
+        errors.join("\n")
+    );
+}
+
+// ---- the request --------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_request_carries_the_key_the_system_prompt_and_every_role_in_openai_shape() {
+    let server = FakeOpenAi::answering(200, text_answer().to_string()).await;
+    client(&server.base_url)
+        .complete(&full_request())
+        .await
+        .unwrap();
+
+    let request = server.only_request();
+    assert_eq!(request.path, "/v1/chat/completions");
+    assert_eq!(request.authorization, Some(format!("Bearer {KEY}")));
+    assert_eq!(
+        request.body,
+        json!({
+            "model": MODEL,
+            "messages": [
+                {"role": "system", "content": "You are Zaguan, a real-estate assistant."},
+                {"role": "user", "content": "Busco un depto de 2 ambientes en Rosario"},
+                {"role": "assistant", "content": null, "tool_calls": [{
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "search_listings", "arguments": r#"{"city":"Rosario","rooms":2}"#}
+                }]},
+                {"role": "tool", "tool_call_id": "call_1", "content": r#"[{"id":"L-17","price":"USD 90000"}]"#},
+                {"role": "assistant", "content": "Encontré uno: L-17, USD 90000."},
+                {"role": "user", "content": "¿Tiene balcón?"}
+            ],
+            "tools": [{"type": "function", "function": {
+                "name": "search_listings",
+                "description": "Search the listings by city and rooms.",
+                "parameters": search_tool().parameters
+            }}],
+            "parallel_tool_calls": false
+        })
+    );
+    let arguments = &request.body["messages"][2]["tool_calls"][0]["function"]["arguments"];
+    assert!(arguments.is_string(), "arguments must be a JSON string");
+}
+
+#[tokio::test]
+async fn a_request_without_key_system_prompt_or_tools_sends_none_of_them() {
+    let server = FakeOpenAi::answering(200, text_answer().to_string()).await;
+    client_with(&server.base_url, None, Duration::from_secs(5))
+        .complete(&plain_request())
+        .await
+        .unwrap();
+
+    let request = server.only_request();
+    assert_eq!(request.authorization, None);
+    assert_eq!(
+        request.body,
+        json!({"model": MODEL, "messages": [{"role": "user", "content": "Hola"}]})
+    );
+}
+
+#[tokio::test]
+async fn the_requests_sent_are_valid_against_openais_openapi_description() {
+    let Some(validator) = request_validator() else {
+        return;
+    };
+    for request in [full_request(), plain_request()] {
+        let server = FakeOpenAi::answering(200, text_answer().to_string()).await;
+        client(&server.base_url).complete(&request).await.unwrap();
+        assert_valid(validator, &server.only_request().body, "the request body");
+    }
+}
+
+#[test]
+fn the_spec_check_catches_a_malformed_request() {
+    let Some(validator) = request_validator() else {
+        return;
+    };
+    // The check is only worth something if it can fail: arguments as an object, not a string,
+    // and an unknown role.
+    let with_arguments = |arguments: Value| {
+        json!({
+            "model": MODEL,
+            "messages": [{"role": "assistant", "content": null, "tool_calls": [{
+                "id": "call_1", "type": "function",
+                "function": {"name": "f", "arguments": arguments}
+            }]}]
+        })
+    };
+    assert!(validator.is_valid(&with_arguments(json!(r#"{"a":1}"#))));
+    assert!(!validator.is_valid(&with_arguments(json!({"a": 1}))));
+    let unknown_role = json!({"model": MODEL, "messages": [{"role": "human", "content": "hi"}]});
+    assert!(!validator.is_valid(&unknown_role));
+}
+
+// ---- the answer ---------------------------------------------------------------------------
+
+#[test]
+fn the_answers_served_here_are_valid_openai_responses() {
+    let Some(validator) = response_validator() else {
+        return;
+    };
+    for answer in [
+        text_answer(),
+        one_call_answer(),
+        several_calls_answer(),
+        bad_arguments_answer(),
+        foreign_id_answer(),
+    ] {
+        assert_valid(validator, &answer, "a canned answer");
+    }
+}
+
+async fn answer_to(body: Value) -> zaguan::llm::LlmResponse {
+    let server = FakeOpenAi::answering(200, body.to_string()).await;
+    client(&server.base_url)
+        .complete(&full_request())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_text_answer_is_parsed_with_its_token_usage() {
+    let response = answer_to(text_answer()).await;
+    assert_eq!(response.content, "¡Hola! ¿En qué te ayudo?");
+    assert!(response.tool_calls.is_empty());
+    assert_eq!(response.usage.input_tokens, 42);
+    assert_eq!(response.usage.output_tokens, 7);
+}
+
+#[tokio::test]
+async fn a_tool_call_is_parsed_with_its_id_name_and_arguments() {
+    let response = answer_to(one_call_answer()).await;
+    assert_eq!(response.content, "");
+    assert_eq!(
+        response.tool_calls,
+        vec![ToolCall {
+            id: "call_abc123".to_owned(),
+            name: "search_listings".to_owned(),
+            args: json!({"city": "Rosario", "rooms": 2}),
+        }]
+    );
+}
+
+#[tokio::test]
+async fn several_tool_calls_in_one_message_are_all_kept_in_order() {
+    let response = answer_to(several_calls_answer()).await;
+    let calls: Vec<(&str, &str, &Value)> = response
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_str(), c.name.as_str(), &c.args))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("call_a", "search_listings", &json!({"city": "Rosario"})),
+            (
+                "call_b",
+                "search_listings",
+                &json!({"city": "Funes", "rooms": 3})
+            ),
+            ("call_c", "book_visit", &json!({})),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_json_are_kept_raw_with_an_error_instead_of_failing() {
+    let response = answer_to(bad_arguments_answer()).await;
+    let call = &response.tool_calls[0];
+    assert_eq!(call.id, "call_bad");
+    assert_eq!(
+        call.args,
+        json!({"_raw": r#"{"city": "Rosario", "rooms": }"#, "_error": "arguments are not valid JSON"})
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_id_with_foreign_characters_is_replaced_by_a_portable_one() {
+    let response = answer_to(foreign_id_answer()).await;
+    let id = &response.tool_calls[0].id;
+    assert_ne!(id, "fc:1/2.ü");
+    assert!(
+        (1..=64).contains(&id.len())
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+        "`{id}` is not [A-Za-z0-9_-]{{1,64}}"
+    );
+    assert_eq!(response.tool_calls[0].args, json!({"city": "Rosario"}));
+}
+
+// ---- failures -----------------------------------------------------------------------------
+
+async fn error_for(status: u16, body: &str) -> LlmError {
+    let server = FakeOpenAi::answering(status, body).await;
+    client(&server.base_url)
+        .complete(&full_request())
+        .await
+        .unwrap_err()
+}
+
+#[tokio::test]
+async fn a_server_error_is_unavailable_and_says_why() {
+    let body = r#"{"error":{"message":"The server had an error","type":"server_error"}}"#;
+    match error_for(500, body).await {
+        LlmError::Unavailable(message) => {
+            assert!(message.contains("500"), "{message}");
+            assert!(message.contains("The server had an error"), "{message}");
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn rate_limiting_is_unavailable() {
+    let body = r#"{"error":{"message":"Rate limit reached","type":"requests"}}"#;
+    assert!(matches!(
+        error_for(429, body).await,
+        LlmError::Unavailable(m) if m.contains("429")
+    ));
+}
+
+#[tokio::test]
+async fn a_bad_request_is_rejected() {
+    let body = r#"{"error":{"message":"Invalid 'messages[1].tool_calls'","type":"invalid_request_error"}}"#;
+    match error_for(400, body).await {
+        LlmError::Rejected(message) => {
+            assert!(message.contains("400"), "{message}");
+            assert!(message.contains("Invalid 'messages[1].tool_calls'"));
+        }
+        other => panic!("expected Rejected, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_error_never_repeats_the_api_key_even_when_the_server_echoes_it() {
+    let body = format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}"}}}}"#);
+    let error = error_for(401, &body).await;
+    assert!(matches!(error, LlmError::Rejected(_)), "{error:?}");
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains(KEY), "the key leaked: {shown}");
+}
+
+#[tokio::test]
+async fn a_garbage_success_body_is_unavailable() {
+    assert!(matches!(
+        error_for(200, "<html>Bad gateway, sort of</html>").await,
+        LlmError::Unavailable(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_success_without_choices_is_unavailable() {
+    let mut body = text_answer();
+    body["choices"] = json!([]);
+    assert!(matches!(
+        error_for(200, &body.to_string()).await,
+        LlmError::Unavailable(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_unavailable_within_the_timeout() {
+    let app = Router::new().fallback(std::future::pending::<&'static str>);
+    let base_url = serve(app).await;
+    let client = client_with(&base_url, Some(KEY), Duration::from_millis(300));
+
+    let started = Instant::now();
+    let error = client.complete(&full_request()).await.unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(matches!(error, LlmError::Unavailable(_)), "{error:?}");
+    assert!(
+        elapsed >= Duration::from_millis(250) && elapsed < Duration::from_secs(3),
+        "gave up after {elapsed:?}"
+    );
+}
+
+#[tokio::test]
+async fn nothing_listening_is_unavailable() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let base_url = Url::parse(&format!("http://{addr}/v1")).unwrap();
+
+    let error = client_with(&base_url, Some(KEY), Duration::from_secs(5))
+        .complete(&full_request())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::Unavailable(_)), "{error:?}");
+}
