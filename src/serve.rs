@@ -9,8 +9,9 @@ use clap::Args;
 use crate::agents::{self, AgentRegistry};
 use crate::app::{self, AppState};
 use crate::config::Config;
+use crate::config::LlmProvider;
 use crate::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
-use crate::llm::{Llm, OfflineLlm};
+use crate::llm::{Llm, OfflineLlm, OpenAiClient};
 use crate::store::{MemoryStore, MongoStore, Store};
 use crate::telemetry;
 
@@ -62,12 +63,7 @@ pub fn build_engine(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<En
             )
         })?;
     tracing::info!(agents = registry.agents().count(), "prompts loaded");
-    // The OpenAI and Anthropic clients arrive with the providers; until then every turn
-    // answers with the agent's offline reply.
-    tracing::warn!(
-        "no LLM provider client yet: offline mode, replies are the agents' offline replies"
-    );
-    let llm: Arc<dyn Llm> = Arc::new(OfflineLlm);
+    let llm = primary_llm(config)?;
     let settings = EngineSettings {
         dialog_idle_ttl: config.dialog_idle_ttl,
         ..EngineSettings::default()
@@ -79,6 +75,33 @@ pub fn build_engine(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<En
         Arc::new(tools),
         settings,
     ))
+}
+
+/// Longest one LLM call may take before it counts as unavailable.
+const LLM_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The primary model when it can be reached: an OpenAI-compatible server with a key, or one at
+/// a non-default base URL (self-hosted servers often need no key). Otherwise offline mode: every
+/// turn answers with the agent's `offline_reply`. (Anthropic and the fallback chain come next.)
+fn primary_llm(config: &Config) -> anyhow::Result<Arc<dyn Llm>> {
+    let spec = &config.llm.primary;
+    let self_hosted = config.llm.openai_base_url.as_str() != "https://api.openai.com/v1";
+    if spec.provider == LlmProvider::OpenAi && (config.llm.openai_api_key.is_some() || self_hosted)
+    {
+        tracing::info!(llm.model = %spec.model, "LLM: OpenAI-compatible server");
+        return Ok(Arc::new(OpenAiClient::new(
+            config.llm.openai_base_url.clone(),
+            config.llm.openai_api_key.clone(),
+            spec.model.clone(),
+            LLM_TIMEOUT,
+        )?));
+    }
+    tracing::warn!(
+        llm.primary = %spec,
+        "no usable LLM client for LLM_PRIMARY (key missing or provider not built yet): \
+         offline mode, every turn answers with the agent's offline reply"
+    );
+    Ok(Arc::new(OfflineLlm))
 }
 
 /// MongoDB when configured (indexes created in the background, retried until the server

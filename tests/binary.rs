@@ -273,3 +273,41 @@ fn chat_answers_each_line_through_the_engine_and_shows_the_dialog_state() {
     assert_eq!(stdout.matches("bot> ").count(), 2, "{stdout}");
     assert_eq!(stdout.matches("[dialog_state: []]").count(), 2, "{stdout}");
 }
+
+/// `zaguan chat` against a local OpenAI-compatible server: the configured model answers.
+#[test]
+fn chat_uses_the_configured_openai_compatible_server() {
+    use std::io::Write;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(|body: axum::Json<serde_json::Value>| async move {
+            assert_eq!(body["model"], "modelo-local");
+            axum::Json(serde_json::json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "modelo-local",
+                "choices": [{"index": 0, "finish_reason": "stop", "logprobs": null,
+                    "message": {"role": "assistant", "content": "Hola desde el modelo", "refusal": null}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14}
+            }))
+        }),
+    );
+    runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let mut child = zaguan()
+        .arg("chat")
+        .env("LLM_PRIMARY", "openai:modelo-local")
+        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hola\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("bot> Hola desde el modelo"), "{stdout}");
+}
