@@ -30,6 +30,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_PROMPTS_DIR",
     "ZAGUAN_ADMIN_TOKEN",
     "ZAGUAN_DIALOG_IDLE_TTL",
+    "ZAGUAN_TIMEZONE",
     "RUST_LOG",
     "ZAGUAN_LOG_FORMAT",
 ];
@@ -46,6 +47,8 @@ pub struct Config {
     pub admin_token: Option<SecretString>,
     /// A subgraph left idle this long is exited on the next message.
     pub dialog_idle_ttl: Duration,
+    /// The business's time zone: "now" in prompts, dates said to customers.
+    pub timezone: chrono_tz::Tz,
 }
 
 #[derive(Debug, Clone)]
@@ -168,6 +171,10 @@ impl Config {
             humantime::parse_duration(v)
                 .map_err(|e| format!("`{v}` is not a duration like `24h` or `90m`: {e}"))
         });
+        let timezone = env.parsed("ZAGUAN_TIMEZONE", "Europe/Madrid", |v| {
+            v.parse::<chrono_tz::Tz>()
+                .map_err(|_| format!("`{v}` is not an IANA time zone like `Europe/Madrid`"))
+        });
         let mongodb = env.mongo();
 
         if !env.problems.is_empty() {
@@ -194,6 +201,7 @@ impl Config {
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
             dialog_idle_ttl: dialog_idle_ttl.expect(checked),
+            timezone: timezone.expect(checked),
         })
     }
 }
@@ -291,6 +299,7 @@ mod tests {
         );
         assert_eq!(config.prompts_dir, PathBuf::from("prompts"));
         assert_eq!(config.dialog_idle_ttl, Duration::from_secs(24 * 3600));
+        assert_eq!(config.timezone, chrono_tz::Europe::Madrid);
     }
 
     #[test]
@@ -301,6 +310,7 @@ mod tests {
             ("LLM_FALLBACK", "gemini:flash"),
             ("OPENAI_BASE_URL", "ftp://x"),
             ("ZAGUAN_DIALOG_IDLE_TTL", "soon"),
+            ("ZAGUAN_TIMEZONE", "Madrid"),
             ("MONGODB_URI", "postgres://user:hunter2@db"),
         ]))
         .unwrap_err();
@@ -311,11 +321,12 @@ mod tests {
             "LLM_FALLBACK",
             "OPENAI_BASE_URL",
             "ZAGUAN_DIALOG_IDLE_TTL",
+            "ZAGUAN_TIMEZONE",
             "MONGODB_URI",
         ] {
             assert!(text.contains(name), "{name} missing from:\n{text}");
         }
-        assert_eq!(err.0.len(), 6);
+        assert_eq!(err.0.len(), 7);
         assert!(!text.contains("hunter2"), "a secret was printed:\n{text}");
     }
 

@@ -66,6 +66,7 @@ pub fn build_engine(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<En
     let llm = primary_llm(config)?;
     let settings = EngineSettings {
         dialog_idle_ttl: config.dialog_idle_ttl,
+        timezone: config.timezone,
         ..EngineSettings::default()
     };
     Ok(Engine::new(

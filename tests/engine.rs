@@ -191,6 +191,15 @@ async fn a_plain_answer_comes_from_the_primary_assistant(store: Arc<dyn Store>) 
     assert_eq!(h.shape().await, ["human", "ai:primary_assistant"]);
     assert_eq!(h.outbox_len().await, 1);
     let request = &h.llm.requests()[0];
+    let today_in_madrid = Utc::now()
+        .with_timezone(&chrono_tz::Europe::Madrid)
+        .format("%Y-%m-%d")
+        .to_string();
+    assert!(
+        request.system.contains(&today_in_madrid),
+        "{}",
+        request.system
+    );
     assert!(
         request
             .tools

@@ -39,6 +39,8 @@ pub struct EngineSettings {
     pub window: usize,
     pub tool_timeout: Duration,
     pub business_name: String,
+    /// Where "now" is told to the assistants.
+    pub timezone: chrono_tz::Tz,
 }
 
 impl Default for EngineSettings {
@@ -49,6 +51,7 @@ impl Default for EngineSettings {
             window: history::WINDOW,
             tool_timeout: TOOL_TIMEOUT,
             business_name: "Zaguan Inmobiliaria".to_owned(),
+            timezone: chrono_tz::Europe::Madrid,
         }
     }
 }
@@ -268,7 +271,10 @@ impl Engine {
             user_role: role,
             user_info: state.user_info(),
             lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
-            now: Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+            now: Utc::now()
+                .with_timezone(&self.settings.timezone)
+                .format("%A %Y-%m-%d %H:%M (%Z)")
+                .to_string(),
             business_name: self.settings.business_name.clone(),
         };
         let system = self
