@@ -319,8 +319,7 @@ impl Engine {
             .iter()
             .position(|p| matches!(p, Plan::Enter { .. } | Plan::Leave { .. }));
 
-        let mut results: Vec<String> = Vec::with_capacity(calls.len());
-        match winner {
+        let results: Vec<String> = match winner {
             Some(w) => {
                 let (new_state, text, what) = match &plans[w] {
                     Plan::Enter { target, query } => (
@@ -346,13 +345,15 @@ impl Engine {
                 };
                 // dialog_state first: a crash before the tool messages replays the transition.
                 self.set_dialog_state(state, new_state).await?;
-                for i in 0..plans.len() {
-                    results.push(if i == w {
-                        text.clone()
-                    } else {
-                        format!("Not executed: {what} in the same step.")
-                    });
-                }
+                (0..plans.len())
+                    .map(|i| {
+                        if i == w {
+                            text.clone()
+                        } else {
+                            format!("Not executed: {what} in the same step.")
+                        }
+                    })
+                    .collect()
             }
             None => {
                 let context = ToolContext {
@@ -372,9 +373,9 @@ impl Engine {
                         }
                     }
                 });
-                results = futures::future::join_all(runs).await;
+                futures::future::join_all(runs).await
             }
-        }
+        };
         for (call, content) in calls.iter().zip(results) {
             let message = NewMessage {
                 wa_id: state.wa_id.clone(),
