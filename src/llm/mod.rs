@@ -2,6 +2,8 @@
 //! provider's wire format happens only at the provider boundary (`openai.rs`, `anthropic.rs`
 //! later); the engine, the history hygiene and the store all speak these types.
 
+pub mod anthropic;
+mod http;
 pub mod offline;
 pub mod openai;
 pub mod scripted;
@@ -9,6 +11,7 @@ pub mod scripted;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use anthropic::AnthropicClient;
 pub use offline::OfflineLlm;
 pub use openai::OpenAiClient;
 pub use scripted::ScriptedLlm;

@@ -8,20 +8,16 @@
 //! and nowhere else; the shapes are checked against OpenAI's own OpenAPI description in
 //! `tests/llm_openai.rs`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use reqwest::StatusCode;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use super::http::{self, is_portable_id, new_call_id};
 use super::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall, ToolSpec, Usage};
-
-/// How much of an error body goes into an [`LlmError`] message.
-const EXCERPT_CHARS: usize = 300;
 
 /// A Chat Completions client for one model; build it once and share it.
 pub struct OpenAiClient {
@@ -69,7 +65,6 @@ impl OpenAiClient {
         fields(llm.provider = "openai", llm.model = %self.model, llm.agent = %request.agent)
     )]
     async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let started = Instant::now();
         let mut builder = self
             .http
             .post(self.endpoint.clone())
@@ -77,48 +72,9 @@ impl OpenAiClient {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose_secret());
         }
-        let response = builder.send().await.map_err(transport_error)?;
-        let status = response.status();
-        let body = response.bytes().await.map_err(transport_error)?;
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        tracing::debug!(
-            duration_ms,
-            http.status = status.as_u16(),
-            "openai answered"
-        );
-
-        if !status.is_success() {
-            let message = format!("HTTP {status}: {}", self.excerpt(&body));
-            return Err(if is_retryable(status) {
-                LlmError::Unavailable(message)
-            } else {
-                LlmError::Rejected(message)
-            });
-        }
-        let answer: WireResponse = serde_json::from_slice(&body).map_err(|e| {
-            LlmError::Unavailable(format!("unparseable answer (HTTP {status}): {e}"))
-        })?;
+        let answer: WireResponse =
+            http::post_json(builder, self.api_key.as_ref(), "openai").await?;
         from_wire(answer)
-    }
-
-    /// The start of an error body on one line, with the key blanked should a server echo it.
-    fn excerpt(&self, body: &[u8]) -> String {
-        let mut text = String::from_utf8_lossy(body).into_owned();
-        // Before cutting, so no prefix of the key survives at the cut either.
-        if let Some(key) = self.api_key.as_ref().map(|k| k.expose_secret())
-            && !key.is_empty()
-        {
-            text = text.replace(key, "[redacted]");
-        }
-        let mut excerpt: String = text
-            .chars()
-            .take(EXCERPT_CHARS)
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect();
-        if text.chars().nth(EXCERPT_CHARS).is_some() {
-            excerpt.push('…');
-        }
-        excerpt
     }
 }
 
@@ -127,37 +83,6 @@ impl Llm for OpenAiClient {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         self.call(request).await
     }
-}
-
-/// 429, 5xx and 408 are the server's trouble, not the request's: worth a retry or a fallback.
-fn is_retryable(status: StatusCode) -> bool {
-    status == StatusCode::TOO_MANY_REQUESTS
-        || status == StatusCode::REQUEST_TIMEOUT
-        || !status.is_client_error()
-}
-
-/// Timeouts, refused connections and broken bodies: the server may do better next time.
-fn transport_error(error: reqwest::Error) -> LlmError {
-    let error = error.without_url();
-    if error.is_builder() {
-        return LlmError::Unexpected(anyhow::Error::new(error));
-    }
-    let what = if error.is_timeout() {
-        "timed out"
-    } else if error.is_connect() {
-        "could not connect"
-    } else {
-        "transport error"
-    };
-    // reqwest's own message is terse ("error sending request"); the cause chain says why.
-    let mut message = format!("{what}: {error}");
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    LlmError::Unavailable(message)
 }
 
 // ---- request ------------------------------------------------------------------------------
@@ -355,38 +280,9 @@ fn parse_arguments(raw: &str) -> serde_json::Value {
     )
 }
 
-/// `^[A-Za-z0-9_-]{1,64}$`: the alphabet Anthropic accepts, so a history can move between providers.
-fn is_portable_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// A fresh portable id for a call whose provider id was missing or unusable.
-fn new_call_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("call_{nanos:x}_{n:x}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn portable_ids_are_kept_and_others_are_not() {
-        assert!(is_portable_id("call_abc-123"));
-        assert!(!is_portable_id(""));
-        assert!(!is_portable_id("call.1"));
-        assert!(!is_portable_id("fc:1/2"));
-        assert!(!is_portable_id(&"a".repeat(65)));
-        assert!(is_portable_id(&new_call_id()));
-        assert_ne!(new_call_id(), new_call_id());
-    }
 
     #[test]
     fn empty_arguments_mean_no_arguments_and_bad_ones_are_kept_raw() {

@@ -1,0 +1,140 @@
+//! What the provider clients share at the HTTP boundary: one POST with its timing, the split of
+//! failures into `Unavailable` (worth a retry or the fallback) and `Rejected`, error texts that
+//! never carry the API key, and tool-call ids valid for every provider.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use reqwest::{RequestBuilder, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use serde::de::DeserializeOwned;
+
+use super::LlmError;
+
+/// How much of an error body goes into an [`LlmError`] message.
+const EXCERPT_CHARS: usize = 300;
+
+/// Sends `request` and reads a JSON answer of type `T`. `api_key` is only used to blank it out
+/// of error texts, should a server echo it.
+pub(crate) async fn post_json<T: DeserializeOwned>(
+    request: RequestBuilder,
+    api_key: Option<&SecretString>,
+    provider: &'static str,
+) -> Result<T, LlmError> {
+    let started = Instant::now();
+    let response = request.send().await.map_err(transport_error)?;
+    let status = response.status();
+    let body = response.bytes().await.map_err(transport_error)?;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    tracing::debug!(
+        duration_ms,
+        http.status = status.as_u16(),
+        "{provider} answered"
+    );
+    if !status.is_success() {
+        let message = format!("HTTP {status}: {}", excerpt(&body, api_key));
+        return Err(if is_retryable(status) {
+            LlmError::Unavailable(message)
+        } else {
+            LlmError::Rejected(message)
+        });
+    }
+    serde_json::from_slice(&body)
+        .map_err(|e| LlmError::Unavailable(format!("unparseable answer (HTTP {status}): {e}")))
+}
+
+/// 429, 5xx (Anthropic's 529 "overloaded" among them) and 408 are the server's trouble, not the
+/// request's.
+fn is_retryable(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+        || !status.is_client_error()
+}
+
+/// Timeouts, refused connections and broken bodies: the server may do better next time.
+fn transport_error(error: reqwest::Error) -> LlmError {
+    let error = error.without_url();
+    if error.is_builder() {
+        return LlmError::Unexpected(anyhow::Error::new(error));
+    }
+    let what = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "could not connect"
+    } else {
+        "transport error"
+    };
+    // reqwest's own message is terse ("error sending request"); the cause chain says why.
+    let mut message = format!("{what}: {error}");
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    LlmError::Unavailable(message)
+}
+
+/// The start of an error body on one line, with the key blanked out.
+fn excerpt(body: &[u8], api_key: Option<&SecretString>) -> String {
+    let mut text = String::from_utf8_lossy(body).into_owned();
+    // Before cutting, so no prefix of the key survives at the cut either.
+    if let Some(key) = api_key.map(|k| k.expose_secret())
+        && !key.is_empty()
+    {
+        text = text.replace(key, "[redacted]");
+    }
+    let mut excerpt: String = text
+        .chars()
+        .take(EXCERPT_CHARS)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().nth(EXCERPT_CHARS).is_some() {
+        excerpt.push('…');
+    }
+    excerpt
+}
+
+/// `^[A-Za-z0-9_-]{1,64}$`: the alphabet Anthropic accepts, so a history can move between providers.
+pub(crate) fn is_portable_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A fresh portable id for a call whose provider id was missing or unusable.
+pub(crate) fn new_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("call_{nanos:x}_{n:x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn portable_ids_are_kept_and_others_are_not() {
+        assert!(is_portable_id("call_abc-123"));
+        assert!(!is_portable_id(""));
+        assert!(!is_portable_id("call.1"));
+        assert!(!is_portable_id("fc:1/2"));
+        assert!(!is_portable_id(&"a".repeat(65)));
+        assert!(is_portable_id(&new_call_id()));
+        assert_ne!(new_call_id(), new_call_id());
+    }
+
+    #[test]
+    fn an_excerpt_is_one_short_line_without_the_key() {
+        let key = SecretString::from("sk-secret".to_owned());
+        let body = format!("bad key sk-secret\n{}", "x".repeat(400));
+        let text = excerpt(body.as_bytes(), Some(&key));
+        assert!(!text.contains("sk-secret") && text.contains("[redacted]"));
+        assert!(!text.contains('\n'));
+        assert_eq!(text.chars().count(), EXCERPT_CHARS + 1);
+    }
+}

@@ -1,0 +1,777 @@
+//! The Anthropic Messages client against a local axum server standing in for the API: the request
+//! it sends, the answers it parses, how every failure is classified, and that a history begun on
+//! OpenAI can be continued here.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use url::Url;
+use zaguan::llm::{
+    AnthropicClient, ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall, ToolSpec,
+};
+
+const KEY: &str = "sk-ant-test-0123456789abcdef";
+const MODEL: &str = "claude-sonnet-4-5";
+const MAX_TOKENS: u32 = 1024;
+
+// ---- the fake server ----------------------------------------------------------------------
+
+/// One request the fake server received.
+#[derive(Debug, Clone)]
+struct Captured {
+    path: String,
+    api_key: Option<String>,
+    version: Option<String>,
+    content_type: Option<String>,
+    authorization: Option<String>,
+    body: Value,
+}
+
+/// A local server answering every request with one canned status and body.
+struct FakeAnthropic {
+    base_url: Url,
+    captured: Arc<Mutex<Vec<Captured>>>,
+}
+
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).map(|v| v.to_str().unwrap().to_owned())
+}
+
+impl FakeAnthropic {
+    async fn answering(status: u16, body: impl Into<String>) -> Self {
+        let status = StatusCode::from_u16(status).unwrap();
+        let body: String = body.into();
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&captured);
+        let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap, bytes: Bytes| {
+            let log = Arc::clone(&log);
+            let body = body.clone();
+            async move {
+                log.lock().unwrap().push(Captured {
+                    path: uri.path().to_owned(),
+                    api_key: header_text(&headers, "x-api-key"),
+                    version: header_text(&headers, "anthropic-version"),
+                    content_type: header_text(&headers, "content-type"),
+                    authorization: header_text(&headers, "authorization"),
+                    body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                });
+                (status, [(header::CONTENT_TYPE, "application/json")], body)
+            }
+        });
+        Self {
+            base_url: serve(app).await,
+            captured,
+        }
+    }
+
+    fn only_request(&self) -> Captured {
+        let captured = self.captured.lock().unwrap();
+        assert_eq!(captured.len(), 1, "expected exactly one request");
+        captured[0].clone()
+    }
+}
+
+/// Serves `app` on a free local port; returns the API base URL (no version path, like
+/// `https://api.anthropic.com`).
+async fn serve(app: Router) -> Url {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Url::parse(&format!("http://{addr}")).unwrap()
+}
+
+fn client(base_url: &Url) -> AnthropicClient {
+    client_with(base_url, Some(KEY), Duration::from_secs(5))
+}
+
+fn client_with(base_url: &Url, key: Option<&str>, timeout: Duration) -> AnthropicClient {
+    AnthropicClient::new(
+        base_url.clone(),
+        key.map(|k| SecretString::from(k.to_owned())),
+        MODEL.to_owned(),
+        MAX_TOKENS,
+        timeout,
+    )
+    .unwrap()
+}
+
+/// Sends `request` to a server answering a plain text message; returns what the server got.
+async fn sent(request: &LlmRequest) -> Captured {
+    let server = FakeAnthropic::answering(200, text_answer().to_string()).await;
+    client(&server.base_url).complete(request).await.unwrap();
+    server.only_request()
+}
+
+// ---- fixtures -----------------------------------------------------------------------------
+
+fn search_tool() -> ToolSpec {
+    ToolSpec {
+        name: "search_listings".to_owned(),
+        description: "Search the listings by city and rooms.".to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "rooms": {"type": "integer"}
+            },
+            "required": ["city"]
+        }),
+    }
+}
+
+fn call(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        args,
+    }
+}
+
+fn request_with(messages: Vec<ChatMessage>) -> LlmRequest {
+    LlmRequest {
+        agent: "listings".to_owned(),
+        system: "You are Zaguan, a real-estate assistant.".to_owned(),
+        messages,
+        tools: vec![search_tool()],
+    }
+}
+
+/// A conversation with every kind of message: user, assistant with a tool call, tool result,
+/// assistant text.
+fn full_request() -> LlmRequest {
+    request_with(vec![
+        ChatMessage::human("Busco un depto de 2 ambientes en Rosario"),
+        ChatMessage::Ai {
+            content: String::new(),
+            tool_calls: vec![call(
+                "call_1",
+                "search_listings",
+                json!({"city": "Rosario", "rooms": 2}),
+            )],
+        },
+        ChatMessage::tool("call_1", r#"[{"id":"L-17","price":"USD 90000"}]"#),
+        ChatMessage::ai("Encontré uno: L-17, USD 90000."),
+        ChatMessage::human("¿Tiene balcón?"),
+    ])
+}
+
+fn plain_request() -> LlmRequest {
+    LlmRequest {
+        agent: "greeter".to_owned(),
+        system: String::new(),
+        messages: vec![ChatMessage::human("Hola")],
+        tools: Vec::new(),
+    }
+}
+
+/// A complete Messages API answer around some content blocks.
+fn message(content: Value) -> Value {
+    let stop_reason = if content
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|b| b["type"] == "tool_use")
+    {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    json!({
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": null,
+        "usage": {"input_tokens": 42, "output_tokens": 7}
+    })
+}
+
+fn text_answer() -> Value {
+    message(json!([{"type": "text", "text": "¡Hola! ¿En qué te ayudo?"}]))
+}
+
+fn tool_use(id: &str, name: &str, input: Value) -> Value {
+    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+}
+
+/// The ids a request's blocks carry: `(tool_use ids, tool_result tool_use_ids)`, in order.
+fn ids_in(body: &Value) -> (Vec<String>, Vec<String>) {
+    let mut uses = Vec::new();
+    let mut results = Vec::new();
+    for message in body["messages"].as_array().unwrap() {
+        for block in message["content"].as_array().unwrap() {
+            match block["type"].as_str().unwrap() {
+                "tool_use" => uses.push(block["id"].as_str().unwrap().to_owned()),
+                "tool_result" => results.push(block["tool_use_id"].as_str().unwrap().to_owned()),
+                _ => {}
+            }
+        }
+    }
+    (uses, results)
+}
+
+fn is_portable(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+// ---- the request --------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_request_carries_the_key_the_version_a_top_level_system_prompt_and_every_role() {
+    let request = sent(&full_request()).await;
+    assert_eq!(request.path, "/v1/messages");
+    assert_eq!(request.api_key.as_deref(), Some(KEY));
+    assert_eq!(request.version.as_deref(), Some("2023-06-01"));
+    assert_eq!(request.content_type.as_deref(), Some("application/json"));
+    assert_eq!(
+        request.authorization, None,
+        "the key goes in x-api-key only"
+    );
+    assert_eq!(
+        request.body,
+        json!({
+            "model": MODEL,
+            "max_tokens": MAX_TOKENS,
+            "system": "You are Zaguan, a real-estate assistant.",
+            "messages": [
+                {"role": "user", "content": [
+                    {"type": "text", "text": "Busco un depto de 2 ambientes en Rosario"}
+                ]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "call_1", "name": "search_listings",
+                     "input": {"city": "Rosario", "rooms": 2}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "call_1",
+                     "content": r#"[{"id":"L-17","price":"USD 90000"}]"#}
+                ]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Encontré uno: L-17, USD 90000."}
+                ]},
+                {"role": "user", "content": [{"type": "text", "text": "¿Tiene balcón?"}]}
+            ],
+            "tools": [{
+                "name": "search_listings",
+                "description": "Search the listings by city and rooms.",
+                "input_schema": search_tool().parameters
+            }],
+            "tool_choice": {"type": "auto", "disable_parallel_tool_use": true}
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_request_without_key_system_prompt_or_tools_sends_none_of_them() {
+    let server = FakeAnthropic::answering(200, text_answer().to_string()).await;
+    client_with(&server.base_url, None, Duration::from_secs(5))
+        .complete(&plain_request())
+        .await
+        .unwrap();
+
+    let request = server.only_request();
+    assert_eq!(request.api_key, None);
+    assert_eq!(request.version.as_deref(), Some("2023-06-01"));
+    assert_eq!(
+        request.body,
+        json!({
+            "model": MODEL,
+            "max_tokens": MAX_TOKENS,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Hola"}]}]
+        })
+    );
+}
+
+#[tokio::test]
+async fn an_assistant_turn_with_text_and_tool_calls_sends_the_text_first_then_each_tool_use() {
+    let request = sent(&request_with(vec![
+        ChatMessage::human("Dos búsquedas"),
+        ChatMessage::Ai {
+            content: "Busco en las dos ciudades.".to_owned(),
+            tool_calls: vec![
+                call("call_a", "search_listings", json!({"city": "Rosario"})),
+                call("call_b", "search_listings", json!({"city": "Funes"})),
+            ],
+        },
+        ChatMessage::tool("call_a", "[]"),
+        ChatMessage::tool("call_b", "[]"),
+    ]))
+    .await;
+    assert_eq!(
+        request.body["messages"][1],
+        json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Busco en las dos ciudades."},
+            {"type": "tool_use", "id": "call_a", "name": "search_listings", "input": {"city": "Rosario"}},
+            {"type": "tool_use", "id": "call_b", "name": "search_listings", "input": {"city": "Funes"}}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn consecutive_tool_results_are_merged_into_one_user_message() {
+    let request = sent(&request_with(vec![
+        ChatMessage::human("Dos búsquedas"),
+        ChatMessage::Ai {
+            content: String::new(),
+            tool_calls: vec![
+                call("call_a", "search_listings", json!({"city": "Rosario"})),
+                call("call_b", "search_listings", json!({"city": "Funes"})),
+            ],
+        },
+        ChatMessage::tool("call_a", "[1]"),
+        ChatMessage::tool("call_b", "[2]"),
+    ]))
+    .await;
+    let messages = request.body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert_eq!(
+        messages[2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "call_a", "content": "[1]"},
+            {"type": "tool_result", "tool_use_id": "call_b", "content": "[2]"}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn a_tool_result_followed_by_a_human_message_become_one_user_message_in_order() {
+    let request = sent(&request_with(vec![
+        ChatMessage::human("Buscá en Rosario"),
+        ChatMessage::Ai {
+            content: String::new(),
+            tool_calls: vec![call(
+                "call_1",
+                "search_listings",
+                json!({"city": "Rosario"}),
+            )],
+        },
+        ChatMessage::tool("call_1", "[]"),
+        ChatMessage::human("¿Y en Funes?"),
+    ]))
+    .await;
+    let messages = request.body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert_eq!(
+        messages[2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "call_1", "content": "[]"},
+            {"type": "text", "text": "¿Y en Funes?"}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn consecutive_human_messages_are_merged_and_roles_always_alternate() {
+    let request = sent(&request_with(vec![
+        ChatMessage::human("Hola"),
+        ChatMessage::human("¿Están?"),
+        ChatMessage::ai("Sí."),
+        ChatMessage::ai("¿En qué te ayudo?"),
+        ChatMessage::human("Un depto"),
+    ]))
+    .await;
+    assert_eq!(
+        request.body["messages"],
+        json!([
+            {"role": "user", "content": [
+                {"type": "text", "text": "Hola"}, {"type": "text", "text": "¿Están?"}
+            ]},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Sí."}, {"type": "text", "text": "¿En qué te ayudo?"}
+            ]},
+            {"role": "user", "content": [{"type": "text", "text": "Un depto"}]}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_history_starting_with_assistant_turns_drops_them_and_starts_with_the_user() {
+    let request = sent(&request_with(vec![
+        ChatMessage::ai("¡Bienvenido a Zaguan!"),
+        ChatMessage::ai("¿Buscás comprar o alquilar?"),
+        ChatMessage::human("Alquilar"),
+    ]))
+    .await;
+    assert_eq!(
+        request.body["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "Alquilar"}]}])
+    );
+}
+
+#[tokio::test]
+async fn tool_results_whose_tool_use_was_dropped_with_a_leading_assistant_turn_are_dropped_too() {
+    let request = sent(&request_with(vec![
+        ChatMessage::Ai {
+            content: String::new(),
+            tool_calls: vec![call(
+                "call_1",
+                "search_listings",
+                json!({"city": "Rosario"}),
+            )],
+        },
+        ChatMessage::tool("call_1", "[]"),
+        ChatMessage::ai("No encontré nada."),
+        ChatMessage::human("¿Y en Funes?"),
+    ]))
+    .await;
+    assert_eq!(
+        request.body["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "¿Y en Funes?"}]}])
+    );
+}
+
+#[tokio::test]
+async fn an_assistant_turn_with_nothing_in_it_is_left_out_and_empty_text_is_never_sent() {
+    let request = sent(&request_with(vec![
+        ChatMessage::human("Hola"),
+        ChatMessage::ai(""),
+        ChatMessage::human("¿Hola?"),
+    ]))
+    .await;
+    assert_eq!(
+        request.body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "Hola"}, {"type": "text", "text": "¿Hola?"}
+        ]}])
+    );
+}
+
+#[tokio::test]
+async fn tool_call_arguments_that_are_not_an_object_are_sent_as_an_object() {
+    let request = sent(&request_with(vec![
+        ChatMessage::human("Probá"),
+        ChatMessage::Ai {
+            content: String::new(),
+            tool_calls: vec![
+                call("call_null", "book_visit", Value::Null),
+                call("call_str", "book_visit", json!("L-17")),
+                call(
+                    "call_raw",
+                    "book_visit",
+                    json!({"_raw": "{oops", "_error": "arguments are not valid JSON"}),
+                ),
+            ],
+        },
+        ChatMessage::tool("call_null", "ok"),
+        ChatMessage::tool("call_str", "ok"),
+        ChatMessage::tool("call_raw", "error"),
+    ]))
+    .await;
+    let blocks = request.body["messages"][1]["content"].as_array().unwrap();
+    let inputs: Vec<&Value> = blocks.iter().map(|b| &b["input"]).collect();
+    assert_eq!(
+        inputs,
+        vec![
+            &json!({}),
+            &json!({"_raw": "L-17"}),
+            &json!({"_raw": "{oops", "_error": "arguments are not valid JSON"}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_history_begun_on_openai_continues_on_anthropic_with_valid_paired_tool_ids() {
+    // Ids as the OpenAI client hands them over (OpenAI's own, and one it generated), plus one
+    // stored by other means with characters Anthropic refuses.
+    let openai_id = "call_abc123XYZ";
+    let generated_id = "call_18f2a3b4c5d6e7f8_2a";
+    let foreign_id = "fc:1/2.ü";
+    let history = vec![
+        ChatMessage::human("Busco en Rosario y Funes"),
+        ChatMessage::Ai {
+            content: String::new(),
+            tool_calls: vec![call(
+                openai_id,
+                "search_listings",
+                json!({"city": "Rosario"}),
+            )],
+        },
+        ChatMessage::tool(openai_id, "[]"),
+        ChatMessage::Ai {
+            content: String::new(),
+            tool_calls: vec![call(
+                generated_id,
+                "search_listings",
+                json!({"city": "Funes"}),
+            )],
+        },
+        ChatMessage::tool(generated_id, "[]"),
+        ChatMessage::Ai {
+            content: String::new(),
+            tool_calls: vec![call(foreign_id, "book_visit", json!({"listing": "L-17"}))],
+        },
+        ChatMessage::tool(foreign_id, "booked"),
+        ChatMessage::human("Gracias"),
+    ];
+    let request = sent(&request_with(history)).await;
+
+    let (uses, results) = ids_in(&request.body);
+    assert_eq!(uses.len(), 3);
+    assert_eq!(uses, results, "every tool_result pairs with its tool_use");
+    for id in &uses {
+        assert!(is_portable(id), "`{id}` is not ^[A-Za-z0-9_-]{{1,64}}$");
+    }
+    assert_eq!(uses[0], openai_id, "portable ids are kept as they are");
+    assert_eq!(uses[1], generated_id);
+    assert_ne!(uses[2], foreign_id);
+
+    // Each tool_result sits in the user message right after its tool_use.
+    let messages = request.body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user"
+        ]
+    );
+    for pair in [1, 3, 5] {
+        assert_eq!(
+            messages[pair]["content"][0]["id"],
+            messages[pair + 1]["content"][0]["tool_use_id"]
+        );
+    }
+}
+
+// ---- the answer ---------------------------------------------------------------------------
+
+async fn answer_to(body: Value) -> LlmResponse {
+    let server = FakeAnthropic::answering(200, body.to_string()).await;
+    client(&server.base_url)
+        .complete(&full_request())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_text_answer_is_parsed_with_its_token_usage() {
+    let response = answer_to(text_answer()).await;
+    assert_eq!(response.content, "¡Hola! ¿En qué te ayudo?");
+    assert!(response.tool_calls.is_empty());
+    assert_eq!(response.usage.input_tokens, 42);
+    assert_eq!(response.usage.output_tokens, 7);
+}
+
+#[tokio::test]
+async fn several_text_blocks_are_concatenated() {
+    let response = answer_to(message(json!([
+        {"type": "text", "text": "¡Hola! "},
+        {"type": "text", "text": "¿En qué te ayudo?"}
+    ])))
+    .await;
+    assert_eq!(response.content, "¡Hola! ¿En qué te ayudo?");
+}
+
+#[tokio::test]
+async fn a_tool_use_is_parsed_with_its_id_name_and_input() {
+    let response = answer_to(message(json!([tool_use(
+        "toolu_01A09q90qw90lq917835lq9",
+        "search_listings",
+        json!({"city": "Rosario", "rooms": 2})
+    )])))
+    .await;
+    assert_eq!(response.content, "");
+    assert_eq!(
+        response.tool_calls,
+        vec![call(
+            "toolu_01A09q90qw90lq917835lq9",
+            "search_listings",
+            json!({"city": "Rosario", "rooms": 2})
+        )]
+    );
+}
+
+#[tokio::test]
+async fn several_tool_uses_in_one_answer_are_all_kept_in_order() {
+    let response = answer_to(message(json!([
+        tool_use("toolu_a", "search_listings", json!({"city": "Rosario"})),
+        tool_use(
+            "toolu_b",
+            "search_listings",
+            json!({"city": "Funes", "rooms": 3})
+        ),
+        tool_use("toolu_c", "book_visit", json!({}))
+    ])))
+    .await;
+    assert_eq!(
+        response.tool_calls,
+        vec![
+            call("toolu_a", "search_listings", json!({"city": "Rosario"})),
+            call(
+                "toolu_b",
+                "search_listings",
+                json!({"city": "Funes", "rooms": 3})
+            ),
+            call("toolu_c", "book_visit", json!({})),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn text_and_a_tool_use_in_one_answer_are_both_kept() {
+    let response = answer_to(message(json!([
+        {"type": "text", "text": "Busco en Rosario."},
+        tool_use("toolu_1", "search_listings", json!({"city": "Rosario"}))
+    ])))
+    .await;
+    assert_eq!(response.content, "Busco en Rosario.");
+    assert_eq!(
+        response.tool_calls,
+        vec![call(
+            "toolu_1",
+            "search_listings",
+            json!({"city": "Rosario"})
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_use_id_with_foreign_characters_is_replaced_by_a_portable_one() {
+    let response = answer_to(message(json!([tool_use(
+        "fc:1/2.ü",
+        "search_listings",
+        json!({"city": "Rosario"})
+    )])))
+    .await;
+    let id = &response.tool_calls[0].id;
+    assert_ne!(id, "fc:1/2.ü");
+    assert!(is_portable(id), "`{id}` is not [A-Za-z0-9_-]{{1,64}}");
+    assert_eq!(response.tool_calls[0].args, json!({"city": "Rosario"}));
+}
+
+#[tokio::test]
+async fn block_types_it_does_not_know_are_ignored() {
+    let response = answer_to(message(json!([
+        {"type": "thinking", "thinking": "hmm", "signature": "abc"},
+        {"type": "text", "text": "Listo."}
+    ])))
+    .await;
+    assert_eq!(response.content, "Listo.");
+    assert!(response.tool_calls.is_empty());
+}
+
+// ---- failures -----------------------------------------------------------------------------
+
+async fn error_for(status: u16, body: &str) -> LlmError {
+    let server = FakeAnthropic::answering(status, body).await;
+    client(&server.base_url)
+        .complete(&full_request())
+        .await
+        .unwrap_err()
+}
+
+#[tokio::test]
+async fn a_server_error_is_unavailable_and_says_why() {
+    let body = r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#;
+    match error_for(500, body).await {
+        LlmError::Unavailable(message) => {
+            assert!(message.contains("500"), "{message}");
+            assert!(message.contains("Internal server error"), "{message}");
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_overloaded_api_is_unavailable() {
+    let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    assert!(matches!(
+        error_for(529, body).await,
+        LlmError::Unavailable(m) if m.contains("529") && m.contains("Overloaded")
+    ));
+}
+
+#[tokio::test]
+async fn rate_limiting_is_unavailable() {
+    let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"Rate limited"}}"#;
+    assert!(matches!(
+        error_for(429, body).await,
+        LlmError::Unavailable(m) if m.contains("429")
+    ));
+}
+
+#[tokio::test]
+async fn a_bad_request_is_rejected() {
+    let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages.1: tool_use ids must be unique"}}"#;
+    match error_for(400, body).await {
+        LlmError::Rejected(message) => {
+            assert!(message.contains("400"), "{message}");
+            assert!(message.contains("tool_use ids must be unique"), "{message}");
+        }
+        other => panic!("expected Rejected, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_error_never_repeats_the_api_key_even_when_the_server_echoes_it() {
+    let body = format!(
+        r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key: {KEY}"}}}}"#
+    );
+    let error = error_for(401, &body).await;
+    assert!(matches!(error, LlmError::Rejected(_)), "{error:?}");
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains(KEY), "the key leaked: {shown}");
+}
+
+#[tokio::test]
+async fn a_garbage_success_body_is_unavailable() {
+    assert!(matches!(
+        error_for(200, "<html>Bad gateway, sort of</html>").await,
+        LlmError::Unavailable(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_success_that_is_not_a_message_is_unavailable() {
+    assert!(matches!(
+        error_for(200, r#"{"type":"error","error":{"type":"api_error"}}"#).await,
+        LlmError::Unavailable(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_unavailable_within_the_timeout() {
+    let app = Router::new().fallback(std::future::pending::<&'static str>);
+    let base_url = serve(app).await;
+    let client = client_with(&base_url, Some(KEY), Duration::from_millis(300));
+
+    let started = Instant::now();
+    let error = client.complete(&full_request()).await.unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(matches!(error, LlmError::Unavailable(_)), "{error:?}");
+    assert!(
+        elapsed >= Duration::from_millis(250) && elapsed < Duration::from_secs(3),
+        "gave up after {elapsed:?}"
+    );
+}
+
+#[tokio::test]
+async fn nothing_listening_is_unavailable() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let base_url = Url::parse(&format!("http://{addr}")).unwrap();
+
+    let error = client_with(&base_url, Some(KEY), Duration::from_secs(5))
+        .complete(&full_request())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::Unavailable(_)), "{error:?}");
+}
