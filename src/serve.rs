@@ -11,7 +11,7 @@ use crate::app::{self, AppState};
 use crate::config::Config;
 use crate::config::LlmProvider;
 use crate::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
-use crate::llm::{Llm, OfflineLlm, OpenAiClient};
+use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient};
 use crate::store::{MemoryStore, MongoStore, Store};
 use crate::telemetry;
 
@@ -63,7 +63,7 @@ pub fn build_engine(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<En
             )
         })?;
     tracing::info!(agents = registry.agents().count(), "prompts loaded");
-    let llm = primary_llm(config)?;
+    let llm = llm_chain(config)?;
     let settings = EngineSettings {
         dialog_idle_ttl: config.dialog_idle_ttl,
         timezone: config.timezone,
@@ -78,31 +78,60 @@ pub fn build_engine(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<En
     ))
 }
 
-/// Longest one LLM call may take before it counts as unavailable.
+/// Longest one LLM call may take before it counts as unavailable (then the fallback is asked).
 const LLM_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The primary model when it can be reached: an OpenAI-compatible server with a key, or one at
-/// a non-default base URL (self-hosted servers often need no key). Otherwise offline mode: every
-/// turn answers with the agent's `offline_reply`. (Anthropic and the fallback chain come next.)
-fn primary_llm(config: &Config) -> anyhow::Result<Arc<dyn Llm>> {
-    let spec = &config.llm.primary;
-    let self_hosted = config.llm.openai_base_url.as_str() != "https://api.openai.com/v1";
-    if spec.provider == LlmProvider::OpenAi && (config.llm.openai_api_key.is_some() || self_hosted)
-    {
-        tracing::info!(llm.model = %spec.model, "LLM: OpenAI-compatible server");
-        return Ok(Arc::new(OpenAiClient::new(
-            config.llm.openai_base_url.clone(),
-            config.llm.openai_api_key.clone(),
-            spec.model.clone(),
-            LLM_TIMEOUT,
-        )?));
+/// Most tokens one Anthropic answer may use (the API requires a bound).
+const ANTHROPIC_MAX_TOKENS: u32 = 1024;
+
+/// `LLM_PRIMARY` then `LLM_FALLBACK`, each when it can be reached: a key, or a self-hosted base
+/// URL (such servers often need no key). With neither, offline mode: every turn answers with
+/// the agent's `offline_reply`.
+fn llm_chain(config: &Config) -> anyhow::Result<Arc<dyn Llm>> {
+    let mut providers: Vec<(String, Arc<dyn Llm>)> = Vec::new();
+    for spec in [&config.llm.primary, &config.llm.fallback] {
+        let llm = &config.llm;
+        let client: Option<Arc<dyn Llm>> = match spec.provider {
+            LlmProvider::OpenAi
+                if llm.openai_api_key.is_some()
+                    || llm.openai_base_url.as_str() != "https://api.openai.com/v1" =>
+            {
+                Some(Arc::new(OpenAiClient::new(
+                    llm.openai_base_url.clone(),
+                    llm.openai_api_key.clone(),
+                    spec.model.clone(),
+                    LLM_TIMEOUT,
+                )?))
+            }
+            LlmProvider::Anthropic
+                if llm.anthropic_api_key.is_some()
+                    || llm.anthropic_base_url.as_str() != "https://api.anthropic.com/" =>
+            {
+                Some(Arc::new(AnthropicClient::new(
+                    llm.anthropic_base_url.clone(),
+                    llm.anthropic_api_key.clone(),
+                    spec.model.clone(),
+                    ANTHROPIC_MAX_TOKENS,
+                    LLM_TIMEOUT,
+                )?))
+            }
+            _ => {
+                tracing::warn!(llm = %spec, "no API key for this model: not used");
+                None
+            }
+        };
+        if let Some(client) = client {
+            tracing::info!(llm = %spec, "LLM in the chain");
+            providers.push((spec.to_string(), client));
+        }
     }
-    tracing::warn!(
-        llm.primary = %spec,
-        "no usable LLM client for LLM_PRIMARY (key missing or provider not built yet): \
-         offline mode, every turn answers with the agent's offline reply"
-    );
-    Ok(Arc::new(OfflineLlm))
+    if providers.is_empty() {
+        tracing::warn!(
+            "no usable LLM: offline mode, every turn answers with the agent's offline reply"
+        );
+        return Ok(Arc::new(OfflineLlm));
+    }
+    Ok(Arc::new(FallbackChain::new(providers)))
 }
 
 /// MongoDB when configured (indexes created in the background, retried until the server

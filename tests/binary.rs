@@ -311,3 +311,46 @@ fn chat_uses_the_configured_openai_compatible_server() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("bot> Hola desde el modelo"), "{stdout}");
 }
+
+/// The primary model down (nothing listens at its URL): the fallback, an Anthropic-format
+/// server, answers the turn.
+#[test]
+fn chat_falls_back_to_the_second_model_when_the_first_is_down() {
+    use std::io::Write;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new().route(
+        "/v1/messages",
+        axum::routing::post(|body: axum::Json<serde_json::Value>| async move {
+            assert_eq!(body["model"], "claude-local");
+            axum::Json(serde_json::json!({
+                "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-local",
+                "content": [{"type": "text", "text": "Hola desde el respaldo"}],
+                "stop_reason": "end_turn", "usage": {"input_tokens": 9, "output_tokens": 4}
+            }))
+        }),
+    );
+    runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let mut child = zaguan()
+        .arg("chat")
+        .env("LLM_PRIMARY", "openai:gpt-down")
+        .env(
+            "OPENAI_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", free_port()),
+        )
+        .env("LLM_FALLBACK", "anthropic:claude-local")
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hola\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("bot> Hola desde el respaldo"), "{stdout}");
+}

@@ -6,6 +6,7 @@ pub mod anthropic;
 mod http;
 pub mod offline;
 pub mod openai;
+pub mod policy;
 pub mod scripted;
 
 use async_trait::async_trait;
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use anthropic::AnthropicClient;
 pub use offline::OfflineLlm;
 pub use openai::OpenAiClient;
+pub use policy::FallbackChain;
 pub use scripted::ScriptedLlm;
 
 /// A tool call an assistant asked for. Ids are ours, `[A-Za-z0-9_-]`, valid for every provider.
