@@ -1,6 +1,6 @@
 //! The seed's agent_invoke policy around the providers: ask the primary model, ask again once
-//! when it answers nothing, and fall back to the next model when it fails (unavailable, refused,
-//! or empty twice). A wrapper around the `Llm` trait, so every provider gets it the same way.
+//! when it answers nothing, and fall back to the next model when it is unavailable (timeout,
+//! connection, 429, 5xx, garbage) or empty twice — but not when our request was refused (4xx). A wrapper around the `Llm` trait, so every provider gets it the same way.
 
 use std::sync::Arc;
 
@@ -61,6 +61,12 @@ impl Llm for FallbackChain {
                         if attempt == 1 {
                             tracing::info!(llm.provider = %name, "empty answer, asking once more");
                         }
+                    }
+                    Err(LlmError::Rejected(why)) => {
+                        // Our request was refused: another model would likely refuse it too,
+                        // and the fault is ours to see in the logs.
+                        tracing::error!(llm.provider = %name, "request refused, no fallback: {why}");
+                        return Err(LlmError::Rejected(why));
                     }
                     Err(error) => {
                         last_error = error;
@@ -153,6 +159,33 @@ mod tests {
             (primary.requests().len(), fallback.requests().len()),
             (2, 1)
         );
+    }
+
+    #[tokio::test]
+    async fn a_refused_request_does_not_fall_back() {
+        let primary = Arc::new(RefusingLlm);
+        let fallback = Arc::new(ScriptedLlm::new().says("primary_assistant", "no debería"));
+        let chain = FallbackChain::new(vec![
+            ("openai:primary".into(), primary as Arc<dyn Llm>),
+            (
+                "anthropic:fallback".into(),
+                fallback.clone() as Arc<dyn Llm>,
+            ),
+        ]);
+        assert!(matches!(
+            chain.complete(&request()).await,
+            Err(LlmError::Rejected(_))
+        ));
+        assert!(fallback.requests().is_empty());
+    }
+
+    struct RefusingLlm;
+
+    #[async_trait]
+    impl Llm for RefusingLlm {
+        async fn complete(&self, _: &LlmRequest) -> Result<LlmResponse, LlmError> {
+            Err(LlmError::Rejected("HTTP 400: invalid tool schema".into()))
+        }
     }
 
     #[tokio::test]
