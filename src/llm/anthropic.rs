@@ -24,7 +24,6 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use async_trait::async_trait;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -60,18 +59,8 @@ impl AnthropicClient {
         max_tokens: u32,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        let mut endpoint = base_url;
-        let not_a_base = format!("`{endpoint}` cannot be a base URL");
-        endpoint
-            .path_segments_mut()
-            .map_err(|()| anyhow::anyhow!(not_a_base))?
-            .pop_if_empty()
-            .extend(["v1", "messages"]);
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .build()
-            .context("building the Anthropic HTTP client")?;
+        let endpoint = http::endpoint(base_url, &["v1", "messages"])?;
+        let http = http::client(timeout)?;
         Ok(Self {
             http,
             endpoint,

@@ -3,16 +3,38 @@
 //! never carry the API key, and tool-call ids valid for every provider.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
 
 use reqwest::{RequestBuilder, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
+use url::Url;
 
 use super::LlmError;
 
 /// How much of an error body goes into an [`LlmError`] message.
 const EXCERPT_CHARS: usize = 300;
+
+/// `base` with `segments` appended, keeping any path it has (`…/v1` + `chat/completions`).
+pub(crate) fn endpoint(mut base: Url, segments: &[&str]) -> anyhow::Result<Url> {
+    let not_a_base = format!("`{base}` cannot be a base URL");
+    base.path_segments_mut()
+        .map_err(|()| anyhow::anyhow!(not_a_base))?
+        .pop_if_empty()
+        .extend(segments);
+    Ok(base)
+}
+
+/// One pooled client per provider; `timeout` bounds each whole call (connect, send, read).
+pub(crate) fn client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .build()
+        .context("building an LLM HTTP client")
+}
 
 /// Sends `request` and reads a JSON answer of type `T`. `api_key` is only used to blank it out
 /// of error texts, should a server echo it.

@@ -10,7 +10,6 @@
 
 use std::time::Duration;
 
-use anyhow::Context as _;
 use async_trait::async_trait;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -39,18 +38,8 @@ impl OpenAiClient {
         model: String,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        let mut endpoint = base_url;
-        let not_a_base = format!("`{endpoint}` cannot be a base URL");
-        endpoint
-            .path_segments_mut()
-            .map_err(|()| anyhow::anyhow!(not_a_base))?
-            .pop_if_empty()
-            .extend(["chat", "completions"]);
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .build()
-            .context("building the OpenAI HTTP client")?;
+        let endpoint = http::endpoint(base_url, &["chat", "completions"])?;
+        let http = http::client(timeout)?;
         Ok(Self {
             http,
             endpoint,
