@@ -49,7 +49,44 @@ fn broken_folder() -> tempfile::TempDir {
 fn the_shipped_prompts_folder_passes_the_check() {
     let output = prompts_check(Some(Path::new("prompts")), None);
     assert!(output.status.success(), "{output:?}");
-    assert_eq!(stdout(&output).trim(), "9 agents OK");
+    let text = stdout(&output);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("9 agents OK"));
+    let fast_path = lines.next().unwrap_or_default();
+    assert!(
+        fast_path.starts_with("fast path: ") && fast_path.contains(" example phrases ("),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_example_the_keywords_send_to_another_agent_is_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "primary_assistant.md",
+        "+++\nname = \"primary_assistant\"\nkind = \"primary\"\n\
+         roles = [\"prospect\", \"owner\", \"agent\"]\n+++\nHola.\n",
+    );
+    write(
+        "appointment_assistant.md",
+        "+++\nname = \"appointment_assistant\"\nkind = \"subgraph\"\ndelegation = \"Citas.\"\n\
+         roles = [\"prospect\"]\nkeywords = [\"cita\", \"hipoteca\"]\n+++\nCitas.\n",
+    );
+    write(
+        "mortgage_loan_assistant.md",
+        "+++\nname = \"mortgage_loan_assistant\"\nkind = \"subgraph\"\ndelegation = \"Hipotecas.\"\n\
+         roles = [\"prospect\"]\nkeywords = [\"cuota\"]\n\
+         examples = [\"¿Qué hipoteca me dais?\", \"¿Y la cuota?\"]\n+++\nHipotecas.\n",
+    );
+    let output = prompts_check(Some(dir.path()), None);
+    assert!(!output.status.success(), "{output:?}");
+    let text = stdout(&output);
+    assert!(
+        text.contains("mortgage_loan_assistant.md:7: example «¿Qué hipoteca me dais?» would be sent straight to `appointment_assistant`"),
+        "{text}"
+    );
+    assert!(!text.contains("¿Y la cuota?"), "{text}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! a role is, which `To<X>Assistant` delegation tools an agent is offered, and what its system
 //! prompt says.
 
+pub mod keywords;
 pub mod prompt;
 pub mod registry;
 
@@ -10,7 +11,8 @@ use std::collections::BTreeSet;
 
 pub use prompt::PromptProblem;
 pub use registry::{
-    Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext, TranslatorPrompt,
+    Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, FastRouteReport, PromptContext,
+    TranslatorPrompt,
 };
 
 /// The domain tools a prompt may list in `tools`. Empty until the domain tools arrive; the engine

@@ -37,6 +37,7 @@ const KEYS: &[&str] = &[
     "roles",
     "tools",
     "keywords",
+    "examples",
     "offline_reply",
 ];
 
@@ -89,6 +90,8 @@ pub struct PromptFile {
     pub roles: Vec<Role>,
     pub tools: Vec<String>,
     pub keywords: Vec<String>,
+    /// Messages users write that this agent should answer; checked against the keywords.
+    pub examples: Vec<String>,
     pub offline_reply: Option<String>,
     /// Everything after the closing `+++`, as written (line numbers stay exact).
     pub body: String,
@@ -260,6 +263,10 @@ pub fn parse(
         .into_iter()
         .map(|(_, keyword)| keyword)
         .collect();
+    let examples: Vec<String> = list("examples", problems)
+        .into_iter()
+        .map(|(_, example)| example)
+        .collect();
     let line_of = |key: &str| key_lines.get(key).copied().unwrap_or(1);
 
     let stem = path
@@ -308,7 +315,14 @@ pub fn parse(
                     format!("only `{TRANSLATOR_NAME}` is of kind `translator`"),
                 ));
             }
-            for key in ["delegation", "roles", "tools", "keywords", "offline_reply"] {
+            for key in [
+                "delegation",
+                "roles",
+                "tools",
+                "keywords",
+                "examples",
+                "offline_reply",
+            ] {
                 if values.contains_key(key) {
                     problems.push(problem(
                         line_of(key),
@@ -395,6 +409,7 @@ pub fn parse(
         roles,
         tools: tool_items.into_iter().map(|(_, tool)| tool).collect(),
         keywords,
+        examples,
         offline_reply: offline_reply.map(|text| text.trim().to_owned()),
         body: lines[close + 1..].join("\n"),
         body_line: close + 2,

@@ -11,6 +11,7 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::{AutoEscape, Environment, context};
 use serde_json::json;
 
+use super::keywords::KeywordIndex;
 pub use super::prompt::PromptProblem;
 use super::prompt::{self, PromptFile, PromptKind};
 use crate::llm::ToolSpec;
@@ -50,8 +51,10 @@ pub struct Agent {
     pub roles: Vec<Role>,
     /// Domain tools, by name.
     pub tools: Vec<String>,
-    /// Words for a future fast-path router.
+    /// Words and phrases that send a message straight to this agent (fast path).
     pub keywords: Vec<String>,
+    /// Messages users write that this agent should answer (checked against the keywords).
+    pub examples: Vec<String>,
     /// What to answer when no LLM is reachable.
     pub offline_reply: Option<String>,
     /// The file it came from, for messages.
@@ -61,6 +64,20 @@ pub struct Agent {
 impl Agent {
     pub fn file(&self) -> &Path {
         &self.file
+    }
+}
+
+/// See [`AgentRegistry::fast_route_report`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FastRouteReport {
+    pub examples: usize,
+    /// `(agent, example)` the keywords do not send straight to the agent.
+    pub misses: Vec<(String, String)>,
+}
+
+impl FastRouteReport {
+    pub fn hits(&self) -> usize {
+        self.examples - self.misses.len()
     }
 }
 
@@ -88,6 +105,8 @@ pub struct AgentRegistry {
     primaries: [usize; 3],
     /// Delegation tool name → index in `agents`.
     delegations: BTreeMap<String, usize>,
+    /// The subgraph agents' keywords, for the fast path.
+    keywords: KeywordIndex,
     /// Whether `guard_translator` is among the templates.
     has_translator: bool,
     templates: Environment<'static>,
@@ -179,6 +198,14 @@ impl AgentRegistry {
             }
         }
 
+        let keywords = KeywordIndex::new(
+            agent_files
+                .iter()
+                .filter(|file| file.kind == PromptKind::Subgraph)
+                .map(|file| (file.name.as_str(), &file.keywords)),
+        );
+        check_examples(&agent_files, &keywords, &mut problems);
+
         if !problems.is_empty() {
             problems.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
             return Err(problems);
@@ -200,6 +227,7 @@ impl AgentRegistry {
                     roles: file.roles,
                     tools: file.tools,
                     keywords: file.keywords,
+                    examples: file.examples,
                     offline_reply: file.offline_reply,
                     file: file.path,
                 })
@@ -222,6 +250,7 @@ impl AgentRegistry {
             agents,
             primaries,
             delegations,
+            keywords,
             has_translator,
             templates,
         })
@@ -291,6 +320,37 @@ impl AgentRegistry {
                 }),
             })
             .collect()
+    }
+
+    /// The subgraph agent `caller` would delegate `text` to, decided by keywords alone: the one
+    /// reachable agent (a subgraph other than `caller` that `role` may reach) whose keywords the
+    /// text matches; `None` when none or several match (the LLM decides then).
+    pub fn keyword_route(&self, text: &str, caller: &Agent, role: Role) -> Option<&Agent> {
+        let name = self.keywords.route(text, |name| {
+            name != caller.name && self.get(name).is_some_and(|a| a.roles.contains(&role))
+        })?;
+        self.get(name)
+    }
+
+    /// How the fast path does on the subgraph agents' own example phrases: an example is a hit
+    /// when, from the primary agent of every role that may reach its agent, the keywords send it
+    /// straight there. Misses are fine (the LLM routes them); the rate says how many turns skip
+    /// an LLM round trip.
+    pub fn fast_route_report(&self) -> FastRouteReport {
+        let mut report = FastRouteReport::default();
+        for agent in self.agents.iter().filter(|a| a.kind == AgentKind::Subgraph) {
+            for example in &agent.examples {
+                report.examples += 1;
+                let hit = agent.roles.iter().all(|&role| {
+                    self.keyword_route(example, self.primary_for(role), role)
+                        .is_some_and(|routed| routed.name == agent.name)
+                });
+                if !hit {
+                    report.misses.push((agent.name.clone(), example.clone()));
+                }
+            }
+        }
+        report
     }
 
     /// The subgraph agent a delegation tool leads to, whatever the role (the engine checks roles).
@@ -397,6 +457,46 @@ fn prompt_paths(dir: &Path) -> Result<Vec<PathBuf>, PromptProblem> {
         .collect();
     paths.sort();
     Ok(paths)
+}
+
+/// An example phrase the fast path would send to another agent is a keyword mistake a staff
+/// member should hear about before users do. (An example the fast path misses is fine: the LLM
+/// routes it.)
+fn check_examples(
+    files: &[&PromptFile],
+    keywords: &KeywordIndex,
+    problems: &mut Vec<PromptProblem>,
+) {
+    for file in files {
+        let own = file.kind == PromptKind::Subgraph;
+        for example in &file.examples {
+            // From the primary agent, a user of `role` may reach the subgraphs serving `role`.
+            let misroute = file.roles.iter().find_map(|role| {
+                let reachable = |name: &str| {
+                    (own && name == file.name)
+                        || files.iter().any(|other| {
+                            other.name == name
+                                && other.kind == PromptKind::Subgraph
+                                && other.roles.contains(role)
+                        })
+                };
+                keywords
+                    .route(example, reachable)
+                    .filter(|routed| *routed != file.name)
+                    .map(|routed| (routed.to_owned(), *role))
+            });
+            if let Some((routed, role)) = misroute {
+                problems.push(file.problem(
+                    file.key_line("examples"),
+                    format!(
+                        "example «{example}» would be sent straight to `{routed}` by its \
+                         keywords (role `{}`); adjust the keywords of one of them",
+                        role.as_str()
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

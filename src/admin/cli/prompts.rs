@@ -1,6 +1,6 @@
 //! `zaguan prompts check [DIR]`: validates the prompts folder the way the service loads it, for
 //! staff editing prompts and for CI. Prints every problem as `file:line: message` and fails, or
-//! prints `N agents OK`.
+//! prints `N agents OK` and how the fast path does on the prompts' example phrases.
 
 use std::path::PathBuf;
 
@@ -37,6 +37,18 @@ fn check(args: CheckArgs) -> anyhow::Result<()> {
     match AgentRegistry::load(&args.dir, &agents::known_tools()) {
         Ok(registry) => {
             println!("{} agents OK", registry.agents().count());
+            let report = registry.fast_route_report();
+            if report.examples > 0 {
+                println!(
+                    "fast path: {}/{} example phrases ({:.0}%) go straight to their agent",
+                    report.hits(),
+                    report.examples,
+                    100.0 * report.hits() as f64 / report.examples as f64
+                );
+                for (agent, example) in &report.misses {
+                    println!("  left to the LLM: {agent}: «{example}»");
+                }
+            }
             Ok(())
         }
         Err(problems) => {
