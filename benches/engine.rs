@@ -1,4 +1,5 @@
-//! The engine's own cost, with the LLM answering instantly: route_to_workflow, history hygiene
+//! The engine's own cost, with the LLM answering instantly: route_to_workflow, the fast path's
+//! keyword match, history hygiene
 //! on a 200-message history, and whole turns (plain answer; delegation into a subgraph) on the
 //! in-memory store. What is measured is everything a turn costs except waiting for the LLM.
 //!
@@ -59,6 +60,18 @@ fn route(c: &mut Criterion) {
     let state = vec!["appointment_assistant".to_owned()];
     c.bench_function("engine/route_to_workflow", |b| {
         b.iter(|| route_to_workflow(std::hint::black_box(&state), Role::Prospect, &registry))
+    });
+    // The fast path's keyword match, run on the first message of a turn at the primary agent.
+    let primary = registry.primary_for(Role::Prospect);
+    let long = "Hola, buenas tardes. Vi en vuestra web el piso de tres dormitorios de la calle \
+                Colón y me interesa mucho; quería saber si puedo agendar una visita esta semana, \
+                a poder ser el jueves por la tarde.";
+    assert_eq!(long.split_whitespace().count(), 37);
+    c.bench_function("engine/keyword_route, 37 words", |b| {
+        b.iter(|| registry.keyword_route(std::hint::black_box(long), primary, Role::Prospect))
+    });
+    c.bench_function("engine/keyword_route, \"hola\"", |b| {
+        b.iter(|| registry.keyword_route(std::hint::black_box("hola"), primary, Role::Prospect))
     });
 }
 

@@ -12,6 +12,8 @@ use std::time::Duration;
 use secrecy::SecretString;
 use url::Url;
 
+use crate::llm::CallPolicy;
+
 /// Every variable the service reads, as documented in `.env.example`.
 pub const VARIABLES: &[&str] = &[
     "ZAGUAN_BIND_ADDR",
@@ -27,6 +29,12 @@ pub const VARIABLES: &[&str] = &[
     "OPENAI_BASE_URL",
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
+    "ZAGUAN_LLM_TIMEOUT",
+    "ZAGUAN_LLM_MAX_CONCURRENCY",
+    "ZAGUAN_LLM_BREAKER_FAILURES",
+    "ZAGUAN_LLM_BREAKER_COOLDOWN",
+    "ZAGUAN_LLM_MAX_TOKENS",
+    "ZAGUAN_FAST_ROUTE",
     "ZAGUAN_PROMPTS_DIR",
     "ZAGUAN_ADMIN_TOKEN",
     "ZAGUAN_DIALOG_IDLE_TTL",
@@ -77,6 +85,12 @@ pub struct LlmConfig {
     pub openai_base_url: Url,
     pub anthropic_api_key: Option<SecretString>,
     pub anthropic_base_url: Url,
+    /// Timeout, concurrency and breaker of the fallback chain.
+    pub policy: CallPolicy,
+    /// Most tokens one Anthropic answer may use (its API requires a bound).
+    pub max_tokens: u32,
+    /// Enter a subgraph without an LLM call when the keywords leave no doubt.
+    pub fast_route: bool,
 }
 
 /// Which wire format a model is spoken to in.
@@ -167,13 +181,22 @@ impl Config {
         let fallback = env.parsed("LLM_FALLBACK", "anthropic:claude-sonnet-4-5", |v| v.parse());
         let openai_base_url = env.url("OPENAI_BASE_URL", "https://api.openai.com/v1");
         let anthropic_base_url = env.url("ANTHROPIC_BASE_URL", "https://api.anthropic.com");
-        let dialog_idle_ttl = env.parsed("ZAGUAN_DIALOG_IDLE_TTL", "24h", |v| {
-            humantime::parse_duration(v)
-                .map_err(|e| format!("`{v}` is not a duration like `24h` or `90m`: {e}"))
-        });
+        let dialog_idle_ttl = env.duration("ZAGUAN_DIALOG_IDLE_TTL", "24h");
         let timezone = env.parsed("ZAGUAN_TIMEZONE", "Europe/Madrid", |v| {
             v.parse::<chrono_tz::Tz>()
                 .map_err(|_| format!("`{v}` is not an IANA time zone like `Europe/Madrid`"))
+        });
+        let llm_timeout = env.duration("ZAGUAN_LLM_TIMEOUT", "30s");
+        let max_concurrency = env.count("ZAGUAN_LLM_MAX_CONCURRENCY", 16, 1..=10_000, "calls");
+        let breaker_failures = env.count("ZAGUAN_LLM_BREAKER_FAILURES", 3, 1..=1000, "failures");
+        let breaker_cooldown = env.duration("ZAGUAN_LLM_BREAKER_COOLDOWN", "30s");
+        let max_tokens = env.count("ZAGUAN_LLM_MAX_TOKENS", 1024, 16..=200_000, "tokens");
+        let fast_route = env.parsed("ZAGUAN_FAST_ROUTE", "true", |v| {
+            match v.to_ascii_lowercase().as_str() {
+                "1" | "true" | "on" | "yes" => Ok(true),
+                "0" | "false" | "off" | "no" => Ok(false),
+                _ => Err(format!("`{v}` is not `true` or `false`")),
+            }
         });
         let mongodb = env.mongo();
 
@@ -197,6 +220,14 @@ impl Config {
                 openai_base_url: openai_base_url.expect(checked),
                 anthropic_api_key: env.secret("ANTHROPIC_API_KEY"),
                 anthropic_base_url: anthropic_base_url.expect(checked),
+                policy: CallPolicy {
+                    timeout: llm_timeout.expect(checked),
+                    max_concurrency: max_concurrency.expect(checked) as usize,
+                    breaker_failures: breaker_failures.expect(checked),
+                    breaker_cooldown: breaker_cooldown.expect(checked),
+                },
+                max_tokens: max_tokens.expect(checked),
+                fast_route: fast_route.expect(checked),
             },
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
@@ -239,6 +270,34 @@ impl Env {
         parse(&value)
             .map_err(|why| self.problems.push(format!("{name}: {why}")))
             .ok()
+    }
+
+    /// A whole number of `what` within `range`.
+    fn count(
+        &mut self,
+        name: &str,
+        default: u32,
+        range: std::ops::RangeInclusive<u32>,
+        what: &str,
+    ) -> Option<u32> {
+        let (low, high) = (*range.start(), *range.end());
+        self.parsed(name, &default.to_string(), |v| {
+            v.parse::<u32>()
+                .ok()
+                .filter(|n| range.contains(n))
+                .ok_or_else(|| format!("`{v}` is not a number of {what} between {low} and {high}"))
+        })
+    }
+
+    /// A positive duration like `30s`, `90m` or `24h`.
+    fn duration(&mut self, name: &str, default: &str) -> Option<Duration> {
+        self.parsed(name, default, |v| match humantime::parse_duration(v) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            Ok(_) => Err(format!("`{v}` must be longer than zero")),
+            Err(e) => Err(format!(
+                "`{v}` is not a duration like `30s`, `90m` or `24h`: {e}"
+            )),
+        })
     }
 
     fn url(&mut self, name: &str, default: &str) -> Option<Url> {
@@ -300,6 +359,29 @@ mod tests {
         assert_eq!(config.prompts_dir, PathBuf::from("prompts"));
         assert_eq!(config.dialog_idle_ttl, Duration::from_secs(24 * 3600));
         assert_eq!(config.timezone, chrono_tz::Europe::Madrid);
+        assert_eq!(config.llm.policy, CallPolicy::default());
+        assert_eq!(config.llm.max_tokens, 1024);
+        assert!(config.llm.fast_route);
+    }
+
+    #[test]
+    fn the_llm_policy_is_configurable() {
+        let config = Config::from_vars(vars(&[
+            ("ZAGUAN_LLM_TIMEOUT", "12s"),
+            ("ZAGUAN_LLM_MAX_CONCURRENCY", "4"),
+            ("ZAGUAN_LLM_BREAKER_FAILURES", "5"),
+            ("ZAGUAN_LLM_BREAKER_COOLDOWN", "2m"),
+            ("ZAGUAN_LLM_MAX_TOKENS", "2048"),
+            ("ZAGUAN_FAST_ROUTE", "off"),
+        ]))
+        .unwrap();
+        let policy = &config.llm.policy;
+        assert_eq!(policy.timeout, Duration::from_secs(12));
+        assert_eq!(policy.max_concurrency, 4);
+        assert_eq!(policy.breaker_failures, 5);
+        assert_eq!(policy.breaker_cooldown, Duration::from_secs(120));
+        assert_eq!(config.llm.max_tokens, 2048);
+        assert!(!config.llm.fast_route);
     }
 
     #[test]
@@ -312,6 +394,12 @@ mod tests {
             ("ZAGUAN_DIALOG_IDLE_TTL", "soon"),
             ("ZAGUAN_TIMEZONE", "Madrid"),
             ("MONGODB_URI", "postgres://user:hunter2@db"),
+            ("ZAGUAN_LLM_TIMEOUT", "0s"),
+            ("ZAGUAN_LLM_MAX_CONCURRENCY", "0"),
+            ("ZAGUAN_LLM_BREAKER_FAILURES", "many"),
+            ("ZAGUAN_LLM_BREAKER_COOLDOWN", "-1s"),
+            ("ZAGUAN_LLM_MAX_TOKENS", "1"),
+            ("ZAGUAN_FAST_ROUTE", "maybe"),
         ]))
         .unwrap_err();
         let text = err.to_string();
@@ -323,10 +411,16 @@ mod tests {
             "ZAGUAN_DIALOG_IDLE_TTL",
             "ZAGUAN_TIMEZONE",
             "MONGODB_URI",
+            "ZAGUAN_LLM_TIMEOUT",
+            "ZAGUAN_LLM_MAX_CONCURRENCY",
+            "ZAGUAN_LLM_BREAKER_FAILURES",
+            "ZAGUAN_LLM_BREAKER_COOLDOWN",
+            "ZAGUAN_LLM_MAX_TOKENS",
+            "ZAGUAN_FAST_ROUTE",
         ] {
             assert!(text.contains(name), "{name} missing from:\n{text}");
         }
-        assert_eq!(err.0.len(), 7);
+        assert_eq!(err.0.len(), 13);
         assert!(!text.contains("hunter2"), "a secret was printed:\n{text}");
     }
 

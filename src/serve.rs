@@ -11,7 +11,7 @@ use crate::app::{self, AppState};
 use crate::config::Config;
 use crate::config::LlmProvider;
 use crate::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
-use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient};
+use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::store::{MemoryStore, MongoStore, Store};
 use crate::telemetry;
 
@@ -21,7 +21,8 @@ pub struct ServeArgs {}
 pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     telemetry::metrics_handle();
     let store = open_store(&config).await?;
-    let engine = Arc::new(build_engine(&config, store.clone())?);
+    let usage = UsageRecorder::spawn(store.clone());
+    let engine = Arc::new(build_engine(&config, store.clone(), Some(usage.clone()))?);
     announce(&config);
 
     let state = AppState::new(
@@ -43,13 +44,18 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         .await
         .context("HTTP server failed")?;
     workers.stop().await;
+    usage.flush().await;
     tracing::info!("zaguan stopped");
     Ok(())
 }
 
 /// The engine over `store`: the agents of the prompts folder (a bad prompt set refuses to
-/// start, with every problem listed), the tools, and the LLM.
-pub fn build_engine(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Engine> {
+/// start, with every problem listed), the tools, and the LLM chain, whose calls go to `usage`.
+pub fn build_engine(
+    config: &Config,
+    store: Arc<dyn Store>,
+    usage: Option<UsageRecorder>,
+) -> anyhow::Result<Engine> {
     let tools = ToolRegistry::new();
     let registry =
         AgentRegistry::load(&config.prompts_dir, &agents::known_tools()).map_err(|problems| {
@@ -63,10 +69,11 @@ pub fn build_engine(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<En
             )
         })?;
     tracing::info!(agents = registry.agents().count(), "prompts loaded");
-    let llm = llm_chain(config)?;
+    let llm = llm_chain(config, usage)?;
     let settings = EngineSettings {
         dialog_idle_ttl: config.dialog_idle_ttl,
         timezone: config.timezone,
+        fast_route: config.llm.fast_route,
         ..EngineSettings::default()
     };
     Ok(Engine::new(
@@ -78,17 +85,16 @@ pub fn build_engine(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<En
     ))
 }
 
-/// Longest one LLM call may take before it counts as unavailable (then the fallback is asked).
-const LLM_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Most tokens one Anthropic answer may use (the API requires a bound).
-const ANTHROPIC_MAX_TOKENS: u32 = 1024;
+/// The HTTP clients' own timeout, a backstop behind the policy's: the policy's fires first, so
+/// a slow provider is reported as a timeout of the chain.
+const HTTP_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
 
 /// `LLM_PRIMARY` then `LLM_FALLBACK`, each when it can be reached: a key, or a self-hosted base
 /// URL (such servers often need no key). With neither, offline mode: every turn answers with
 /// the agent's `offline_reply`.
-fn llm_chain(config: &Config) -> anyhow::Result<Arc<dyn Llm>> {
+pub fn llm_chain(config: &Config, usage: Option<UsageRecorder>) -> anyhow::Result<Arc<dyn Llm>> {
     let mut providers: Vec<(String, Arc<dyn Llm>)> = Vec::new();
+    let http_timeout = config.llm.policy.timeout + HTTP_TIMEOUT_MARGIN;
     for spec in [&config.llm.primary, &config.llm.fallback] {
         let llm = &config.llm;
         let client: Option<Arc<dyn Llm>> = match spec.provider {
@@ -100,7 +106,7 @@ fn llm_chain(config: &Config) -> anyhow::Result<Arc<dyn Llm>> {
                     llm.openai_base_url.clone(),
                     llm.openai_api_key.clone(),
                     spec.model.clone(),
-                    LLM_TIMEOUT,
+                    http_timeout,
                 )?))
             }
             LlmProvider::Anthropic
@@ -111,8 +117,8 @@ fn llm_chain(config: &Config) -> anyhow::Result<Arc<dyn Llm>> {
                     llm.anthropic_base_url.clone(),
                     llm.anthropic_api_key.clone(),
                     spec.model.clone(),
-                    ANTHROPIC_MAX_TOKENS,
-                    LLM_TIMEOUT,
+                    llm.max_tokens,
+                    http_timeout,
                 )?))
             }
             _ => {
@@ -127,11 +133,16 @@ fn llm_chain(config: &Config) -> anyhow::Result<Arc<dyn Llm>> {
     }
     if providers.is_empty() {
         tracing::warn!(
-            "no usable LLM: offline mode, every turn answers with the agent's offline reply"
+            "no LLM API key: offline mode, every turn is routed by keywords and answered with \
+             the agent's offline reply (set OPENAI_API_KEY or ANTHROPIC_API_KEY)"
         );
         return Ok(Arc::new(OfflineLlm));
     }
-    Ok(Arc::new(FallbackChain::new(providers)))
+    let chain = FallbackChain::new(providers, config.llm.policy.clone());
+    Ok(Arc::new(match usage {
+        Some(usage) => chain.with_call_log(Arc::new(usage)),
+        None => chain,
+    }))
 }
 
 /// MongoDB when configured (indexes created in the background, retried until the server

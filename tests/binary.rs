@@ -5,6 +5,7 @@ mod common;
 
 use std::io::Read;
 use std::net::TcpListener;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -252,9 +253,29 @@ fn serve_refuses_to_start_with_a_bad_prompt_set() {
 
 #[test]
 fn chat_answers_each_line_through_the_engine_and_shows_the_dialog_state() {
+    let stdout = chat(
+        &["--role", "owner"],
+        "hola\n¿cómo va la venta de mi piso?\n",
+    );
+    // Offline mode: the owner's primary agent answers "hola" itself; the second message names
+    // the owners' assistant by its keywords, which answers with its own offline reply.
+    assert_eq!(stdout.matches("bot> ").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("[dialog_state: []]").count(), 1, "{stdout}");
+    assert_eq!(
+        stdout
+            .matches(r#"[dialog_state: ["owner_info_assistant"]]"#)
+            .count(),
+        1,
+        "{stdout}"
+    );
+}
+
+/// Runs `zaguan chat ARGS` with no LLM keys (offline mode), typing `input`; returns stdout.
+fn chat(args: &[&str], input: &str) -> String {
     use std::io::Write;
     let mut child = zaguan()
-        .args(["chat", "--role", "owner"])
+        .arg("chat")
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -264,14 +285,30 @@ fn chat_answers_each_line_through_the_engine_and_shows_the_dialog_state() {
         .stdin
         .take()
         .unwrap()
-        .write_all("hola\n¿cómo va la venta de mi piso?\n".as_bytes())
+        .write_all(input.as_bytes())
         .unwrap();
     let output = child.wait_with_output().unwrap();
-    assert!(output.status.success());
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    // Offline mode: the owner's primary agent answers with its offline reply, twice.
-    assert_eq!(stdout.matches("bot> ").count(), 2, "{stdout}");
-    assert_eq!(stdout.matches("[dialog_state: []]").count(), 2, "{stdout}");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The acceptance check of offline mode: no key at all, and the appointment assistant still
+/// answers an appointment request.
+#[test]
+fn chat_without_any_key_routes_by_keywords_to_the_offline_reply() {
+    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let registry =
+        zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap();
+    let offline = registry
+        .get("appointment_assistant")
+        .and_then(|a| a.offline_reply.clone())
+        .unwrap();
+    let stdout = chat(&[], "Quiero agendar una visita\n");
+    assert!(stdout.contains(&format!("bot> {offline}")), "{stdout}");
+    assert!(
+        stdout.contains(r#"[dialog_state: ["appointment_assistant"]]"#),
+        "{stdout}"
+    );
 }
 
 /// `zaguan chat` against a local OpenAI-compatible server: the configured model answers.

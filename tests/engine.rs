@@ -13,7 +13,7 @@ use serde_json::json;
 use zaguan::agents::{AgentKind, AgentRegistry};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::{Engine, EngineSettings, Tool, ToolContext, ToolError, ToolRegistry};
-use zaguan::llm::{ScriptedLlm, ToolSpec};
+use zaguan::llm::{LlmCall, ScriptedLlm, ToolSpec};
 use zaguan::store::{InboxEntry, InboxStatus, MessageRole, Role, Store, StoredMessage};
 
 /// A domain tool for the tests: looks a property up.
@@ -490,6 +490,142 @@ async fn messages_that_arrive_together_are_merged_into_one_turn(store: Arc<dyn S
     assert_eq!(h.llm.requests().len(), 1);
 }
 
+// ---- fast path and offline mode -----------------------------------------------------------
+
+fn offline_reply_of(agent: &str) -> String {
+    let agents = AgentRegistry::load(
+        &prompts_dir(),
+        &ToolRegistry::new().with(LookupProperty).names(),
+    )
+    .unwrap();
+    agents.get(agent).unwrap().offline_reply.clone().unwrap()
+}
+
+/// The primary delegated to `appointment_assistant`, which answered and stays active.
+async fn assert_entered_appointments_by_delegation(h: &Harness) {
+    assert_eq!(h.dialog_state().await, ["appointment_assistant"]);
+    assert_eq!(
+        h.shape().await,
+        [
+            "human",
+            "ai:primary_assistant->ToAppointmentAssistant",
+            "tool",
+            "ai:appointment_assistant"
+        ]
+    );
+}
+
+async fn a_message_naming_one_subgraph_enters_it_without_asking_the_primary(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .says(
+                "appointment_assistant",
+                "¿Qué propiedad y qué día te viene bien?",
+            )
+            .says("appointment_assistant", "Eso te lo cuento en un momento."),
+        EngineSettings::default(),
+    );
+    assert_eq!(
+        h.say("Quiero agendar una visita").await.as_deref(),
+        Some("¿Qué propiedad y qué día te viene bien?")
+    );
+    // Recorded exactly as if the primary's LLM had delegated.
+    assert_entered_appointments_by_delegation(&h).await;
+    let history = h.history().await;
+    let call = &history[1].message.tool_calls[0];
+    assert_eq!(call.args, json!({"query": "Quiero agendar una visita"}));
+    assert!(
+        call.id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+        "{}",
+        call.id
+    );
+    assert_eq!(
+        history[2].message.tool_call_id.as_deref(),
+        Some(call.id.as_str())
+    );
+    let requests = h.llm.requests();
+    assert_eq!(requests.len(), 1, "only the subgraph's LLM was asked");
+    assert_eq!(
+        requests[0].messages.len(),
+        3,
+        "human, delegation, tool result"
+    );
+    assert_eq!(requests[0].conversation.as_deref(), Some("34600111222"));
+
+    // Inside a subgraph the fast path stays out: the active agent answers, whatever the words.
+    h.say("¿Y la cuota de la hipoteca?").await;
+    assert_eq!(h.dialog_state().await, ["appointment_assistant"]);
+    assert_eq!(h.llm.remaining(), 0);
+}
+
+async fn ambiguous_words_or_a_switched_off_fast_path_leave_it_to_the_llm(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store.clone(),
+        ScriptedLlm::new()
+            .says("primary_assistant", "¿Empezamos por la visita?")
+            .says("primary_assistant", "¡Hola!"),
+        EngineSettings::default(),
+    );
+    h.say("Quiero agendar una visita y saber la cuota de la hipoteca")
+        .await;
+    h.say("hola").await;
+    assert!(h.dialog_state().await.is_empty());
+    assert_eq!(h.llm.remaining(), 0, "the primary was asked both times");
+
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new().says("primary_assistant", "¿Para qué propiedad?"),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    );
+    let h = Harness {
+        wa_id: WaId::parse("34600111333").unwrap(),
+        ..h
+    };
+    assert_eq!(
+        h.say("Quiero agendar una visita").await.as_deref(),
+        Some("¿Para qué propiedad?")
+    );
+    assert!(h.dialog_state().await.is_empty());
+}
+
+async fn with_the_llm_down_keywords_route_to_the_subgraphs_offline_reply(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new().fails("HTTP 503"),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    );
+    assert_eq!(
+        h.say("Quiero agendar una visita").await,
+        Some(offline_reply_of("appointment_assistant"))
+    );
+    assert_entered_appointments_by_delegation(&h).await;
+    // Once the chain failed, the subgraph does not wait for it again in the same turn.
+    assert_eq!(h.llm.requests().len(), 1);
+}
+
+async fn with_the_llm_down_and_no_keyword_the_primary_answers_offline(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new().fails("HTTP 503"),
+        EngineSettings::default(),
+    );
+    assert_eq!(
+        h.say("hola, buenas").await,
+        Some(offline_reply_of("primary_assistant"))
+    );
+    assert!(h.dialog_state().await.is_empty());
+    assert_eq!(h.shape().await, ["human", "ai:primary_assistant"]);
+}
+
 macro_rules! both_stores {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -524,6 +660,10 @@ both_stores!(
     a_runaway_turn_is_cut_at_25_transitions,
     an_idle_subgraph_is_left_before_the_next_message,
     messages_that_arrive_together_are_merged_into_one_turn,
+    a_message_naming_one_subgraph_enters_it_without_asking_the_primary,
+    ambiguous_words_or_a_switched_off_fast_path_leave_it_to_the_llm,
+    with_the_llm_down_keywords_route_to_the_subgraphs_offline_reply,
+    with_the_llm_down_and_no_keyword_the_primary_answers_offline,
 );
 
 // ---- crash after each node, then resume ---------------------------------------------------
@@ -574,6 +714,12 @@ impl Store for CrashingStore {
     }
     async fn rejected(&self, l: usize) -> StoreResult<Vec<RejectedEntry>> {
         self.inner.rejected(l).await
+    }
+    async fn insert_llm_calls(&self, c: &[LlmCall]) -> StoreResult<()> {
+        self.inner.insert_llm_calls(c).await
+    }
+    async fn llm_calls(&self, w: &str, l: usize) -> StoreResult<Vec<LlmCall>> {
+        self.inner.llm_calls(w, l).await
     }
     async fn user(&self, w: &WaId) -> StoreResult<Option<User>> {
         self.inner.user(w).await

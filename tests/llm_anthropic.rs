@@ -135,6 +135,7 @@ fn call(id: &str, name: &str, args: Value) -> ToolCall {
 fn request_with(messages: Vec<ChatMessage>) -> LlmRequest {
     LlmRequest {
         agent: "listings".to_owned(),
+        conversation: None,
         system: "You are Zaguan, a real-estate assistant.".to_owned(),
         messages,
         tools: vec![search_tool()],
@@ -163,6 +164,7 @@ fn full_request() -> LlmRequest {
 fn plain_request() -> LlmRequest {
     LlmRequest {
         agent: "greeter".to_owned(),
+        conversation: None,
         system: String::new(),
         messages: vec![ChatMessage::human("Hola")],
         tools: Vec::new(),

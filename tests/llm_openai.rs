@@ -109,6 +109,7 @@ fn search_tool() -> ToolSpec {
 fn full_request() -> LlmRequest {
     LlmRequest {
         agent: "listings".to_owned(),
+        conversation: None,
         system: "You are Zaguan, a real-estate assistant.".to_owned(),
         messages: vec![
             ChatMessage::human("Busco un depto de 2 ambientes en Rosario"),
@@ -131,6 +132,7 @@ fn full_request() -> LlmRequest {
 fn plain_request() -> LlmRequest {
     LlmRequest {
         agent: "greeter".to_owned(),
+        conversation: None,
         system: String::new(),
         messages: vec![ChatMessage::human("Hola")],
         tools: Vec::new(),

@@ -505,6 +505,40 @@ async fn replies_are_found_by_the_message_they_answer(store: Arc<dyn Store>) {
     assert!(store.outbox_in_reply_to(&other).await.unwrap().is_empty());
 }
 
+async fn llm_calls_are_kept_per_conversation_newest_last(store: Arc<dyn Store>) {
+    use std::time::Duration;
+    use zaguan::llm::{CallOutcome, LlmCall};
+    let call = |conversation: Option<&str>, secs: i64, outcome: CallOutcome| LlmCall {
+        conversation: conversation.map(str::to_owned),
+        agent: "primary_assistant".into(),
+        provider: "openai".into(),
+        model: "gpt-4.1-mini".into(),
+        outcome,
+        input_tokens: 1_850,
+        output_tokens: 31,
+        latency: Duration::from_millis(912),
+        error: (outcome != CallOutcome::Ok).then(|| "HTTP 503: overloaded".to_owned()),
+        at: at(secs),
+    };
+    let calls = [
+        call(Some("34600000001"), 1, CallOutcome::Unavailable),
+        call(Some("34600000001"), 2, CallOutcome::Ok),
+        call(Some("34600000002"), 3, CallOutcome::Ok),
+        call(None, 4, CallOutcome::Timeout),
+        call(Some("34600000001"), 5, CallOutcome::Empty),
+    ];
+    store.insert_llm_calls(&calls).await.unwrap();
+    store.insert_llm_calls(&[]).await.unwrap();
+    let first = store.llm_calls("34600000001", 10).await.unwrap();
+    assert_eq!(
+        first,
+        [calls[0].clone(), calls[1].clone(), calls[4].clone()]
+    );
+    let last_two = store.llm_calls("34600000001", 2).await.unwrap();
+    assert_eq!(last_two, [calls[1].clone(), calls[4].clone()]);
+    assert!(store.llm_calls("34600000009", 10).await.unwrap().is_empty());
+}
+
 macro_rules! store_suite {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -546,6 +580,7 @@ store_suite!(
     open_inbox_entries_are_found_per_conversation_and_closed,
     dialog_state_is_persisted_with_its_entry_time,
     replies_are_found_by_the_message_they_answer,
+    llm_calls_are_kept_per_conversation_newest_last,
 );
 
 #[tokio::test]

@@ -41,6 +41,8 @@ pub struct EngineSettings {
     pub business_name: String,
     /// Where "now" is told to the assistants.
     pub timezone: chrono_tz::Tz,
+    /// Enter a subgraph without asking the primary's LLM when the keywords leave no doubt.
+    pub fast_route: bool,
 }
 
 impl Default for EngineSettings {
@@ -52,6 +54,7 @@ impl Default for EngineSettings {
             tool_timeout: TOOL_TIMEOUT,
             business_name: "Zaguan Inmobiliaria".to_owned(),
             timezone: chrono_tz::Europe::Madrid,
+            fast_route: true,
         }
     }
 }
@@ -142,6 +145,9 @@ impl Engine {
         self.add_human_message(&mut state, inbox).await?;
         let reply_to = inbox.last().map(|e| e.wamid.clone());
         let mut transitions = 0;
+        // Once every provider failed in this turn, the remaining nodes answer offline at once
+        // instead of waiting for the same timeouts again.
+        let mut llm_down = false;
         let outcome = loop {
             match next_step(&state) {
                 Next::Deliver(text) => {
@@ -162,7 +168,7 @@ impl Engine {
                 }
                 Next::Assistant => {
                     transitions += 1;
-                    self.assistant_node(&mut state).await?;
+                    self.assistant_node(&mut state, &mut llm_down).await?;
                 }
                 Next::Router(calls) => {
                     transitions += 1;
@@ -229,8 +235,14 @@ impl Engine {
         self.append(state, message).await
     }
 
-    /// An assistant node: one LLM call with the agent's prompt, tools and the cleaned window.
-    async fn assistant_node(&self, state: &mut State) -> Result<(), EngineError> {
+    /// An assistant node: one LLM call with the agent's prompt, tools and the cleaned window —
+    /// unless the fast path decides the route by keywords, or the LLM is down and the agent's
+    /// offline reply (after keyword routing, where it finds the subgraph) answers instead.
+    async fn assistant_node(
+        &self,
+        state: &mut State,
+        llm_down: &mut bool,
+    ) -> Result<(), EngineError> {
         let role = state.user.role;
         let (route, fallback) = route_to_workflow(&state.dialog_state, role, &self.agents);
         if let Some(fallback) = fallback {
@@ -246,22 +258,77 @@ impl Engine {
         }
         let agent = route.agent;
         metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
-        let request = self.request_for(agent, state);
-        let message = match self.llm.complete(&request).await {
-            Ok(response) => ai_message(
-                &state.wa_id,
-                &response.content,
-                &agent.name,
-                response.tool_calls,
-            ),
-            Err(error) => {
-                tracing::error!(agent = %agent.name, "LLM failed, answering with an apology: {error}");
-                metrics::counter!("zaguan_turns_total", "outcome" => "llm_failed").increment(1);
-                let text = agent.offline_reply.as_deref().unwrap_or(APOLOGY);
-                ai_message(&state.wa_id, text, &agent.name, Vec::new())
+
+        if self.settings.fast_route
+            && let Some((target, message)) = self.keyword_delegation(state, agent)
+        {
+            metrics::counter!("zaguan_fast_route_total", "agent" => target.name.clone())
+                .increment(1);
+            tracing::info!(to = %target.name, "fast path: entered by keywords");
+            return self.append(state, message).await;
+        }
+
+        let message = if *llm_down {
+            None
+        } else {
+            let request = self.request_for(agent, state);
+            match self.llm.complete(&request).await {
+                Ok(response) => Some(ai_message(
+                    &state.wa_id,
+                    &response.content,
+                    &agent.name,
+                    response.tool_calls,
+                )),
+                Err(error) => {
+                    tracing::error!(agent = %agent.name, "LLM failed, answering offline: {error}");
+                    *llm_down = true;
+                    None
+                }
             }
         };
+        let message = match message {
+            Some(message) => message,
+            None => match self.keyword_delegation(state, agent) {
+                // Offline, keywords still find the right subgraph, whose offline reply is more
+                // useful than the primary's general one.
+                Some((target, delegation)) => {
+                    metrics::counter!("zaguan_offline_routes_total", "agent" => target.name.clone())
+                        .increment(1);
+                    delegation
+                }
+                None => {
+                    metrics::counter!("zaguan_offline_replies_total", "agent" => agent.name.clone())
+                        .increment(1);
+                    let text = agent.offline_reply.as_deref().unwrap_or(APOLOGY);
+                    ai_message(&state.wa_id, text, &agent.name, Vec::new())
+                }
+            },
+        };
         self.append(state, message).await
+    }
+
+    /// The `To<X>Assistant` call the primary agent would make for the user's new message, when
+    /// its keywords name exactly one reachable subgraph: written as if the LLM had made it, so
+    /// the router, the history and every provider see an ordinary delegation.
+    fn keyword_delegation(&self, state: &State, agent: &Agent) -> Option<(&Agent, NewMessage)> {
+        if agent.kind != AgentKind::Primary || !state.dialog_state.is_empty() {
+            return None;
+        }
+        let last = state.messages.last()?;
+        if last.message.role != MessageRole::Human {
+            return None;
+        }
+        let text = &last.message.content;
+        let target = self.agents.keyword_route(text, agent, state.user.role)?;
+        let call = ToolCall {
+            id: crate::llm::new_call_id(),
+            name: AgentRegistry::delegation_tool_name(&target.name),
+            args: serde_json::json!({ "query": text }),
+        };
+        Some((
+            target,
+            ai_message(&state.wa_id, "", &agent.name, vec![call]),
+        ))
     }
 
     fn request_for(&self, agent: &Agent, state: &State) -> LlmRequest {
@@ -295,6 +362,7 @@ impl Engine {
         }
         LlmRequest {
             agent: agent.name.clone(),
+            conversation: Some(state.wa_id.as_str().to_owned()),
             system,
             messages: history::clean(&state.chat_messages(), self.settings.window),
             tools,

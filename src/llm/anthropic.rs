@@ -79,15 +79,28 @@ impl AnthropicClient {
         let mut builder = self
             .http
             .post(self.endpoint.clone())
-            .header("anthropic-version", API_VERSION)
-            .json(&wire_request(&self.model, self.max_tokens, request));
+            .header("anthropic-version", API_VERSION);
         if let Some(key) = &self.api_key {
             builder = builder.header("x-api-key", key.expose_secret());
         }
+        let body = encode_request(&self.model, self.max_tokens, request);
         let answer: WireResponse =
-            http::post_json(builder, self.api_key.as_ref(), "anthropic").await?;
+            http::post_json(builder, body, self.api_key.as_ref(), "anthropic").await?;
         Ok(from_wire(answer))
     }
+}
+
+/// The body this client sends for `request`: a call's own work before the network.
+pub fn encode_request(model: &str, max_tokens: u32, request: &LlmRequest) -> Vec<u8> {
+    serde_json::to_vec(&wire_request(model, max_tokens, request))
+        .expect("the wire request is plain JSON")
+}
+
+/// Reads a Messages API answer as the client does: a call's own work after the network.
+pub fn decode_response(body: &[u8]) -> Result<LlmResponse, LlmError> {
+    let answer: WireResponse = serde_json::from_slice(body)
+        .map_err(|e| LlmError::Unavailable(format!("unparseable answer: {e}")))?;
+    Ok(from_wire(answer))
 }
 
 #[async_trait]

@@ -36,15 +36,23 @@ pub(crate) fn client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
         .context("building an LLM HTTP client")
 }
 
-/// Sends `request` and reads a JSON answer of type `T`. `api_key` is only used to blank it out
-/// of error texts, should a server echo it.
+/// Sends the JSON `body` with `request` and reads a JSON answer of type `T`. `api_key` is only
+/// used to blank it out of error texts and logs, should a server echo it. Bodies are logged at
+/// trace level only: they hold what customers wrote.
 pub(crate) async fn post_json<T: DeserializeOwned>(
     request: RequestBuilder,
+    body: Vec<u8>,
     api_key: Option<&SecretString>,
     provider: &'static str,
 ) -> Result<T, LlmError> {
     let started = Instant::now();
-    let response = request.send().await.map_err(transport_error)?;
+    tracing::trace!(body = %String::from_utf8_lossy(&body), "{provider} request");
+    let response = request
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(transport_error)?;
     let status = response.status();
     let body = response.bytes().await.map_err(transport_error)?;
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -53,6 +61,9 @@ pub(crate) async fn post_json<T: DeserializeOwned>(
         http.status = status.as_u16(),
         "{provider} answered"
     );
+    if tracing::enabled!(tracing::Level::TRACE) {
+        tracing::trace!(body = %redacted(&body, api_key), "{provider} response");
+    }
     if !status.is_success() {
         let message = format!("HTTP {status}: {}", excerpt(&body, api_key));
         return Err(if is_retryable(status) {
@@ -97,15 +108,19 @@ fn transport_error(error: reqwest::Error) -> LlmError {
     LlmError::Unavailable(message)
 }
 
+/// `body` as text with the key blanked out.
+fn redacted(body: &[u8], api_key: Option<&SecretString>) -> String {
+    let text = String::from_utf8_lossy(body).into_owned();
+    match api_key.map(|k| k.expose_secret()) {
+        Some(key) if !key.is_empty() => text.replace(key, "[redacted]"),
+        _ => text,
+    }
+}
+
 /// The start of an error body on one line, with the key blanked out.
 fn excerpt(body: &[u8], api_key: Option<&SecretString>) -> String {
-    let mut text = String::from_utf8_lossy(body).into_owned();
-    // Before cutting, so no prefix of the key survives at the cut either.
-    if let Some(key) = api_key.map(|k| k.expose_secret())
-        && !key.is_empty()
-    {
-        text = text.replace(key, "[redacted]");
-    }
+    // Redacted before cutting, so no prefix of the key survives at the cut either.
+    let text = redacted(body, api_key);
     let mut excerpt: String = text
         .chars()
         .take(EXCERPT_CHARS)

@@ -1,6 +1,7 @@
 //! The LLM behind one trait, with one provider-neutral message and tool model. Conversion to a
-//! provider's wire format happens only at the provider boundary (`openai.rs`, `anthropic.rs`
-//! later); the engine, the history hygiene and the store all speak these types.
+//! provider's wire format happens only at the provider boundary (`openai.rs`, `anthropic.rs`);
+//! the engine, the history hygiene and the store all speak these types. `policy.rs` wraps the
+//! providers in the fallback chain, `usage.rs` accounts for every call.
 
 pub mod anthropic;
 mod http;
@@ -8,15 +9,18 @@ pub mod offline;
 pub mod openai;
 pub mod policy;
 pub mod scripted;
+pub mod usage;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use anthropic::AnthropicClient;
+pub(crate) use http::new_call_id;
 pub use offline::OfflineLlm;
 pub use openai::OpenAiClient;
-pub use policy::FallbackChain;
+pub use policy::{CallPolicy, FallbackChain};
 pub use scripted::ScriptedLlm;
+pub use usage::{CallLog, CallOutcome, LlmCall, UsageRecorder};
 
 /// A tool call an assistant asked for. Ids are ours, `[A-Za-z0-9_-]`, valid for every provider.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,10 +77,12 @@ pub struct ToolSpec {
 }
 
 /// One call to a model.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct LlmRequest {
     /// Which agent asks (for scripts, logs and metrics).
     pub agent: String,
+    /// The conversation's contact key, for usage accounting; `None` outside a conversation.
+    pub conversation: Option<String>,
     pub system: String,
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,

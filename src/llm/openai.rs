@@ -54,17 +54,27 @@ impl OpenAiClient {
         fields(llm.provider = "openai", llm.model = %self.model, llm.agent = %request.agent)
     )]
     async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let mut builder = self
-            .http
-            .post(self.endpoint.clone())
-            .json(&wire_request(&self.model, request));
+        let mut builder = self.http.post(self.endpoint.clone());
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose_secret());
         }
+        let body = encode_request(&self.model, request);
         let answer: WireResponse =
-            http::post_json(builder, self.api_key.as_ref(), "openai").await?;
+            http::post_json(builder, body, self.api_key.as_ref(), "openai").await?;
         from_wire(answer)
     }
+}
+
+/// The body this client sends for `request`: a call's own work before the network.
+pub fn encode_request(model: &str, request: &LlmRequest) -> Vec<u8> {
+    serde_json::to_vec(&wire_request(model, request)).expect("the wire request is plain JSON")
+}
+
+/// Reads a Chat Completions answer as the client does: a call's own work after the network.
+pub fn decode_response(body: &[u8]) -> Result<LlmResponse, LlmError> {
+    let answer: WireResponse = serde_json::from_slice(body)
+        .map_err(|e| LlmError::Unavailable(format!("unparseable answer: {e}")))?;
+    from_wire(answer)
 }
 
 #[async_trait]

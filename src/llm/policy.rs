@@ -1,21 +1,198 @@
-//! The seed's agent_invoke policy around the providers: ask the primary model, ask again once
-//! when it answers nothing, and fall back to the next model when it is unavailable (timeout,
-//! connection, 429, 5xx, garbage) or empty twice — but not when our request was refused (4xx). A wrapper around the `Llm` trait, so every provider gets it the same way.
+//! The seed's agent_invoke policy around the providers, in one place: ask the primary model
+//! within a timeout, ask again once when it answers nothing, and fall back to the next model when
+//! it is unavailable (timeout, connection, 429, 5xx, garbage) or empty twice — but not when our
+//! request was refused (4xx). A circuit breaker per provider skips one that keeps failing for a
+//! cool-down, then lets one probe call through; a semaphore bounds the calls in flight per
+//! provider. Every call is measured and reported to the metrics and the [`CallLog`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::Utc;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
+use super::usage::{CallLog, CallOutcome, LlmCall};
 use super::{Llm, LlmError, LlmRequest, LlmResponse};
 
-/// Providers tried in order; each is named for logs and metrics (`openai:gpt-4.1-mini`).
+/// The knobs of the policy (`ZAGUAN_LLM_*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallPolicy {
+    /// Longest one call may take, waiting for a free slot included.
+    pub timeout: Duration,
+    /// Calls in flight per provider; more wait (within `timeout`) for a slot.
+    pub max_concurrency: usize,
+    /// Consecutive failed calls that open a provider's breaker.
+    pub breaker_failures: u32,
+    /// How long an open breaker skips its provider before one probe call is let through.
+    pub breaker_cooldown: Duration,
+}
+
+impl Default for CallPolicy {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            max_concurrency: 16,
+            breaker_failures: 3,
+            breaker_cooldown: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Providers tried in order, each named `provider:model` (`openai:gpt-4.1-mini`).
 pub struct FallbackChain {
-    providers: Vec<(String, Arc<dyn Llm>)>,
+    providers: Vec<Provider>,
+    policy: CallPolicy,
+    log: Option<Arc<dyn CallLog>>,
+}
+
+struct Provider {
+    /// `provider:model`, for logs.
+    name: String,
+    provider: String,
+    model: String,
+    llm: Arc<dyn Llm>,
+    slots: Semaphore,
+    breaker: Breaker,
 }
 
 impl FallbackChain {
-    pub fn new(providers: Vec<(String, Arc<dyn Llm>)>) -> Self {
-        Self { providers }
+    pub fn new(providers: Vec<(String, Arc<dyn Llm>)>, policy: CallPolicy) -> Self {
+        let providers = providers
+            .into_iter()
+            .map(|(name, llm)| {
+                let (provider, model) = name
+                    .split_once(':')
+                    .map_or((name.as_str(), ""), |(p, m)| (p, m));
+                // Exported from the start, so a dashboard shows closed breakers as 0.
+                metrics::gauge!("zaguan_llm_breaker_open",
+                    "provider" => provider.to_owned(), "model" => model.to_owned())
+                .set(0.0);
+                Provider {
+                    provider: provider.to_owned(),
+                    model: model.to_owned(),
+                    llm,
+                    slots: Semaphore::new(policy.max_concurrency.max(1)),
+                    breaker: Breaker::new(policy.breaker_failures.max(1), policy.breaker_cooldown),
+                    name,
+                }
+            })
+            .collect();
+        Self {
+            providers,
+            policy,
+            log: None,
+        }
+    }
+
+    /// Reports every call to `log` (usage accounting per conversation).
+    pub fn with_call_log(mut self, log: Arc<dyn CallLog>) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    /// The providers whose breaker is open (skipped) or probing, by `provider:model`.
+    pub fn open_breakers(&self) -> Vec<&str> {
+        self.providers
+            .iter()
+            .filter(|p| !p.breaker.is_closed())
+            .map(|p| p.name.as_str())
+            .collect()
+    }
+
+    /// One call to one provider: a slot, then the call, both within the timeout; measured and
+    /// reported. `Err(None)` means no slot freed up in time (nothing was sent).
+    async fn attempt(
+        &self,
+        provider: &Provider,
+        request: &LlmRequest,
+    ) -> Result<Result<LlmResponse, LlmError>, LlmError> {
+        let started = Instant::now();
+        let Ok(slot) = tokio::time::timeout(self.policy.timeout, provider.slots.acquire()).await
+        else {
+            metrics::counter!("zaguan_llm_saturated_total",
+                "provider" => provider.provider.clone(), "model" => provider.model.clone())
+            .increment(1);
+            return Err(LlmError::Unavailable(format!(
+                "{}: {} calls in flight, no slot within {:?}",
+                provider.name, self.policy.max_concurrency, self.policy.timeout
+            )));
+        };
+        let remaining = self.policy.timeout.saturating_sub(started.elapsed());
+        let outcome = tokio::time::timeout(remaining, provider.llm.complete(request)).await;
+        drop(slot);
+        let latency = started.elapsed();
+        let (label, result) = match outcome {
+            Err(_) => (
+                CallOutcome::Timeout,
+                Err(LlmError::Unavailable(format!(
+                    "{}: no answer within {:?}",
+                    provider.name, self.policy.timeout
+                ))),
+            ),
+            Ok(Ok(response)) if is_empty_answer(&response) => (CallOutcome::Empty, Ok(response)),
+            Ok(Ok(response)) => (CallOutcome::Ok, Ok(response)),
+            Ok(Err(error)) => (
+                match error {
+                    LlmError::Unavailable(_) => CallOutcome::Unavailable,
+                    LlmError::Rejected(_) => CallOutcome::Rejected,
+                    LlmError::Unexpected(_) => CallOutcome::Error,
+                },
+                Err(error),
+            ),
+        };
+        self.report(provider, request, label, &result, latency);
+        Ok(result)
+    }
+
+    fn report(
+        &self,
+        provider: &Provider,
+        request: &LlmRequest,
+        outcome: CallOutcome,
+        result: &Result<LlmResponse, LlmError>,
+        latency: Duration,
+    ) {
+        let usage = result.as_ref().map(|r| r.usage).unwrap_or_default();
+        let (p, m) = (provider.provider.clone(), provider.model.clone());
+        metrics::counter!("zaguan_llm_calls_total",
+            "provider" => p.clone(), "model" => m.clone(), "outcome" => outcome.as_str())
+        .increment(1);
+        metrics::histogram!("zaguan_llm_call_duration_seconds",
+            "provider" => p.clone(), "model" => m.clone(), "outcome" => outcome.as_str())
+        .record(latency.as_secs_f64());
+        if usage.input_tokens + usage.output_tokens > 0 {
+            metrics::counter!("zaguan_llm_tokens_total",
+                "provider" => p.clone(), "model" => m.clone(), "kind" => "input")
+            .increment(usage.input_tokens);
+            metrics::counter!("zaguan_llm_tokens_total",
+                "provider" => p, "model" => m, "kind" => "output")
+            .increment(usage.output_tokens);
+        }
+        tracing::debug!(
+            llm.provider = %provider.name,
+            llm.agent = %request.agent,
+            llm.outcome = outcome.as_str(),
+            llm.latency_ms = latency.as_millis() as u64,
+            llm.input_tokens = usage.input_tokens,
+            llm.output_tokens = usage.output_tokens,
+            "LLM call"
+        );
+        if let Some(log) = &self.log {
+            log.record(LlmCall {
+                conversation: request.conversation.clone(),
+                agent: request.agent.clone(),
+                provider: provider.provider.clone(),
+                model: provider.model.clone(),
+                outcome,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                latency,
+                error: result.as_ref().err().map(ToString::to_string),
+                at: Utc::now(),
+            });
+        }
     }
 }
 
@@ -27,48 +204,60 @@ fn is_empty_answer(response: &LlmResponse) -> bool {
 impl Llm for FallbackChain {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let mut last_error = LlmError::Unavailable("no LLM provider configured".to_owned());
-        for (position, (name, llm)) in self.providers.iter().enumerate() {
-            if position > 0 {
-                tracing::warn!(llm.provider = %name, "falling back: {last_error}");
-                metrics::counter!("zaguan_llm_fallbacks_total", "to" => name.clone()).increment(1);
+        let mut previous: Option<&str> = None;
+        for provider in &self.providers {
+            if !provider.breaker.admit(self.policy.timeout) {
+                metrics::counter!("zaguan_llm_breaker_skips_total",
+                    "provider" => provider.provider.clone(), "model" => provider.model.clone())
+                .increment(1);
+                tracing::debug!(llm.provider = %provider.name, "breaker open: provider skipped");
+                last_error = LlmError::Unavailable(format!(
+                    "{}: breaker open after repeated failures",
+                    provider.name
+                ));
+                previous = Some(&provider.name);
+                continue;
             }
+            if let Some(from) = previous {
+                tracing::warn!(llm.provider = %provider.name, "falling back from {from}: {last_error}");
+                metrics::counter!("zaguan_llm_fallbacks_total",
+                    "from" => from.to_owned(), "to" => provider.name.clone())
+                .increment(1);
+            }
+            previous = Some(&provider.name);
             // An empty answer is asked once more before the next provider is tried.
             for attempt in 1..=2 {
-                let started = std::time::Instant::now();
-                let outcome = llm.complete(request).await;
-                let label = match &outcome {
-                    Ok(r) if is_empty_answer(r) => "empty",
-                    Ok(_) => "ok",
-                    Err(LlmError::Unavailable(_)) => "unavailable",
-                    Err(LlmError::Rejected(_)) => "rejected",
-                    Err(LlmError::Unexpected(_)) => "error",
+                let outcome = match self.attempt(provider, request).await {
+                    Ok(outcome) => outcome,
+                    Err(saturated) => {
+                        // Our own load, not the provider's health: no breaker failure.
+                        last_error = saturated;
+                        break;
+                    }
                 };
-                metrics::counter!("zaguan_llm_calls_total", "provider" => name.clone(), "outcome" => label)
-                    .increment(1);
-                metrics::histogram!("zaguan_llm_call_duration_seconds", "provider" => name.clone())
-                    .record(started.elapsed().as_secs_f64());
                 match outcome {
                     Ok(response) if !is_empty_answer(&response) => {
-                        let usage = response.usage;
-                        metrics::counter!("zaguan_llm_tokens_total", "provider" => name.clone(), "kind" => "input")
-                            .increment(usage.input_tokens);
-                        metrics::counter!("zaguan_llm_tokens_total", "provider" => name.clone(), "kind" => "output")
-                            .increment(usage.output_tokens);
+                        provider.breaker.record(true, &provider.name);
                         return Ok(response);
                     }
                     Ok(_) => {
-                        last_error = LlmError::Unavailable(format!("{name} answered nothing"));
+                        last_error =
+                            LlmError::Unavailable(format!("{} answered nothing", provider.name));
                         if attempt == 1 {
-                            tracing::info!(llm.provider = %name, "empty answer, asking once more");
+                            tracing::info!(llm.provider = %provider.name, "empty answer, asking once more");
+                        } else {
+                            provider.breaker.record(false, &provider.name);
                         }
                     }
                     Err(LlmError::Rejected(why)) => {
-                        // Our request was refused: another model would likely refuse it too,
-                        // and the fault is ours to see in the logs.
-                        tracing::error!(llm.provider = %name, "request refused, no fallback: {why}");
+                        // The provider is up; our request was refused: another model would
+                        // likely refuse it too, and the fault is ours to see in the logs.
+                        provider.breaker.record(true, &provider.name);
+                        tracing::error!(llm.provider = %provider.name, "request refused, no fallback: {why}");
                         return Err(LlmError::Rejected(why));
                     }
                     Err(error) => {
+                        provider.breaker.record(false, &provider.name);
                         last_error = error;
                         break;
                     }
@@ -79,18 +268,130 @@ impl Llm for FallbackChain {
     }
 }
 
+/// A per-provider circuit breaker: closed (calls go through) → open after `failures_to_open`
+/// consecutive failures (calls skipped) → after the cool-down one probe call goes through: its
+/// success closes the breaker, its failure opens it for another cool-down.
+struct Breaker {
+    state: Mutex<BreakerState>,
+    failures_to_open: u32,
+    cooldown: Duration,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum BreakerState {
+    Closed {
+        failures: u32,
+    },
+    Open {
+        until: Instant,
+    },
+    /// One probe call in flight since then; others are skipped until it reports (or it is
+    /// overdue, e.g. its turn was cancelled, and another probe may go).
+    Probing {
+        since: Instant,
+    },
+}
+
+impl Breaker {
+    fn new(failures_to_open: u32, cooldown: Duration) -> Self {
+        Self {
+            state: Mutex::new(BreakerState::Closed { failures: 0 }),
+            failures_to_open,
+            cooldown,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BreakerState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn is_closed(&self) -> bool {
+        matches!(*self.lock(), BreakerState::Closed { .. })
+    }
+
+    /// Whether a call may go to the provider now; `call_timeout` bounds how long a probe is
+    /// waited for.
+    fn admit(&self, call_timeout: Duration) -> bool {
+        let now = Instant::now();
+        let mut state = self.lock();
+        match *state {
+            BreakerState::Closed { .. } => true,
+            BreakerState::Open { until } if now >= until => {
+                *state = BreakerState::Probing { since: now };
+                true
+            }
+            BreakerState::Probing { since } if now >= since + call_timeout * 2 => {
+                *state = BreakerState::Probing { since: now };
+                true
+            }
+            BreakerState::Open { .. } | BreakerState::Probing { .. } => false,
+        }
+    }
+
+    fn record(&self, healthy: bool, name: &str) {
+        let mut state = self.lock();
+        let next = match (*state, healthy) {
+            (BreakerState::Closed { .. }, true) => BreakerState::Closed { failures: 0 },
+            (BreakerState::Closed { failures }, false) if failures + 1 < self.failures_to_open => {
+                BreakerState::Closed {
+                    failures: failures + 1,
+                }
+            }
+            (_, false) => BreakerState::Open {
+                until: Instant::now() + self.cooldown,
+            },
+            (_, true) => BreakerState::Closed { failures: 0 },
+        };
+        let was_open = !matches!(*state, BreakerState::Closed { .. });
+        let is_open = !matches!(next, BreakerState::Closed { .. });
+        *state = next;
+        drop(state);
+        let (provider, model) = name.split_once(':').unwrap_or((name, ""));
+        if is_open && !was_open {
+            tracing::warn!(llm.provider = %name, cooldown = ?self.cooldown, "breaker opened: provider skipped until a probe succeeds");
+        } else if was_open && !is_open {
+            tracing::info!(llm.provider = %name, "breaker closed: provider answers again");
+        } else if is_open {
+            tracing::warn!(llm.provider = %name, "probe failed: breaker open again");
+        }
+        if is_open != was_open {
+            metrics::gauge!("zaguan_llm_breaker_open",
+                "provider" => provider.to_owned(), "model" => model.to_owned())
+            .set(if is_open { 1.0 } else { 0.0 });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::llm::ScriptedLlm;
+    use crate::llm::usage::{CallLog, CallOutcome, LlmCall};
 
     fn request() -> LlmRequest {
         LlmRequest {
             agent: "primary_assistant".into(),
-            system: String::new(),
+            conversation: Some("34600000001".into()),
             messages: vec![crate::llm::ChatMessage::human("hola")],
-            tools: Vec::new(),
+            ..LlmRequest::default()
         }
+    }
+
+    /// `openai:primary`, then `anthropic:fallback`.
+    fn chain_of(
+        primary: Arc<dyn Llm>,
+        fallback: Arc<dyn Llm>,
+        policy: CallPolicy,
+    ) -> FallbackChain {
+        FallbackChain::new(
+            vec![
+                ("openai:primary".into(), primary),
+                ("anthropic:fallback".into(), fallback),
+            ],
+            policy,
+        )
     }
 
     fn two_providers(
@@ -98,13 +399,7 @@ mod tests {
         fallback: ScriptedLlm,
     ) -> (FallbackChain, [Arc<ScriptedLlm>; 2]) {
         let (primary, fallback) = (Arc::new(primary), Arc::new(fallback));
-        let chain = FallbackChain::new(vec![
-            ("openai:primary".into(), primary.clone() as Arc<dyn Llm>),
-            (
-                "anthropic:fallback".into(),
-                fallback.clone() as Arc<dyn Llm>,
-            ),
-        ]);
+        let chain = chain_of(primary.clone(), fallback.clone(), CallPolicy::default());
         (chain, [primary, fallback])
     }
 
@@ -165,13 +460,7 @@ mod tests {
     async fn a_refused_request_does_not_fall_back() {
         let primary = Arc::new(RefusingLlm);
         let fallback = Arc::new(ScriptedLlm::new().says("primary_assistant", "no debería"));
-        let chain = FallbackChain::new(vec![
-            ("openai:primary".into(), primary as Arc<dyn Llm>),
-            (
-                "anthropic:fallback".into(),
-                fallback.clone() as Arc<dyn Llm>,
-            ),
-        ]);
+        let chain = chain_of(primary, fallback.clone(), CallPolicy::default());
         assert!(matches!(
             chain.complete(&request()).await,
             Err(LlmError::Rejected(_))
@@ -196,10 +485,170 @@ mod tests {
         );
         let error = chain.complete(&request()).await.unwrap_err();
         assert!(error.to_string().contains("also down"), "{error}");
-        let empty = FallbackChain::new(Vec::new());
+        let empty = FallbackChain::new(Vec::new(), CallPolicy::default());
         assert!(matches!(
             empty.complete(&request()).await,
             Err(LlmError::Unavailable(_))
         ));
+    }
+
+    /// A call log keeping what it is given.
+    #[derive(Default)]
+    struct Calls(std::sync::Mutex<Vec<LlmCall>>);
+
+    impl CallLog for Calls {
+        fn record(&self, call: LlmCall) {
+            self.0.lock().unwrap().push(call);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hung_primary_times_out_and_falls_back() {
+        let policy = CallPolicy {
+            timeout: Duration::from_secs(5),
+            ..CallPolicy::default()
+        };
+        let (primary, fallback) = (
+            Arc::new(ScriptedLlm::new().stalls()),
+            Arc::new(ScriptedLlm::new().says("primary_assistant", "respaldo")),
+        );
+        let calls = Arc::new(Calls::default());
+        let chain = chain_of(primary, fallback, policy).with_call_log(calls.clone());
+        let started = Instant::now();
+        assert_eq!(
+            chain.complete(&request()).await.unwrap().content,
+            "respaldo"
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        let calls = calls.0.lock().unwrap();
+        let seen: Vec<_> = calls
+            .iter()
+            .map(|c| (c.provider.as_str(), c.model.as_str(), c.outcome))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("openai", "primary", CallOutcome::Timeout),
+                ("anthropic", "fallback", CallOutcome::Ok)
+            ]
+        );
+        assert_eq!(calls[0].latency, Duration::from_secs(5));
+        assert_eq!(calls[0].conversation.as_deref(), Some("34600000001"));
+        assert!(
+            calls[0]
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("no answer within")
+        );
+    }
+
+    async fn answer(chain: &FallbackChain) -> String {
+        chain.complete(&request()).await.unwrap().content
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_breaker_skips_a_failing_primary_then_probes_it() {
+        let policy = CallPolicy {
+            breaker_failures: 2,
+            breaker_cooldown: Duration::from_secs(30),
+            ..CallPolicy::default()
+        };
+        let primary = Arc::new(
+            ScriptedLlm::new()
+                .fails("HTTP 503")
+                .fails("HTTP 503")
+                // The probe after the first cool-down fails; the next one succeeds.
+                .fails("HTTP 503")
+                .says("primary_assistant", "de vuelta"),
+        );
+        let fallback = Arc::new((0..5).fold(ScriptedLlm::new(), |s, _| {
+            s.says("primary_assistant", "respaldo")
+        }));
+        let chain = chain_of(primary.clone(), fallback.clone(), policy);
+        // Two failures open the breaker.
+        assert_eq!(answer(&chain).await, "respaldo");
+        assert_eq!(answer(&chain).await, "respaldo");
+        assert_eq!(chain.open_breakers(), ["openai:primary"]);
+        // Open: the primary is not even asked.
+        assert_eq!(answer(&chain).await, "respaldo");
+        assert_eq!(primary.requests().len(), 2);
+        // After the cool-down one probe goes through; it fails: open again.
+        tokio::time::advance(Duration::from_secs(31)).await;
+        assert_eq!(answer(&chain).await, "respaldo");
+        assert_eq!(primary.requests().len(), 3);
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(answer(&chain).await, "respaldo");
+        assert_eq!(primary.requests().len(), 3, "still cooling down");
+        // The next probe succeeds: closed, the primary answers again.
+        tokio::time::advance(Duration::from_secs(31)).await;
+        assert_eq!(answer(&chain).await, "de vuelta");
+        assert!(chain.open_breakers().is_empty());
+        assert_eq!(fallback.requests().len(), 5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_one_probe_goes_through_while_the_breaker_is_half_open() {
+        let policy = CallPolicy {
+            timeout: Duration::from_secs(5),
+            breaker_failures: 1,
+            breaker_cooldown: Duration::from_secs(30),
+            ..CallPolicy::default()
+        };
+        let primary = Arc::new(ScriptedLlm::new().fails("HTTP 500").stalls());
+        let fallback = Arc::new((0..3).fold(ScriptedLlm::new(), |s, _| {
+            s.says("primary_assistant", "respaldo")
+        }));
+        let chain = Arc::new(chain_of(primary.clone(), fallback.clone(), policy));
+        assert_eq!(
+            chain.complete(&request()).await.unwrap().content,
+            "respaldo"
+        );
+        tokio::time::advance(Duration::from_secs(31)).await;
+        // The probe hangs; a concurrent call meanwhile goes straight to the fallback.
+        let probe = tokio::spawn({
+            let chain = chain.clone();
+            async move { chain.complete(&request()).await.unwrap().content }
+        });
+        tokio::task::yield_now().await;
+        assert_eq!(primary.requests().len(), 2, "the probe is in flight");
+        assert_eq!(
+            chain.complete(&request()).await.unwrap().content,
+            "respaldo"
+        );
+        assert_eq!(primary.requests().len(), 2, "no second probe");
+        assert_eq!(
+            probe.await.unwrap(),
+            "respaldo",
+            "the probe timed out and fell back"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_beyond_the_concurrency_bound_wait_for_a_slot_then_fall_back() {
+        let policy = CallPolicy {
+            timeout: Duration::from_secs(5),
+            max_concurrency: 1,
+            ..CallPolicy::default()
+        };
+        let primary = Arc::new(ScriptedLlm::new().stalls());
+        let fallback = Arc::new((0..2).fold(ScriptedLlm::new(), |s, _| {
+            s.says("primary_assistant", "respaldo")
+        }));
+        let chain = Arc::new(chain_of(primary.clone(), fallback.clone(), policy));
+        let first = tokio::spawn({
+            let chain = chain.clone();
+            async move { chain.complete(&request()).await.unwrap().content }
+        });
+        tokio::task::yield_now().await;
+        // The one slot is taken by the hung call: this one never reaches the primary.
+        assert_eq!(
+            chain.complete(&request()).await.unwrap().content,
+            "respaldo"
+        );
+        assert_eq!(primary.requests().len(), 1);
+        assert_eq!(first.await.unwrap(), "respaldo");
+        // Waiting for a slot is our load, not the provider's failure: one timeout, breaker closed.
+        assert!(chain.open_breakers().is_empty());
     }
 }

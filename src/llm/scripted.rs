@@ -14,6 +14,8 @@ use super::{Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
 struct Step {
     agent: Option<String>,
     answer: Result<LlmResponse, String>,
+    /// Never answers (a hung provider), for timeout tests.
+    stall: bool,
 }
 
 #[derive(Default)]
@@ -32,6 +34,17 @@ impl ScriptedLlm {
         self.steps.lock().unwrap().push_back(Step {
             agent: agent.map(str::to_owned),
             answer,
+            stall: false,
+        });
+        self
+    }
+
+    /// The next call never answers, like a provider that accepted the connection and hung.
+    pub fn stalls(self) -> Self {
+        self.steps.lock().unwrap().push_back(Step {
+            agent: None,
+            answer: Err("stalled".to_owned()),
+            stall: true,
         });
         self
     }
@@ -104,6 +117,9 @@ impl Llm for ScriptedLlm {
                 "script expected a call from {agent}, got one from {}",
                 request.agent
             )));
+        }
+        if step.stall {
+            std::future::pending::<()>().await;
         }
         step.answer.map_err(LlmError::Unavailable)
     }

@@ -22,6 +22,7 @@ struct Inner {
     /// Arrival order of inbox ids, for `pending_inbox`.
     inbox_order: Vec<WaMessageId>,
     rejected: Vec<RejectedEntry>,
+    llm_calls: Vec<LlmCall>,
     users: HashMap<WaId, User>,
     conversations: HashMap<WaId, Conversation>,
     messages: HashMap<WaId, BTreeMap<i64, NewMessage>>,
@@ -142,6 +143,25 @@ impl Store for MemoryStore {
         let inner = self.lock();
         let skip = inner.rejected.len().saturating_sub(limit);
         Ok(inner.rejected[skip..].to_vec())
+    }
+
+    async fn insert_llm_calls(&self, calls: &[LlmCall]) -> StoreResult<()> {
+        self.lock().llm_calls.extend_from_slice(calls);
+        Ok(())
+    }
+
+    async fn llm_calls(&self, conversation: &str, limit: usize) -> StoreResult<Vec<LlmCall>> {
+        let inner = self.lock();
+        let mut calls: Vec<LlmCall> = inner
+            .llm_calls
+            .iter()
+            .rev()
+            .filter(|c| c.conversation.as_deref() == Some(conversation))
+            .take(limit)
+            .cloned()
+            .collect();
+        calls.reverse();
+        Ok(calls)
     }
 
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>> {

@@ -17,6 +17,7 @@ pub use mongo::MongoStore;
 pub use records::*;
 
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
+use crate::llm::usage::LlmCall;
 
 /// What a caller can do about a failed store call.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +55,12 @@ pub trait Store: Send + Sync + 'static {
     async fn record_rejected(&self, rejected: &RejectedEntry) -> StoreResult<()>;
 
     async fn rejected(&self, limit: usize) -> StoreResult<Vec<RejectedEntry>>;
+
+    /// Usage accounting: one document per LLM call in `llm_calls`.
+    async fn insert_llm_calls(&self, calls: &[LlmCall]) -> StoreResult<()>;
+
+    /// The last `limit` LLM calls of a conversation, oldest first.
+    async fn llm_calls(&self, conversation: &str, limit: usize) -> StoreResult<Vec<LlmCall>>;
 
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>>;
 

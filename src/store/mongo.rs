@@ -19,6 +19,7 @@ use secrecy::ExposeSecret;
 use super::*;
 use crate::config::MongoConfig;
 use crate::domain::{GraphError, StatusUpdate, WaId, WaMessageId};
+use crate::llm::usage::CallOutcome;
 
 /// Longest a single store call may take before it counts as unavailable.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -61,7 +62,7 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 7] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 8] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             ("inbox", doc! {"status": 1, "received_at": 1}, None),
             ("inbox", doc! {"wa_id": 1, "received_at": 1}, None),
@@ -69,6 +70,7 @@ impl MongoStore {
             ("outbox", doc! {"wa_id": 1, "at": 1}, None),
             ("outbox", doc! {"in_reply_to": 1}, None),
             ("leases", doc! {"wa_id": 1, "generation": -1}, None),
+            ("llm_calls", doc! {"wa_id": 1, "at": -1}, None),
         ];
         for (collection, keys, options) in indexes {
             let model = IndexModel::builder().keys(keys).options(options).build();
@@ -239,6 +241,25 @@ fn bson_to_json(value: Option<&Bson>) -> String {
         Some(other) => other.clone().into_relaxed_extjson().to_string(),
         None => "null".to_owned(),
     }
+}
+
+fn llm_call(doc: &Document) -> StoreResult<LlmCall> {
+    let f = Fields(doc);
+    let count = |key: &str| f.int(key).and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
+    let outcome = f.required_str("outcome")?;
+    Ok(LlmCall {
+        conversation: f.str("wa_id"),
+        agent: f.required_str("agent")?,
+        provider: f.required_str("provider")?,
+        model: f.required_str("model")?,
+        outcome: CallOutcome::parse(&outcome)
+            .ok_or_else(|| anyhow::anyhow!("llm_calls: unknown outcome `{outcome}`"))?,
+        input_tokens: count("input_tokens"),
+        output_tokens: count("output_tokens"),
+        latency: Duration::from_millis(count("latency_ms")),
+        error: f.str("error"),
+        at: f.date("at").unwrap_or_default(),
+    })
 }
 
 fn inbox_doc(entry: &InboxEntry) -> Document {
@@ -464,6 +485,46 @@ impl Store for MongoStore {
         }))
         .await
         .map(drop)
+    }
+
+    async fn insert_llm_calls(&self, calls: &[LlmCall]) -> StoreResult<()> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let docs = calls.iter().map(|call| {
+            let mut doc = doc! {
+                "agent": &call.agent,
+                "provider": &call.provider,
+                "model": &call.model,
+                "outcome": call.outcome.as_str(),
+                "input_tokens": i64::try_from(call.input_tokens).unwrap_or(i64::MAX),
+                "output_tokens": i64::try_from(call.output_tokens).unwrap_or(i64::MAX),
+                "latency_ms": i64::try_from(call.latency.as_millis()).unwrap_or(i64::MAX),
+                "at": date(call.at),
+            };
+            if let Some(conversation) = &call.conversation {
+                doc.insert("wa_id", conversation);
+            }
+            if let Some(error) = &call.error {
+                doc.insert("error", error);
+            }
+            doc
+        });
+        bounded(self.coll("llm_calls").insert_many(docs))
+            .await
+            .map(drop)
+    }
+
+    async fn llm_calls(&self, conversation: &str, limit: usize) -> StoreResult<Vec<LlmCall>> {
+        let cursor = bounded(
+            self.coll("llm_calls")
+                .find(doc! {"wa_id": conversation})
+                .sort(doc! {"at": -1, "_id": -1})
+                .limit(i64::try_from(limit).unwrap_or(i64::MAX)),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        docs.iter().rev().map(llm_call).collect()
     }
 
     async fn rejected(&self, limit: usize) -> StoreResult<Vec<RejectedEntry>> {

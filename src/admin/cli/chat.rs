@@ -11,6 +11,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::config::Config;
 use crate::domain::{WaId, WaMessageId};
+use crate::llm::UsageRecorder;
 use crate::serve::{build_engine, open_store};
 use crate::store::{InboxEntry, InboxStatus, Role, Store};
 
@@ -31,7 +32,8 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
         .set_user_role(&wa_id, Role::parse(&args.role))
         .await
         .context("cannot record the role")?;
-    let engine = build_engine(&config, store.clone())?;
+    let usage = UsageRecorder::spawn(store.clone());
+    let engine = build_engine(&config, store.clone(), Some(usage.clone()))?;
 
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = std::io::stdout();
@@ -74,6 +76,7 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
         writeln!(stdout, "bot> {reply}")?;
         writeln!(stdout, "     [dialog_state: {:?}]", outcome.dialog_state)?;
     }
+    usage.flush().await;
     print_summary(store.as_ref(), &wa_id).await
 }
 

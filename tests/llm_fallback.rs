@@ -1,0 +1,541 @@
+//! The whole path with the real provider clients: a signed webhook in, the workers run the turn,
+//! the primary model (an OpenAI-format server) fails with 500 on every call, the fallback (an
+//! Anthropic-format server) delegates and then answers, and the reply lands in the outbox. The
+//! history crosses providers (a tool call made by one is answered to the other), and every call
+//! is accounted for in the store.
+
+mod common;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use common::{TestApp, text_notification};
+use serde_json::{Value, json};
+use zaguan::config::Config;
+use zaguan::domain::{WaId, WaMessageId};
+use zaguan::engine::{WorkerSettings, Workers};
+use zaguan::llm::{
+    AnthropicClient, CallOutcome, CallPolicy, ChatMessage, FallbackChain, Llm, LlmError,
+    LlmRequest, OpenAiClient, UsageRecorder,
+};
+use zaguan::serve::build_engine;
+use zaguan::store::{MemoryStore, OutboxEntry, Store};
+
+const OPENAI_KEY: &str = "sk-test-openai-secret";
+const ANTHROPIC_KEY: &str = "sk-ant-test-secret";
+
+/// What a fake model server received, and what it still has to answer.
+#[derive(Default)]
+struct FakeModel {
+    requests: Mutex<Vec<Value>>,
+    answers: Mutex<VecDeque<(StatusCode, Value)>>,
+}
+
+impl FakeModel {
+    fn answering(answers: Vec<(StatusCode, Value)>) -> Arc<Self> {
+        Arc::new(Self {
+            answers: Mutex::new(answers.into()),
+            ..Self::default()
+        })
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// A status the fake server answers with a body that never comes, as a hung model would.
+const STALL: StatusCode = StatusCode::GATEWAY_TIMEOUT;
+
+async fn answer(
+    State(model): State<Arc<FakeModel>>,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    model.requests.lock().unwrap().push(body);
+    let (status, answer) = model.answers.lock().unwrap().pop_front().unwrap_or((
+        StatusCode::INTERNAL_SERVER_ERROR,
+        json!({"error": {"message": "script exhausted"}}),
+    ));
+    if status == STALL {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    }
+    (status, Json(answer))
+}
+
+/// Serves `model` at `path` on a free loopback port; returns the base URL.
+async fn serve(path: &str, model: Arc<FakeModel>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new()
+        .route(path, post(answer))
+        .with_state(model);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://127.0.0.1:{port}")
+}
+
+fn anthropic_message(content: Value, stop_reason: &str) -> (StatusCode, Value) {
+    (
+        StatusCode::OK,
+        json!({
+            "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": content, "stop_reason": stop_reason, "stop_sequence": null,
+            "usage": {"input_tokens": 812, "output_tokens": 37}
+        }),
+    )
+}
+
+const PROMPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/prompts");
+
+/// The service as `zaguan serve` builds it — configuration from variables, the real clients,
+/// the workers — in front of the two fake model servers.
+struct Service {
+    app: TestApp,
+    store: Arc<dyn Store>,
+    usage: UsageRecorder,
+    workers: Workers,
+}
+
+async fn service(
+    store: Arc<dyn Store>,
+    openai: &Arc<FakeModel>,
+    anthropic: &Arc<FakeModel>,
+    extra: &[(&str, &str)],
+) -> Service {
+    let openai_url = serve("/v1/chat/completions", openai.clone()).await;
+    let anthropic_url = serve("/v1/messages", anthropic.clone()).await;
+    let vars: HashMap<String, String> = [
+        ("LLM_PRIMARY", "openai:gpt-test".to_owned()),
+        ("OPENAI_BASE_URL", format!("{openai_url}/v1")),
+        ("OPENAI_API_KEY", OPENAI_KEY.to_owned()),
+        ("LLM_FALLBACK", "anthropic:claude-test".to_owned()),
+        ("ANTHROPIC_BASE_URL", anthropic_url),
+        ("ANTHROPIC_API_KEY", ANTHROPIC_KEY.to_owned()),
+        ("ZAGUAN_PROMPTS_DIR", PROMPTS.to_owned()),
+        ("ZAGUAN_LLM_TIMEOUT", "10s".to_owned()),
+    ]
+    .into_iter()
+    .chain(extra.iter().map(|(k, v)| (*k, (*v).to_owned())))
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let config = Config::from_vars(vars).unwrap();
+    let app = TestApp::with_store(store.clone());
+    let usage = UsageRecorder::spawn(store.clone());
+    let engine = Arc::new(build_engine(&config, store.clone(), Some(usage.clone())).unwrap());
+    let workers = Workers::spawn(
+        engine,
+        app.state.inbox_signal.clone(),
+        WorkerSettings::default(),
+    );
+    Service {
+        app,
+        store,
+        usage,
+        workers,
+    }
+}
+
+impl Service {
+    /// Posts one signed text message, waits (up to 10 s) for the reply to it, then stops the
+    /// workers and writes the usage records.
+    async fn answer(self, wamid: &str, from: &str, text: &str) -> Vec<OutboxEntry> {
+        let body = text_notification(&[(wamid, from, text)]);
+        assert_eq!(self.app.post_webhook(body).await, StatusCode::OK);
+        let reply_to = WaMessageId::parse(wamid).unwrap();
+        let mut replies = Vec::new();
+        for _ in 0..200 {
+            replies = self.store.outbox_in_reply_to(&reply_to).await.unwrap();
+            if !replies.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.workers.stop().await;
+        self.usage.flush().await;
+        replies
+    }
+}
+
+async fn primary_failing_fallback_answers(store: Arc<dyn Store>) {
+    // The primary fails every call, echoing our key as some gateways do.
+    let openai = FakeModel::answering(
+        (0..4)
+            .map(|_| {
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    json!({"error": {"message": format!("upstream failure for {OPENAI_KEY}")}}),
+                )
+            })
+            .collect(),
+    );
+    let anthropic = FakeModel::answering(vec![
+        anthropic_message(
+            json!([{"type": "tool_use", "id": "toolu_01A", "name": "ToAppointmentAssistant",
+                    "input": {"query": "ver un piso en Ruzafa"}}]),
+            "tool_use",
+        ),
+        anthropic_message(
+            json!([{"type": "text", "text": "¿Qué día te viene bien para verlo?"}]),
+            "end_turn",
+        ),
+    ]);
+    // No keyword of any assistant: the primary agent's model has to decide.
+    let replies = service(store.clone(), &openai, &anthropic, &[])
+        .await
+        .answer(
+            "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZBMEQ3",
+            "34600111222",
+            "Hola, me gustaría ver un piso en Ruzafa",
+        )
+        .await;
+
+    assert_eq!(replies.len(), 1, "one reply");
+    assert_eq!(replies[0].body, "¿Qué día te viene bien para verlo?");
+    let wa_id = WaId::parse("34600111222").unwrap();
+    let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(conversation.dialog_state, ["appointment_assistant"]);
+
+    // Both nodes asked the primary first, then the fallback.
+    assert_eq!(openai.requests().len(), 2);
+    let sent = anthropic.requests();
+    assert_eq!(sent.len(), 2);
+    // The fallback continues a history it made itself, in its own format: the delegation's
+    // tool_use and the router's tool_result share the id.
+    let messages = sent[1]["messages"].as_array().unwrap();
+    let tool_use = messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|block| block["type"] == "tool_use")
+        .expect("the delegation is in the history");
+    let tool_result = messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|block| block["type"] == "tool_result")
+        .expect("its result is in the history");
+    assert_eq!(tool_use["id"], tool_result["tool_use_id"]);
+    // And the primary, asked second, got the same history in its own format.
+    let openai_second = &openai.requests()[1]["messages"];
+    assert!(
+        openai_second
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "tool" && m["tool_call_id"] == tool_use["id"]),
+        "{openai_second}"
+    );
+
+    // Usage: four calls, by provider, model and outcome, with the fallback's tokens.
+    let calls = store.llm_calls("34600111222", 10).await.unwrap();
+    let seen: Vec<(&str, &str, &str, CallOutcome)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c.agent.as_str(),
+                c.provider.as_str(),
+                c.model.as_str(),
+                c.outcome,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                "primary_assistant",
+                "openai",
+                "gpt-test",
+                CallOutcome::Unavailable
+            ),
+            (
+                "primary_assistant",
+                "anthropic",
+                "claude-test",
+                CallOutcome::Ok
+            ),
+            (
+                "appointment_assistant",
+                "openai",
+                "gpt-test",
+                CallOutcome::Unavailable
+            ),
+            (
+                "appointment_assistant",
+                "anthropic",
+                "claude-test",
+                CallOutcome::Ok
+            ),
+        ]
+    );
+    assert_eq!((calls[1].input_tokens, calls[1].output_tokens), (812, 37));
+    assert!(calls[0].error.as_deref().unwrap().contains("HTTP 500"));
+    for call in &calls {
+        let error = call.error.as_deref().unwrap_or_default();
+        assert!(
+            !error.contains(OPENAI_KEY),
+            "a key reached the store: {error}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_primary_failing_fallback_answers() {
+    primary_failing_fallback_answers(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_primary_failing_fallback_answers() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    primary_failing_fallback_answers(Arc::new(db.store.clone())).await;
+    db.drop().await;
+}
+
+// ---- the call policy over the real clients ---------------------------------------------------
+
+fn openai_text(text: &str) -> (StatusCode, Value) {
+    (
+        StatusCode::OK,
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1764100800,
+            "model": "gpt-test",
+            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": null,
+                "message": {"role": "assistant", "content": text, "refusal": null}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}
+        }),
+    )
+}
+
+fn openai_error(status: StatusCode) -> (StatusCode, Value) {
+    (
+        status,
+        json!({"error": {"message": "failure", "type": "server_error"}}),
+    )
+}
+
+/// The two real clients against two fake servers, chained with `policy`.
+struct Chain {
+    chain: FallbackChain,
+    openai: Arc<FakeModel>,
+    anthropic: Arc<FakeModel>,
+}
+
+async fn chain(
+    openai: Vec<(StatusCode, Value)>,
+    anthropic: Vec<(StatusCode, Value)>,
+    policy: CallPolicy,
+) -> Chain {
+    let (openai, anthropic) = (
+        FakeModel::answering(openai),
+        FakeModel::answering(anthropic),
+    );
+    let openai_url = serve("/v1/chat/completions", openai.clone()).await;
+    let anthropic_url = serve("/v1/messages", anthropic.clone()).await;
+    let http_timeout = Duration::from_secs(20);
+    let primary = OpenAiClient::new(
+        format!("{openai_url}/v1").parse().unwrap(),
+        None,
+        "gpt-test".into(),
+        http_timeout,
+    )
+    .unwrap();
+    let fallback = AnthropicClient::new(
+        anthropic_url.parse().unwrap(),
+        None,
+        "claude-test".into(),
+        1024,
+        http_timeout,
+    )
+    .unwrap();
+    let chain = FallbackChain::new(
+        vec![
+            ("openai:gpt-test".into(), Arc::new(primary) as Arc<dyn Llm>),
+            (
+                "anthropic:claude-test".into(),
+                Arc::new(fallback) as Arc<dyn Llm>,
+            ),
+        ],
+        policy,
+    );
+    Chain {
+        chain,
+        openai,
+        anthropic,
+    }
+}
+
+fn hola() -> LlmRequest {
+    LlmRequest {
+        agent: "primary_assistant".into(),
+        messages: vec![ChatMessage::human("hola")],
+        ..LlmRequest::default()
+    }
+}
+
+fn fallback_text() -> (StatusCode, Value) {
+    anthropic_message(
+        json!([{"type": "text", "text": "desde el respaldo"}]),
+        "end_turn",
+    )
+}
+
+fn counts(c: &Chain) -> (usize, usize) {
+    (c.openai.requests().len(), c.anthropic.requests().len())
+}
+
+#[tokio::test]
+async fn an_empty_answer_is_asked_again_once() {
+    let c = chain(
+        vec![openai_text(""), openai_text("¡Hola!")],
+        vec![],
+        CallPolicy::default(),
+    )
+    .await;
+    assert_eq!(c.chain.complete(&hola()).await.unwrap().content, "¡Hola!");
+    assert_eq!(counts(&c), (2, 0));
+}
+
+#[tokio::test]
+async fn a_500_falls_back() {
+    let c = chain(
+        vec![openai_error(StatusCode::INTERNAL_SERVER_ERROR)],
+        vec![fallback_text()],
+        CallPolicy::default(),
+    )
+    .await;
+    assert_eq!(
+        c.chain.complete(&hola()).await.unwrap().content,
+        "desde el respaldo"
+    );
+    assert_eq!(counts(&c), (1, 1));
+}
+
+#[tokio::test]
+async fn a_timeout_falls_back() {
+    let c = chain(
+        vec![(STALL, json!({}))],
+        vec![fallback_text()],
+        CallPolicy {
+            timeout: Duration::from_millis(300),
+            ..CallPolicy::default()
+        },
+    )
+    .await;
+    let started = std::time::Instant::now();
+    assert_eq!(
+        c.chain.complete(&hola()).await.unwrap().content,
+        "desde el respaldo"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(counts(&c), (1, 1));
+}
+
+#[tokio::test]
+async fn a_400_does_not_fall_back() {
+    let c = chain(
+        vec![openai_error(StatusCode::BAD_REQUEST)],
+        vec![fallback_text()],
+        CallPolicy::default(),
+    )
+    .await;
+    let error = c.chain.complete(&hola()).await.unwrap_err();
+    assert!(matches!(error, LlmError::Rejected(_)), "{error}");
+    assert_eq!(counts(&c), (1, 0));
+}
+
+#[tokio::test]
+async fn an_open_breaker_skips_the_primary_then_probes_it() {
+    let c = chain(
+        vec![
+            openai_error(StatusCode::SERVICE_UNAVAILABLE),
+            openai_text("he vuelto"),
+        ],
+        vec![fallback_text(), fallback_text()],
+        CallPolicy {
+            breaker_failures: 1,
+            breaker_cooldown: Duration::from_millis(300),
+            ..CallPolicy::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        c.chain.complete(&hola()).await.unwrap().content,
+        "desde el respaldo"
+    );
+    assert_eq!(c.chain.open_breakers(), ["openai:gpt-test"]);
+    // Open: the primary's server is not called at all.
+    assert_eq!(
+        c.chain.complete(&hola()).await.unwrap().content,
+        "desde el respaldo"
+    );
+    assert_eq!(counts(&c), (1, 2));
+    // After the cool-down, one probe reaches it; it answers, and the breaker closes.
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert_eq!(
+        c.chain.complete(&hola()).await.unwrap().content,
+        "he vuelto"
+    );
+    assert!(c.chain.open_breakers().is_empty());
+    assert_eq!(counts(&c), (2, 2));
+}
+
+/// Both providers down: the turn still ends with a reply, the matching agent's offline text.
+async fn both_down_the_offline_reply_answers(store: Arc<dyn Store>) {
+    let openai = FakeModel::answering(vec![]);
+    let anthropic = FakeModel::answering(vec![]);
+    // The fast path off: keywords route only because no model answers.
+    let replies = service(
+        store.clone(),
+        &openai,
+        &anthropic,
+        &[("ZAGUAN_FAST_ROUTE", "false")],
+    )
+    .await
+    .answer(
+        "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZBMEQ4",
+        "34600111444",
+        "Quiero agendar una visita",
+    )
+    .await;
+
+    let registry = zaguan::agents::AgentRegistry::load(
+        std::path::Path::new(PROMPTS),
+        &zaguan::agents::known_tools(),
+    )
+    .unwrap();
+    let offline = registry
+        .get("appointment_assistant")
+        .and_then(|a| a.offline_reply.clone())
+        .unwrap();
+    assert_eq!(replies.len(), 1);
+    assert_eq!(replies[0].body, offline);
+    let wa_id = WaId::parse("34600111444").unwrap();
+    let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(conversation.dialog_state, ["appointment_assistant"]);
+    // Each provider was asked once (by the primary agent); the subgraph did not wait again.
+    assert_eq!(
+        (openai.requests().len(), anthropic.requests().len()),
+        (1, 1)
+    );
+    let calls = store.llm_calls("34600111444", 10).await.unwrap();
+    assert_eq!(calls.len(), 2);
+    assert!(calls.iter().all(|c| c.outcome == CallOutcome::Unavailable));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_both_down_the_offline_reply_answers() {
+    both_down_the_offline_reply_answers(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_both_down_the_offline_reply_answers() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    both_down_the_offline_reply_answers(Arc::new(db.store.clone())).await;
+    db.drop().await;
+}
