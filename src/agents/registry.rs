@@ -107,6 +107,8 @@ pub struct AgentRegistry {
     delegations: BTreeMap<String, usize>,
     /// The subgraph agents' keywords, for the fast path.
     keywords: KeywordIndex,
+    /// Every prompt file's body as written (templates unrendered), for the leak guard.
+    bodies: Vec<String>,
     /// Whether `guard_translator` is among the templates.
     has_translator: bool,
     templates: Environment<'static>,
@@ -212,6 +214,7 @@ impl AgentRegistry {
         }
 
         let has_translator = files.iter().any(|file| file.kind == PromptKind::Translator);
+        let bodies = files.iter().map(|file| file.body.clone()).collect();
         let mut agents: Vec<Agent> = files
             .into_iter()
             .filter_map(|file| {
@@ -252,6 +255,7 @@ impl AgentRegistry {
             delegations,
             keywords,
             has_translator,
+            bodies,
             templates,
         })
     }
@@ -270,6 +274,11 @@ impl AgentRegistry {
             .position(|r| *r == role)
             .expect("ROLES lists every role");
         &self.agents[self.primaries[slot]]
+    }
+
+    /// The bodies of every prompt file, as written: what a reply must never quote.
+    pub fn prompt_bodies(&self) -> impl Iterator<Item = &str> {
+        self.bodies.iter().map(String::as_str)
     }
 
     /// Every agent, by name.
