@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
+use std::ops::Not as _;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use secrecy::SecretString;
 use url::Url;
 
 use crate::llm::CallPolicy;
+use crate::outbound::SendLimits;
 
 /// Every variable the service reads, as documented in `.env.example`.
 pub const VARIABLES: &[&str] = &[
@@ -21,6 +23,9 @@ pub const VARIABLES: &[&str] = &[
     "WHATSAPP_APP_SECRET",
     "WHATSAPP_ACCESS_TOKEN",
     "WHATSAPP_API_BASE_URL",
+    "WHATSAPP_SEND_RATE",
+    "WHATSAPP_PAIR_INTERVAL",
+    "WHATSAPP_PAIR_BURST",
     "MONGODB_URI",
     "MONGODB_DATABASE",
     "LLM_PRIMARY",
@@ -39,6 +44,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_ADMIN_TOKEN",
     "ZAGUAN_DIALOG_IDLE_TTL",
     "ZAGUAN_TIMEZONE",
+    "ZAGUAN_LANGUAGES",
     "RUST_LOG",
     "ZAGUAN_LOG_FORMAT",
 ];
@@ -57,6 +63,8 @@ pub struct Config {
     pub dialog_idle_ttl: Duration,
     /// The business's time zone: "now" in prompts, dates said to customers.
     pub timezone: chrono_tz::Tz,
+    /// ISO 639-1 codes of the languages customers are answered in.
+    pub languages: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +76,8 @@ pub struct WhatsAppConfig {
     /// Graph API bearer token; `None` means dry run (replies only logged).
     pub access_token: Option<SecretString>,
     pub api_base_url: Url,
+    /// Meta's throughput and pair rate limits, kept on our side.
+    pub limits: SendLimits,
 }
 
 #[derive(Debug, Clone)]
@@ -186,6 +196,9 @@ impl Config {
             v.parse::<chrono_tz::Tz>()
                 .map_err(|_| format!("`{v}` is not an IANA time zone like `Europe/Madrid`"))
         });
+        let send_rate = env.count("WHATSAPP_SEND_RATE", 80, 1..=10_000, "messages per second");
+        let pair_interval = env.duration("WHATSAPP_PAIR_INTERVAL", "6s");
+        let pair_burst = env.count("WHATSAPP_PAIR_BURST", 45, 1..=1000, "messages");
         let llm_timeout = env.duration("ZAGUAN_LLM_TIMEOUT", "30s");
         let max_concurrency = env.count("ZAGUAN_LLM_MAX_CONCURRENCY", 16, 1..=10_000, "calls");
         let breaker_failures = env.count("ZAGUAN_LLM_BREAKER_FAILURES", 3, 1..=1000, "failures");
@@ -196,6 +209,24 @@ impl Config {
                 "1" | "true" | "on" | "yes" => Ok(true),
                 "0" | "false" | "off" | "no" => Ok(false),
                 _ => Err(format!("`{v}` is not `true` or `false`")),
+            }
+        });
+        let languages = env.parsed("ZAGUAN_LANGUAGES", "es,en,pt,fr,de,it,ca", |v| {
+            let codes: Vec<String> = v
+                .split(',')
+                .map(|c| c.trim().to_ascii_lowercase())
+                .filter(|c| !c.is_empty())
+                .collect();
+            match codes
+                .iter()
+                .find(|c| crate::guard::lang::is_supported(c).not())
+            {
+                Some(bad) => Err(format!(
+                    "`{bad}` is not a supported language; use ISO 639-1 codes among {}",
+                    crate::guard::lang::SUPPORTED.join(", ")
+                )),
+                None if codes.is_empty() => Err("no language given".to_owned()),
+                None => Ok(codes),
             }
         });
         let mongodb = env.mongo();
@@ -211,6 +242,11 @@ impl Config {
                 app_secret: env.secret("WHATSAPP_APP_SECRET"),
                 access_token: env.secret("WHATSAPP_ACCESS_TOKEN"),
                 api_base_url: api_base_url.expect(checked),
+                limits: SendLimits {
+                    per_number: nonzero(send_rate.expect(checked)),
+                    pair_interval: pair_interval.expect(checked),
+                    pair_burst: nonzero(pair_burst.expect(checked)),
+                },
             },
             mongodb,
             llm: LlmConfig {
@@ -233,8 +269,14 @@ impl Config {
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
             dialog_idle_ttl: dialog_idle_ttl.expect(checked),
             timezone: timezone.expect(checked),
+            languages: languages.expect(checked),
         })
     }
+}
+
+/// A count already checked to be at least 1.
+fn nonzero(n: u32) -> std::num::NonZeroU32 {
+    std::num::NonZeroU32::new(n).unwrap_or(std::num::NonZeroU32::MIN)
 }
 
 /// Reads variables and collects every problem instead of stopping at the first.

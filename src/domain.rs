@@ -93,6 +93,20 @@ pub struct GraphError {
     pub error_data: Option<serde_json::Value>,
 }
 
+impl fmt::Display for GraphError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(code) = self.code {
+            write!(f, "({code}) ")?;
+        }
+        let text = self
+            .message
+            .as_deref()
+            .or(self.title.as_deref())
+            .unwrap_or("no message");
+        f.write_str(text)
+    }
+}
+
 /// A message a customer sent, as stored in `inbox`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboundMessage {

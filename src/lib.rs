@@ -14,6 +14,7 @@ pub mod engine;
 pub mod guard;
 pub mod health;
 pub mod llm;
+pub mod outbound;
 pub mod serve;
 pub mod store;
 pub mod telemetry;

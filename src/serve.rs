@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::config::LlmProvider;
 use crate::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
+use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
 use crate::store::{MemoryStore, MongoStore, Store};
 use crate::telemetry;
 
@@ -23,6 +24,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     let store = open_store(&config).await?;
     let usage = UsageRecorder::spawn(store.clone());
     let engine = Arc::new(build_engine(&config, store.clone(), Some(usage.clone()))?);
+    let outbound = Arc::new(outbound(&config, store.clone())?);
     announce(&config);
 
     let state = AppState::new(
@@ -32,6 +34,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     );
     let workers = Workers::spawn(
         engine,
+        outbound,
         state.inbox_signal.clone(),
         WorkerSettings::default(),
     );
@@ -74,6 +77,7 @@ pub fn build_engine(
         dialog_idle_ttl: config.dialog_idle_ttl,
         timezone: config.timezone,
         fast_route: config.llm.fast_route,
+        languages: config.languages.clone(),
         ..EngineSettings::default()
     };
     Ok(Engine::new(
@@ -82,6 +86,26 @@ pub fn build_engine(
         Arc::new(registry),
         Arc::new(tools),
         settings,
+    ))
+}
+
+/// Longest one Graph API call may take.
+const GRAPH_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The outbound channel: the Graph API with `WHATSAPP_ACCESS_TOKEN` (a dry run without it),
+/// Meta's limits as configured.
+pub fn outbound(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Outbound> {
+    let whatsapp = &config.whatsapp;
+    let graph = GraphClient::new(
+        whatsapp.api_base_url.clone(),
+        whatsapp.access_token.clone(),
+        GRAPH_TIMEOUT,
+    )?;
+    Ok(Outbound::new(
+        store,
+        graph,
+        Limiters::new(&whatsapp.limits),
+        OutboundSettings::default(),
     ))
 }
 

@@ -223,14 +223,15 @@ async fn a_signature_over_accents_and_emoji_verifies(app: TestApp) {
 async fn statuses_update_the_outbox_and_unknown_ones_are_ignored(app: TestApp) {
     let id = app
         .store
-        .insert_outbox(&NewOutbox {
-            wa_id: WaId::parse("34600111222").unwrap(),
-            in_reply_to: None,
-            body: "Te esperamos el sábado".into(),
-            at: chrono::Utc::now(),
-        })
+        .insert_outbox(&[NewOutbox::text(
+            WaId::parse("34600111222").unwrap(),
+            None,
+            "Te esperamos el sábado",
+            chrono::Utc::now(),
+        )])
         .await
-        .unwrap();
+        .unwrap()
+        .remove(0);
     let out = wamid("wamid.HBgLMzQ2MDAxMTEyMjIVAgARGBJBQkNERUYwMTIzNDU2Nzg5AA==");
     app.store.mark_outbox_sent(&id, &out).await.unwrap();
     assert_eq!(

@@ -626,6 +626,117 @@ async fn with_the_llm_down_and_no_keyword_the_primary_answers_offline(store: Arc
     assert_eq!(h.shape().await, ["human", "ai:primary_assistant"]);
 }
 
+// ---- guard_translator: the user's language ------------------------------------------------
+
+async fn conversation_lang(h: &Harness) -> Option<String> {
+    h.store
+        .conversation(&h.wa_id)
+        .await
+        .unwrap()
+        .and_then(|c| c.lang)
+}
+
+async fn a_spanish_reply_to_a_spanish_user_is_not_translated(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .says(
+                "primary_assistant",
+                "¡Hola! Claro, te cuento todo sobre el piso de la calle Mayor.",
+            )
+            .says("primary_assistant", "Perfecto, seguimos cuando quieras."),
+        EngineSettings::default(),
+    );
+    h.say("Hola, quiero información sobre el piso de la calle Mayor")
+        .await;
+    assert_eq!(conversation_lang(&h).await.as_deref(), Some("es"));
+    // "ok" says nothing about the language: Spanish stays.
+    h.say("ok").await;
+    assert_eq!(conversation_lang(&h).await.as_deref(), Some("es"));
+    let requests = h.llm.requests();
+    assert_eq!(requests.len(), 2, "no translation call");
+    assert!(requests.iter().all(|r| r.agent == "primary_assistant"));
+}
+
+async fn a_spanish_reply_to_an_english_user_is_translated_once(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .says(
+                "primary_assistant",
+                "¡Hola! El piso de la calle Mayor tiene tres habitaciones y cuesta 450.000 €.",
+            )
+            .says(
+                "guard_translator",
+                "Hi! The flat on Calle Mayor has three bedrooms and costs €450,000.",
+            ),
+        EngineSettings::default(),
+    );
+    let reply = h
+        .say("Hello, I would like some information about the flat on Calle Mayor")
+        .await;
+    assert_eq!(
+        reply.as_deref(),
+        Some("Hi! The flat on Calle Mayor has three bedrooms and costs €450,000.")
+    );
+    assert_eq!(conversation_lang(&h).await.as_deref(), Some("en"));
+    let requests = h.llm.requests();
+    assert_eq!(requests.len(), 2);
+    let translation = &requests[1];
+    assert_eq!(translation.agent, "guard_translator");
+    assert!(translation.tools.is_empty(), "the translator gets no tools");
+    assert!(
+        translation.system.contains("«en»"),
+        "{}",
+        translation.system
+    );
+    assert_eq!(
+        translation.messages,
+        [zaguan::llm::ChatMessage::human(
+            "¡Hola! El piso de la calle Mayor tiene tres habitaciones y cuesta 450.000 €."
+        )]
+    );
+}
+
+async fn a_failed_translation_sends_the_reply_untranslated(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .says(
+                "primary_assistant",
+                "El piso sigue disponible y puedes visitarlo el jueves.",
+            )
+            .fails("HTTP 503"),
+        EngineSettings::default(),
+    );
+    assert_eq!(
+        h.say("Hi, is the flat still available? I would like to visit it")
+            .await
+            .as_deref(),
+        Some("El piso sigue disponible y puedes visitarlo el jueves.")
+    );
+}
+
+async fn internal_artefacts_never_reach_the_user(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .says(
+                "primary_assistant",
+                "Voy a usar ToAppointmentAssistant. {\"query\": \"visita\"}\n\n**¿Qué día** te viene bien?",
+            )
+            .says("primary_assistant", "CompleteOrEscalate"),
+        EngineSettings::default(),
+    );
+    assert_eq!(
+        h.say("hola").await.as_deref(),
+        Some("*¿Qué día* te viene bien?")
+    );
+    // Nothing left: never an empty message, an apology in the user's language instead.
+    let apology = h.say("vale, gracias").await.unwrap();
+    assert!(apology.starts_with("Lo siento"), "{apology}");
+}
+
 macro_rules! both_stores {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -664,6 +775,10 @@ both_stores!(
     ambiguous_words_or_a_switched_off_fast_path_leave_it_to_the_llm,
     with_the_llm_down_keywords_route_to_the_subgraphs_offline_reply,
     with_the_llm_down_and_no_keyword_the_primary_answers_offline,
+    a_spanish_reply_to_a_spanish_user_is_not_translated,
+    a_spanish_reply_to_an_english_user_is_translated_once,
+    a_failed_translation_sends_the_reply_untranslated,
+    internal_artefacts_never_reach_the_user,
 );
 
 // ---- crash after each node, then resume ---------------------------------------------------
@@ -673,7 +788,7 @@ use zaguan::domain::StatusUpdate;
 use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
 use zaguan::store::{
     ContactSeen, Conversation, InboxInsert, NewMessage, NewOutbox, OutboxEntry, OutboxId,
-    RejectedEntry, StatusOutcome, StoreError, StoreResult, User,
+    OutboxUpdate, RejectedEntry, StatusOutcome, StoreError, StoreResult, User,
 };
 
 /// A real store whose `crash_at`-th engine write fails, as if the process died right before it.
@@ -767,12 +882,25 @@ impl Store for CrashingStore {
         self.write()?;
         self.inner.set_dialog_state(w, d, a).await
     }
-    async fn insert_outbox(&self, e: &NewOutbox) -> StoreResult<OutboxId> {
+    async fn set_conversation_lang(&self, w: &WaId, l: &str) -> StoreResult<()> {
+        self.inner.set_conversation_lang(w, l).await
+    }
+    async fn insert_outbox(&self, e: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
         self.write()?;
         self.inner.insert_outbox(e).await
     }
-    async fn mark_outbox_sent(&self, i: &OutboxId, w: &WaMessageId) -> StoreResult<()> {
-        self.inner.mark_outbox_sent(i, w).await
+    async fn update_outbox(&self, i: &OutboxId, u: &OutboxUpdate) -> StoreResult<()> {
+        self.inner.update_outbox(i, u).await
+    }
+    async fn unsent_outbox(&self, w: &WaId) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.unsent_outbox(w).await
+    }
+    async fn conversations_with_unsent_outbox(
+        &self,
+        n: chrono::DateTime<Utc>,
+        l: usize,
+    ) -> StoreResult<Vec<WaId>> {
+        self.inner.conversations_with_unsent_outbox(n, l).await
     }
     async fn outbox_by_wamid(&self, w: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {
         self.inner.outbox_by_wamid(w).await

@@ -23,6 +23,7 @@ use zaguan::llm::{
     AnthropicClient, CallOutcome, CallPolicy, ChatMessage, FallbackChain, Llm, LlmError,
     LlmRequest, OpenAiClient, UsageRecorder,
 };
+use zaguan::outbound::Outbound;
 use zaguan::serve::build_engine;
 use zaguan::store::{MemoryStore, OutboxEntry, Store};
 
@@ -128,6 +129,7 @@ async fn service(
     let engine = Arc::new(build_engine(&config, store.clone(), Some(usage.clone())).unwrap());
     let workers = Workers::spawn(
         engine,
+        Arc::new(Outbound::dry_run(store.clone())),
         app.state.inbox_signal.clone(),
         WorkerSettings::default(),
     );

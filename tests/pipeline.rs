@@ -13,6 +13,7 @@ use common::{TestApp, text_notification};
 use zaguan::agents::{self, AgentRegistry};
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
 use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse};
+use zaguan::outbound::Outbound;
 use zaguan::store::Store;
 
 /// Answers every turn by echoing the human message it answers.
@@ -65,6 +66,7 @@ async fn conversations_are_answered_once_per_turn_in_order(store: Arc<dyn Store>
         .map(|owner| {
             Workers::spawn(
                 engine(store.clone()),
+                Arc::new(Outbound::dry_run(store.clone())),
                 signal.clone(),
                 WorkerSettings {
                     owner: owner.to_owned(),

@@ -270,14 +270,15 @@ async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
 
 async fn statuses_move_an_outbox_entry_forward_only(store: Arc<dyn Store>) {
     let id = store
-        .insert_outbox(&NewOutbox {
-            wa_id: wa("34600111222"),
-            in_reply_to: Some(WaMessageId::parse("wamid.IN1").unwrap()),
-            body: "¡Claro! Te reservo el sábado a las 10:00.".into(),
-            at: at(50),
-        })
+        .insert_outbox(&[NewOutbox::text(
+            wa("34600111222"),
+            Some(WaMessageId::parse("wamid.IN1").unwrap()),
+            "¡Claro! Te reservo el sábado a las 10:00.",
+            at(50),
+        )])
         .await
-        .unwrap();
+        .unwrap()
+        .remove(0);
     let wamid = WaMessageId::parse("wamid.OUT1").unwrap();
     assert_eq!(
         store
@@ -293,7 +294,7 @@ async fn statuses_move_an_outbox_entry_forward_only(store: Arc<dyn Store>) {
     assert_eq!(sent.id, id);
     assert_eq!(sent.body, "¡Claro! Te reservo el sábado a las 10:00.");
     assert_eq!(sent.in_reply_to.unwrap().as_str(), "wamid.IN1");
-    assert_eq!(sent.attempts, 1);
+    assert_eq!(sent.attempts, 0, "attempts are counted by `Sending`");
 
     let apply = |s: &'static str| {
         let store = store.clone();
@@ -315,14 +316,10 @@ async fn statuses_move_an_outbox_entry_forward_only(store: Arc<dyn Store>) {
 
 async fn a_failed_status_records_the_graph_error(store: Arc<dyn Store>) {
     let id = store
-        .insert_outbox(&NewOutbox {
-            wa_id: wa("34600111222"),
-            in_reply_to: None,
-            body: "Hola".into(),
-            at: at(50),
-        })
+        .insert_outbox(&[NewOutbox::text(wa("34600111222"), None, "Hola", at(50))])
         .await
-        .unwrap();
+        .unwrap()
+        .remove(0);
     let wamid = WaMessageId::parse("wamid.OUT2").unwrap();
     store.mark_outbox_sent(&id, &wamid).await.unwrap();
     assert_eq!(
@@ -489,14 +486,15 @@ async fn replies_are_found_by_the_message_they_answer(store: Arc<dyn Store>) {
     let inbound = WaMessageId::parse("wamid.Q").unwrap();
     for body in ["uno", "dos"] {
         store
-            .insert_outbox(&NewOutbox {
-                wa_id: wa("34600111222"),
-                in_reply_to: Some(inbound.clone()),
-                body: body.into(),
-                at: at(1),
-            })
+            .insert_outbox(&[NewOutbox::text(
+                wa("34600111222"),
+                Some(inbound.clone()),
+                body,
+                at(1),
+            )])
             .await
-            .unwrap();
+            .unwrap()
+            .remove(0);
     }
     let replies = store.outbox_in_reply_to(&inbound).await.unwrap();
     let bodies: Vec<&str> = replies.iter().map(|r| r.body.as_str()).collect();
@@ -537,6 +535,154 @@ async fn llm_calls_are_kept_per_conversation_newest_last(store: Arc<dyn Store>) 
     let last_two = store.llm_calls("34600000001", 2).await.unwrap();
     assert_eq!(last_two, [calls[1].clone(), calls[4].clone()]);
     assert!(store.llm_calls("34600000009", 10).await.unwrap().is_empty());
+}
+
+async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
+    use zaguan::domain::GraphError;
+    let conversation = wa("34600111222");
+    let parts: Vec<NewOutbox> = (0..3)
+        .map(|i| NewOutbox {
+            phone_number_id: Some("109876543210".into()),
+            buttons: if i == 2 {
+                vec!["Sí".into(), "No".into()]
+            } else {
+                Vec::new()
+            },
+            part: i,
+            parts: 3,
+            ..NewOutbox::text(
+                conversation.clone(),
+                Some(WaMessageId::parse("wamid.IN9").unwrap()),
+                format!("parte {i}"),
+                at(10),
+            )
+        })
+        .collect();
+    let ids = store.insert_outbox(&parts).await.unwrap();
+    let other = store
+        .insert_outbox(&[NewOutbox::text(wa("34600999888"), None, "otra", at(5))])
+        .await
+        .unwrap();
+    let unsent = store.unsent_outbox(&conversation).await.unwrap();
+    assert_eq!(unsent.iter().map(|e| e.part).collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(unsent[2].buttons, ["Sí", "No"]);
+    assert_eq!(unsent[0].phone_number_id.as_deref(), Some("109876543210"));
+    assert_eq!(
+        store
+            .conversations_with_unsent_outbox(at(20), 10)
+            .await
+            .unwrap(),
+        [wa("34600999888"), conversation.clone()],
+        "oldest first"
+    );
+
+    // Part 0: sending, then sent.
+    store
+        .update_outbox(&ids[0], &OutboxUpdate::Sending)
+        .await
+        .unwrap();
+    let sending = &store.unsent_outbox(&conversation).await.unwrap()[0];
+    assert_eq!(
+        (sending.status, sending.attempts),
+        (OutboxStatus::Sending, 1)
+    );
+    let wamid = WaMessageId::parse("wamid.OUT9").unwrap();
+    store
+        .update_outbox(
+            &ids[0],
+            &OutboxUpdate::Sent {
+                wamid: Some(wamid.clone()),
+            },
+        )
+        .await
+        .unwrap();
+    // Part 1: a retry later; not due now, so the conversation is not listed for it.
+    let error = GraphError {
+        code: Some(131056),
+        title: None,
+        message: Some("pair rate limit".into()),
+        error_data: None,
+    };
+    store
+        .update_outbox(&ids[1], &OutboxUpdate::Sending)
+        .await
+        .unwrap();
+    store
+        .update_outbox(
+            &ids[1],
+            &OutboxUpdate::Retry {
+                at: at(100),
+                error: Some(error.clone()),
+            },
+        )
+        .await
+        .unwrap();
+    // Part 2: refused for good.
+    store
+        .update_outbox(
+            &ids[2],
+            &OutboxUpdate::Failed {
+                error: error.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    store
+        .update_outbox(&other[0], &OutboxUpdate::Sent { wamid: None })
+        .await
+        .unwrap();
+    assert!(
+        store
+            .conversations_with_unsent_outbox(at(50), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .conversations_with_unsent_outbox(at(100), 10)
+            .await
+            .unwrap(),
+        std::slice::from_ref(&conversation)
+    );
+    let unsent = store.unsent_outbox(&conversation).await.unwrap();
+    assert_eq!(unsent.len(), 1);
+    assert_eq!(
+        (
+            unsent[0].part,
+            unsent[0].status,
+            unsent[0].attempts,
+            unsent[0].next_attempt_at
+        ),
+        (1, OutboxStatus::Queued, 1, Some(at(100)))
+    );
+    assert_eq!(unsent[0].error, Some(error));
+    let replies = store
+        .outbox_in_reply_to(&WaMessageId::parse("wamid.IN9").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        replies.iter().map(|e| e.status).collect::<Vec<_>>(),
+        [
+            OutboxStatus::Sent,
+            OutboxStatus::Queued,
+            OutboxStatus::Failed
+        ]
+    );
+    // A sent part is never taken back by a late `Sending` or `Retry`.
+    store
+        .update_outbox(&ids[0], &OutboxUpdate::Sending)
+        .await
+        .unwrap();
+    let sent = store.outbox_by_wamid(&wamid).await.unwrap().unwrap();
+    assert_eq!((sent.status, sent.attempts), (OutboxStatus::Sent, 1));
+    let missing = OutboxId("5f0000000000000000000000".into());
+    assert!(
+        store
+            .update_outbox(&missing, &OutboxUpdate::Sending)
+            .await
+            .is_err()
+    );
 }
 
 macro_rules! store_suite {
@@ -581,6 +727,7 @@ store_suite!(
     dialog_state_is_persisted_with_its_entry_time,
     replies_are_found_by_the_message_they_answer,
     llm_calls_are_kept_per_conversation_newest_last,
+    the_sender_walks_a_part_through_its_states,
 );
 
 #[tokio::test]

@@ -25,6 +25,7 @@ use super::state::{State, context_extractor};
 use super::tools::{TOOL_TIMEOUT, ToolContext, ToolRegistry};
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext};
 use crate::domain::{WaId, WaMessageId};
+use crate::guard::GuardTranslator;
 use crate::llm::{Llm, LlmRequest, ToolCall};
 use crate::store::{InboxEntry, MessageRole, NewMessage, NewOutbox, Store, StoreError};
 
@@ -43,6 +44,8 @@ pub struct EngineSettings {
     pub timezone: chrono_tz::Tz,
     /// Enter a subgraph without asking the primary's LLM when the keywords leave no doubt.
     pub fast_route: bool,
+    /// ISO 639-1 codes of the languages users are answered in.
+    pub languages: Vec<String>,
 }
 
 impl Default for EngineSettings {
@@ -55,6 +58,10 @@ impl Default for EngineSettings {
             business_name: "Zaguan Inmobiliaria".to_owned(),
             timezone: chrono_tz::Europe::Madrid,
             fast_route: true,
+            languages: crate::guard::DEFAULT_LANGUAGES
+                .iter()
+                .map(|code| (*code).to_owned())
+                .collect(),
         }
     }
 }
@@ -72,8 +79,11 @@ pub enum EngineError {
 /// What a turn did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {
-    /// The reply queued in the outbox (`None` when one was already queued before a crash).
+    /// The reply queued in the outbox, its parts joined by blank lines (`None` when one was
+    /// already queued before a crash).
     pub reply: Option<String>,
+    /// The WhatsApp messages of the reply, in order.
+    pub parts: Vec<String>,
     pub dialog_state: Vec<String>,
     /// Node transitions run in this call (a resumed turn counts only its own).
     pub transitions: usize,
@@ -85,6 +95,7 @@ pub struct Engine {
     llm: Arc<dyn Llm>,
     agents: Arc<AgentRegistry>,
     tools: Arc<ToolRegistry>,
+    guard: GuardTranslator,
     settings: EngineSettings,
 }
 
@@ -111,11 +122,24 @@ impl Engine {
         tools: Arc<ToolRegistry>,
         settings: EngineSettings,
     ) -> Self {
+        let languages = crate::guard::detector_for(&settings.languages).unwrap_or_else(|error| {
+            tracing::error!("{error}; using the default languages");
+            let defaults = EngineSettings::default().languages;
+            crate::guard::detector_for(&defaults).expect("the default languages are supported")
+        });
+        let guard = GuardTranslator::new(
+            agents.clone(),
+            tools.names(),
+            llm.clone(),
+            languages,
+            settings.business_name.clone(),
+        );
         Self {
             store,
             llm,
             agents,
             tools,
+            guard,
             settings,
         }
     }
@@ -138,12 +162,13 @@ impl Engine {
             // Nothing to answer (a resumed turn always has its `processing` messages).
             return Ok(TurnOutcome {
                 reply: None,
+                parts: Vec::new(),
                 dialog_state: state.dialog_state,
                 transitions: 0,
             });
         }
         self.add_human_message(&mut state, inbox).await?;
-        let reply_to = inbox.last().map(|e| e.wamid.clone());
+        let reply_to = inbox.last();
         let mut transitions = 0;
         // Once every provider failed in this turn, the remaining nodes answer offline at once
         // instead of waiting for the same timeouts again.
@@ -151,9 +176,10 @@ impl Engine {
         let outcome = loop {
             match next_step(&state) {
                 Next::Deliver(text) => {
-                    let reply = self.deliver(&state, &text, reply_to.as_ref()).await?;
+                    let parts = self.deliver(&state, &text, reply_to).await?;
                     break TurnOutcome {
-                        reply,
+                        reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
+                        parts,
                         dialog_state: state.dialog_state.clone(),
                         transitions,
                     };
@@ -222,6 +248,18 @@ impl Engine {
             })
             .collect::<Vec<_>>()
             .join("\n");
+        // The conversation's language follows the user's confident switches.
+        let lang = self
+            .guard
+            .languages()
+            .follow(&content, state.lang.as_deref());
+        if let Some(lang) = lang.filter(|lang| state.lang.as_ref() != Some(lang)) {
+            tracing::info!(lang = %lang, "conversation language set");
+            self.store
+                .set_conversation_lang(&state.wa_id, &lang)
+                .await?;
+            state.lang = Some(lang);
+        }
         let message = NewMessage {
             wa_id: state.wa_id.clone(),
             role: MessageRole::Human,
@@ -511,27 +549,46 @@ impl Engine {
     }
 
     /// guard_translator, then the outbox — unless a reply to this message is already queued.
+    /// The parts of a reply are queued in one write.
     async fn deliver(
         &self,
         state: &State,
         text: &str,
-        reply_to: Option<&WaMessageId>,
-    ) -> Result<Option<String>, EngineError> {
+        reply_to: Option<&InboxEntry>,
+    ) -> Result<Vec<String>, EngineError> {
         if let Some(reply_to) = reply_to
-            && !self.store.outbox_in_reply_to(reply_to).await?.is_empty()
+            && !self
+                .store
+                .outbox_in_reply_to(&reply_to.wamid)
+                .await?
+                .is_empty()
         {
-            return Ok(None);
+            return Ok(Vec::new());
         }
-        let reply = guard_translator(text);
-        self.store
-            .insert_outbox(&NewOutbox {
-                wa_id: state.wa_id.clone(),
-                in_reply_to: reply_to.cloned(),
-                body: reply.clone(),
-                at: Utc::now(),
+        let guarded = self
+            .guard
+            .guard(text, state.lang.as_deref(), state.wa_id.as_str())
+            .await;
+        let now = Utc::now();
+        let count = u32::try_from(guarded.parts.len()).unwrap_or(u32::MAX);
+        let parts: Vec<NewOutbox> = guarded
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(i, body)| NewOutbox {
+                phone_number_id: reply_to.map(|e| e.phone_number_id.clone()),
+                part: u32::try_from(i).unwrap_or(u32::MAX),
+                parts: count,
+                ..NewOutbox::text(
+                    state.wa_id.clone(),
+                    reply_to.map(|e| e.wamid.clone()),
+                    body.clone(),
+                    now,
+                )
             })
-            .await?;
-        Ok(Some(reply))
+            .collect();
+        self.store.insert_outbox(&parts).await?;
+        Ok(guarded.parts)
     }
 
     async fn set_dialog_state(
@@ -609,16 +666,5 @@ fn next_step(state: &State) -> Next {
                 _ => Next::Assistant,
             }
         }
-    }
-}
-
-/// The last step before the user: never an empty message. (Language detection, translation,
-/// WhatsApp formatting and the leak guard come with the outbound channel.)
-pub fn guard_translator(text: &str) -> String {
-    let text = text.trim();
-    if text.is_empty() {
-        APOLOGY.to_owned()
-    } else {
-        text.to_owned()
     }
 }

@@ -1,7 +1,8 @@
-//! Workers: take conversations with open inbox messages, one turn at a time per conversation,
-//! in arrival order. A conversation is claimed with a lease on its `conversations` document, so
-//! processes sharing one MongoDB never run the same conversation at once; a lease left by a dead
-//! process expires and is taken over, and its `processing` messages are resumed.
+//! Workers: take conversations with open inbox messages or unsent replies, one turn at a time
+//! per conversation, in arrival order, and send each turn's reply before the next turn. A
+//! conversation is claimed with a lease, so processes sharing one MongoDB never run (or send
+//! for) the same conversation at once; a lease left by a dead process expires and is taken over,
+//! and its `processing` messages are resumed and its unsent parts sent.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,7 @@ use tokio::task::JoinHandle;
 
 use super::turn::Engine;
 use crate::domain::{WaId, WaMessageId};
+use crate::outbound::Outbound;
 use crate::store::InboxStatus;
 
 /// Wait after a wake-up before reading the inbox, so a burst costs one query.
@@ -56,9 +58,14 @@ pub struct Workers {
 }
 
 impl Workers {
-    pub fn spawn(engine: Arc<Engine>, signal: Arc<Notify>, settings: WorkerSettings) -> Self {
+    pub fn spawn(
+        engine: Arc<Engine>,
+        outbound: Arc<Outbound>,
+        signal: Arc<Notify>,
+        settings: WorkerSettings,
+    ) -> Self {
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(dispatch(engine, signal, settings, stopped));
+        let task = tokio::spawn(dispatch(engine, outbound, signal, settings, stopped));
         Self { stop, task }
     }
 
@@ -71,6 +78,7 @@ impl Workers {
 
 async fn dispatch(
     engine: Arc<Engine>,
+    outbound: Arc<Outbound>,
     signal: Arc<Notify>,
     settings: WorkerSettings,
     mut stopped: watch::Receiver<bool>,
@@ -79,8 +87,8 @@ async fn dispatch(
     let in_flight: Arc<Mutex<HashSet<WaId>>> = Arc::default();
     let settings = Arc::new(settings);
     loop {
-        let keys = match engine
-            .store()
+        let store = engine.store();
+        let mut keys = match store
             .conversations_with_open_inbox(settings.concurrency * 4)
             .await
         {
@@ -90,6 +98,19 @@ async fn dispatch(
                 Vec::new()
             }
         };
+        match store
+            .conversations_with_unsent_outbox(Utc::now(), settings.concurrency * 4)
+            .await
+        {
+            Ok(unsent) => keys.extend(
+                unsent
+                    .into_iter()
+                    .filter(|k| !keys.contains(k))
+                    .collect::<Vec<_>>(),
+            ),
+            Err(error) => tracing::warn!("workers cannot read the outbox: {error}"),
+        }
+        outbound.forget_idle();
         for key in keys {
             if !in_flight.lock().unwrap().insert(key.clone()) {
                 continue;
@@ -97,10 +118,14 @@ async fn dispatch(
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 break;
             };
-            let (engine, settings, in_flight) =
-                (engine.clone(), settings.clone(), in_flight.clone());
+            let (engine, outbound, settings, in_flight) = (
+                engine.clone(),
+                outbound.clone(),
+                settings.clone(),
+                in_flight.clone(),
+            );
             tokio::spawn(async move {
-                process_conversation(&engine, &key, &settings).await;
+                process_conversation(&engine, &outbound, &key, &settings).await;
                 in_flight.lock().unwrap().remove(&key);
                 drop(permit);
             });
@@ -120,10 +145,17 @@ async fn dispatch(
         .await;
 }
 
-/// Claims one conversation and runs turns until its inbox is empty.
-async fn process_conversation(engine: &Engine, wa_id: &WaId, settings: &WorkerSettings) {
+/// Claims one conversation, sends what it still owes, then runs turns until its inbox is
+/// empty, sending each turn's reply before the next turn.
+async fn process_conversation(
+    engine: &Engine,
+    outbound: &Outbound,
+    wa_id: &WaId,
+    settings: &WorkerSettings,
+) {
     let store = engine.store();
     let lease = chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::minutes(5));
+    let mut flushed = false;
     loop {
         let now = Utc::now();
         match store
@@ -135,6 +167,14 @@ async fn process_conversation(engine: &Engine, wa_id: &WaId, settings: &WorkerSe
             Err(error) => {
                 tracing::warn!(conversation.id = %wa_id.masked(), "cannot claim: {error}");
                 return;
+            }
+        }
+        // Replies owed from before (a retry due, a crash mid-send) go out before new ones.
+        if !flushed {
+            flushed = true;
+            if let Err(error) = outbound.flush(wa_id).await {
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
+                break;
             }
         }
         let open = match store.open_inbox(wa_id).await {
@@ -173,11 +213,19 @@ async fn process_conversation(engine: &Engine, wa_id: &WaId, settings: &WorkerSe
             tracing::warn!(conversation.id = %wa_id.masked(), "cannot take inbox: {error}");
             break;
         }
-        match engine.run_turn(wa_id, &open).await {
+        let last = open.last().expect("not empty");
+        let typing = outbound.typing(&last.phone_number_id, &last.wamid);
+        let turn = engine.run_turn(wa_id, &open).await;
+        drop(typing);
+        match turn {
             Ok(_) => {
                 // Done only now that the reply is in the outbox.
                 if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Done).await {
                     tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
+                    break;
+                }
+                if let Err(error) = outbound.flush(wa_id).await {
+                    tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
                     break;
                 }
             }

@@ -27,6 +27,9 @@ struct Inner {
     conversations: HashMap<WaId, Conversation>,
     messages: HashMap<WaId, BTreeMap<i64, NewMessage>>,
     outbox: Vec<OutboxEntry>,
+    outbox_by_id: HashMap<OutboxId, usize>,
+    /// Positions of the entries not sent yet (`queued`, `sending`), in insertion order.
+    unsent: std::collections::BTreeSet<usize>,
     outbox_by_wamid: HashMap<WaMessageId, usize>,
     /// Outbox positions by the inbound message they answer.
     outbox_by_reply_to: HashMap<WaMessageId, Vec<usize>>,
@@ -312,45 +315,131 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId> {
-        let mut inner = self.lock();
-        let id = OutboxId(bson::oid::ObjectId::new().to_hex());
-        if let Some(reply_to) = &entry.in_reply_to {
-            let position = inner.outbox.len();
-            inner
-                .outbox_by_reply_to
-                .entry(reply_to.clone())
-                .or_default()
-                .push(position);
-        }
-        inner.outbox.push(OutboxEntry {
-            id: id.clone(),
-            wa_id: entry.wa_id.clone(),
-            in_reply_to: entry.in_reply_to.clone(),
-            body: entry.body.clone(),
-            status: OutboxStatus::Queued,
-            wamid: None,
-            error: None,
-            attempts: 0,
-            at: entry.at,
-            status_at: None,
-        });
-        Ok(id)
+    async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).lang = Some(lang.to_owned());
+        Ok(())
     }
 
-    async fn mark_outbox_sent(&self, id: &OutboxId, wamid: &WaMessageId) -> StoreResult<()> {
+    async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
         let mut inner = self.lock();
-        let Some(index) = inner.outbox.iter().position(|e| &e.id == id) else {
+        let mut ids = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let id = OutboxId(bson::oid::ObjectId::new().to_hex());
+            let position = inner.outbox.len();
+            if let Some(reply_to) = &entry.in_reply_to {
+                inner
+                    .outbox_by_reply_to
+                    .entry(reply_to.clone())
+                    .or_default()
+                    .push(position);
+            }
+            inner.outbox_by_id.insert(id.clone(), position);
+            inner.unsent.insert(position);
+            inner.outbox.push(OutboxEntry {
+                id: id.clone(),
+                wa_id: entry.wa_id.clone(),
+                in_reply_to: entry.in_reply_to.clone(),
+                phone_number_id: entry.phone_number_id.clone(),
+                body: entry.body.clone(),
+                buttons: entry.buttons.clone(),
+                part: entry.part,
+                parts: entry.parts,
+                status: OutboxStatus::Queued,
+                next_attempt_at: None,
+                wamid: None,
+                error: None,
+                attempts: 0,
+                at: entry.at,
+                status_at: None,
+            });
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let Some(&index) = inner.outbox_by_id.get(id) else {
             return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
         };
         let entry = &mut inner.outbox[index];
-        entry.wamid = Some(wamid.clone());
-        entry.attempts += 1;
-        if OutboxStatus::Sent.replaces().contains(&entry.status) {
-            entry.status = OutboxStatus::Sent;
+        let unsent = matches!(entry.status, OutboxStatus::Queued | OutboxStatus::Sending);
+        match update {
+            OutboxUpdate::Sending if unsent => {
+                entry.status = OutboxStatus::Sending;
+                entry.attempts += 1;
+            }
+            OutboxUpdate::Sent { wamid } => {
+                entry.wamid.clone_from(wamid);
+                entry.next_attempt_at = None;
+                if OutboxStatus::Sent.replaces().contains(&entry.status) {
+                    entry.status = OutboxStatus::Sent;
+                }
+                if let Some(wamid) = wamid {
+                    inner.outbox_by_wamid.insert(wamid.clone(), index);
+                }
+            }
+            OutboxUpdate::Retry { at, error } if unsent => {
+                entry.status = OutboxStatus::Queued;
+                entry.next_attempt_at = Some(*at);
+                entry.error.clone_from(error);
+            }
+            OutboxUpdate::Failed { error } if unsent => {
+                entry.status = OutboxStatus::Failed;
+                entry.error = Some(error.clone());
+            }
+            _ => {}
         }
-        inner.outbox_by_wamid.insert(wamid.clone(), index);
+        let unsent = matches!(
+            inner.outbox[index].status,
+            OutboxStatus::Queued | OutboxStatus::Sending
+        );
+        if unsent {
+            inner.unsent.insert(index);
+        } else {
+            inner.unsent.remove(&index);
+        }
         Ok(())
+    }
+
+    async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>> {
+        let inner = self.lock();
+        let mut unsent: Vec<OutboxEntry> = inner
+            .unsent
+            .iter()
+            .map(|&i| &inner.outbox[i])
+            .filter(|e| &e.wa_id == wa_id)
+            .cloned()
+            .collect();
+        unsent.sort_by_key(|e| (e.at, e.part));
+        Ok(unsent)
+    }
+
+    async fn conversations_with_unsent_outbox(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<WaId>> {
+        let inner = self.lock();
+        let mut due: Vec<&OutboxEntry> = inner
+            .unsent
+            .iter()
+            .map(|&i| &inner.outbox[i])
+            .filter(|e| {
+                e.status == OutboxStatus::Sending || e.next_attempt_at.is_none_or(|at| at <= now)
+            })
+            .collect();
+        due.sort_by_key(|e| e.at);
+        let mut keys: Vec<WaId> = Vec::new();
+        for entry in due {
+            if !keys.contains(&entry.wa_id) {
+                keys.push(entry.wa_id.clone());
+                if keys.len() == limit {
+                    break;
+                }
+            }
+        }
+        Ok(keys)
     }
 
     async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {
@@ -388,6 +477,9 @@ impl Store for MemoryStore {
         entry.status_at = update.at;
         if status == OutboxStatus::Failed {
             entry.error = update.errors.first().cloned();
+        }
+        if !matches!(status, OutboxStatus::Queued | OutboxStatus::Sending) {
+            inner.unsent.remove(&index);
         }
         Ok(StatusOutcome::Applied)
     }

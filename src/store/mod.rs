@@ -109,11 +109,38 @@ pub trait Store: Send + Sync + 'static {
         at: DateTime<Utc>,
     ) -> StoreResult<()>;
 
-    /// Queues a reply; returns its id.
-    async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId>;
+    /// Records the language the conversation is held in (ISO 639-1).
+    async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()>;
+
+    /// Queues the parts of a reply, in one write; returns their ids in order.
+    async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>>;
+
+    /// Records what the sender did with an entry. `Sending` and `Retry` only apply to an
+    /// entry not sent yet; `Sent` never moves a status back (a webhook status may have come
+    /// first). An unknown id is an error.
+    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<()>;
 
     /// Records the Graph API's id for a sent reply.
-    async fn mark_outbox_sent(&self, id: &OutboxId, wamid: &WaMessageId) -> StoreResult<()>;
+    async fn mark_outbox_sent(&self, id: &OutboxId, wamid: &WaMessageId) -> StoreResult<()> {
+        self.update_outbox(
+            id,
+            &OutboxUpdate::Sent {
+                wamid: Some(wamid.clone()),
+            },
+        )
+        .await
+    }
+
+    /// The entries of a conversation not sent yet (`queued`, `sending`), in sending order.
+    async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>>;
+
+    /// Conversations with an entry to send now (`queued` and due, or `sending` left by a
+    /// crash), oldest first.
+    async fn conversations_with_unsent_outbox(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<WaId>>;
 
     async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>>;
 

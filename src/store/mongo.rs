@@ -62,13 +62,14 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 8] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 9] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             ("inbox", doc! {"status": 1, "received_at": 1}, None),
             ("inbox", doc! {"wa_id": 1, "received_at": 1}, None),
             ("outbox", doc! {"wamid": 1}, None),
             ("outbox", doc! {"wa_id": 1, "at": 1}, None),
             ("outbox", doc! {"in_reply_to": 1}, None),
+            ("outbox", doc! {"status": 1, "at": 1}, None),
             ("leases", doc! {"wa_id": 1, "generation": -1}, None),
             ("llm_calls", doc! {"wa_id": 1, "at": -1}, None),
         ];
@@ -357,15 +358,28 @@ fn outbox_entry(doc: &Document) -> StoreResult<OutboxEntry> {
         Some(Bson::Document(e)) => bson::from_document::<GraphError>(e.clone()).ok(),
         _ => None,
     };
+    let count = |key: &str| f.int(key).and_then(|n| u32::try_from(n).ok());
+    let buttons = match doc.get("buttons") {
+        Some(Bson::Array(items)) => items
+            .iter()
+            .filter_map(|b| b.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
     Ok(OutboxEntry {
         id: OutboxId(id),
         wa_id: f.wa_id("wa_id")?,
         in_reply_to: f.str("in_reply_to").map(WaMessageId::from),
+        phone_number_id: f.str("phone_number_id"),
         body: f.str("body").unwrap_or_default(),
+        buttons,
+        part: count("part").unwrap_or(0),
+        parts: count("parts").unwrap_or(1),
         status: f
             .str("status")
             .and_then(|s| OutboxStatus::parse(&s))
             .unwrap_or(OutboxStatus::Queued),
+        next_attempt_at: f.date("next_attempt_at"),
         wamid: f.str("wamid").map(WaMessageId::from),
         error,
         attempts: f.int("attempts").unwrap_or(0).try_into().unwrap_or(0),
@@ -786,43 +800,135 @@ impl Store for MongoStore {
         .await
     }
 
-    async fn insert_outbox(&self, entry: &NewOutbox) -> StoreResult<OutboxId> {
-        let id = ObjectId::new();
-        bounded(self.coll("outbox").insert_one(doc! {
-            "_id": id,
-            "wa_id": entry.wa_id.as_str(),
-            "in_reply_to": entry.in_reply_to.as_ref().map(|w| w.as_str()),
-            "body": &entry.body,
-            "status": OutboxStatus::Queued.as_str(),
-            "attempts": 0_i64,
-            "at": date(entry.at),
-        }))
-        .await?;
-        Ok(OutboxId(id.to_hex()))
+    async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()> {
+        upsert_one(
+            &self.coll("conversations"),
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {"lang": lang}},
+        )
+        .await
     }
 
-    async fn mark_outbox_sent(&self, id: &OutboxId, wamid: &WaMessageId) -> StoreResult<()> {
-        let filter = doc! {"_id": outbox_id(id)};
-        let result = bounded(self.coll("outbox").update_one(
-            filter.clone(),
-            doc! {"$set": {"wamid": wamid.as_str()}, "$inc": {"attempts": 1_i64}},
-        ))
-        .await?;
-        if result.matched_count == 0 {
-            return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
+    async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
         }
-        // A status may already have arrived (webhooks can beat the Graph API's response).
-        let mut only_if_earlier = filter;
-        only_if_earlier.insert(
-            "status",
-            doc! {"$in": statuses(OutboxStatus::Sent.replaces())},
-        );
-        bounded(self.coll("outbox").update_one(
-            only_if_earlier,
-            doc! {"$set": {"status": OutboxStatus::Sent.as_str()}},
-        ))
-        .await?;
+        let ids: Vec<ObjectId> = entries.iter().map(|_| ObjectId::new()).collect();
+        let docs = entries.iter().zip(&ids).map(|(entry, id)| {
+            doc! {
+                "_id": id,
+                "wa_id": entry.wa_id.as_str(),
+                "in_reply_to": entry.in_reply_to.as_ref().map(|w| w.as_str()),
+                "phone_number_id": opt_str(&entry.phone_number_id),
+                "body": &entry.body,
+                "buttons": &entry.buttons,
+                "part": i64::from(entry.part),
+                "parts": i64::from(entry.parts),
+                "status": OutboxStatus::Queued.as_str(),
+                "attempts": 0_i64,
+                "at": date(entry.at),
+            }
+        });
+        // One ordered write: the parts of a reply are queued together.
+        bounded(self.coll("outbox").insert_many(docs)).await?;
+        Ok(ids.iter().map(|id| OutboxId(id.to_hex())).collect())
+    }
+
+    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<()> {
+        let filter = doc! {"_id": outbox_id(id)};
+        let unsent = statuses(&[OutboxStatus::Queued, OutboxStatus::Sending]);
+        let (condition, change) = match update {
+            OutboxUpdate::Sending => (
+                doc! {"status": {"$in": &unsent}},
+                doc! {"$set": {"status": OutboxStatus::Sending.as_str()}, "$inc": {"attempts": 1_i64}},
+            ),
+            OutboxUpdate::Sent { wamid } => {
+                // The id first, unconditionally; the status only if no webhook status beat us.
+                let wamid = wamid.as_ref().map(|w| w.as_str());
+                let result = bounded(self.coll("outbox").update_one(
+                    filter.clone(),
+                    doc! {"$set": {"wamid": wamid, "next_attempt_at": Bson::Null}},
+                ))
+                .await?;
+                if result.matched_count == 0 {
+                    return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
+                }
+                (
+                    doc! {"status": {"$in": statuses(OutboxStatus::Sent.replaces())}},
+                    doc! {"$set": {"status": OutboxStatus::Sent.as_str()}},
+                )
+            }
+            OutboxUpdate::Retry { at, error } => (
+                doc! {"status": {"$in": &unsent}},
+                doc! {"$set": {
+                    "status": OutboxStatus::Queued.as_str(),
+                    "next_attempt_at": date(*at),
+                    "error": error.as_ref().map(bson::to_bson).transpose().context("Graph error to BSON")?,
+                }},
+            ),
+            OutboxUpdate::Failed { error } => (
+                doc! {"status": {"$in": &unsent}},
+                doc! {"$set": {
+                    "status": OutboxStatus::Failed.as_str(),
+                    "error": bson::to_bson(error).context("Graph error to BSON")?,
+                }},
+            ),
+        };
+        let mut conditional = filter.clone();
+        conditional.extend(condition);
+        let result = bounded(self.coll("outbox").update_one(conditional, change)).await?;
+        if result.matched_count == 0 && !matches!(update, OutboxUpdate::Sent { .. }) {
+            let exists = bounded(self.coll("outbox").count_documents(filter)).await?;
+            if exists == 0 {
+                return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
+            }
+        }
         Ok(())
+    }
+
+    async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>> {
+        let cursor = bounded(
+            self.coll("outbox")
+                .find(doc! {
+                    "wa_id": wa_id.as_str(),
+                    "status": {"$in": statuses(&[OutboxStatus::Queued, OutboxStatus::Sending])},
+                })
+                .sort(doc! {"at": 1, "part": 1, "_id": 1}),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        docs.iter().map(outbox_entry).collect()
+    }
+
+    async fn conversations_with_unsent_outbox(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<WaId>> {
+        let cursor = bounded(
+            self.coll("outbox")
+                .find(doc! {"$or": [
+                    {"status": OutboxStatus::Sending.as_str()},
+                    {"status": OutboxStatus::Queued.as_str(), "next_attempt_at": Bson::Null},
+                    {"status": OutboxStatus::Queued.as_str(), "next_attempt_at": {"$lte": date(now)}},
+                ]})
+                .projection(doc! {"wa_id": 1})
+                .sort(doc! {"at": 1, "_id": 1})
+                .limit(i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX)),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let mut seen: Vec<WaId> = Vec::new();
+        for doc in &docs {
+            let wa_id = Fields(doc).wa_id("wa_id")?;
+            if !seen.contains(&wa_id) {
+                seen.push(wa_id);
+                if seen.len() == limit {
+                    break;
+                }
+            }
+        }
+        Ok(seen)
     }
 
     async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {

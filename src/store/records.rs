@@ -240,6 +240,10 @@ pub struct OutboxId(pub String);
 #[serde(rename_all = "snake_case")]
 pub enum OutboxStatus {
     Queued,
+    /// Handed to the Graph API; its answer not recorded yet. After a crash, an entry left here
+    /// is sent again: the one moment a reply may go out twice (the Graph API has no idempotency
+    /// key), against losing it.
+    Sending,
     Sent,
     Delivered,
     Read,
@@ -252,6 +256,7 @@ impl OutboxStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             OutboxStatus::Queued => "queued",
+            OutboxStatus::Sending => "sending",
             OutboxStatus::Sent => "sent",
             OutboxStatus::Delivered => "delivered",
             OutboxStatus::Read => "read",
@@ -263,6 +268,7 @@ impl OutboxStatus {
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "queued" => OutboxStatus::Queued,
+            "sending" => OutboxStatus::Sending,
             "sent" => OutboxStatus::Sent,
             "delivered" => OutboxStatus::Delivered,
             "read" => OutboxStatus::Read,
@@ -277,23 +283,69 @@ impl OutboxStatus {
     pub fn replaces(self) -> &'static [OutboxStatus] {
         use OutboxStatus::*;
         match self {
-            Queued => &[],
-            Sent => &[Queued],
-            Delivered => &[Queued, Sent],
-            Read => &[Queued, Sent, Delivered],
-            Played => &[Queued, Sent, Delivered, Read],
-            Failed => &[Queued, Sent],
+            Queued => &[Sending],
+            Sending => &[Queued, Sending],
+            Sent => &[Queued, Sending],
+            Delivered => &[Queued, Sending, Sent],
+            Read => &[Queued, Sending, Sent, Delivered],
+            Played => &[Queued, Sending, Sent, Delivered, Read],
+            Failed => &[Queued, Sending, Sent],
         }
     }
 }
 
-/// A reply to queue.
+/// A reply to queue: one WhatsApp message, `part` of `parts` of a reply cut to WhatsApp's size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewOutbox {
     pub wa_id: WaId,
     pub in_reply_to: Option<WaMessageId>,
+    /// The business number the conversation came in on (from the inbound `metadata`); the
+    /// reply is sent from it.
+    pub phone_number_id: Option<String>,
     pub body: String,
+    /// Reply buttons' titles (at most 3, ≤ 20 chars): sent as an interactive message.
+    pub buttons: Vec<String>,
+    /// 0-based position among the parts of one reply.
+    pub part: u32,
+    pub parts: u32,
     pub at: DateTime<Utc>,
+}
+
+impl NewOutbox {
+    /// A one-part text reply.
+    pub fn text(
+        wa_id: WaId,
+        in_reply_to: Option<WaMessageId>,
+        body: impl Into<String>,
+        at: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            wa_id,
+            in_reply_to,
+            phone_number_id: None,
+            body: body.into(),
+            buttons: Vec::new(),
+            part: 0,
+            parts: 1,
+            at,
+        }
+    }
+}
+
+/// What the sender learnt about an outbox entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutboxUpdate {
+    /// About to call the Graph API (counts an attempt).
+    Sending,
+    /// The Graph API accepted it; `None` in a dry run (no access token).
+    Sent { wamid: Option<WaMessageId> },
+    /// Not sent; try again at `at`.
+    Retry {
+        at: DateTime<Utc>,
+        error: Option<GraphError>,
+    },
+    /// Not sent and never will be.
+    Failed { error: GraphError },
 }
 
 /// An `outbox` document.
@@ -302,8 +354,14 @@ pub struct OutboxEntry {
     pub id: OutboxId,
     pub wa_id: WaId,
     pub in_reply_to: Option<WaMessageId>,
+    pub phone_number_id: Option<String>,
     pub body: String,
+    pub buttons: Vec<String>,
+    pub part: u32,
+    pub parts: u32,
     pub status: OutboxStatus,
+    /// Not to be sent before then (a retry's backoff).
+    pub next_attempt_at: Option<DateTime<Utc>>,
     /// The Graph API's id, once sent.
     pub wamid: Option<WaMessageId>,
     pub error: Option<GraphError>,

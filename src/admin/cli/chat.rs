@@ -72,8 +72,13 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
             .await?;
         let outcome = engine.run_turn(&wa_id, &open).await?;
         store.set_inbox_status(&ids, InboxStatus::Done).await?;
-        let reply = outcome.reply.as_deref().unwrap_or("(ya respondido)");
-        writeln!(stdout, "bot> {reply}")?;
+        // Each part is one WhatsApp message.
+        if outcome.parts.is_empty() {
+            writeln!(stdout, "bot> (ya respondido)")?;
+        }
+        for part in &outcome.parts {
+            writeln!(stdout, "bot> {part}")?;
+        }
         writeln!(stdout, "     [dialog_state: {:?}]", outcome.dialog_state)?;
     }
     usage.flush().await;

@@ -1,0 +1,430 @@
+//! The Graph API's messages endpoint (`POST {base}/{phone_number_id}/messages`, ARCHITECTURE.md
+//! §4): text messages, interactive reply buttons, and mark-as-read with the typing indicator.
+//! Errors are classified here, once, into what the sender can do about them.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use reqwest::StatusCode;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use url::Url;
+
+use crate::domain::{GraphError, WaId, WaMessageId};
+
+/// Most reply buttons WhatsApp shows on one message.
+pub const MAX_BUTTONS: usize = 3;
+/// Longest button title WhatsApp accepts, in characters.
+pub const MAX_BUTTON_TITLE: usize = 20;
+/// Longest body of an interactive message, in characters.
+pub const MAX_INTERACTIVE_BODY: usize = 1024;
+
+/// What to send.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutboundMessage<'a> {
+    Text {
+        body: &'a str,
+    },
+    /// A question with up to three reply buttons (a confirmation).
+    Buttons {
+        body: &'a str,
+        buttons: &'a [String],
+    },
+}
+
+/// Why a Graph call did not succeed, as the sender acts on it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SendError {
+    /// Try again later: 429, 5xx, network trouble, throughput and pair rate limits (130429,
+    /// 131056), maintenance (131057). `retry_after` when the server said how long.
+    #[error("temporarily refused: {error}")]
+    Retry {
+        error: GraphError,
+        retry_after: Option<Duration>,
+    },
+    /// Never retried: outside the 24-hour window (131047), undeliverable (131026), a bad
+    /// parameter (100), any other 4xx.
+    #[error("refused: {error}")]
+    Permanent { error: GraphError },
+    /// Meta's quality and policy limits (131048, 131049, 368): not retried, and an operator
+    /// must look at the account.
+    #[error("refused by a quality or policy limit: {error}")]
+    Policy { error: GraphError },
+    /// The access token is invalid or expired (190): nothing goes out until an operator
+    /// replaces it, so messages wait and are retried.
+    #[error("access token rejected: {error}")]
+    Token { error: GraphError },
+}
+
+impl SendError {
+    pub fn graph_error(&self) -> &GraphError {
+        match self {
+            SendError::Retry { error, .. }
+            | SendError::Permanent { error }
+            | SendError::Policy { error }
+            | SendError::Token { error } => error,
+        }
+    }
+
+    /// The metric label of the error's Graph code (`none` without one).
+    pub fn code_label(&self) -> String {
+        self.graph_error()
+            .code
+            .map_or_else(|| "none".to_owned(), |code| code.to_string())
+    }
+}
+
+/// The Graph API client for one access token; `None` is a dry run (nothing leaves the process).
+pub struct GraphClient {
+    http: reqwest::Client,
+    base: Url,
+    token: Option<SecretString>,
+}
+
+impl GraphClient {
+    /// `base` is `WHATSAPP_API_BASE_URL` (`https://graph.facebook.com/v21.0`); `timeout`
+    /// bounds each call.
+    pub fn new(base: Url, token: Option<SecretString>, timeout: Duration) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .build()
+            .context("building the Graph API HTTP client")?;
+        if base.cannot_be_a_base() {
+            anyhow::bail!("`{base}` cannot be a base URL");
+        }
+        Ok(Self { http, base, token })
+    }
+
+    pub fn is_dry_run(&self) -> bool {
+        self.token.is_none()
+    }
+
+    /// Sends one message; its Graph `wamid`, or `None` in a dry run.
+    pub async fn send(
+        &self,
+        phone_number_id: &str,
+        to: &WaId,
+        message: &OutboundMessage<'_>,
+    ) -> Result<Option<WaMessageId>, SendError> {
+        let body = message_body(to, message);
+        let Some(answer) = self.post(phone_number_id, &body).await? else {
+            return Ok(None);
+        };
+        let answer: SendAnswer = serde_json::from_value(answer).map_err(|e| SendError::Retry {
+            error: local_error(format!("unreadable answer: {e}")),
+            retry_after: None,
+        })?;
+        let wamid = answer
+            .messages
+            .into_iter()
+            .next()
+            .map(|m| WaMessageId::from(m.id))
+            .ok_or_else(|| SendError::Retry {
+                error: local_error("answer without a message id".to_owned()),
+                retry_after: None,
+            })?;
+        Ok(Some(wamid))
+    }
+
+    /// Marks an inbound message (and those before it) read; with `typing`, shows the typing
+    /// indicator for up to 25 s or until the reply arrives. Sent again, it renews the indicator.
+    pub async fn mark_read(
+        &self,
+        phone_number_id: &str,
+        wamid: &WaMessageId,
+        typing: bool,
+    ) -> Result<(), SendError> {
+        let mut body = json!({
+            "messaging_product": "whatsapp",
+            "status": "read",
+            "message_id": wamid.as_str(),
+        });
+        if typing {
+            body["typing_indicator"] = json!({"type": "text"});
+        }
+        self.post(phone_number_id, &body).await.map(drop)
+    }
+
+    /// One POST to `{base}/{phone_number_id}/messages`; `None` in a dry run.
+    async fn post(&self, phone_number_id: &str, body: &Value) -> Result<Option<Value>, SendError> {
+        let Some(token) = &self.token else {
+            return Ok(None);
+        };
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .expect("checked in new")
+            .pop_if_empty()
+            .extend([phone_number_id, "messages"]);
+        tracing::trace!(body = %body, "Graph API request");
+        let response = self
+            .http
+            .post(url)
+            .bearer_auth(token.expose_secret())
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| SendError::Retry {
+                error: local_error(transport_message(&e)),
+                retry_after: None,
+            })?;
+        let status = response.status();
+        let retry_after = retry_after(response.headers());
+        let bytes = response.bytes().await.map_err(|e| SendError::Retry {
+            error: local_error(transport_message(&e)),
+            retry_after: None,
+        })?;
+        tracing::trace!(http.status = status.as_u16(), body = %String::from_utf8_lossy(&bytes), "Graph API answer");
+        if status.is_success() {
+            return serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| SendError::Retry {
+                    error: local_error(format!("unreadable answer (HTTP {status}): {e}")),
+                    retry_after: None,
+                });
+        }
+        let error = serde_json::from_slice::<ErrorAnswer>(&bytes)
+            .map(|answer| answer.error.into_graph_error())
+            .unwrap_or_else(|_| {
+                local_error(format!(
+                    "HTTP {status}: {}",
+                    String::from_utf8_lossy(&bytes)
+                        .chars()
+                        .take(200)
+                        .collect::<String>()
+                ))
+            });
+        Err(classify(status, error, retry_after))
+    }
+}
+
+/// The JSON body of a message to `to`. A business-scoped user id (not a phone number) goes in
+/// `recipient`, a phone number in `to`.
+pub fn message_body(to: &WaId, message: &OutboundMessage<'_>) -> Value {
+    let mut body = json!({
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+    });
+    let key = to.as_str();
+    if key.bytes().all(|b| b.is_ascii_digit()) {
+        body["to"] = json!(key);
+    } else {
+        body["recipient"] = json!(key);
+    }
+    match message {
+        OutboundMessage::Text { body: text } => {
+            body["type"] = json!("text");
+            body["text"] = json!({"preview_url": false, "body": text});
+        }
+        OutboundMessage::Buttons {
+            body: text,
+            buttons,
+        } => {
+            let buttons: Vec<Value> = buttons
+                .iter()
+                .take(MAX_BUTTONS)
+                .enumerate()
+                .map(|(i, title)| {
+                    json!({"type": "reply", "reply": {
+                        "id": format!("btn_{i}"),
+                        "title": title.chars().take(MAX_BUTTON_TITLE).collect::<String>(),
+                    }})
+                })
+                .collect();
+            body["type"] = json!("interactive");
+            body["interactive"] = json!({
+                "type": "button",
+                "body": {"text": text.chars().take(MAX_INTERACTIVE_BODY).collect::<String>()},
+                "action": {"buttons": buttons},
+            });
+        }
+    }
+    body
+}
+
+/// What the sender may do about `error` (HTTP `status`), by Graph code first, then by status.
+pub fn classify(status: StatusCode, error: GraphError, retry_after: Option<Duration>) -> SendError {
+    match error.code {
+        Some(130429 | 131056 | 131057 | 131000 | 131016 | 2 | 4 | 80007) => {
+            SendError::Retry { error, retry_after }
+        }
+        Some(190) => SendError::Token { error },
+        Some(131048 | 131049 | 368) => SendError::Policy { error },
+        Some(131047 | 131026 | 100) => SendError::Permanent { error },
+        _ if status == StatusCode::TOO_MANY_REQUESTS
+            || status == StatusCode::REQUEST_TIMEOUT
+            || status.is_server_error() =>
+        {
+            SendError::Retry { error, retry_after }
+        }
+        _ if status == StatusCode::UNAUTHORIZED => SendError::Token { error },
+        _ => SendError::Permanent { error },
+    }
+}
+
+/// `Retry-After` in seconds (the form Meta and proxies use); HTTP dates are not worth parsing.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+fn transport_message(error: &reqwest::Error) -> String {
+    let what = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "could not connect"
+    } else {
+        "transport error"
+    };
+    let mut message = what.to_owned();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+/// An error that did not come from the Graph API (no code).
+fn local_error(message: String) -> GraphError {
+    GraphError {
+        code: None,
+        title: None,
+        message: Some(message),
+        error_data: None,
+    }
+}
+
+#[derive(Deserialize)]
+struct SendAnswer {
+    #[serde(default)]
+    messages: Vec<SentMessage>,
+}
+
+#[derive(Deserialize)]
+struct SentMessage {
+    id: String,
+}
+
+#[derive(Deserialize)]
+struct ErrorAnswer {
+    error: WireError,
+}
+
+/// `{"error": {"message", "type", "code", "error_subcode", "error_data", "fbtrace_id"}}`.
+#[derive(Deserialize)]
+struct WireError {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    code: Option<i64>,
+    #[serde(default)]
+    error_user_title: Option<String>,
+    #[serde(default)]
+    error_data: Option<Value>,
+}
+
+impl WireError {
+    fn into_graph_error(self) -> GraphError {
+        GraphError {
+            code: self.code,
+            title: self.error_user_title,
+            message: self.message,
+            error_data: self.error_data,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(code: i64) -> GraphError {
+        GraphError {
+            code: Some(code),
+            title: None,
+            message: Some("x".into()),
+            error_data: None,
+        }
+    }
+
+    #[test]
+    fn graph_codes_decide_before_http_statuses() {
+        let bad = StatusCode::BAD_REQUEST;
+        for code in [130429, 131056, 131057] {
+            assert!(
+                matches!(classify(bad, error(code), None), SendError::Retry { .. }),
+                "{code}"
+            );
+        }
+        for code in [131047, 131026, 100] {
+            assert!(
+                matches!(
+                    classify(bad, error(code), None),
+                    SendError::Permanent { .. }
+                ),
+                "{code}"
+            );
+        }
+        for code in [131048, 131049, 368] {
+            assert!(
+                matches!(classify(bad, error(code), None), SendError::Policy { .. }),
+                "{code}"
+            );
+        }
+        assert!(matches!(
+            classify(StatusCode::UNAUTHORIZED, error(190), None),
+            SendError::Token { .. }
+        ));
+        assert!(matches!(
+            classify(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                local_error("boom".into()),
+                None
+            ),
+            SendError::Retry { .. }
+        ));
+        assert!(matches!(
+            classify(bad, local_error("bad".into()), None),
+            SendError::Permanent { .. }
+        ));
+    }
+
+    #[test]
+    fn a_phone_number_goes_in_to_and_a_business_scoped_id_in_recipient() {
+        let text = OutboundMessage::Text { body: "Hola" };
+        let phone = message_body(&WaId::parse("34600111222").unwrap(), &text);
+        assert_eq!(phone["to"], "34600111222");
+        assert_eq!(phone["text"], json!({"preview_url": false, "body": "Hola"}));
+        let bsuid = message_body(&WaId::parse("ES.13491208655302741918").unwrap(), &text);
+        assert_eq!(bsuid["recipient"], "ES.13491208655302741918");
+        assert!(bsuid.get("to").is_none());
+    }
+
+    #[test]
+    fn buttons_are_cut_to_whatsapps_limits() {
+        let buttons: Vec<String> = ["Sí, confirmar la visita", "No", "Cambiar día", "Otra"]
+            .map(String::from)
+            .to_vec();
+        let body = message_body(
+            &WaId::parse("34600111222").unwrap(),
+            &OutboundMessage::Buttons {
+                body: "¿Confirmo la visita del jueves a las 18:00?",
+                buttons: &buttons,
+            },
+        );
+        let sent = body["interactive"]["action"]["buttons"].as_array().unwrap();
+        assert_eq!(sent.len(), 3);
+        assert_eq!(sent[0]["reply"]["title"], "Sí, confirmar la vis");
+        assert_eq!(sent[0]["reply"]["id"], "btn_0");
+        assert_eq!(body["interactive"]["type"], "button");
+    }
+}

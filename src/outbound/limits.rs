@@ -1,0 +1,110 @@
+//! Meta's sending limits, kept on our side so the Graph API rarely has to refuse us: a
+//! throughput limit per business number (80 messages/s by default; Meta counts every call of
+//! the number, so marks-as-read take a slot too) and the pair rate limit per recipient (about
+//! one message every 6 s to one user, with bursts of up to 45). Waiting here is cheaper than a
+//! 130429 / 131056 and its backoff.
+
+use std::num::NonZeroU32;
+use std::time::{Duration, Instant};
+
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+/// The configured limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendLimits {
+    /// Messages per second per business number.
+    pub per_number: NonZeroU32,
+    /// One message to the same user per this interval, on average…
+    pub pair_interval: Duration,
+    /// …with bursts of up to this many.
+    pub pair_burst: NonZeroU32,
+}
+
+impl Default for SendLimits {
+    fn default() -> Self {
+        Self {
+            per_number: NonZeroU32::new(80).expect("non-zero"),
+            pair_interval: Duration::from_secs(6),
+            pair_burst: NonZeroU32::new(45).expect("non-zero"),
+        }
+    }
+}
+
+/// The limiters, shared by every sender of the process.
+pub struct Limiters {
+    per_number: DefaultKeyedRateLimiter<String>,
+    per_recipient: DefaultKeyedRateLimiter<String>,
+}
+
+impl Limiters {
+    pub fn new(limits: &SendLimits) -> Self {
+        let pair = Quota::with_period(limits.pair_interval)
+            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(limits.pair_burst);
+        Self {
+            per_number: RateLimiter::keyed(Quota::per_second(limits.per_number)),
+            per_recipient: RateLimiter::keyed(pair),
+        }
+    }
+
+    /// Waits until a message from `phone_number_id` to `recipient` is within both limits;
+    /// returns how long it waited.
+    pub async fn until_send_allowed(&self, phone_number_id: &str, recipient: &str) -> Duration {
+        let started = Instant::now();
+        self.per_recipient
+            .until_key_ready(&recipient.to_owned())
+            .await;
+        self.per_number
+            .until_key_ready(&phone_number_id.to_owned())
+            .await;
+        record_wait(started.elapsed())
+    }
+
+    /// Waits until another call of `phone_number_id` (a mark-as-read) is within its limit.
+    pub async fn until_call_allowed(&self, phone_number_id: &str) -> Duration {
+        let started = Instant::now();
+        self.per_number
+            .until_key_ready(&phone_number_id.to_owned())
+            .await;
+        record_wait(started.elapsed())
+    }
+
+    /// Forgets recipients whose allowance is full again, so the table does not grow forever.
+    pub fn forget_idle(&self) {
+        self.per_recipient.retain_recent();
+        self.per_number.retain_recent();
+    }
+}
+
+fn record_wait(waited: Duration) -> Duration {
+    if waited >= Duration::from_millis(1) {
+        metrics::counter!("zaguan_outbound_rate_limit_waits_total").increment(1);
+        metrics::histogram!("zaguan_outbound_rate_limit_wait_seconds").record(waited.as_secs_f64());
+    }
+    waited
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_recipient_gets_its_burst_then_waits() {
+        let limits = SendLimits {
+            per_number: NonZeroU32::new(1000).unwrap(),
+            pair_interval: Duration::from_millis(200),
+            pair_burst: NonZeroU32::new(3).unwrap(),
+        };
+        let limiters = Limiters::new(&limits);
+        for _ in 0..3 {
+            assert!(
+                limiters.until_send_allowed("1", "34600111222").await < Duration::from_millis(50)
+            );
+        }
+        // The fourth waits for the pair interval; another user does not.
+        assert!(limiters.until_send_allowed("1", "34600999888").await < Duration::from_millis(50));
+        assert!(
+            limiters.until_send_allowed("1", "34600111222").await >= Duration::from_millis(150)
+        );
+    }
+}

@@ -1,0 +1,318 @@
+//! The sender: takes a conversation's unsent outbox parts, oldest first, and hands each to the
+//! Graph API once. It runs under the conversation's lease (the worker calls it after each turn
+//! and for conversations with retries due), so two processes never send the same part and a
+//! conversation's parts go out in order: a part waiting for a retry holds back the ones after it.
+//!
+//! Each part is marked `sending` before the call and `sent` with its wamid after; a crash in
+//! between leaves it `sending`, and it is sent again (the Graph API has no idempotency key: a
+//! duplicate is preferred to a lost reply). A part already `sent` is never sent again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rand::Rng as _;
+
+use super::graph::{GraphClient, OutboundMessage, SendError};
+use super::limits::Limiters;
+use crate::domain::{GraphError, WaId, WaMessageId};
+use crate::store::{OutboxEntry, OutboxUpdate, Store, StoreError};
+
+/// How the sender retries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboundSettings {
+    /// The first retry's delay; doubled on each attempt (with jitter) up to `max_backoff`.
+    pub base_backoff: Duration,
+    pub max_backoff: Duration,
+    /// Attempts after which a part is marked `failed`.
+    pub max_attempts: u32,
+    /// A retry due within this is waited for in place; a later one is scheduled, and the
+    /// worker moves on.
+    pub wait_in_place: Duration,
+    /// How long parts wait after the access token was refused (190) before trying again.
+    pub token_retry: Duration,
+    /// The typing indicator shows for 25 s; it is renewed this often while a turn runs.
+    pub typing_renewal: Duration,
+}
+
+impl Default for OutboundSettings {
+    fn default() -> Self {
+        Self {
+            base_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(300),
+            max_attempts: 8,
+            wait_in_place: Duration::from_secs(10),
+            token_retry: Duration::from_secs(300),
+            typing_renewal: Duration::from_secs(20),
+        }
+    }
+}
+
+/// The outbound channel of one process.
+pub struct Outbound {
+    store: Arc<dyn Store>,
+    graph: Arc<GraphClient>,
+    limiters: Arc<Limiters>,
+    settings: OutboundSettings,
+}
+
+impl Outbound {
+    pub fn new(
+        store: Arc<dyn Store>,
+        graph: GraphClient,
+        limiters: Limiters,
+        settings: OutboundSettings,
+    ) -> Self {
+        Self {
+            store,
+            graph: Arc::new(graph),
+            limiters: Arc::new(limiters),
+            settings,
+        }
+    }
+
+    pub fn is_dry_run(&self) -> bool {
+        self.graph.is_dry_run()
+    }
+
+    /// A dry-run channel over `store`: replies are marked sent and only logged.
+    pub fn dry_run(store: Arc<dyn Store>) -> Self {
+        let graph = GraphClient::new(
+            "http://127.0.0.1/".parse().expect("a valid URL"),
+            None,
+            Duration::from_secs(1),
+        )
+        .expect("a dry-run client always builds");
+        Self::new(
+            store,
+            graph,
+            Limiters::new(&super::SendLimits::default()),
+            OutboundSettings::default(),
+        )
+    }
+
+    /// Forgets rate-limit state of recipients idle long enough to have their allowance back.
+    pub fn forget_idle(&self) {
+        self.limiters.forget_idle();
+    }
+
+    /// Sends the conversation's unsent parts in order. Returns when all are sent or failed, or
+    /// when one must wait for a retry (scheduled in the outbox; the worker comes back for it).
+    pub async fn flush(&self, wa_id: &WaId) -> Result<(), StoreError> {
+        let mut unsent = self.store.unsent_outbox(wa_id).await?.into_iter();
+        while let Some(entry) = unsent.next() {
+            if let Some(due) = self.send_part(entry).await? {
+                // The parts behind wait as long, so the conversation is not picked up again
+                // before then only to find its first part still waiting.
+                for later in unsent.by_ref() {
+                    if later.next_attempt_at.is_none_or(|at| at < due) {
+                        let update = OutboxUpdate::Retry {
+                            at: due,
+                            error: later.error.clone(),
+                        };
+                        self.store.update_outbox(&later.id, &update).await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Shows the user their message was read and a reply is being written, renewed every
+    /// `typing_renewal` until the returned guard is dropped. Failures are logged, never fatal.
+    pub fn typing(&self, phone_number_id: &str, wamid: &WaMessageId) -> Typing {
+        if self.graph.is_dry_run() {
+            return Typing(None);
+        }
+        let (graph, limiters) = (self.graph.clone(), self.limiters.clone());
+        let (phone_number_id, wamid) = (phone_number_id.to_owned(), wamid.clone());
+        let renewal = self.settings.typing_renewal;
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            // The first mark always goes out, however short the turn: the user sees their
+            // message read. Renewals stop with the turn.
+            loop {
+                limiters.until_call_allowed(&phone_number_id).await;
+                match graph.mark_read(&phone_number_id, &wamid, true).await {
+                    Ok(()) => {
+                        metrics::counter!("zaguan_outbound_read_marks_total", "status" => "ok")
+                            .increment(1)
+                    }
+                    Err(error) => {
+                        tracing::warn!("cannot mark the message read: {error}");
+                        metrics::counter!("zaguan_outbound_read_marks_total", "status" => "error")
+                            .increment(1);
+                    }
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(renewal) => {}
+                    _ = &mut stopped => break,
+                }
+            }
+        });
+        Typing(Some(stop))
+    }
+
+    /// Sends one part, retrying in place while the wait is short. `Some(due)` when the part
+    /// must wait until then for a scheduled retry (the parts after it wait too).
+    async fn send_part(&self, mut entry: OutboxEntry) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let masked = entry.wa_id.masked();
+        loop {
+            if let Some(due) = entry.next_attempt_at {
+                let wait = (due - Utc::now()).to_std().unwrap_or_default();
+                if wait > self.settings.wait_in_place {
+                    return Ok(Some(due));
+                }
+                tokio::time::sleep(wait).await;
+            }
+            let Some(phone_number_id) = entry.phone_number_id.clone() else {
+                // Nothing to send it from: a reply written without an inbound message.
+                self.fail(&entry, local_error("no phone_number_id to send from"))
+                    .await?;
+                return Ok(None);
+            };
+            if entry.attempts >= self.settings.max_attempts {
+                let error = entry.error.clone().unwrap_or_else(|| {
+                    local_error(&format!("gave up after {} attempts", entry.attempts))
+                });
+                self.fail(&entry, error).await?;
+                return Ok(None);
+            }
+            self.limiters
+                .until_send_allowed(&phone_number_id, entry.wa_id.as_str())
+                .await;
+            self.store
+                .update_outbox(&entry.id, &OutboxUpdate::Sending)
+                .await?;
+            entry.attempts += 1;
+            let message = if entry.buttons.is_empty() {
+                OutboundMessage::Text { body: &entry.body }
+            } else {
+                OutboundMessage::Buttons {
+                    body: &entry.body,
+                    buttons: &entry.buttons,
+                }
+            };
+            match self
+                .graph
+                .send(&phone_number_id, &entry.wa_id, &message)
+                .await
+            {
+                Ok(wamid) => {
+                    let status = if wamid.is_some() { "sent" } else { "dry_run" };
+                    if wamid.is_none() {
+                        tracing::info!(conversation.id = %masked, part = entry.part, "dry run: reply not sent (no WHATSAPP_ACCESS_TOKEN)");
+                        tracing::debug!(body = %entry.body, "dry-run reply");
+                    }
+                    self.store
+                        .update_outbox(&entry.id, &OutboxUpdate::Sent { wamid })
+                        .await?;
+                    metrics::counter!("zaguan_outbound_sends_total", "status" => status, "code" => "none")
+                        .increment(1);
+                    return Ok(None);
+                }
+                Err(error) => {
+                    metrics::counter!("zaguan_outbound_sends_total",
+                        "status" => status_label(&error), "code" => error.code_label())
+                    .increment(1);
+                    match error {
+                        SendError::Retry { error, retry_after } => {
+                            let delay = self
+                                .backoff(entry.attempts)
+                                .max(retry_after.unwrap_or_default());
+                            tracing::warn!(conversation.id = %masked, attempt = entry.attempts, ?delay, "send failed, retrying: {error}");
+                            let at = Utc::now()
+                                + chrono::Duration::from_std(delay)
+                                    .unwrap_or(chrono::Duration::MAX);
+                            self.store
+                                .update_outbox(
+                                    &entry.id,
+                                    &OutboxUpdate::Retry {
+                                        at,
+                                        error: Some(error.clone()),
+                                    },
+                                )
+                                .await?;
+                            entry.next_attempt_at = Some(at);
+                            entry.error = Some(error);
+                        }
+                        SendError::Token { error } => {
+                            tracing::error!(conversation.id = %masked, "the Graph API refused the access token; replies wait until WHATSAPP_ACCESS_TOKEN is replaced: {error}");
+                            metrics::counter!("zaguan_outbound_alerts_total", "reason" => "token")
+                                .increment(1);
+                            let at = Utc::now()
+                                + chrono::Duration::from_std(self.settings.token_retry)
+                                    .unwrap_or(chrono::Duration::MAX);
+                            // Retried every `token_retry` until `max_attempts` (40 min by
+                            // default): a reply older than that is stale anyway.
+                            self.store
+                                .update_outbox(
+                                    &entry.id,
+                                    &OutboxUpdate::Retry {
+                                        at,
+                                        error: Some(error),
+                                    },
+                                )
+                                .await?;
+                            return Ok(Some(at));
+                        }
+                        SendError::Policy { error } => {
+                            tracing::error!(conversation.id = %masked, "WhatsApp quality or policy limit, reply dropped; check the account's quality rating: {error}");
+                            metrics::counter!("zaguan_outbound_alerts_total", "reason" => "policy")
+                                .increment(1);
+                            self.fail(&entry, error).await?;
+                            return Ok(None);
+                        }
+                        SendError::Permanent { error } => {
+                            tracing::error!(conversation.id = %masked, part = entry.part, "reply refused, not retried: {error}");
+                            self.fail(&entry, error).await?;
+                            return Ok(None);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn fail(&self, entry: &OutboxEntry, error: GraphError) -> Result<(), StoreError> {
+        self.store
+            .update_outbox(&entry.id, &OutboxUpdate::Failed { error })
+            .await
+    }
+
+    /// `base · 2^(attempt-1)`, capped, with jitter over its upper half so retries of many
+    /// conversations do not land together.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let exponential = self
+            .settings
+            .base_backoff
+            .saturating_mul(1 << attempt.saturating_sub(1).min(20))
+            .min(self.settings.max_backoff);
+        let half = exponential / 2;
+        half + half.mul_f64(rand::rng().random::<f64>())
+    }
+}
+
+/// The typing indicator while a turn runs; dropping it stops the renewals.
+pub struct Typing(
+    #[allow(dead_code, reason = "dropping it is the signal")]
+    Option<tokio::sync::oneshot::Sender<()>>,
+);
+
+fn status_label(error: &SendError) -> &'static str {
+    match error {
+        SendError::Retry { .. } => "retry",
+        SendError::Permanent { .. } => "failed",
+        SendError::Policy { .. } => "policy",
+        SendError::Token { .. } => "token",
+    }
+}
+
+fn local_error(message: &str) -> GraphError {
+    GraphError {
+        code: None,
+        title: None,
+        message: Some(message.to_owned()),
+        error_data: None,
+    }
+}

@@ -1,0 +1,612 @@
+//! The outbound channel against a local server speaking the Graph API: what is sent, how each
+//! kind of refusal is handled, Meta's rate limits kept on our side, and a reply cut by a crash
+//! finished without sending a part twice.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use chrono::Utc;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use zaguan::domain::{WaId, WaMessageId};
+use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
+use zaguan::store::{MemoryStore, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, Store};
+
+const TOKEN: &str = "EAAG-test-token";
+const PHONE_NUMBER_ID: &str = "109876543210";
+
+/// A request the fake Graph API received.
+#[derive(Debug, Clone)]
+struct Received {
+    phone_number_id: String,
+    authorization: Option<String>,
+    body: Value,
+    at: Instant,
+}
+
+/// A scripted answer: status, JSON body, optional `Retry-After` seconds.
+type Answer = (StatusCode, Value, Option<u64>);
+
+#[derive(Default)]
+struct FakeGraph {
+    received: Mutex<Vec<Received>>,
+    answers: Mutex<VecDeque<Answer>>,
+}
+
+impl FakeGraph {
+    fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+
+    /// The texts of the messages received (not the marks-as-read).
+    fn texts(&self) -> Vec<String> {
+        self.received()
+            .iter()
+            .filter_map(|r| {
+                r.body["text"]["body"]
+                    .as_str()
+                    .or(r.body["interactive"]["body"]["text"].as_str())
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+}
+
+async fn messages(
+    State(graph): State<Arc<FakeGraph>>,
+    Path(phone_number_id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let n = {
+        let mut received = graph.received.lock().unwrap();
+        received.push(Received {
+            phone_number_id,
+            authorization: headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            body: body.clone(),
+            at: Instant::now(),
+        });
+        received.len()
+    };
+    let scripted = graph.answers.lock().unwrap().pop_front();
+    let (status, answer, retry_after) = scripted.unwrap_or_else(|| {
+        let answer = if body.get("status").is_some() {
+            json!({"success": true})
+        } else {
+            json!({"messaging_product": "whatsapp",
+                   "contacts": [{"input": body["to"], "wa_id": body["to"]}],
+                   "messages": [{"id": format!("wamid.OUT{n}")}]})
+        };
+        (StatusCode::OK, answer, None)
+    });
+    let mut response = (status, Json(answer)).into_response();
+    if let Some(seconds) = retry_after {
+        response
+            .headers_mut()
+            .insert("retry-after", seconds.to_string().parse().unwrap());
+    }
+    response
+}
+
+fn graph_error(code: i64, message: &str) -> Value {
+    json!({"error": {"message": message, "type": "OAuthException", "code": code,
+                     "error_data": {"messaging_product": "whatsapp", "details": message},
+                     "fbtrace_id": "AbCdEf"}})
+}
+
+struct Channel {
+    graph: Arc<FakeGraph>,
+    store: Arc<dyn Store>,
+    outbound: Outbound,
+}
+
+async fn channel(answers: Vec<Answer>, limits: SendLimits, settings: OutboundSettings) -> Channel {
+    let graph = Arc::new(FakeGraph {
+        answers: Mutex::new(answers.into()),
+        ..FakeGraph::default()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new()
+        .route("/v21.0/{phone_number_id}/messages", post(messages))
+        .with_state(graph.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = GraphClient::new(
+        format!("http://127.0.0.1:{port}/v21.0").parse().unwrap(),
+        Some(SecretString::from(TOKEN.to_owned())),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let outbound = Outbound::new(store.clone(), client, Limiters::new(&limits), settings);
+    Channel {
+        graph,
+        store,
+        outbound,
+    }
+}
+
+fn fast_retries() -> OutboundSettings {
+    OutboundSettings {
+        base_backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(200),
+        wait_in_place: Duration::from_secs(5),
+        ..OutboundSettings::default()
+    }
+}
+
+fn wa() -> WaId {
+    WaId::parse("34600111222").unwrap()
+}
+
+/// Queues a reply of `parts` texts to `wa()`.
+async fn queue(store: &dyn Store, texts: &[&str]) -> Vec<zaguan::store::OutboxId> {
+    let parts: Vec<NewOutbox> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| NewOutbox {
+            phone_number_id: Some(PHONE_NUMBER_ID.into()),
+            part: i as u32,
+            parts: texts.len() as u32,
+            ..NewOutbox::text(
+                wa(),
+                Some(WaMessageId::parse("wamid.IN1").unwrap()),
+                *text,
+                Utc::now(),
+            )
+        })
+        .collect();
+    store.insert_outbox(&parts).await.unwrap()
+}
+
+async fn replies(store: &dyn Store) -> Vec<OutboxEntry> {
+    store
+        .outbox_in_reply_to(&WaMessageId::parse("wamid.IN1").unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_reply_is_sent_as_whatsapp_expects_and_recorded_with_its_wamid() {
+    let c = channel(vec![], SendLimits::default(), fast_retries()).await;
+    queue(c.store.as_ref(), &["¡Hola! ¿En qué te ayudo? 🏡"]).await;
+    c.outbound.flush(&wa()).await.unwrap();
+    let received = c.graph.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].phone_number_id, PHONE_NUMBER_ID);
+    assert_eq!(
+        received[0].authorization.as_deref(),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    assert_eq!(
+        received[0].body,
+        json!({"messaging_product": "whatsapp", "recipient_type": "individual",
+               "to": "34600111222", "type": "text",
+               "text": {"preview_url": false, "body": "¡Hola! ¿En qué te ayudo? 🏡"}})
+    );
+    let sent = &replies(c.store.as_ref()).await[0];
+    assert_eq!(sent.status, OutboxStatus::Sent);
+    assert_eq!(sent.wamid.as_ref().unwrap().as_str(), "wamid.OUT1");
+    assert_eq!(sent.attempts, 1);
+}
+
+#[tokio::test]
+async fn confirmation_buttons_go_out_as_an_interactive_message() {
+    let c = channel(vec![], SendLimits::default(), fast_retries()).await;
+    c.store
+        .insert_outbox(&[NewOutbox {
+            phone_number_id: Some(PHONE_NUMBER_ID.into()),
+            buttons: vec!["Sí, confirmar".into(), "No".into()],
+            ..NewOutbox::text(
+                wa(),
+                None,
+                "¿Confirmo la visita del jueves a las 18:00?",
+                Utc::now(),
+            )
+        }])
+        .await
+        .unwrap();
+    c.outbound.flush(&wa()).await.unwrap();
+    let body = &c.graph.received()[0].body;
+    assert_eq!(body["type"], "interactive");
+    assert_eq!(
+        body["interactive"],
+        json!({"type": "button",
+               "body": {"text": "¿Confirmo la visita del jueves a las 18:00?"},
+               "action": {"buttons": [
+                   {"type": "reply", "reply": {"id": "btn_0", "title": "Sí, confirmar"}},
+                   {"type": "reply", "reply": {"id": "btn_1", "title": "No"}}]}})
+    );
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_is_waited_for_then_sent() {
+    let c = channel(
+        vec![(
+            StatusCode::TOO_MANY_REQUESTS,
+            graph_error(130429, "Rate limit hit"),
+            Some(1),
+        )],
+        SendLimits::default(),
+        fast_retries(),
+    )
+    .await;
+    queue(c.store.as_ref(), &["Hola"]).await;
+    c.outbound.flush(&wa()).await.unwrap();
+    let received = c.graph.received();
+    assert_eq!(received.len(), 2);
+    assert!(
+        received[1].at - received[0].at >= Duration::from_millis(950),
+        "Retry-After honoured: {:?}",
+        received[1].at - received[0].at
+    );
+    let sent = &replies(c.store.as_ref()).await[0];
+    assert_eq!((sent.status, sent.attempts), (OutboxStatus::Sent, 2));
+}
+
+#[tokio::test]
+async fn three_500s_then_success_is_sent_with_growing_backoff() {
+    let error = (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        json!({"error": {"message": "oops"}}),
+        None,
+    );
+    let c = channel(
+        vec![error.clone(), error.clone(), error],
+        SendLimits::default(),
+        fast_retries(),
+    )
+    .await;
+    queue(c.store.as_ref(), &["Hola"]).await;
+    c.outbound.flush(&wa()).await.unwrap();
+    let received = c.graph.received();
+    assert_eq!(received.len(), 4);
+    let gaps: Vec<Duration> = received.windows(2).map(|w| w[1].at - w[0].at).collect();
+    // 20 ms, 40 ms, 80 ms, each with jitter over its upper half.
+    assert!(gaps[0] >= Duration::from_millis(10), "{gaps:?}");
+    assert!(gaps[2] >= Duration::from_millis(40), "{gaps:?}");
+    let sent = &replies(c.store.as_ref()).await[0];
+    assert_eq!((sent.status, sent.attempts), (OutboxStatus::Sent, 4));
+}
+
+#[tokio::test]
+async fn a_bad_request_is_not_retried_and_the_next_part_still_goes() {
+    let c = channel(
+        vec![(
+            StatusCode::BAD_REQUEST,
+            graph_error(100, "Invalid parameter"),
+            None,
+        )],
+        SendLimits::default(),
+        fast_retries(),
+    )
+    .await;
+    queue(c.store.as_ref(), &["uno", "dos"]).await;
+    c.outbound.flush(&wa()).await.unwrap();
+    assert_eq!(c.graph.texts(), ["uno", "dos"]);
+    let parts = replies(c.store.as_ref()).await;
+    assert_eq!(parts[0].status, OutboxStatus::Failed);
+    assert_eq!(parts[0].error.as_ref().unwrap().code, Some(100));
+    assert_eq!(parts[1].status, OutboxStatus::Sent);
+}
+
+#[tokio::test]
+async fn outside_the_24_hour_window_is_failed_for_good() {
+    let c = channel(
+        vec![(
+            StatusCode::BAD_REQUEST,
+            graph_error(131047, "Re-engagement message"),
+            None,
+        )],
+        SendLimits::default(),
+        fast_retries(),
+    )
+    .await;
+    queue(c.store.as_ref(), &["Hola"]).await;
+    c.outbound.flush(&wa()).await.unwrap();
+    assert_eq!(c.graph.received().len(), 1);
+    let part = &replies(c.store.as_ref()).await[0];
+    assert_eq!(part.status, OutboxStatus::Failed);
+    assert_eq!(part.error.as_ref().unwrap().code, Some(131047));
+    assert!(c.store.unsent_outbox(&wa()).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_expired_token_holds_the_reply_for_later_instead_of_losing_it() {
+    let c = channel(
+        vec![(
+            StatusCode::UNAUTHORIZED,
+            graph_error(190, "Error validating access token: Session has expired"),
+            None,
+        )],
+        SendLimits::default(),
+        fast_retries(),
+    )
+    .await;
+    queue(c.store.as_ref(), &["uno", "dos"]).await;
+    c.outbound.flush(&wa()).await.unwrap();
+    assert_eq!(
+        c.graph.received().len(),
+        1,
+        "the second part waits behind the first"
+    );
+    let unsent = c.store.unsent_outbox(&wa()).await.unwrap();
+    assert_eq!(unsent.len(), 2);
+    assert_eq!(unsent[0].status, OutboxStatus::Queued);
+    assert_eq!(unsent[0].error.as_ref().unwrap().code, Some(190));
+    let due = unsent[0].next_attempt_at.unwrap();
+    assert!(due > Utc::now() + chrono::Duration::seconds(200), "{due}");
+    assert!(
+        c.store
+            .conversations_with_unsent_outbox(Utc::now(), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "not due again before the token retry"
+    );
+}
+
+#[tokio::test]
+async fn a_crash_between_two_parts_resends_only_the_missing_one() {
+    let c = channel(vec![], SendLimits::default(), fast_retries()).await;
+    let ids = queue(
+        c.store.as_ref(),
+        &["primera parte", "segunda parte", "tercera parte"],
+    )
+    .await;
+    // The first part went out before the crash; the second was being sent.
+    c.store
+        .update_outbox(&ids[0], &OutboxUpdate::Sending)
+        .await
+        .unwrap();
+    c.store
+        .update_outbox(
+            &ids[0],
+            &OutboxUpdate::Sent {
+                wamid: Some(WaMessageId::parse("wamid.BEFORE").unwrap()),
+            },
+        )
+        .await
+        .unwrap();
+    c.store
+        .update_outbox(&ids[1], &OutboxUpdate::Sending)
+        .await
+        .unwrap();
+    // After the restart the worker finds the conversation and flushes it.
+    assert_eq!(
+        c.store
+            .conversations_with_unsent_outbox(Utc::now(), 10)
+            .await
+            .unwrap(),
+        [wa()]
+    );
+    c.outbound.flush(&wa()).await.unwrap();
+    assert_eq!(c.graph.texts(), ["segunda parte", "tercera parte"]);
+    let parts = replies(c.store.as_ref()).await;
+    assert!(parts.iter().all(|p| p.status == OutboxStatus::Sent));
+    assert_eq!(parts[0].wamid.as_ref().unwrap().as_str(), "wamid.BEFORE");
+    // Flushing again sends nothing.
+    c.outbound.flush(&wa()).await.unwrap();
+    assert_eq!(c.graph.received().len(), 2);
+}
+
+#[tokio::test]
+async fn the_rate_limiter_holds_the_configured_rate() {
+    const SENDS: usize = 300;
+    const RATE: u32 = 100;
+    let c = channel(
+        vec![],
+        SendLimits {
+            per_number: NonZeroU32::new(RATE).unwrap(),
+            ..SendLimits::default()
+        },
+        fast_retries(),
+    )
+    .await;
+    // 300 users, one message each: only the number's throughput limit applies.
+    for i in 0..SENDS {
+        let wa_id = WaId::parse(&format!("3461{i:07}")).unwrap();
+        c.store
+            .insert_outbox(&[NewOutbox {
+                phone_number_id: Some(PHONE_NUMBER_ID.into()),
+                ..NewOutbox::text(wa_id, None, "Novedades en Ruzafa", Utc::now())
+            }])
+            .await
+            .unwrap();
+    }
+    let started = Instant::now();
+    let outbound = Arc::new(c.outbound);
+    let senders: Vec<_> = (0..SENDS)
+        .map(|i| {
+            let outbound = outbound.clone();
+            tokio::spawn(async move {
+                let wa_id = WaId::parse(&format!("3461{i:07}")).unwrap();
+                outbound.flush(&wa_id).await.unwrap();
+            })
+        })
+        .collect();
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    let received = c.graph.received();
+    assert_eq!(received.len(), SENDS);
+    // A burst of RATE, then RATE per second: 300 sends take at least two seconds.
+    assert!(elapsed >= Duration::from_millis(1900), "{elapsed:?}");
+    // After the burst, the server saw them at the configured rate, not faster.
+    let first = received.iter().map(|r| r.at).min().unwrap();
+    let mut times: Vec<Duration> = received.iter().map(|r| r.at - first).collect();
+    times.sort();
+    let after_burst = times[SENDS - 1] - times[RATE as usize];
+    let floor =
+        Duration::from_secs_f64((SENDS - RATE as usize - 1) as f64 / f64::from(RATE) * 0.95);
+    assert!(after_burst >= floor, "{after_burst:?} < {floor:?}");
+    let rate = (SENDS as f64 - f64::from(RATE)) / (elapsed.as_secs_f64());
+    eprintln!("300 sends in {elapsed:?}: {rate:.0}/s after the burst (limit {RATE}/s)");
+}
+
+#[tokio::test]
+async fn the_typing_indicator_marks_the_message_read_and_stops_with_the_turn() {
+    let c = channel(
+        vec![],
+        SendLimits::default(),
+        OutboundSettings {
+            typing_renewal: Duration::from_millis(100),
+            ..fast_retries()
+        },
+    )
+    .await;
+    let wamid = WaMessageId::parse("wamid.IN1").unwrap();
+    let typing = c.outbound.typing(PHONE_NUMBER_ID, &wamid);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    drop(typing);
+    let marks = c.graph.received().len();
+    assert!(marks >= 2, "renewed while the turn runs: {marks}");
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(c.graph.received().len(), marks, "stopped with the turn");
+    assert_eq!(
+        c.graph.received()[0].body,
+        json!({"messaging_product": "whatsapp", "status": "read",
+               "message_id": "wamid.IN1", "typing_indicator": {"type": "text"}})
+    );
+}
+
+#[tokio::test]
+async fn without_an_access_token_nothing_leaves_and_the_reply_is_marked_sent() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let outbound = Outbound::dry_run(store.clone());
+    assert!(outbound.is_dry_run());
+    queue(store.as_ref(), &["Hola"]).await;
+    outbound.flush(&wa()).await.unwrap();
+    let part = &replies(store.as_ref()).await[0];
+    assert_eq!(
+        (part.status, part.wamid.as_ref()),
+        (OutboxStatus::Sent, None)
+    );
+}
+
+// ---- end to end: webhook in, formatted parts out ---------------------------------------------
+
+/// A long answer in the Markdown LLMs write: headings, bold, lists, a table, a link; over
+/// 4096 characters, so WhatsApp gets it in parts.
+fn long_markdown_answer() -> String {
+    let mut answer = String::from("## Pisos en Valencia que encajan contigo\n\n");
+    for i in 1..=14 {
+        answer.push_str(&format!(
+            "### {i}. Piso reformado en Ruzafa, referencia P-{i:03}\n\n\
+             **Precio:** {} €. *Muy luminoso*, con balcón a la calle Sueca y ~~sin ascensor~~ \
+             ascensor nuevo. Tiene:\n\n- 3 habitaciones\n- 2 baños\n  - uno en suite\n\
+             - Cocina equipada 🍳\n\nMás fotos en [la ficha](https://zaguan.es/p/{i}). \
+             La comunidad son 60 € al mes y el IBI 420 € al año; está a cinco minutos del \
+             mercado de Ruzafa y del metro de Colón.\n\n",
+            250_000 + i * 5_000
+        ));
+    }
+    answer.push_str("| Ref | Zona | Precio |\n|---|---|---|\n| P-001 | Ruzafa | 255.000 € |\n\n¿Quieres visitar alguno esta semana?");
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_markdown_answer_arrives_as_formatted_parts_in_order_once() {
+    use common::{TestApp, text_notification};
+    use zaguan::agents::{self, AgentRegistry};
+    use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+    use zaguan::guard::{format, split};
+    use zaguan::llm::ScriptedLlm;
+
+    let answer = long_markdown_answer();
+    assert!(answer.chars().count() > 4096);
+    let c = channel(vec![], SendLimits::default(), fast_retries()).await;
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    let engine = Engine::new(
+        c.store.clone(),
+        Arc::new(ScriptedLlm::new().says("primary_assistant", &answer)),
+        Arc::new(registry),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings::default(),
+    );
+    let app = TestApp::with_store(c.store.clone());
+    let workers = Workers::spawn(
+        Arc::new(engine),
+        Arc::new(c.outbound),
+        app.state.inbox_signal.clone(),
+        WorkerSettings::default(),
+    );
+    let wamid = "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZBMEQ5";
+    let body = text_notification(&[(wamid, "34600111222", "Hola, ¿qué pisos tenéis en Valencia?")]);
+    assert_eq!(app.post_webhook(body).await, StatusCode::OK);
+
+    let expected = split::split(&format::to_whatsapp(&answer), split::MAX_CHARS);
+    assert!(expected.len() >= 2, "{}", expected.len());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.graph.texts().len() < expected.len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    workers.stop().await;
+
+    let texts = c.graph.texts();
+    assert_eq!(texts, expected, "every part once, in order");
+    for text in &texts {
+        assert!(text.chars().count() <= 4096);
+        assert!(
+            !text.contains("**")
+                && !text.contains("##")
+                && !text.contains("](")
+                && !text.contains('|'),
+            "{text}"
+        );
+    }
+    assert!(
+        texts[0].starts_with("*Pisos en Valencia que encajan contigo*"),
+        "{}",
+        texts[0]
+    );
+    // The message was marked read with the typing indicator, however short the turn.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !c
+        .graph
+        .received()
+        .iter()
+        .any(|r| r.body["status"] == "read")
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let marks: Vec<Received> = c
+        .graph
+        .received()
+        .into_iter()
+        .filter(|r| r.body["status"] == "read")
+        .collect();
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    assert_eq!(marks[0].body["message_id"], wamid);
+    let parts = c
+        .store
+        .outbox_in_reply_to(&WaMessageId::parse(wamid).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(parts.len(), expected.len());
+    assert!(
+        parts.iter().all(|p| p.status == OutboxStatus::Sent
+            && p.phone_number_id.as_deref() == Some(PHONE_NUMBER_ID))
+    );
+    assert_eq!(
+        parts.iter().map(|p| (p.part, p.parts)).collect::<Vec<_>>(),
+        (0..expected.len() as u32)
+            .map(|i| (i, expected.len() as u32))
+            .collect::<Vec<_>>()
+    );
+}
