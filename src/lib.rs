@@ -18,4 +18,5 @@ pub mod outbound;
 pub mod serve;
 pub mod store;
 pub mod telemetry;
+pub mod transport;
 pub mod webhook;

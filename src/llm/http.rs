@@ -90,22 +90,7 @@ fn transport_error(error: reqwest::Error) -> LlmError {
     if error.is_builder() {
         return LlmError::Unexpected(anyhow::Error::new(error));
     }
-    let what = if error.is_timeout() {
-        "timed out"
-    } else if error.is_connect() {
-        "could not connect"
-    } else {
-        "transport error"
-    };
-    // reqwest's own message is terse ("error sending request"); the cause chain says why.
-    let mut message = format!("{what}: {error}");
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    LlmError::Unavailable(message)
+    LlmError::Unavailable(crate::transport::describe(&error))
 }
 
 /// `body` as text with the key blanked out.

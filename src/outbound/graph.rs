@@ -166,13 +166,13 @@ impl GraphClient {
             .send()
             .await
             .map_err(|e| SendError::Retry {
-                error: local_error(transport_message(&e)),
+                error: local_error(crate::transport::describe(&e.without_url())),
                 retry_after: None,
             })?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
         let bytes = response.bytes().await.map_err(|e| SendError::Retry {
-            error: local_error(transport_message(&e)),
+            error: local_error(crate::transport::describe(&e.without_url())),
             retry_after: None,
         })?;
         tracing::trace!(http.status = status.as_u16(), body = %String::from_utf8_lossy(&bytes), "Graph API answer");
@@ -273,24 +273,6 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .parse::<u64>()
         .ok()
         .map(Duration::from_secs)
-}
-
-fn transport_message(error: &reqwest::Error) -> String {
-    let what = if error.is_timeout() {
-        "timed out"
-    } else if error.is_connect() {
-        "could not connect"
-    } else {
-        "transport error"
-    };
-    let mut message = what.to_owned();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 /// An error that did not come from the Graph API (no code).

@@ -221,18 +221,7 @@ impl Outbound {
                                 .backoff(entry.attempts)
                                 .max(retry_after.unwrap_or_default());
                             tracing::warn!(conversation.id = %masked, attempt = entry.attempts, ?delay, "send failed, retrying: {error}");
-                            let at = Utc::now()
-                                + chrono::Duration::from_std(delay)
-                                    .unwrap_or(chrono::Duration::MAX);
-                            self.store
-                                .update_outbox(
-                                    &entry.id,
-                                    &OutboxUpdate::Retry {
-                                        at,
-                                        error: Some(error.clone()),
-                                    },
-                                )
-                                .await?;
+                            let at = self.retry_later(&entry, delay, &error).await?;
                             entry.next_attempt_at = Some(at);
                             entry.error = Some(error);
                         }
@@ -240,19 +229,10 @@ impl Outbound {
                             tracing::error!(conversation.id = %masked, "the Graph API refused the access token; replies wait until WHATSAPP_ACCESS_TOKEN is replaced: {error}");
                             metrics::counter!("zaguan_outbound_alerts_total", "reason" => "token")
                                 .increment(1);
-                            let at = Utc::now()
-                                + chrono::Duration::from_std(self.settings.token_retry)
-                                    .unwrap_or(chrono::Duration::MAX);
                             // Retried every `token_retry` until `max_attempts` (40 min by
                             // default): a reply older than that is stale anyway.
-                            self.store
-                                .update_outbox(
-                                    &entry.id,
-                                    &OutboxUpdate::Retry {
-                                        at,
-                                        error: Some(error),
-                                    },
-                                )
+                            let at = self
+                                .retry_later(&entry, self.settings.token_retry, &error)
                                 .await?;
                             return Ok(Some(at));
                         }
@@ -272,6 +252,23 @@ impl Outbound {
                 }
             }
         }
+    }
+
+    /// Schedules the part's next attempt `delay` from now; returns when.
+    async fn retry_later(
+        &self,
+        entry: &OutboxEntry,
+        delay: Duration,
+        error: &GraphError,
+    ) -> Result<DateTime<Utc>, StoreError> {
+        let at =
+            Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::days(1));
+        let update = OutboxUpdate::Retry {
+            at,
+            error: Some(error.clone()),
+        };
+        self.store.update_outbox(&entry.id, &update).await?;
+        Ok(at)
     }
 
     async fn fail(&self, entry: &OutboxEntry, error: GraphError) -> Result<(), StoreError> {

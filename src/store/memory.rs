@@ -239,16 +239,7 @@ impl Store for MemoryStore {
             .filter(|e| e.status.is_open())
             .collect();
         open.sort_by_key(|e| e.received_at);
-        let mut seen = Vec::new();
-        for entry in open {
-            if !seen.contains(&entry.wa_id) {
-                seen.push(entry.wa_id.clone());
-                if seen.len() == limit {
-                    break;
-                }
-            }
-        }
-        Ok(seen)
+        Ok(first_distinct(open.iter().map(|e| e.wa_id.clone()), limit))
     }
 
     async fn set_inbox_status(
@@ -430,16 +421,7 @@ impl Store for MemoryStore {
             })
             .collect();
         due.sort_by_key(|e| e.at);
-        let mut keys: Vec<WaId> = Vec::new();
-        for entry in due {
-            if !keys.contains(&entry.wa_id) {
-                keys.push(entry.wa_id.clone());
-                if keys.len() == limit {
-                    break;
-                }
-            }
-        }
-        Ok(keys)
+        Ok(first_distinct(due.iter().map(|e| e.wa_id.clone()), limit))
     }
 
     async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {

@@ -19,6 +19,21 @@ pub use records::*;
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
 use crate::llm::usage::LlmCall;
 
+/// The first `limit` distinct conversation keys of `keys`, in order: several inbox or outbox
+/// entries may belong to one conversation.
+pub(crate) fn first_distinct(keys: impl IntoIterator<Item = WaId>, limit: usize) -> Vec<WaId> {
+    let mut seen: Vec<WaId> = Vec::new();
+    for key in keys {
+        if seen.len() == limit {
+            break;
+        }
+        if !seen.contains(&key) {
+            seen.push(key);
+        }
+    }
+    seen
+}
+
 /// What a caller can do about a failed store call.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -680,17 +680,11 @@ impl Store for MongoStore {
         )
         .await?;
         let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
-        let mut seen: Vec<WaId> = Vec::new();
-        for doc in &docs {
-            let wa_id = Fields(doc).wa_id("wa_id")?;
-            if !seen.contains(&wa_id) {
-                seen.push(wa_id);
-                if seen.len() == limit {
-                    break;
-                }
-            }
-        }
-        Ok(seen)
+        let keys = docs
+            .iter()
+            .map(|doc| Fields(doc).wa_id("wa_id"))
+            .collect::<StoreResult<Vec<WaId>>>()?;
+        Ok(first_distinct(keys, limit))
     }
 
     async fn set_inbox_status(
@@ -918,17 +912,11 @@ impl Store for MongoStore {
         )
         .await?;
         let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
-        let mut seen: Vec<WaId> = Vec::new();
-        for doc in &docs {
-            let wa_id = Fields(doc).wa_id("wa_id")?;
-            if !seen.contains(&wa_id) {
-                seen.push(wa_id);
-                if seen.len() == limit {
-                    break;
-                }
-            }
-        }
-        Ok(seen)
+        let keys = docs
+            .iter()
+            .map(|doc| Fields(doc).wa_id("wa_id"))
+            .collect::<StoreResult<Vec<WaId>>>()?;
+        Ok(first_distinct(keys, limit))
     }
 
     async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {
