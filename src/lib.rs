@@ -15,6 +15,7 @@ pub mod guard;
 pub mod health;
 pub mod llm;
 pub mod outbound;
+pub mod realestate;
 pub mod serve;
 pub mod store;
 pub mod telemetry;

@@ -12,6 +12,6 @@ pub mod worker;
 
 pub use route::{Route, RouteFallback, route_to_workflow};
 pub use state::{State, context_extractor};
-pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
+pub use tools::{ALL_ROLES, Tool, ToolContext, ToolError, ToolRegistry};
 pub use turn::{Engine, EngineError, EngineSettings, TurnOutcome};
 pub use worker::{WorkerSettings, Workers};

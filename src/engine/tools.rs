@@ -11,17 +11,27 @@ use async_trait::async_trait;
 
 use crate::domain::WaId;
 use crate::llm::{ToolCall, ToolSpec};
+use crate::realestate::GeoPoint;
 use crate::store::Role;
 
 /// Longest a tool may run before its call is answered with a timeout error.
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Who a tool runs for.
+/// Who a tool runs for: from the turn, never from the model's arguments.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub wa_id: WaId,
     pub role: Role,
+    /// The last location the user shared on WhatsApp ("near me").
+    pub location: Option<GeoPoint>,
+    /// When the turn runs; tools compare dates with it.
+    pub now: chrono::DateTime<chrono::Utc>,
+    /// The business's time zone: dates are read and said in it.
+    pub timezone: chrono_tz::Tz,
 }
+
+/// Every role.
+pub const ALL_ROLES: &[Role] = &[Role::Prospect, Role::Owner, Role::Agent];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
@@ -36,6 +46,24 @@ pub enum ToolError {
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
+
+    /// The roles it runs for; for any other the call is answered with an error, whatever the
+    /// model believes.
+    fn roles(&self) -> &'static [Role] {
+        ALL_ROLES
+    }
+
+    /// For tools that change data: checks `args` and says in one line what running it will
+    /// do. The engine then asks the user to confirm and runs it only on their yes. `None`
+    /// (the default): it runs at once.
+    async fn confirmation(
+        &self,
+        _args: &serde_json::Value,
+        _context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        None
+    }
+
     async fn run(
         &self,
         args: serde_json::Value,
@@ -135,6 +163,9 @@ mod tests {
         ToolContext {
             wa_id: WaId::parse("34600111222").unwrap(),
             role: Role::Prospect,
+            location: None,
+            now: chrono::Utc::now(),
+            timezone: chrono_tz::Europe::Madrid,
         }
     }
 

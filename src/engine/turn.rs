@@ -465,6 +465,9 @@ impl Engine {
                 let context = ToolContext {
                     wa_id: state.wa_id.clone(),
                     role,
+                    location: None,
+                    now: Utc::now(),
+                    timezone: self.settings.timezone,
                 };
                 let runs = calls.iter().zip(&plans).map(|(call, plan)| {
                     let context = &context;

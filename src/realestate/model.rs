@@ -1,0 +1,293 @@
+//! The business's data: properties and their owners, the slots when a property can be visited,
+//! appointments booked in them, visits made (with the customer's feedback), and offers. Ids are
+//! short, readable and stable (`P-1001`, `O-07`), because customers and the LLM quote them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::WaId;
+
+/// WGS84 coordinates, as WhatsApp shares a location.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GeoPoint {
+    pub lat: f64,
+    pub lon: f64,
+}
+
+impl GeoPoint {
+    /// Great-circle distance in kilometres (haversine).
+    pub fn distance_km(&self, other: &GeoPoint) -> f64 {
+        const EARTH_RADIUS_KM: f64 = 6371.0;
+        let (lat1, lat2) = (self.lat.to_radians(), other.lat.to_radians());
+        let dlat = lat2 - lat1;
+        let dlon = (other.lon - self.lon).to_radians();
+        let a = (dlat / 2.0).sin().powi(2) + lat1.cos() * lat2.cos() * (dlon / 2.0).sin().powi(2);
+        2.0 * EARTH_RADIUS_KM * a.sqrt().asin()
+    }
+}
+
+/// For sale or for rent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    Sale,
+    Rent,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Sale => "sale",
+            Operation::Rent => "rent",
+        }
+    }
+
+    /// How a Spanish listing says it.
+    pub fn label_es(self) -> &'static str {
+        match self {
+            Operation::Sale => "venta",
+            Operation::Rent => "alquiler",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PropertyType {
+    Flat,
+    Penthouse,
+    Studio,
+    Duplex,
+    House,
+    Office,
+    Commercial,
+}
+
+impl PropertyType {
+    pub const ALL: [PropertyType; 7] = [
+        PropertyType::Flat,
+        PropertyType::Penthouse,
+        PropertyType::Studio,
+        PropertyType::Duplex,
+        PropertyType::House,
+        PropertyType::Office,
+        PropertyType::Commercial,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PropertyType::Flat => "flat",
+            PropertyType::Penthouse => "penthouse",
+            PropertyType::Studio => "studio",
+            PropertyType::Duplex => "duplex",
+            PropertyType::House => "house",
+            PropertyType::Office => "office",
+            PropertyType::Commercial => "commercial",
+        }
+    }
+
+    pub fn label_es(self) -> &'static str {
+        match self {
+            PropertyType::Flat => "piso",
+            PropertyType::Penthouse => "ático",
+            PropertyType::Studio => "estudio",
+            PropertyType::Duplex => "dúplex",
+            PropertyType::House => "casa",
+            PropertyType::Office => "oficina",
+            PropertyType::Commercial => "local",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == text)
+    }
+}
+
+/// Where a listing stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListingStatus {
+    Available,
+    /// A deposit was paid: no new visits or offers.
+    Reserved,
+    Sold,
+    Rented,
+    Withdrawn,
+}
+
+impl ListingStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListingStatus::Available => "available",
+            ListingStatus::Reserved => "reserved",
+            ListingStatus::Sold => "sold",
+            ListingStatus::Rented => "rented",
+            ListingStatus::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+/// A listing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Property {
+    /// `P-1001`.
+    pub id: String,
+    pub title: String,
+    pub description: String,
+    pub operation: Operation,
+    pub kind: PropertyType,
+    pub city: String,
+    pub neighbourhood: String,
+    pub address: String,
+    pub location: GeoPoint,
+    /// Whole currency units (euros); for rent, per month.
+    pub price: u64,
+    /// ISO 4217, e.g. `EUR`.
+    pub currency: String,
+    pub bedrooms: u32,
+    pub bathrooms: u32,
+    pub area_m2: u32,
+    /// Lowercase Spanish words: `terraza`, `ascensor`, `garaje`, `piscina`, `trastero`…
+    pub amenities: Vec<String>,
+    pub status: ListingStatus,
+    pub owner_id: String,
+    pub listed_at: DateTime<Utc>,
+}
+
+/// Someone whose property the agency markets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Owner {
+    /// `O-07`.
+    pub id: String,
+    pub name: String,
+    /// The owner's WhatsApp: how an owner writing in is recognised.
+    pub wa_id: Option<WaId>,
+}
+
+/// A time a property can be visited with an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slot {
+    /// `S-P1001-202611271000`: property and start, so reseeding yields the same ids.
+    pub id: String,
+    pub property_id: String,
+    pub starts_at: DateTime<Utc>,
+    pub minutes: u32,
+    /// The agent who shows the property.
+    pub agent: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppointmentStatus {
+    Booked,
+    Cancelled,
+    /// The visit took place (a [`Visit`] records how it went).
+    Done,
+}
+
+impl AppointmentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppointmentStatus::Booked => "booked",
+            AppointmentStatus::Cancelled => "cancelled",
+            AppointmentStatus::Done => "done",
+        }
+    }
+}
+
+/// A customer's visit booked in a slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Appointment {
+    /// `A-…`.
+    pub id: String,
+    pub property_id: String,
+    pub slot_id: String,
+    pub wa_id: WaId,
+    pub starts_at: DateTime<Utc>,
+    pub status: AppointmentStatus,
+    pub created_at: DateTime<Utc>,
+    /// When the reminder went out (sent once).
+    pub reminder_sent_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VisitOutcome {
+    Interested,
+    NotInterested,
+    WantsSecondVisit,
+    MadeOffer,
+}
+
+impl VisitOutcome {
+    pub const ALL: [VisitOutcome; 4] = [
+        VisitOutcome::Interested,
+        VisitOutcome::NotInterested,
+        VisitOutcome::WantsSecondVisit,
+        VisitOutcome::MadeOffer,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VisitOutcome::Interested => "interested",
+            VisitOutcome::NotInterested => "not_interested",
+            VisitOutcome::WantsSecondVisit => "wants_second_visit",
+            VisitOutcome::MadeOffer => "made_offer",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == text)
+    }
+}
+
+/// A visit that took place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Visit {
+    /// `V-…`.
+    pub id: String,
+    pub property_id: String,
+    pub wa_id: WaId,
+    pub visited_at: DateTime<Utc>,
+    pub outcome: Option<VisitOutcome>,
+    pub feedback: Option<String>,
+    /// 1 to 5.
+    pub rating: Option<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OfferStatus {
+    Submitted,
+    Accepted,
+    Rejected,
+    Countered,
+    Withdrawn,
+}
+
+impl OfferStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OfferStatus::Submitted => "submitted",
+            OfferStatus::Accepted => "accepted",
+            OfferStatus::Rejected => "rejected",
+            OfferStatus::Countered => "countered",
+            OfferStatus::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+/// A customer's offer on a property.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Offer {
+    /// `F-…`.
+    pub id: String,
+    pub property_id: String,
+    pub wa_id: WaId,
+    /// Whole currency units, in the property's currency.
+    pub amount: u64,
+    pub currency: String,
+    pub conditions: Option<String>,
+    pub status: OfferStatus,
+    pub created_at: DateTime<Utc>,
+}

@@ -1,0 +1,80 @@
+//! Where the business's data lives: one trait, two implementations like the conversation store
+//! (MongoDB collections `properties`, `owners`, `slots`, `slot_claims`, `appointments`,
+//! `visits`, `offers`, `reminders`; and in memory). Every write is a single-document atomic
+//! operation; the two that must never happen twice — booking a slot and sending a reminder —
+//! are claims by unique `_id` insert, which MongoDB and FerretDB both make atomic.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::model::{Appointment, Offer, Operation, Owner, Property, Slot, Visit};
+use crate::domain::WaId;
+use crate::store::StoreResult;
+
+/// A coarse filter the store applies; finer filters, sorting and paging are the caller's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PropertyFilter {
+    /// Case- and accent-insensitive match on the city.
+    pub city: Option<String>,
+    pub operation: Option<Operation>,
+    /// Only `available` listings.
+    pub available_only: bool,
+    pub owner_id: Option<String>,
+}
+
+#[async_trait]
+pub trait RealEstateStore: Send + Sync + 'static {
+    /// Inserts or replaces by id: loading the same data twice changes nothing.
+    async fn upsert_owners(&self, owners: &[Owner]) -> StoreResult<()>;
+    async fn upsert_properties(&self, properties: &[Property]) -> StoreResult<()>;
+    async fn upsert_slots(&self, slots: &[Slot]) -> StoreResult<()>;
+    async fn upsert_visits(&self, visits: &[Visit]) -> StoreResult<()>;
+    async fn upsert_offers(&self, offers: &[Offer]) -> StoreResult<()>;
+
+    /// Properties matching `filter`, by id.
+    async fn properties(&self, filter: &PropertyFilter) -> StoreResult<Vec<Property>>;
+    async fn property(&self, id: &str) -> StoreResult<Option<Property>>;
+    async fn owner(&self, id: &str) -> StoreResult<Option<Owner>>;
+    /// The owner whose WhatsApp this is.
+    async fn owner_by_wa_id(&self, wa_id: &WaId) -> StoreResult<Option<Owner>>;
+
+    /// A property's slots starting in `[from, to)`, by start time — claimed or not.
+    async fn slots(
+        &self,
+        property_id: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Slot>>;
+    async fn slot(&self, id: &str) -> StoreResult<Option<Slot>>;
+    /// Which of `slot_ids` are taken.
+    async fn claimed_slots(&self, slot_ids: &[String]) -> StoreResult<HashSet<String>>;
+    /// Takes `slot_id` for `appointment_id`: `false` when it is already taken. Atomic: of two
+    /// customers racing for a slot, exactly one gets it.
+    async fn claim_slot(&self, slot_id: &str, appointment_id: &str) -> StoreResult<bool>;
+    /// Frees a slot, only if `appointment_id` holds it.
+    async fn release_slot(&self, slot_id: &str, appointment_id: &str) -> StoreResult<()>;
+
+    /// Inserts or replaces an appointment by id.
+    async fn save_appointment(&self, appointment: &Appointment) -> StoreResult<()>;
+    async fn appointment(&self, id: &str) -> StoreResult<Option<Appointment>>;
+    /// A customer's appointments, by start time.
+    async fn appointments_of(&self, wa_id: &WaId) -> StoreResult<Vec<Appointment>>;
+    /// Booked appointments starting in `[from, to)`, by start time (for reminders).
+    async fn booked_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>>;
+    /// Claims the reminder of an appointment: `true` for exactly one caller, ever.
+    async fn claim_reminder(&self, appointment_id: &str, at: DateTime<Utc>) -> StoreResult<bool>;
+
+    /// A customer's visits, newest first.
+    async fn visits_of(&self, wa_id: &WaId) -> StoreResult<Vec<Visit>>;
+    async fn visits_to(&self, property_id: &str) -> StoreResult<Vec<Visit>>;
+
+    /// A customer's offers, newest first.
+    async fn offers_of(&self, wa_id: &WaId) -> StoreResult<Vec<Offer>>;
+    async fn offers_for(&self, property_id: &str) -> StoreResult<Vec<Offer>>;
+}
