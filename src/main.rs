@@ -25,6 +25,8 @@ enum Command {
     Chat(admin::cli::chat::ChatArgs),
     /// Work with the prompt files (`check` validates them).
     Prompts(admin::cli::prompts::PromptsArgs),
+    /// Work with the demo data (`seed` loads listings, owners, slots, visits and offers).
+    Demo(admin::cli::demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args, config).await,
             Command::Chat(args) => admin::cli::chat::run(args, config).await,
             Command::Prompts(args) => admin::cli::prompts::run(args).await,
+            Command::Demo(args) => admin::cli::demo::run(args, config).await,
         }
     });
     match result {

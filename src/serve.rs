@@ -10,9 +10,10 @@ use crate::agents::{self, AgentRegistry};
 use crate::app::{self, AppState};
 use crate::config::Config;
 use crate::config::LlmProvider;
-use crate::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+use crate::engine::{Engine, EngineSettings, WorkerSettings, Workers};
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
+use crate::realestate::{MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
 use crate::store::{MemoryStore, MongoStore, Store};
 use crate::telemetry;
 
@@ -23,7 +24,13 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     telemetry::metrics_handle();
     let store = open_store(&config).await?;
     let usage = UsageRecorder::spawn(store.clone());
-    let engine = Arc::new(build_engine(&config, store.clone(), Some(usage.clone()))?);
+    let realestate = open_realestate(&config).await?;
+    let engine = Arc::new(build_engine(
+        &config,
+        store.clone(),
+        realestate,
+        Some(usage.clone()),
+    )?);
     let outbound = Arc::new(outbound(&config, store.clone())?);
     announce(&config);
 
@@ -57,9 +64,10 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
 pub fn build_engine(
     config: &Config,
     store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
     usage: Option<UsageRecorder>,
 ) -> anyhow::Result<Engine> {
-    let tools = ToolRegistry::new();
+    let tools = crate::realestate::tools::registry(realestate);
     let registry =
         AgentRegistry::load(&config.prompts_dir, &agents::known_tools()).map_err(|problems| {
             for problem in &problems {
@@ -198,6 +206,33 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
                     delay = (delay * 2).min(Duration::from_secs(30));
                 }
             }
+        }
+    });
+    Ok(Arc::new(store))
+}
+
+/// The business's data: MongoDB when configured (indexes created in the background), else an
+/// in-memory store loaded with the demo data set, so a fresh machine has properties to talk
+/// about (nothing of it is kept).
+pub async fn open_realestate(config: &Config) -> anyhow::Result<Arc<dyn RealEstateStore>> {
+    let Some(mongo) = &config.mongodb else {
+        let store = MemoryRealEstate::new();
+        let today = chrono::Utc::now()
+            .with_timezone(&config.timezone)
+            .date_naive();
+        let set = demo::demo_set(today, config.timezone);
+        let counts = demo::seed(&store, &set).await?;
+        tracing::warn!(
+            properties = counts.properties,
+            "MONGODB_URI is unset: the real-estate data is the demo set, in memory"
+        );
+        return Ok(Arc::new(store));
+    };
+    let store = MongoRealEstate::new(MongoStore::connect(mongo).await?.database().clone());
+    let indexer = store.clone();
+    tokio::spawn(async move {
+        if let Err(error) = indexer.ensure_indexes().await {
+            tracing::error!("real-estate indexes not created: {error}");
         }
     });
     Ok(Arc::new(store))

@@ -15,8 +15,11 @@ pub use registry::{
     TranslatorPrompt,
 };
 
-/// The domain tools a prompt may list in `tools`. Empty until the domain tools arrive; the engine
-/// and `zaguan prompts check` both ask here, so they agree on what is valid.
+/// The domain tools a prompt may list in `tools`; the engine and `zaguan prompts check` both
+/// ask here, so they agree on what is valid.
 pub fn known_tools() -> BTreeSet<String> {
-    BTreeSet::new()
+    crate::realestate::tools::TOOL_NAMES
+        .iter()
+        .map(|name| (*name).to_owned())
+        .collect()
 }

@@ -5,7 +5,8 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::WaId;
 use crate::llm::ChatMessage;
-use crate::store::{MessageRole, Role, Store, StoreResult, StoredMessage, User};
+use crate::realestate::GeoPoint;
+use crate::store::{MessageRole, PendingAction, Role, Store, StoreResult, StoredMessage, User};
 
 /// Messages loaded per turn: hygiene keeps a window of 50 out of these.
 pub const LOADED_MESSAGES: usize = 120;
@@ -19,6 +20,10 @@ pub struct State {
     pub lang: Option<String>,
     /// When the current `dialog_state` was entered.
     pub state_entered_at: Option<DateTime<Utc>>,
+    /// A data-changing call waiting for the user's yes or no.
+    pub pending_action: Option<PendingAction>,
+    /// The last location the user shared.
+    pub location: Option<GeoPoint>,
     /// The stored history, oldest first (the last [`LOADED_MESSAGES`]).
     pub messages: Vec<StoredMessage>,
 }
@@ -67,20 +72,26 @@ pub async fn context_extractor(store: &dyn Store, wa_id: &WaId) -> StoreResult<S
     });
     let conversation = store.conversation(wa_id).await?;
     let messages = store.recent_messages(wa_id, LOADED_MESSAGES).await?;
-    let (dialog_state, lang, state_entered_at) = match conversation {
-        Some(c) => (
-            c.dialog_state,
-            c.lang.or(user.lang.clone()),
-            c.state_entered_at,
-        ),
-        None => (Vec::new(), user.lang.clone(), None),
-    };
+    let conversation = conversation.unwrap_or_else(|| crate::store::Conversation {
+        wa_id: wa_id.clone(),
+        phone: None,
+        user_id: None,
+        dialog_state: Vec::new(),
+        lang: None,
+        last_inbound_at: None,
+        updated_at: None,
+        state_entered_at: None,
+        pending_action: None,
+        location: None,
+    });
     Ok(State {
         wa_id: wa_id.clone(),
+        lang: conversation.lang.or(user.lang.clone()),
         user,
-        dialog_state,
-        lang,
-        state_entered_at,
+        dialog_state: conversation.dialog_state,
+        state_entered_at: conversation.state_entered_at,
+        pending_action: conversation.pending_action,
+        location: conversation.location,
         messages,
     })
 }

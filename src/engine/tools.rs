@@ -95,6 +95,28 @@ impl ToolRegistry {
         self.tools.get(name).map(|t| t.spec())
     }
 
+    /// Whether `role` may run the tool `name` (an unknown tool: no).
+    pub fn allows(&self, name: &str, role: Role) -> bool {
+        self.tools
+            .get(name)
+            .is_some_and(|tool| tool.roles().contains(&role))
+    }
+
+    /// What the user must confirm before `call` runs: `None` for tools that run at once;
+    /// `Some(Err(text))` when the arguments are already wrong (the text is the tool message).
+    pub async fn confirmation(
+        &self,
+        call: &ToolCall,
+        context: &ToolContext,
+    ) -> Option<Result<String, String>> {
+        let tool = self.tools.get(&call.name)?;
+        let outcome = tool.confirmation(&call.args, context).await?;
+        Some(outcome.map_err(|error| {
+            tracing::warn!(tool = %call.name, "tool error before confirmation: {error}");
+            format!("Error: {error}")
+        }))
+    }
+
     /// Runs one call within `timeout`; the result is the tool message's text.
     pub async fn run(&self, call: &ToolCall, context: &ToolContext, timeout: Duration) -> String {
         let Some(tool) = self.tools.get(&call.name) else {

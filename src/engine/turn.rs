@@ -27,7 +27,9 @@ use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, Promp
 use crate::domain::{WaId, WaMessageId};
 use crate::guard::GuardTranslator;
 use crate::llm::{Llm, LlmRequest, ToolCall};
-use crate::store::{InboxEntry, MessageRole, NewMessage, NewOutbox, Store, StoreError};
+use crate::store::{
+    InboxEntry, MessageRole, NewMessage, NewOutbox, PendingAction, Store, StoreError,
+};
 
 /// Limits and names of the engine.
 #[derive(Debug, Clone)]
@@ -46,6 +48,8 @@ pub struct EngineSettings {
     pub fast_route: bool,
     /// ISO 639-1 codes of the languages users are answered in.
     pub languages: Vec<String>,
+    /// A pending action not confirmed within this is dropped.
+    pub pending_action_ttl: Duration,
 }
 
 impl Default for EngineSettings {
@@ -58,6 +62,7 @@ impl Default for EngineSettings {
             business_name: "Zaguan Inmobiliaria".to_owned(),
             timezone: chrono_tz::Europe::Madrid,
             fast_route: true,
+            pending_action_ttl: Duration::from_secs(30 * 60),
             languages: crate::guard::DEFAULT_LANGUAGES
                 .iter()
                 .map(|code| (*code).to_owned())
@@ -167,7 +172,11 @@ impl Engine {
                 transitions: 0,
             });
         }
-        self.add_human_message(&mut state, inbox).await?;
+        let new = self.add_human_message(&mut state, inbox).await?;
+        let turn_started = Utc::now();
+        if !new.is_empty() {
+            self.before_assistant(&mut state, &new).await?;
+        }
         let reply_to = inbox.last();
         let mut transitions = 0;
         // Once every provider failed in this turn, the remaining nodes answer offline at once
@@ -176,7 +185,12 @@ impl Engine {
         let outcome = loop {
             match next_step(&state) {
                 Next::Deliver(text) => {
-                    let parts = self.deliver(&state, &text, reply_to).await?;
+                    // A confirmation asked in this turn goes out with its buttons.
+                    let asked = state
+                        .pending_action
+                        .as_ref()
+                        .filter(|action| action.created_at >= turn_started);
+                    let parts = self.deliver(&state, &text, asked, reply_to).await?;
                     break TurnOutcome {
                         reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
                         parts,
@@ -210,11 +224,11 @@ impl Engine {
 
     /// Appends the inbox messages not yet in the history as one human message. Before that,
     /// a subgraph idle past the TTL is left, so the new message starts from the primary agent.
-    async fn add_human_message(
+    async fn add_human_message<'e>(
         &self,
         state: &mut State,
-        inbox: &[InboxEntry],
-    ) -> Result<(), EngineError> {
+        inbox: &'e [InboxEntry],
+    ) -> Result<Vec<&'e InboxEntry>, EngineError> {
         let known: HashSet<&WaMessageId> = state
             .messages
             .iter()
@@ -223,7 +237,13 @@ impl Engine {
             .collect();
         let new: Vec<&InboxEntry> = inbox.iter().filter(|e| !known.contains(&e.wamid)).collect();
         if new.is_empty() {
-            return Ok(());
+            return Ok(new);
+        }
+        if let Some(location) = new.iter().rev().find_map(|e| shared_location(e)) {
+            self.store
+                .set_conversation_location(&state.wa_id, location)
+                .await?;
+            state.location = Some(location);
         }
         let now = Utc::now();
         if !state.dialog_state.is_empty() {
@@ -248,11 +268,16 @@ impl Engine {
             })
             .collect::<Vec<_>>()
             .join("\n");
-        // The conversation's language follows the user's confident switches.
-        let lang = self
-            .guard
-            .languages()
-            .follow(&content, state.lang.as_deref());
+        // The conversation's language follows the user's confident switches, in what they
+        // wrote (not in the placeholders of media without text).
+        let written: Vec<&str> = new.iter().filter_map(|e| e.text.as_deref()).collect();
+        let lang = if written.is_empty() {
+            state.lang.clone()
+        } else {
+            self.guard
+                .languages()
+                .follow(&written.join("\n"), state.lang.as_deref())
+        };
         if let Some(lang) = lang.filter(|lang| state.lang.as_ref() != Some(lang)) {
             tracing::info!(lang = %lang, "conversation language set");
             self.store
@@ -270,7 +295,110 @@ impl Engine {
             wamids: new.iter().map(|e| e.wamid.clone()).collect(),
             at: now,
         };
+        self.append(state, message).await?;
+        Ok(new)
+    }
+
+    /// What the engine answers without an assistant: the user's yes or no to a pending action,
+    /// and media it cannot read. Runs once per new human message.
+    async fn before_assistant(
+        &self,
+        state: &mut State,
+        new: &[&InboxEntry],
+    ) -> Result<(), EngineError> {
+        if let Some(action) = state.pending_action.clone() {
+            let expired = Utc::now() - action.created_at
+                > chrono::Duration::from_std(self.settings.pending_action_ttl)
+                    .unwrap_or(chrono::Duration::MAX);
+            let answer = if expired {
+                None
+            } else {
+                confirmation_answer(new)
+            };
+            match answer {
+                Some(confirmed) => {
+                    return self.settle_pending(state, action, confirmed).await;
+                }
+                None => {
+                    let why = if expired { "expired" } else { "topic_changed" };
+                    tracing::info!(tool = %action.tool, why, "pending action dropped");
+                    metrics::counter!("zaguan_pending_actions_total", "outcome" => why)
+                        .increment(1);
+                    self.store.set_pending_action(&state.wa_id, None).await?;
+                    state.pending_action = None;
+                }
+            }
+        }
+        if new.iter().all(|e| is_unreadable_media(e)) {
+            metrics::counter!("zaguan_media_answers_total").increment(1);
+            let text = media_answer(state.lang.as_deref());
+            self.append(state, ai_message(&state.wa_id, text, "guard", Vec::new()))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Runs (on yes) or drops (on no) the pending action, written as the assistant's tool call
+    /// and its result so the assistant answers from it as from any tool. The call is stored
+    /// before the action is cleared and run: a crash in between asks the user again.
+    async fn settle_pending(
+        &self,
+        state: &mut State,
+        action: PendingAction,
+        confirmed: bool,
+    ) -> Result<(), EngineError> {
+        let call = ToolCall {
+            id: crate::llm::new_call_id(),
+            name: action.tool.clone(),
+            args: action.args.clone(),
+        };
+        self.append(
+            state,
+            ai_message(&state.wa_id, "", &action.agent, vec![call.clone()]),
+        )
+        .await?;
+        self.store.set_pending_action(&state.wa_id, None).await?;
+        state.pending_action = None;
+        let outcome = if confirmed { "confirmed" } else { "declined" };
+        metrics::counter!("zaguan_pending_actions_total", "outcome" => outcome).increment(1);
+        let content = if confirmed && self.tools.allows(&call.name, state.user.role) {
+            let context = self.tool_context(state);
+            self.tools
+                .run(&call, &context, self.settings.tool_timeout)
+                .await
+        } else if confirmed {
+            format!(
+                "Error: the tool {} is not available for this user.",
+                call.name
+            )
+        } else {
+            format!(
+                "The user declined; nothing was done ({}). Acknowledge briefly and ask what \
+                 else they need.",
+                action.summary
+            )
+        };
+        let message = NewMessage {
+            wa_id: state.wa_id.clone(),
+            role: MessageRole::Tool,
+            content,
+            agent: Some(action.agent.clone()),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call.id),
+            wamids: Vec::new(),
+            at: Utc::now(),
+        };
         self.append(state, message).await
+    }
+
+    fn tool_context(&self, state: &State) -> ToolContext {
+        ToolContext {
+            wa_id: state.wa_id.clone(),
+            role: state.user.role,
+            location: state.location,
+            now: Utc::now(),
+            timezone: self.settings.timezone,
+        }
     }
 
     /// An assistant node: one LLM call with the agent's prompt, tools and the cleaned window —
@@ -392,6 +520,7 @@ impl Engine {
         let mut tools: Vec<_> = agent
             .tools
             .iter()
+            .filter(|name| self.tools.allows(name, role))
             .filter_map(|name| self.tools.spec(name))
             .collect();
         tools.extend(self.agents.delegation_tools(agent, role));
@@ -462,26 +591,67 @@ impl Engine {
                     .collect()
             }
             None => {
-                let context = ToolContext {
-                    wa_id: state.wa_id.clone(),
-                    role,
-                    location: None,
-                    now: Utc::now(),
-                    timezone: self.settings.timezone,
-                };
-                let runs = calls.iter().zip(&plans).map(|(call, plan)| {
-                    let context = &context;
-                    async move {
-                        match plan {
-                            Plan::Refuse(why) => why.clone(),
-                            _ => {
-                                self.tools
-                                    .run(call, context, self.settings.tool_timeout)
-                                    .await
+                let context = self.tool_context(state);
+                // A call that changes data waits for the user's yes (one per step).
+                let mut asked: Option<PendingAction> = None;
+                let mut results = Vec::with_capacity(calls.len());
+                for (call, plan) in calls.iter().zip(&plans) {
+                    let outcome = match plan {
+                        Plan::Run => self.tools.confirmation(call, &context).await,
+                        _ => None,
+                    };
+                    results.push(match outcome {
+                        None => None,
+                        Some(Err(error)) => Some(error),
+                        Some(Ok(_)) if asked.is_some() => Some(
+                            "Not executed: another action is already waiting for the user's \
+                             confirmation; one at a time."
+                                .to_owned(),
+                        ),
+                        Some(Ok(summary)) => {
+                            let text = format!(
+                                "Waiting for the user's confirmation: {summary}. They have been \
+                                 shown Confirm / Cancel buttons. Tell them in one short sentence \
+                                 what will be done once they confirm; do not call {} again.",
+                                call.name
+                            );
+                            asked = Some(PendingAction {
+                                tool: call.name.clone(),
+                                args: call.args.clone(),
+                                summary,
+                                agent: caller.name.clone(),
+                                created_at: Utc::now(),
+                            });
+                            Some(text)
+                        }
+                    });
+                }
+                if let Some(action) = asked {
+                    self.store
+                        .set_pending_action(&state.wa_id, Some(&action))
+                        .await?;
+                    metrics::counter!("zaguan_pending_actions_total", "outcome" => "asked")
+                        .increment(1);
+                    state.pending_action = Some(action);
+                }
+                let runs = calls
+                    .iter()
+                    .zip(&plans)
+                    .zip(results)
+                    .map(|((call, plan), done)| {
+                        let context = &context;
+                        async move {
+                            match (plan, done) {
+                                (_, Some(text)) => text,
+                                (Plan::Refuse(why), None) => why.clone(),
+                                _ => {
+                                    self.tools
+                                        .run(call, context, self.settings.tool_timeout)
+                                        .await
+                                }
                             }
                         }
-                    }
-                });
+                    });
                 futures::future::join_all(runs).await
             }
         };
@@ -542,7 +712,16 @@ impl Engine {
             return Plan::Enter { target, query };
         }
         if caller.tools.contains(&call.name) {
-            Plan::Run
+            if self.tools.allows(&call.name, role) {
+                Plan::Run
+            } else {
+                metrics::counter!("zaguan_tool_refusals_total", "reason" => "role").increment(1);
+                Plan::Refuse(format!(
+                    "Error: {} is not available for this user ({}); do not call it again.",
+                    call.name,
+                    role.as_str()
+                ))
+            }
         } else {
             Plan::Refuse(format!(
                 "Error: the tool {} is not available to you.",
@@ -557,6 +736,7 @@ impl Engine {
         &self,
         state: &State,
         text: &str,
+        asked: Option<&PendingAction>,
         reply_to: Option<&InboxEntry>,
     ) -> Result<Vec<String>, EngineError> {
         if let Some(reply_to) = reply_to
@@ -568,18 +748,42 @@ impl Engine {
         {
             return Ok(Vec::new());
         }
-        let guarded = self
+        let lang = state.lang.as_deref();
+        let mut bodies = self
             .guard
-            .guard(text, state.lang.as_deref(), state.wa_id.as_str())
-            .await;
+            .guard(text, lang, state.wa_id.as_str())
+            .await
+            .parts;
+        let mut buttons = Vec::new();
+        if let Some(action) = asked {
+            // The summary with Confirm / Cancel buttons, as a last message of its own.
+            let summary = self
+                .guard
+                .guard(&action.summary, lang, state.wa_id.as_str())
+                .await
+                .parts
+                .join("\n");
+            bodies.push(
+                summary
+                    .chars()
+                    .take(crate::outbound::graph::MAX_INTERACTIVE_BODY)
+                    .collect(),
+            );
+            buttons = confirmation_buttons(lang);
+        }
         let now = Utc::now();
-        let count = u32::try_from(guarded.parts.len()).unwrap_or(u32::MAX);
-        let parts: Vec<NewOutbox> = guarded
-            .parts
+        let count = u32::try_from(bodies.len()).unwrap_or(u32::MAX);
+        let last = bodies.len().saturating_sub(1);
+        let parts: Vec<NewOutbox> = bodies
             .iter()
             .enumerate()
             .map(|(i, body)| NewOutbox {
                 phone_number_id: reply_to.map(|e| e.phone_number_id.clone()),
+                buttons: if i == last {
+                    buttons.clone()
+                } else {
+                    Vec::new()
+                },
                 part: u32::try_from(i).unwrap_or(u32::MAX),
                 parts: count,
                 ..NewOutbox::text(
@@ -591,7 +795,7 @@ impl Engine {
             })
             .collect();
         self.store.insert_outbox(&parts).await?;
-        Ok(guarded.parts)
+        Ok(bodies)
     }
 
     async fn set_dialog_state(
@@ -669,5 +873,134 @@ fn next_step(state: &State) -> Next {
                 _ => Next::Assistant,
             }
         }
+    }
+}
+
+/// The location a WhatsApp location message carries.
+fn shared_location(entry: &InboxEntry) -> Option<crate::realestate::GeoPoint> {
+    if entry.kind != "location" {
+        return None;
+    }
+    let payload: serde_json::Value = serde_json::from_str(&entry.payload).ok()?;
+    let location = payload.get("location")?;
+    Some(crate::realestate::GeoPoint {
+        lat: location.get("latitude")?.as_f64()?,
+        lon: location.get("longitude")?.as_f64()?,
+    })
+}
+
+/// Images, audio, video, documents and stickers without a caption: nothing an assistant can
+/// read.
+fn is_unreadable_media(entry: &InboxEntry) -> bool {
+    matches!(
+        entry.kind.as_str(),
+        "image" | "audio" | "video" | "document" | "sticker" | "voice"
+    ) && entry.text.as_deref().is_none_or(|t| t.trim().is_empty())
+}
+
+/// The polite answer to media the assistants cannot read.
+fn media_answer(lang: Option<&str>) -> &'static str {
+    match lang.unwrap_or("es") {
+        "en" => {
+            "Thanks! I can't open images, audio or files here yet. Could you tell me in writing what you need?"
+        }
+        "pt" => {
+            "Obrigado! Ainda não consigo abrir imagens, áudios ou ficheiros aqui. Pode escrever-me o que precisa?"
+        }
+        "fr" => {
+            "Merci ! Je ne peux pas encore ouvrir les images, audios ou fichiers ici. Pouvez-vous m'écrire ce dont vous avez besoin ?"
+        }
+        "de" => {
+            "Danke! Bilder, Audios oder Dateien kann ich hier noch nicht öffnen. Können Sie mir schreiben, was Sie brauchen?"
+        }
+        "it" => {
+            "Grazie! Qui non riesco ancora ad aprire immagini, audio o file. Può scrivermi di cosa ha bisogno?"
+        }
+        "ca" => {
+            "Gràcies! Encara no puc obrir imatges, àudios ni fitxers aquí. Em pots escriure què necessites?"
+        }
+        _ => {
+            "¡Gracias! Por aquí todavía no puedo abrir imágenes, audios ni archivos. ¿Me cuentas por escrito qué necesitas?"
+        }
+    }
+}
+
+/// Confirm / Cancel in the user's language (titles ≤ 20 characters).
+fn confirmation_buttons(lang: Option<&str>) -> Vec<String> {
+    let (yes, no) = match lang.unwrap_or("es") {
+        "en" => ("Confirm", "Cancel"),
+        "fr" => ("Confirmer", "Annuler"),
+        "de" => ("Bestätigen", "Abbrechen"),
+        "it" => ("Conferma", "Annulla"),
+        "ca" => ("Confirmar", "Cancel·lar"),
+        _ => ("Confirmar", "Cancelar"),
+    };
+    vec![yes.to_owned(), no.to_owned()]
+}
+
+/// The user's answer to a pending action: the button they pressed (`btn_0` confirms, `btn_1`
+/// cancels, whatever the language), or a short clear yes or no; `None` for anything else (a
+/// new topic).
+fn confirmation_answer(new: &[&InboxEntry]) -> Option<bool> {
+    let entry = new.last()?;
+    if let Ok(payload) = serde_json::from_str::<serde_json::Value>(&entry.payload)
+        && let Some(id) = payload
+            .pointer("/interactive/button_reply/id")
+            .or_else(|| payload.pointer("/button/payload"))
+            .and_then(|id| id.as_str())
+    {
+        match id {
+            "btn_0" => return Some(true),
+            "btn_1" => return Some(false),
+            _ => {}
+        }
+    }
+    let text = entry.text.as_deref()?;
+    let words = crate::agents::keywords::tokens(text);
+    if words.is_empty() || words.len() > 4 {
+        return None;
+    }
+    const YES: &[&str] = &[
+        "si",
+        "confirmar",
+        "confirmo",
+        "confirm",
+        "confirma",
+        "vale",
+        "ok",
+        "okay",
+        "yes",
+        "adelante",
+        "perfecto",
+        "claro",
+        "sim",
+        "oui",
+        "ja",
+        "conferma",
+        "confirmer",
+        "bestatigen",
+        "dale",
+    ];
+    const NO: &[&str] = &[
+        "no",
+        "cancelar",
+        "cancela",
+        "cancel",
+        "nope",
+        "nao",
+        "non",
+        "nein",
+        "annulla",
+        "annuler",
+        "abbrechen",
+        "mejor",
+    ];
+    let first = words[0].as_str();
+    if NO.contains(&first) {
+        Some(false)
+    } else if YES.contains(&first) {
+        Some(true)
+    } else {
+        None
     }
 }

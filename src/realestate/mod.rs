@@ -1,8 +1,15 @@
 //! The real-estate business behind the assistants: its data ([`model`]), where it is kept
 //! ([`store`]), and the tools the assistants use on it.
 
+pub mod demo;
+pub mod memory;
 pub mod model;
+pub mod mongo;
+pub mod mortgage;
 pub mod store;
+pub mod tools;
 
+pub use memory::MemoryRealEstate;
 pub use model::*;
+pub use mongo::MongoRealEstate;
 pub use store::{PropertyFilter, RealEstateStore};

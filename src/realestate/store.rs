@@ -9,7 +9,10 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::model::{Appointment, Offer, Operation, Owner, Property, Slot, Visit};
+use unicode_normalization::UnicodeNormalization as _;
+use unicode_normalization::char::is_combining_mark;
+
+use super::model::{Appointment, ListingStatus, Offer, Operation, Owner, Property, Slot, Visit};
 use crate::domain::WaId;
 use crate::store::StoreResult;
 
@@ -22,6 +25,32 @@ pub struct PropertyFilter {
     /// Only `available` listings.
     pub available_only: bool,
     pub owner_id: Option<String>,
+}
+
+impl PropertyFilter {
+    /// Whether a listing passes the filter. Both stores decide with it: MongoDB after a query
+    /// on the exact-match fields, for the city.
+    pub fn admits(&self, property: &Property) -> bool {
+        self.city
+            .as_ref()
+            .is_none_or(|city| city_key(city) == city_key(&property.city))
+            && self.operation.is_none_or(|op| op == property.operation)
+            && (!self.available_only || property.status == ListingStatus::Available)
+            && self
+                .owner_id
+                .as_ref()
+                .is_none_or(|owner| *owner == property.owner_id)
+    }
+}
+
+/// A city as compared: trimmed, lowercase, without accents ("Málaga" = "malaga").
+fn city_key(city: &str) -> String {
+    city.trim()
+        .chars()
+        .flat_map(char::to_lowercase)
+        .nfd()
+        .filter(|c| !is_combining_mark(*c))
+        .collect()
 }
 
 #[async_trait]
@@ -77,4 +106,21 @@ pub trait RealEstateStore: Send + Sync + 'static {
     /// A customer's offers, newest first.
     async fn offers_of(&self, wa_id: &WaId) -> StoreResult<Vec<Offer>>;
     async fn offers_for(&self, property_id: &str) -> StoreResult<Vec<Offer>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::city_key;
+
+    #[test]
+    fn a_city_is_compared_without_case_accents_or_surrounding_spaces() {
+        assert_eq!(city_key("Málaga"), "malaga");
+        assert_eq!(city_key(" MÁLAGA "), city_key("malaga"));
+        assert_eq!(
+            city_key("L'Hospitalet de Llobregat"),
+            "l'hospitalet de llobregat"
+        );
+        assert_eq!(city_key("A Coruña"), "a coruna");
+        assert_ne!(city_key("Sevilla"), city_key("Valencia"));
+    }
 }

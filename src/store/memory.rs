@@ -50,6 +50,8 @@ impl Inner {
                 last_inbound_at: None,
                 updated_at: None,
                 state_entered_at: None,
+                pending_action: None,
+                location: None,
             })
     }
 }
@@ -303,6 +305,24 @@ impl Store for MemoryStore {
         conversation.dialog_state = dialog_state.to_vec();
         conversation.state_entered_at = Some(at);
         conversation.updated_at = Some(at);
+        Ok(())
+    }
+
+    async fn set_pending_action(
+        &self,
+        wa_id: &WaId,
+        action: Option<&PendingAction>,
+    ) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).pending_action = action.cloned();
+        Ok(())
+    }
+
+    async fn set_conversation_location(
+        &self,
+        wa_id: &WaId,
+        location: crate::realestate::GeoPoint,
+    ) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).location = Some(location);
         Ok(())
     }
 

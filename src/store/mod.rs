@@ -124,6 +124,20 @@ pub trait Store: Send + Sync + 'static {
         at: DateTime<Utc>,
     ) -> StoreResult<()>;
 
+    /// Holds (or, with `None`, drops) the action awaiting the user's confirmation.
+    async fn set_pending_action(
+        &self,
+        wa_id: &WaId,
+        action: Option<&PendingAction>,
+    ) -> StoreResult<()>;
+
+    /// Records the last location the user shared.
+    async fn set_conversation_location(
+        &self,
+        wa_id: &WaId,
+        location: crate::realestate::GeoPoint,
+    ) -> StoreResult<()>;
+
     /// Records the language the conversation is held in (ISO 639-1).
     async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()>;
 

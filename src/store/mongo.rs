@@ -244,6 +244,36 @@ fn bson_to_json(value: Option<&Bson>) -> String {
     }
 }
 
+/// A stored `pending_action`; `None` when it was damaged by hand (then it is simply dropped).
+fn pending_action(doc: &Document) -> Option<PendingAction> {
+    let f = Fields(doc);
+    Some(PendingAction {
+        tool: f.str("tool")?,
+        args: doc
+            .get("args")
+            .and_then(|args| serde_json::to_value(args.clone().into_relaxed_extjson()).ok())
+            .unwrap_or(serde_json::Value::Null),
+        summary: f.str("summary").unwrap_or_default(),
+        agent: f.str("agent").unwrap_or_default(),
+        created_at: f.date("created_at")?,
+    })
+}
+
+/// GeoJSON `{"type": "Point", "coordinates": [lon, lat]}`.
+fn geo_point(doc: &Document) -> Option<crate::realestate::GeoPoint> {
+    let coordinates = doc.get_array("coordinates").ok()?;
+    let number = |b: &Bson| match b {
+        Bson::Double(x) => Some(*x),
+        Bson::Int32(x) => Some(f64::from(*x)),
+        Bson::Int64(x) => Some(*x as f64),
+        _ => None,
+    };
+    Some(crate::realestate::GeoPoint {
+        lon: number(coordinates.first()?)?,
+        lat: number(coordinates.get(1)?)?,
+    })
+}
+
 fn llm_call(doc: &Document) -> StoreResult<LlmCall> {
     let f = Fields(doc);
     let count = |key: &str| f.int(key).and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
@@ -615,6 +645,11 @@ impl Store for MongoStore {
             last_inbound_at: f.date("last_inbound_at"),
             updated_at: f.date("updated_at"),
             state_entered_at: f.date("state_entered_at"),
+            pending_action: doc
+                .get_document("pending_action")
+                .ok()
+                .and_then(pending_action),
+            location: doc.get_document("location").ok().and_then(geo_point),
         }))
     }
 
@@ -790,6 +825,45 @@ impl Store for MongoStore {
                 "state_entered_at": date(at),
                 "updated_at": date(at),
             }},
+        )
+        .await
+    }
+
+    async fn set_pending_action(
+        &self,
+        wa_id: &WaId,
+        action: Option<&PendingAction>,
+    ) -> StoreResult<()> {
+        let update = match action {
+            Some(action) => doc! {"$set": {"pending_action": {
+                "tool": &action.tool,
+                "args": bson::to_bson(&action.args).context("tool arguments to BSON")?,
+                "summary": &action.summary,
+                "agent": &action.agent,
+                "created_at": date(action.created_at),
+            }}},
+            None => doc! {"$unset": {"pending_action": ""}},
+        };
+        upsert_one(
+            &self.coll("conversations"),
+            doc! {"_id": wa_id.as_str()},
+            update,
+        )
+        .await
+    }
+
+    async fn set_conversation_location(
+        &self,
+        wa_id: &WaId,
+        location: crate::realestate::GeoPoint,
+    ) -> StoreResult<()> {
+        upsert_one(
+            &self.coll("conversations"),
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {"location": {
+                "type": "Point",
+                "coordinates": [location.lon, location.lat],
+            }}},
         )
         .await
     }

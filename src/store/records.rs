@@ -180,6 +180,22 @@ pub struct Conversation {
     pub updated_at: Option<DateTime<Utc>>,
     /// When the current `dialog_state` was entered (for the idle TTL).
     pub state_entered_at: Option<DateTime<Utc>>,
+    /// A data-changing tool call waiting for the user's yes or no.
+    pub pending_action: Option<PendingAction>,
+    /// The last location the user shared.
+    pub location: Option<crate::realestate::GeoPoint>,
+}
+
+/// A tool call that changes data, held until the user confirms it (`conversations.pending_action`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingAction {
+    pub tool: String,
+    pub args: serde_json::Value,
+    /// The one line the user was asked to confirm.
+    pub summary: String,
+    /// The assistant that asked.
+    pub agent: String,
+    pub created_at: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use crate::config::Config;
 use crate::domain::{WaId, WaMessageId};
 use crate::llm::UsageRecorder;
-use crate::serve::{build_engine, open_store};
+use crate::serve::{build_engine, open_realestate, open_store};
 use crate::store::{InboxEntry, InboxStatus, Role, Store};
 
 #[derive(Debug, Args)]
@@ -33,7 +33,8 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
         .await
         .context("cannot record the role")?;
     let usage = UsageRecorder::spawn(store.clone());
-    let engine = build_engine(&config, store.clone(), Some(usage.clone()))?;
+    let realestate = open_realestate(&config).await?;
+    let engine = build_engine(&config, store.clone(), realestate, Some(usage.clone()))?;
 
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = std::io::stdout();

@@ -2,4 +2,5 @@
 //! arguments and an `async fn run`.
 
 pub mod chat;
+pub mod demo;
 pub mod prompts;

@@ -1,0 +1,732 @@
+//! The business's data in MongoDB (FerretDB in tests), one collection per record type:
+//! `properties`, `owners`, `slots`, `appointments`, `visits`, `offers`, plus the two claim
+//! collections `slot_claims` and `reminders`.
+//!
+//! Documents are written and read by hand rather than through serde so that they read well in
+//! mongosh: ids are string `_id`s (`P-1001`, `O-07`…), times are BSON dates, enums their
+//! snake_case names, a property's position a GeoJSON point under `location`. Reading is
+//! forgiving where operators may have edited a listing by hand — free text and lists may be
+//! missing — and a document that cannot be read is skipped in listings (with a warning), so one
+//! bad edit does not break every search.
+//!
+//! The only atomic primitive used is the insert of a unique `_id`: FerretDB's conditional updates
+//! and findAndModify are not atomic, so a slot or a reminder is claimed by inserting a document
+//! keyed by it, and a duplicate key means someone else got there first. Like the conversation
+//! store, every call is bounded by a timeout (5 s) so a stalled database answers
+//! [`StoreError::Unavailable`] rather than hanging.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bson::{Bson, Document, doc};
+use chrono::{DateTime, Utc};
+use futures::{StreamExt as _, TryStreamExt as _};
+use mongodb::{Collection, Database, IndexModel};
+use serde::de::DeserializeOwned;
+
+use super::model::{
+    Appointment, AppointmentStatus, GeoPoint, ListingStatus, Offer, Owner, Property, Slot, Visit,
+};
+use super::store::{PropertyFilter, RealEstateStore};
+use crate::domain::WaId;
+use crate::store::{StoreError, StoreResult};
+
+/// Longest a single driver call may take before the store counts as unavailable.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// MongoDB's duplicate-key error code.
+const DUPLICATE_KEY: i32 = 11000;
+
+/// Upserts of one batch in flight at once: loading a few thousand slots takes seconds, not
+/// minutes, without flooding the connection pool.
+const UPSERT_CONCURRENCY: usize = 8;
+
+#[derive(Clone)]
+pub struct MongoRealEstate {
+    db: Database,
+}
+
+impl MongoRealEstate {
+    /// Uses `db` as it is: the client connects lazily, so this never waits for the server.
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+
+    /// Creates the indexes the queries rely on. Idempotent; run at start-up.
+    pub async fn ensure_indexes(&self) -> StoreResult<()> {
+        let indexes: [(&str, Document); 9] = [
+            ("slots", doc! {"property_id": 1, "starts_at": 1}),
+            ("appointments", doc! {"wa_id": 1, "starts_at": 1}),
+            ("appointments", doc! {"status": 1, "starts_at": 1}),
+            ("visits", doc! {"wa_id": 1}),
+            ("visits", doc! {"property_id": 1}),
+            ("offers", doc! {"wa_id": 1}),
+            ("offers", doc! {"property_id": 1}),
+            ("properties", doc! {"owner_id": 1}),
+            ("owners", doc! {"wa_id": 1}),
+        ];
+        for (collection, keys) in indexes {
+            let model = IndexModel::builder().keys(keys).build();
+            bounded(self.coll(collection).create_index(model)).await?;
+        }
+        Ok(())
+    }
+
+    fn coll(&self, name: &str) -> Collection<Document> {
+        self.db.collection(name)
+    }
+
+    /// Inserts or replaces each document by `_id`; of two with one `_id` in a batch, the later
+    /// wins, as in memory.
+    async fn upsert_all(&self, collection: &str, documents: Vec<Document>) -> StoreResult<()> {
+        let collection = self.coll(collection);
+        let mut seen = HashSet::new();
+        let latest: Vec<Document> = documents
+            .into_iter()
+            .rev()
+            .filter(|d| seen.insert(d.get("_id").cloned().unwrap_or(Bson::Null).to_string()))
+            .collect();
+        futures::stream::iter(latest)
+            .map(|document| replace_by_id(&collection, document))
+            .buffer_unordered(UPSERT_CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
+    async fn find_one<T>(
+        &self,
+        collection: &str,
+        id: &str,
+        read: fn(&Document) -> StoreResult<T>,
+    ) -> StoreResult<Option<T>> {
+        bounded(self.coll(collection).find_one(doc! {"_id": id}))
+            .await?
+            .as_ref()
+            .map(read)
+            .transpose()
+    }
+
+    /// The documents of `collection` matching `filter` in `sort` order, read with `read`;
+    /// documents it cannot read are skipped with a warning.
+    async fn find_all<T>(
+        &self,
+        collection: &str,
+        filter: Document,
+        sort: Document,
+        read: fn(&Document) -> StoreResult<T>,
+    ) -> StoreResult<Vec<T>> {
+        let cursor = bounded(self.coll(collection).find(filter).sort(sort)).await?;
+        let documents: Vec<Document> = bounded(cursor.try_collect()).await?;
+        Ok(documents
+            .iter()
+            .filter_map(|document| match read(document) {
+                Ok(record) => Some(record),
+                Err(error) => {
+                    tracing::warn!(
+                        collection,
+                        id = %document.get("_id").cloned().unwrap_or(Bson::Null),
+                        error = %error,
+                        "skipping a document that cannot be read",
+                    );
+                    None
+                }
+            })
+            .collect())
+    }
+
+    /// Inserts `claim`: `false` when a document with its `_id` already exists.
+    async fn insert_claim(&self, collection: &str, claim: Document) -> StoreResult<bool> {
+        match within_timeout(self.coll(collection).insert_one(claim)).await? {
+            Ok(_) => Ok(true),
+            Err(error) if is_duplicate_key(&error) => Ok(false),
+            Err(error) => Err(classify(error)),
+        }
+    }
+}
+
+/// Runs a driver call within [`CALL_TIMEOUT`]; the driver's own error is left to the caller.
+async fn within_timeout<T>(
+    call: impl std::future::IntoFuture<Output = mongodb::error::Result<T>>,
+) -> StoreResult<mongodb::error::Result<T>> {
+    tokio::time::timeout(CALL_TIMEOUT, call.into_future())
+        .await
+        .map_err(|_| StoreError::Unavailable(format!("no answer within {CALL_TIMEOUT:?}")))
+}
+
+/// Runs a driver call within [`CALL_TIMEOUT`], sorting its failure into [`StoreError`].
+async fn bounded<T>(
+    call: impl std::future::IntoFuture<Output = mongodb::error::Result<T>>,
+) -> StoreResult<T> {
+    within_timeout(call).await?.map_err(classify)
+}
+
+fn classify(error: mongodb::error::Error) -> StoreError {
+    use mongodb::error::ErrorKind;
+    let unavailable = matches!(
+        *error.kind,
+        ErrorKind::ServerSelection { .. }
+            | ErrorKind::Io(_)
+            | ErrorKind::ConnectionPoolCleared { .. }
+    ) || error.contains_label("RetryableWriteError")
+        || error.contains_label("SystemOverloadedError");
+    if unavailable {
+        StoreError::Unavailable(error.to_string())
+    } else {
+        StoreError::Unexpected(anyhow::Error::new(error).context("MongoDB call failed"))
+    }
+}
+
+fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    match &*error.kind {
+        ErrorKind::Write(WriteFailure::WriteError(e)) => e.code == DUPLICATE_KEY,
+        ErrorKind::Command(e) => e.code == DUPLICATE_KEY,
+        _ => false,
+    }
+}
+
+/// Replaces the document with `document`'s `_id`, inserting it when there is none. Two
+/// concurrent upserts of one `_id` may both try to insert and the loser fail with a duplicate
+/// key (MongoDB retries some of these itself, FerretDB does not); once retried, it replaces the
+/// document the winner created.
+async fn replace_by_id(collection: &Collection<Document>, document: Document) -> StoreResult<()> {
+    let filter = doc! {"_id": document.get("_id").cloned().unwrap_or(Bson::Null)};
+    let attempt = || {
+        within_timeout(
+            collection
+                .replace_one(filter.clone(), document.clone())
+                .upsert(true),
+        )
+    };
+    match attempt().await? {
+        Err(error) if is_duplicate_key(&error) => attempt().await?.map(drop).map_err(classify),
+        other => other.map(drop).map_err(classify),
+    }
+}
+
+fn date(at: DateTime<Utc>) -> bson::DateTime {
+    bson::DateTime::from_chrono(at)
+}
+
+fn opt_date(at: Option<DateTime<Utc>>) -> Bson {
+    at.map_or(Bson::Null, |at| Bson::DateTime(date(at)))
+}
+
+fn opt_str(value: Option<&str>) -> Bson {
+    value.map_or(Bson::Null, |s| Bson::String(s.to_owned()))
+}
+
+/// A count or amount as BSON, which has no unsigned integers.
+fn whole(value: u64, what: &str) -> StoreResult<i64> {
+    i64::try_from(value).map_err(|_| anyhow::anyhow!("{what} {value} is too large to store").into())
+}
+
+/// The fields of a stored document: missing or mistyped fields read as absent, and a required
+/// one that is absent is an error naming the document.
+struct Fields<'a>(&'a Document);
+
+impl Fields<'_> {
+    fn missing(&self, key: &str, what: &str) -> StoreError {
+        let id = self.0.get("_id").cloned().unwrap_or(Bson::Null);
+        anyhow::anyhow!("document {id} has no {what} `{key}`").into()
+    }
+
+    fn str(&self, key: &str) -> Option<String> {
+        self.0.get_str(key).ok().map(str::to_owned)
+    }
+
+    fn required_str(&self, key: &str) -> StoreResult<String> {
+        self.str(key).ok_or_else(|| self.missing(key, "string"))
+    }
+
+    /// Free text that may be missing: empty then.
+    fn text(&self, key: &str) -> String {
+        self.str(key).unwrap_or_default()
+    }
+
+    fn strings(&self, key: &str) -> Vec<String> {
+        match self.0.get(key) {
+            Some(Bson::Array(items)) => items
+                .iter()
+                .filter_map(|item| item.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn date(&self, key: &str) -> Option<DateTime<Utc>> {
+        self.0.get_datetime(key).ok().map(|d| d.to_chrono())
+    }
+
+    fn required_date(&self, key: &str) -> StoreResult<DateTime<Utc>> {
+        self.date(key).ok_or_else(|| self.missing(key, "date"))
+    }
+
+    fn int(&self, key: &str) -> Option<i64> {
+        match self.0.get(key)? {
+            Bson::Int32(i) => Some(i64::from(*i)),
+            Bson::Int64(i) => Some(*i),
+            Bson::Double(f) if f.fract() == 0.0 => Some(*f as i64),
+            _ => None,
+        }
+    }
+
+    /// A non-negative integer that fits `T`.
+    fn required_int<T: TryFrom<i64>>(&self, key: &str) -> StoreResult<T> {
+        self.int(key)
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| self.missing(key, "whole number in range"))
+    }
+
+    fn wa_id(&self, key: &str) -> StoreResult<WaId> {
+        WaId::parse(&self.required_str(key)?).map_err(|e| anyhow::anyhow!(e).into())
+    }
+
+    fn opt_wa_id(&self, key: &str) -> StoreResult<Option<WaId>> {
+        match self.str(key) {
+            Some(raw) => WaId::parse(&raw)
+                .map(Some)
+                .map_err(|e| anyhow::anyhow!(e).into()),
+            None => Ok(None),
+        }
+    }
+
+    /// An enum stored as its snake_case name (the model's `as_str`, which is also its serde name).
+    fn opt_choice<T: DeserializeOwned>(&self, key: &str) -> StoreResult<Option<T>> {
+        match self.str(key) {
+            Some(name) => bson::from_bson(Bson::String(name.clone()))
+                .map(Some)
+                .map_err(|_| anyhow::anyhow!("`{key}` has an unknown value `{name}`").into()),
+            None => Ok(None),
+        }
+    }
+
+    fn choice<T: DeserializeOwned>(&self, key: &str) -> StoreResult<T> {
+        self.opt_choice(key)?
+            .ok_or_else(|| self.missing(key, "string"))
+    }
+
+    /// A GeoJSON point: `{"type": "Point", "coordinates": [lon, lat]}`.
+    fn point(&self, key: &str) -> StoreResult<GeoPoint> {
+        let number = |value: &Bson| match value {
+            Bson::Double(f) => Some(*f),
+            Bson::Int32(i) => Some(f64::from(*i)),
+            Bson::Int64(i) => Some(*i as f64),
+            _ => None,
+        };
+        let coordinates = self
+            .0
+            .get_document(key)
+            .ok()
+            .and_then(|point| point.get_array("coordinates").ok());
+        match coordinates.map(|c| c.as_slice()) {
+            Some([lon, lat]) => match (number(lon), number(lat)) {
+                (Some(lon), Some(lat)) => Ok(GeoPoint { lat, lon }),
+                _ => Err(self.missing(key, "GeoJSON point")),
+            },
+            _ => Err(self.missing(key, "GeoJSON point")),
+        }
+    }
+}
+
+fn property_doc(p: &Property) -> StoreResult<Document> {
+    Ok(doc! {
+        "_id": &p.id,
+        "title": &p.title,
+        "description": &p.description,
+        "operation": p.operation.as_str(),
+        "kind": p.kind.as_str(),
+        "city": &p.city,
+        "neighbourhood": &p.neighbourhood,
+        "address": &p.address,
+        "location": {"type": "Point", "coordinates": [p.location.lon, p.location.lat]},
+        "price": whole(p.price, "price")?,
+        "currency": &p.currency,
+        "bedrooms": i64::from(p.bedrooms),
+        "bathrooms": i64::from(p.bathrooms),
+        "area_m2": i64::from(p.area_m2),
+        "amenities": &p.amenities,
+        "status": p.status.as_str(),
+        "owner_id": &p.owner_id,
+        "listed_at": date(p.listed_at),
+    })
+}
+
+fn property(d: &Document) -> StoreResult<Property> {
+    let f = Fields(d);
+    Ok(Property {
+        id: f.required_str("_id")?,
+        title: f.text("title"),
+        description: f.text("description"),
+        operation: f.choice("operation")?,
+        kind: f.choice("kind")?,
+        city: f.required_str("city")?,
+        neighbourhood: f.text("neighbourhood"),
+        address: f.text("address"),
+        location: f.point("location")?,
+        price: f.required_int("price")?,
+        currency: f.required_str("currency")?,
+        bedrooms: f.required_int("bedrooms")?,
+        bathrooms: f.required_int("bathrooms")?,
+        area_m2: f.required_int("area_m2")?,
+        amenities: f.strings("amenities"),
+        status: f.choice("status")?,
+        owner_id: f.required_str("owner_id")?,
+        listed_at: f.required_date("listed_at")?,
+    })
+}
+
+fn owner_doc(o: &Owner) -> Document {
+    doc! {
+        "_id": &o.id,
+        "name": &o.name,
+        "wa_id": opt_str(o.wa_id.as_ref().map(WaId::as_str)),
+    }
+}
+
+fn owner(d: &Document) -> StoreResult<Owner> {
+    let f = Fields(d);
+    Ok(Owner {
+        id: f.required_str("_id")?,
+        name: f.text("name"),
+        wa_id: f.opt_wa_id("wa_id")?,
+    })
+}
+
+fn slot_doc(s: &Slot) -> Document {
+    doc! {
+        "_id": &s.id,
+        "property_id": &s.property_id,
+        "starts_at": date(s.starts_at),
+        "minutes": i64::from(s.minutes),
+        "agent": &s.agent,
+    }
+}
+
+fn slot(d: &Document) -> StoreResult<Slot> {
+    let f = Fields(d);
+    Ok(Slot {
+        id: f.required_str("_id")?,
+        property_id: f.required_str("property_id")?,
+        starts_at: f.required_date("starts_at")?,
+        minutes: f.required_int("minutes")?,
+        agent: f.text("agent"),
+    })
+}
+
+fn appointment_doc(a: &Appointment) -> Document {
+    doc! {
+        "_id": &a.id,
+        "property_id": &a.property_id,
+        "slot_id": &a.slot_id,
+        "wa_id": a.wa_id.as_str(),
+        "starts_at": date(a.starts_at),
+        "status": a.status.as_str(),
+        "created_at": date(a.created_at),
+        "reminder_sent_at": opt_date(a.reminder_sent_at),
+    }
+}
+
+fn appointment(d: &Document) -> StoreResult<Appointment> {
+    let f = Fields(d);
+    Ok(Appointment {
+        id: f.required_str("_id")?,
+        property_id: f.required_str("property_id")?,
+        slot_id: f.required_str("slot_id")?,
+        wa_id: f.wa_id("wa_id")?,
+        starts_at: f.required_date("starts_at")?,
+        status: f.choice("status")?,
+        created_at: f.required_date("created_at")?,
+        reminder_sent_at: f.date("reminder_sent_at"),
+    })
+}
+
+fn visit_doc(v: &Visit) -> Document {
+    doc! {
+        "_id": &v.id,
+        "property_id": &v.property_id,
+        "wa_id": v.wa_id.as_str(),
+        "visited_at": date(v.visited_at),
+        "outcome": opt_str(v.outcome.map(|o| o.as_str())),
+        "feedback": opt_str(v.feedback.as_deref()),
+        "rating": v.rating.map_or(Bson::Null, |r| Bson::Int32(i32::from(r))),
+    }
+}
+
+fn visit(d: &Document) -> StoreResult<Visit> {
+    let f = Fields(d);
+    Ok(Visit {
+        id: f.required_str("_id")?,
+        property_id: f.required_str("property_id")?,
+        wa_id: f.wa_id("wa_id")?,
+        visited_at: f.required_date("visited_at")?,
+        outcome: f.opt_choice("outcome")?,
+        feedback: f.str("feedback"),
+        rating: f.int("rating").and_then(|r| u8::try_from(r).ok()),
+    })
+}
+
+fn offer_doc(o: &Offer) -> StoreResult<Document> {
+    Ok(doc! {
+        "_id": &o.id,
+        "property_id": &o.property_id,
+        "wa_id": o.wa_id.as_str(),
+        "amount": whole(o.amount, "offer amount")?,
+        "currency": &o.currency,
+        "conditions": opt_str(o.conditions.as_deref()),
+        "status": o.status.as_str(),
+        "created_at": date(o.created_at),
+    })
+}
+
+fn offer(d: &Document) -> StoreResult<Offer> {
+    let f = Fields(d);
+    Ok(Offer {
+        id: f.required_str("_id")?,
+        property_id: f.required_str("property_id")?,
+        wa_id: f.wa_id("wa_id")?,
+        amount: f.required_int("amount")?,
+        currency: f.required_str("currency")?,
+        conditions: f.str("conditions"),
+        status: f.choice("status")?,
+        created_at: f.required_date("created_at")?,
+    })
+}
+
+/// By start time, ties by id.
+fn by_start() -> Document {
+    doc! {"starts_at": 1, "_id": 1}
+}
+
+/// Newest first by `field`, ties by id.
+fn newest_first(field: &str) -> Document {
+    doc! {field: -1, "_id": 1}
+}
+
+#[async_trait]
+impl RealEstateStore for MongoRealEstate {
+    async fn upsert_owners(&self, owners: &[Owner]) -> StoreResult<()> {
+        self.upsert_all("owners", owners.iter().map(owner_doc).collect())
+            .await
+    }
+
+    async fn upsert_properties(&self, properties: &[Property]) -> StoreResult<()> {
+        let documents = properties
+            .iter()
+            .map(property_doc)
+            .collect::<StoreResult<_>>()?;
+        self.upsert_all("properties", documents).await
+    }
+
+    async fn upsert_slots(&self, slots: &[Slot]) -> StoreResult<()> {
+        self.upsert_all("slots", slots.iter().map(slot_doc).collect())
+            .await
+    }
+
+    async fn upsert_visits(&self, visits: &[Visit]) -> StoreResult<()> {
+        self.upsert_all("visits", visits.iter().map(visit_doc).collect())
+            .await
+    }
+
+    async fn upsert_offers(&self, offers: &[Offer]) -> StoreResult<()> {
+        let documents = offers.iter().map(offer_doc).collect::<StoreResult<_>>()?;
+        self.upsert_all("offers", documents).await
+    }
+
+    async fn properties(&self, filter: &PropertyFilter) -> StoreResult<Vec<Property>> {
+        // The exact-match fields go to the database; the city, which must match without case or
+        // accents, is compared here (a few hundred listings at most).
+        let mut query = doc! {};
+        if let Some(operation) = filter.operation {
+            query.insert("operation", operation.as_str());
+        }
+        if filter.available_only {
+            query.insert("status", ListingStatus::Available.as_str());
+        }
+        if let Some(owner_id) = &filter.owner_id {
+            query.insert("owner_id", owner_id);
+        }
+        let properties = self
+            .find_all("properties", query, doc! {"_id": 1}, property)
+            .await?;
+        Ok(properties
+            .into_iter()
+            .filter(|p| filter.admits(p))
+            .collect())
+    }
+
+    async fn property(&self, id: &str) -> StoreResult<Option<Property>> {
+        self.find_one("properties", id, property).await
+    }
+
+    async fn owner(&self, id: &str) -> StoreResult<Option<Owner>> {
+        self.find_one("owners", id, owner).await
+    }
+
+    async fn owner_by_wa_id(&self, wa_id: &WaId) -> StoreResult<Option<Owner>> {
+        let owners = self
+            .find_all(
+                "owners",
+                doc! {"wa_id": wa_id.as_str()},
+                doc! {"_id": 1},
+                owner,
+            )
+            .await?;
+        Ok(owners.into_iter().next())
+    }
+
+    async fn slots(
+        &self,
+        property_id: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Slot>> {
+        self.find_all(
+            "slots",
+            doc! {"property_id": property_id, "starts_at": {"$gte": date(from), "$lt": date(to)}},
+            by_start(),
+            slot,
+        )
+        .await
+    }
+
+    async fn slot(&self, id: &str) -> StoreResult<Option<Slot>> {
+        self.find_one("slots", id, slot).await
+    }
+
+    async fn claimed_slots(&self, slot_ids: &[String]) -> StoreResult<HashSet<String>> {
+        if slot_ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let cursor = bounded(
+            self.coll("slot_claims")
+                .find(doc! {"_id": {"$in": slot_ids}})
+                .projection(doc! {"_id": 1}),
+        )
+        .await?;
+        let claims: Vec<Document> = bounded(cursor.try_collect()).await?;
+        Ok(claims
+            .iter()
+            .filter_map(|claim| claim.get_str("_id").ok().map(str::to_owned))
+            .collect())
+    }
+
+    async fn claim_slot(&self, slot_id: &str, appointment_id: &str) -> StoreResult<bool> {
+        let claim = doc! {"_id": slot_id, "appointment_id": appointment_id, "at": date(Utc::now())};
+        if self.insert_claim("slot_claims", claim).await? {
+            return Ok(true);
+        }
+        // Taken — possibly by this very appointment, when an earlier attempt landed but its
+        // answer was lost: a retry must not turn the customer's own booking into a conflict.
+        // The holder of a claim never changes (it is only ever deleted), so reading it is safe.
+        let holder = bounded(self.coll("slot_claims").find_one(doc! {"_id": slot_id})).await?;
+        Ok(holder.is_some_and(|claim| {
+            claim
+                .get_str("appointment_id")
+                .is_ok_and(|a| a == appointment_id)
+        }))
+    }
+
+    async fn release_slot(&self, slot_id: &str, appointment_id: &str) -> StoreResult<()> {
+        bounded(
+            self.coll("slot_claims")
+                .delete_one(doc! {"_id": slot_id, "appointment_id": appointment_id}),
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn save_appointment(&self, appointment: &Appointment) -> StoreResult<()> {
+        replace_by_id(&self.coll("appointments"), appointment_doc(appointment)).await
+    }
+
+    async fn appointment(&self, id: &str) -> StoreResult<Option<Appointment>> {
+        self.find_one("appointments", id, appointment).await
+    }
+
+    async fn appointments_of(&self, wa_id: &WaId) -> StoreResult<Vec<Appointment>> {
+        self.find_all(
+            "appointments",
+            doc! {"wa_id": wa_id.as_str()},
+            by_start(),
+            appointment,
+        )
+        .await
+    }
+
+    async fn booked_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>> {
+        self.find_all(
+            "appointments",
+            doc! {
+                "status": AppointmentStatus::Booked.as_str(),
+                "starts_at": {"$gte": date(from), "$lt": date(to)},
+            },
+            by_start(),
+            appointment,
+        )
+        .await
+    }
+
+    async fn claim_reminder(&self, appointment_id: &str, at: DateTime<Utc>) -> StoreResult<bool> {
+        let claim = doc! {"_id": appointment_id, "at": date(at)};
+        if !self.insert_claim("reminders", claim).await? {
+            return Ok(false);
+        }
+        // For operators reading the appointment; `reminders` is what decides. The claim is
+        // taken either way, so a failure here must not make the caller think it is not theirs.
+        let noted = bounded(self.coll("appointments").update_one(
+            doc! {"_id": appointment_id},
+            doc! {"$set": {"reminder_sent_at": date(at)}},
+        ))
+        .await;
+        if let Err(error) = noted {
+            tracing::warn!(appointment_id, error = %error, "reminder_sent_at not recorded");
+        }
+        Ok(true)
+    }
+
+    async fn visits_of(&self, wa_id: &WaId) -> StoreResult<Vec<Visit>> {
+        self.find_all(
+            "visits",
+            doc! {"wa_id": wa_id.as_str()},
+            newest_first("visited_at"),
+            visit,
+        )
+        .await
+    }
+
+    async fn visits_to(&self, property_id: &str) -> StoreResult<Vec<Visit>> {
+        self.find_all(
+            "visits",
+            doc! {"property_id": property_id},
+            newest_first("visited_at"),
+            visit,
+        )
+        .await
+    }
+
+    async fn offers_of(&self, wa_id: &WaId) -> StoreResult<Vec<Offer>> {
+        self.find_all(
+            "offers",
+            doc! {"wa_id": wa_id.as_str()},
+            newest_first("created_at"),
+            offer,
+        )
+        .await
+    }
+
+    async fn offers_for(&self, property_id: &str) -> StoreResult<Vec<Offer>> {
+        self.find_all(
+            "offers",
+            doc! {"property_id": property_id},
+            newest_first("created_at"),
+            offer,
+        )
+        .await
+    }
+}

@@ -1,0 +1,560 @@
+//! The appointment assistant's tools: free visit slots, and booking, moving and cancelling a
+//! visit. The three that change data ask the user to confirm first (their `confirmation`
+//! checks everything `run` needs, so a confirmed action rarely fails); a slot is taken by an
+//! atomic claim, so two customers can never book the same one.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{Duration, TimeZone};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::text::{self, unavailable, when};
+use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::llm::ToolSpec;
+use crate::realestate::{
+    Appointment, AppointmentStatus, ListingStatus, Property, RealEstateStore, Slot,
+};
+
+/// Most slots listed at once.
+const MAX_SLOTS: usize = 12;
+/// How far ahead slots are listed, at most.
+const MAX_DAYS: i64 = 21;
+
+pub struct ListAvailableSlots {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl ListAvailableSlots {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct SlotsArgs {
+    property_id: String,
+    from_date: Option<String>,
+    days: Option<i64>,
+}
+
+#[async_trait]
+impl Tool for ListAvailableSlots {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list_available_slots".into(),
+            description: "Huecos libres para visitar una propiedad, con su id (S-…) para \
+                          reservar. Por defecto, los próximos 7 días."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "property_id": {"type": "string", "description": "Id de la propiedad, p. ej. P-1001"},
+                    "from_date": {"type": "string", "description": "Desde este día, YYYY-MM-DD (hoy si no se indica)"},
+                    "days": {"type": "integer", "minimum": 1, "maximum": MAX_DAYS, "description": "Cuántos días mirar (7 si no se indica)"}
+                },
+                "required": ["property_id"]
+            }),
+        }
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let args: SlotsArgs = text::args(args)?;
+        let property = visitable(self.store.as_ref(), &args.property_id).await?;
+        let days = args.days.unwrap_or(7);
+        if !(1..=MAX_DAYS).contains(&days) {
+            return Err(ToolError::InvalidArgs(format!(
+                "days must be between 1 and {MAX_DAYS}"
+            )));
+        }
+        let from = match &args.from_date {
+            Some(date) => {
+                let date = text::date_from_today(date, context)?;
+                context
+                    .timezone
+                    .from_local_datetime(&date.and_hms_opt(0, 0, 0).expect("midnight"))
+                    .earliest()
+                    .map_or(context.now, |d| d.to_utc())
+                    .max(context.now)
+            }
+            None => context.now,
+        };
+        let to = from + Duration::days(days);
+        let free = free_slots(self.store.as_ref(), &property.id, from, to).await?;
+        if free.is_empty() {
+            return Ok(format!(
+                "No quedan huecos libres para {} en esas fechas. Prueba otros días (hasta {MAX_DAYS} vista).",
+                property.id
+            ));
+        }
+        let mut out = format!(
+            "Huecos libres para visitar {} ({}):",
+            property.id, property.title
+        );
+        for slot in free.iter().take(MAX_SLOTS) {
+            out.push_str(&format!(
+                "\n- {} · {} ({} min, con {})",
+                slot.id,
+                when(slot.starts_at, context),
+                slot.minutes,
+                slot.agent
+            ));
+        }
+        if free.len() > MAX_SLOTS {
+            out.push_str(&format!("\n(y {} más)", free.len() - MAX_SLOTS));
+        }
+        Ok(out)
+    }
+}
+
+/// A property that can be visited: it exists and is available.
+async fn visitable(store: &dyn RealEstateStore, id: &str) -> Result<Property, ToolError> {
+    let property = text::listing(store, id).await?;
+    if property.status != ListingStatus::Available {
+        return Err(ToolError::Failed(format!(
+            "{} is {} and cannot be visited",
+            property.id,
+            property.status.as_str()
+        )));
+    }
+    Ok(property)
+}
+
+/// Unclaimed slots of a property in `[from, to)`.
+async fn free_slots(
+    store: &dyn RealEstateStore,
+    property_id: &str,
+    from: chrono::DateTime<chrono::Utc>,
+    to: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<Slot>, ToolError> {
+    let slots = store
+        .slots(property_id, from, to)
+        .await
+        .map_err(unavailable)?;
+    let ids: Vec<String> = slots.iter().map(|s| s.id.clone()).collect();
+    let taken = store.claimed_slots(&ids).await.map_err(unavailable)?;
+    Ok(slots
+        .into_iter()
+        .filter(|s| !taken.contains(&s.id))
+        .collect())
+}
+
+/// A slot that can be booked now: it exists, is in the future, is free, and its property can
+/// be visited.
+async fn bookable(
+    store: &dyn RealEstateStore,
+    slot_id: &str,
+    context: &ToolContext,
+) -> Result<(Slot, Property), ToolError> {
+    let slot = store
+        .slot(slot_id.trim())
+        .await
+        .map_err(unavailable)?
+        .ok_or_else(|| {
+            ToolError::InvalidArgs(format!(
+                "there is no slot `{slot_id}`; use an id from list_available_slots (like S-P1001-202611271000)"
+            ))
+        })?;
+    if slot.starts_at <= context.now {
+        return Err(ToolError::InvalidArgs(format!(
+            "the slot {} has already started; list the available slots again",
+            slot.id
+        )));
+    }
+    let taken = store
+        .claimed_slots(std::slice::from_ref(&slot.id))
+        .await
+        .map_err(unavailable)?;
+    if taken.contains(&slot.id) {
+        return Err(ToolError::Failed(format!(
+            "the slot {} is no longer available; offer the user other slots",
+            slot.id
+        )));
+    }
+    let property = visitable(store, &slot.property_id).await?;
+    Ok((slot, property))
+}
+
+/// The user's own booked, future appointment.
+async fn own_booking(
+    store: &dyn RealEstateStore,
+    appointment_id: &str,
+    context: &ToolContext,
+) -> Result<Appointment, ToolError> {
+    let appointment = store
+        .appointment(appointment_id.trim())
+        .await
+        .map_err(unavailable)?
+        .filter(|a| a.wa_id == context.wa_id)
+        .ok_or_else(|| {
+            ToolError::InvalidArgs(format!(
+                "the user has no appointment `{appointment_id}`; see list_my_appointments"
+            ))
+        })?;
+    if appointment.status != AppointmentStatus::Booked || appointment.starts_at <= context.now {
+        return Err(ToolError::Failed(format!(
+            "the appointment {} is {} and cannot be changed",
+            appointment.id,
+            if appointment.status == AppointmentStatus::Booked {
+                "in the past"
+            } else {
+                appointment.status.as_str()
+            }
+        )));
+    }
+    Ok(appointment)
+}
+
+fn new_appointment_id(slot: &Slot, context: &ToolContext) -> String {
+    format!(
+        "A-{}-{}",
+        slot.id.trim_start_matches("S-"),
+        context.now.timestamp_millis() % 100_000
+    )
+}
+
+#[derive(Debug, Deserialize)]
+struct BookArgs {
+    slot_id: String,
+}
+
+pub struct BookAppointment {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl BookAppointment {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl Tool for BookAppointment {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "book_appointment".into(),
+            description: "Reserva una visita en un hueco libre (id S-… de list_available_slots). \
+                          El usuario confirmará con un botón antes de que se reserve."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"slot_id": {"type": "string", "description": "Id del hueco, p. ej. S-P1001-202611271000"}},
+                "required": ["slot_id"]
+            }),
+        }
+    }
+
+    async fn confirmation(
+        &self,
+        args: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        Some(
+            async {
+                let args: BookArgs = text::args(args.clone())?;
+                let (slot, property) =
+                    bookable(self.store.as_ref(), &args.slot_id, context).await?;
+                Ok(format!(
+                    "Visita a {} ({}, {}) el {} con {}",
+                    property.id,
+                    property.title,
+                    property.address,
+                    when(slot.starts_at, context),
+                    slot.agent
+                ))
+            }
+            .await,
+        )
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let args: BookArgs = text::args(args)?;
+        let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context).await?;
+        let id = new_appointment_id(&slot, context);
+        if !self
+            .store
+            .claim_slot(&slot.id, &id)
+            .await
+            .map_err(unavailable)?
+        {
+            return Err(ToolError::Failed(format!(
+                "the slot {} was just taken by someone else; it is no longer available — offer the user other slots",
+                slot.id
+            )));
+        }
+        let appointment = Appointment {
+            id: id.clone(),
+            property_id: property.id.clone(),
+            slot_id: slot.id.clone(),
+            wa_id: context.wa_id.clone(),
+            starts_at: slot.starts_at,
+            status: AppointmentStatus::Booked,
+            created_at: context.now,
+            reminder_sent_at: None,
+        };
+        self.store
+            .save_appointment(&appointment)
+            .await
+            .map_err(unavailable)?;
+        Ok(format!(
+            "Visita reservada ({id}): {} ({}), {} con {}. Recuérdale la dirección y que puede \
+             cambiarla o cancelarla por aquí.",
+            property.title,
+            property.address,
+            when(slot.starts_at, context),
+            slot.agent
+        ))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct RescheduleArgs {
+    appointment_id: String,
+    slot_id: String,
+}
+
+pub struct RescheduleAppointment {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl RescheduleAppointment {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+
+    async fn check(
+        &self,
+        args: &RescheduleArgs,
+        context: &ToolContext,
+    ) -> Result<(Appointment, Slot, Property), ToolError> {
+        let appointment = own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
+        let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context).await?;
+        if slot.property_id != appointment.property_id {
+            return Err(ToolError::InvalidArgs(format!(
+                "the slot {} is for {}, but the appointment is for {}; to visit another property book a new appointment",
+                slot.id, slot.property_id, appointment.property_id
+            )));
+        }
+        Ok((appointment, slot, property))
+    }
+}
+
+#[async_trait]
+impl Tool for RescheduleAppointment {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "reschedule_appointment".into(),
+            description: "Cambia una visita ya reservada (A-…) a otro hueco libre de la misma \
+                          propiedad. El usuario confirmará con un botón."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "appointment_id": {"type": "string", "description": "Id de la cita, p. ej. A-P1001-202611271000-123"},
+                    "slot_id": {"type": "string", "description": "Id del nuevo hueco (S-…)"}
+                },
+                "required": ["appointment_id", "slot_id"]
+            }),
+        }
+    }
+
+    async fn confirmation(
+        &self,
+        args: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        Some(
+            async {
+                let args: RescheduleArgs = text::args(args.clone())?;
+                let (appointment, slot, property) = self.check(&args, context).await?;
+                Ok(format!(
+                    "Cambiar la visita a {} ({}) del {} al {}",
+                    property.id,
+                    property.title,
+                    when(appointment.starts_at, context),
+                    when(slot.starts_at, context)
+                ))
+            }
+            .await,
+        )
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let args: RescheduleArgs = text::args(args)?;
+        let (mut appointment, slot, property) = self.check(&args, context).await?;
+        if !self
+            .store
+            .claim_slot(&slot.id, &appointment.id)
+            .await
+            .map_err(unavailable)?
+        {
+            return Err(ToolError::Failed(format!(
+                "the slot {} was just taken; the visit stays as it was — offer other slots",
+                slot.id
+            )));
+        }
+        let old_slot = std::mem::replace(&mut appointment.slot_id, slot.id.clone());
+        appointment.starts_at = slot.starts_at;
+        appointment.reminder_sent_at = None;
+        self.store
+            .save_appointment(&appointment)
+            .await
+            .map_err(unavailable)?;
+        self.store
+            .release_slot(&old_slot, &appointment.id)
+            .await
+            .map_err(unavailable)?;
+        Ok(format!(
+            "Visita cambiada ({}): {} ({}), ahora el {} con {}.",
+            appointment.id,
+            property.title,
+            property.address,
+            when(slot.starts_at, context),
+            slot.agent
+        ))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct CancelArgs {
+    appointment_id: String,
+}
+
+pub struct CancelAppointment {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl CancelAppointment {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl Tool for CancelAppointment {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "cancel_appointment".into(),
+            description: "Cancela una visita reservada (A-…). El usuario confirmará con un botón."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"appointment_id": {"type": "string", "description": "Id de la cita (A-…)"}},
+                "required": ["appointment_id"]
+            }),
+        }
+    }
+
+    async fn confirmation(
+        &self,
+        args: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        Some(
+            async {
+                let args: CancelArgs = text::args(args.clone())?;
+                let appointment =
+                    own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
+                let property = text::listing(self.store.as_ref(), &appointment.property_id).await?;
+                Ok(format!(
+                    "Cancelar la visita a {} ({}) del {}",
+                    property.id,
+                    property.title,
+                    when(appointment.starts_at, context)
+                ))
+            }
+            .await,
+        )
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let args: CancelArgs = text::args(args)?;
+        let mut appointment =
+            own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
+        appointment.status = AppointmentStatus::Cancelled;
+        self.store
+            .save_appointment(&appointment)
+            .await
+            .map_err(unavailable)?;
+        self.store
+            .release_slot(&appointment.slot_id, &appointment.id)
+            .await
+            .map_err(unavailable)?;
+        Ok(format!(
+            "Visita {} cancelada ({}). El hueco queda libre para otros.",
+            appointment.id,
+            when(appointment.starts_at, context)
+        ))
+    }
+}
+
+pub struct ListMyAppointments {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl ListMyAppointments {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl Tool for ListMyAppointments {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list_my_appointments".into(),
+            description: "Las visitas reservadas del usuario que escribe (próximas primero)."
+                .into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    async fn run(
+        &self,
+        _args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let appointments = self
+            .store
+            .appointments_of(&context.wa_id)
+            .await
+            .map_err(unavailable)?;
+        let upcoming: Vec<&Appointment> = appointments
+            .iter()
+            .filter(|a| a.status == AppointmentStatus::Booked && a.starts_at > context.now)
+            .collect();
+        if upcoming.is_empty() {
+            return Ok("El usuario no tiene visitas reservadas próximamente.".into());
+        }
+        let mut out = String::from("Visitas reservadas:");
+        for a in upcoming {
+            let title = match self.store.property(&a.property_id).await {
+                Ok(Some(p)) => format!("{} ({})", p.title, p.address),
+                _ => a.property_id.clone(),
+            };
+            out.push_str(&format!(
+                "\n- {} · {} · {title}",
+                a.id,
+                when(a.starts_at, context)
+            ));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,82 @@
+//! The tools the assistants call on the business's data. Each knows who is asking from the
+//! turn (`ToolContext`), never from the model's arguments; the ones that change data ask the
+//! user to confirm first.
+
+pub mod appointments;
+pub mod mortgage;
+pub mod offers;
+pub mod owners;
+pub mod search;
+pub mod text;
+pub mod visits;
+
+use std::sync::Arc;
+
+pub use appointments::{
+    BookAppointment, CancelAppointment, ListAvailableSlots, ListMyAppointments,
+    RescheduleAppointment,
+};
+pub use mortgage::SimulateMortgage;
+pub use offers::{ListMyOffers, SubmitOffer};
+pub use owners::OwnerListingStats;
+pub use search::{GetPropertyDetails, SearchProperties};
+pub use visits::{ListMyVisits, RecordVisitFeedback};
+
+use crate::engine::ToolRegistry;
+use crate::realestate::RealEstateStore;
+
+/// Every domain tool's name: what prompt files may list (checked by `zaguan prompts check`).
+pub const TOOL_NAMES: &[&str] = &[
+    "search_properties",
+    "get_property_details",
+    "list_available_slots",
+    "book_appointment",
+    "reschedule_appointment",
+    "cancel_appointment",
+    "list_my_appointments",
+    "list_my_visits",
+    "record_visit_feedback",
+    "simulate_mortgage",
+    "submit_offer",
+    "list_my_offers",
+    "owner_listing_stats",
+];
+
+/// All the domain tools over `store`.
+pub fn registry(store: Arc<dyn RealEstateStore>) -> ToolRegistry {
+    ToolRegistry::new()
+        .with(SearchProperties::new(store.clone()))
+        .with(GetPropertyDetails::new(store.clone()))
+        .with(ListAvailableSlots::new(store.clone()))
+        .with(BookAppointment::new(store.clone()))
+        .with(RescheduleAppointment::new(store.clone()))
+        .with(CancelAppointment::new(store.clone()))
+        .with(ListMyAppointments::new(store.clone()))
+        .with(ListMyVisits::new(store.clone()))
+        .with(RecordVisitFeedback::new(store.clone()))
+        .with(SimulateMortgage::new(store.clone()))
+        .with(SubmitOffer::new(store.clone()))
+        .with(ListMyOffers::new(store.clone()))
+        .with(OwnerListingStats::new(store))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_holds_exactly_the_named_tools() {
+        let registry = registry(Arc::new(crate::realestate::MemoryRealEstate::new()));
+        let names: Vec<&str> = TOOL_NAMES.to_vec();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            registry
+                .names()
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            sorted
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! The offer assistant's tools: submitting an offer on a property (confirmed by the user first)
+//! and the user's offers.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::text::{self, money, unavailable};
+use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::llm::ToolSpec;
+use crate::realestate::{ListingStatus, Offer, OfferStatus, Property, RealEstateStore};
+use crate::store::Role;
+
+/// Offers below this share of the asking price are not submitted: the owner would not take
+/// them seriously, and it is usually a misunderstanding (monthly vs total, a missing zero).
+const FLOOR_PERCENT: u64 = 50;
+
+#[derive(Debug, Deserialize)]
+struct OfferArgs {
+    property_id: String,
+    amount: u64,
+    conditions: Option<String>,
+}
+
+pub struct SubmitOffer {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl SubmitOffer {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+
+    async fn check(&self, args: &OfferArgs) -> Result<Property, ToolError> {
+        let property = text::listing(self.store.as_ref(), &args.property_id).await?;
+        if property.status != ListingStatus::Available {
+            return Err(ToolError::Failed(format!(
+                "{} is {} and does not take offers",
+                property.id,
+                property.status.as_str()
+            )));
+        }
+        if args.amount == 0 || args.amount * 100 < property.price * FLOOR_PERCENT {
+            return Err(ToolError::InvalidArgs(format!(
+                "an offer of {} is below {FLOOR_PERCENT} % of the asking price {}; check the amount with the user",
+                money(args.amount, &property.currency),
+                text::price(&property)
+            )));
+        }
+        if args.amount > property.price.saturating_mul(2) {
+            return Err(ToolError::InvalidArgs(format!(
+                "an offer of {} is over twice the asking price {}; check the amount with the user",
+                money(args.amount, &property.currency),
+                text::price(&property)
+            )));
+        }
+        Ok(property)
+    }
+}
+
+#[async_trait]
+impl Tool for SubmitOffer {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "submit_offer".into(),
+            description: "Presenta una oferta del usuario por una propiedad (importe en la \
+                          moneda de la propiedad; en alquiler, por mes). El usuario confirmará \
+                          con un botón antes de enviarla al propietario."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "property_id": {"type": "string", "description": "Id de la propiedad (P-…)"},
+                    "amount": {"type": "integer", "minimum": 1, "description": "Importe ofrecido, en unidades (euros), sin decimales"},
+                    "conditions": {"type": "string", "description": "Condiciones, p. ej. «sujeta a hipoteca», «entrada en enero»"}
+                },
+                "required": ["property_id", "amount"]
+            }),
+        }
+    }
+
+    fn roles(&self) -> &'static [Role] {
+        &[Role::Prospect, Role::Agent]
+    }
+
+    async fn confirmation(
+        &self,
+        args: &serde_json::Value,
+        _context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        Some(
+            async {
+                let args: OfferArgs = text::args(args.clone())?;
+                let property = self.check(&args).await?;
+                let mut summary = format!(
+                    "Oferta de {} por {} ({}; precio {})",
+                    money(args.amount, &property.currency),
+                    property.id,
+                    property.title,
+                    text::price(&property)
+                );
+                if let Some(conditions) = &args.conditions {
+                    summary.push_str(&format!(", {conditions}"));
+                }
+                Ok(summary)
+            }
+            .await,
+        )
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let args: OfferArgs = text::args(args)?;
+        let property = self.check(&args).await?;
+        let offer = Offer {
+            id: format!(
+                "F-{}-{}",
+                property.id.trim_start_matches("P-"),
+                context.now.timestamp_millis() % 10_000_000
+            ),
+            property_id: property.id.clone(),
+            wa_id: context.wa_id.clone(),
+            amount: args.amount,
+            currency: property.currency.clone(),
+            conditions: args.conditions.map(|c| c.trim().to_owned()),
+            status: OfferStatus::Submitted,
+            created_at: context.now,
+        };
+        self.store
+            .upsert_offers(std::slice::from_ref(&offer))
+            .await
+            .map_err(unavailable)?;
+        Ok(format!(
+            "Oferta {} presentada: {} por {} ({}). El propietario responderá en unos días; \
+             avisaremos al usuario por aquí.",
+            offer.id,
+            money(offer.amount, &offer.currency),
+            property.id,
+            property.title
+        ))
+    }
+}
+
+pub struct ListMyOffers {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl ListMyOffers {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+fn status_es(status: OfferStatus) -> &'static str {
+    match status {
+        OfferStatus::Submitted => "pendiente de respuesta",
+        OfferStatus::Accepted => "aceptada",
+        OfferStatus::Rejected => "rechazada",
+        OfferStatus::Countered => "con contraoferta del propietario",
+        OfferStatus::Withdrawn => "retirada",
+    }
+}
+
+#[async_trait]
+impl Tool for ListMyOffers {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list_my_offers".into(),
+            description: "Las ofertas que ha presentado el usuario y su estado.".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    fn roles(&self) -> &'static [Role] {
+        &[Role::Prospect, Role::Agent]
+    }
+
+    async fn run(
+        &self,
+        _args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let offers = self
+            .store
+            .offers_of(&context.wa_id)
+            .await
+            .map_err(unavailable)?;
+        if offers.is_empty() {
+            return Ok("El usuario no ha presentado ninguna oferta.".into());
+        }
+        let mut out = String::from("Ofertas del usuario:");
+        for offer in offers.iter().take(10) {
+            out.push_str(&format!(
+                "\n- {} · {} por {} · {}",
+                offer.id,
+                money(offer.amount, &offer.currency),
+                offer.property_id,
+                status_es(offer.status)
+            ));
+        }
+        Ok(out)
+    }
+}

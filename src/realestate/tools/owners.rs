@@ -1,0 +1,115 @@
+//! `owner_listing_stats`: how an owner's listings are doing — visits, offers, days on the
+//! market. Who the owner is comes from the WhatsApp number writing, never from the model; only
+//! owners (and the agency's own agents) may run it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::text::{self, money, unavailable};
+use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::llm::ToolSpec;
+use crate::realestate::{OfferStatus, PropertyFilter, RealEstateStore};
+use crate::store::Role;
+
+pub struct OwnerListingStats {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl OwnerListingStats {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct StatsArgs {
+    /// Only for the agency's agents, who ask about any owner.
+    owner_id: Option<String>,
+}
+
+#[async_trait]
+impl Tool for OwnerListingStats {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "owner_listing_stats".into(),
+            description: "Cómo van las propiedades del propietario que escribe: visitas, ofertas \
+                          (la mejor), días en el mercado y estado de cada una."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "owner_id": {"type": "string", "description": "Solo para agentes de la agencia: id del propietario (O-…)"}
+                }
+            }),
+        }
+    }
+
+    fn roles(&self) -> &'static [Role] {
+        &[Role::Owner, Role::Agent]
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let args: StatsArgs = text::args(args)?;
+        let owner = match (context.role, args.owner_id) {
+            (Role::Agent, Some(id)) => self.store.owner(id.trim()).await.map_err(unavailable)?,
+            _ => self
+                .store
+                .owner_by_wa_id(&context.wa_id)
+                .await
+                .map_err(unavailable)?,
+        };
+        let Some(owner) = owner else {
+            return Err(ToolError::Failed(
+                "this WhatsApp number is not registered as an owner's; the agency must link it \
+                 before listing statistics can be shared"
+                    .into(),
+            ));
+        };
+        let listings = self
+            .store
+            .properties(&PropertyFilter {
+                owner_id: Some(owner.id.clone()),
+                ..PropertyFilter::default()
+            })
+            .await
+            .map_err(unavailable)?;
+        if listings.is_empty() {
+            return Ok(format!(
+                "{} no tiene propiedades publicadas con nosotros.",
+                owner.name
+            ));
+        }
+        let mut out = format!("Propiedades de {} ({}):", owner.name, owner.id);
+        for p in &listings {
+            let visits = self.store.visits_to(&p.id).await.map_err(unavailable)?;
+            let offers = self.store.offers_for(&p.id).await.map_err(unavailable)?;
+            let open: Vec<_> = offers
+                .iter()
+                .filter(|o| matches!(o.status, OfferStatus::Submitted | OfferStatus::Countered))
+                .collect();
+            let best = offers.iter().map(|o| o.amount).max();
+            let days = (context.now - p.listed_at).num_days().max(0);
+            out.push_str(&format!(
+                "\n- {} · {} · {} · {} · {days} días en el mercado · {} visitas · {} ofertas ({} abiertas)",
+                p.id,
+                p.title,
+                text::price(p),
+                p.status.as_str(),
+                visits.len(),
+                offers.len(),
+                open.len()
+            ));
+            if let Some(best) = best {
+                out.push_str(&format!(" · mejor oferta {}", money(best, &p.currency)));
+            }
+        }
+        Ok(out)
+    }
+}

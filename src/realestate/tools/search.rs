@@ -1,0 +1,266 @@
+//! `search_properties` and `get_property_details`: what the searcher and property assistants
+//! answer from. Results are short lines the model can quote, with the ids it needs next.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::text::{self, listing_line, unavailable};
+use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::llm::ToolSpec;
+use crate::realestate::{Operation, Property, PropertyFilter, PropertyType, RealEstateStore};
+
+/// Most results on one page.
+const MAX_PAGE: usize = 10;
+
+pub struct SearchProperties {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl SearchProperties {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct SearchArgs {
+    city: Option<String>,
+    neighbourhood: Option<String>,
+    operation: Option<Operation>,
+    #[serde(rename = "type")]
+    kind: Option<PropertyType>,
+    min_price: Option<u64>,
+    max_price: Option<u64>,
+    min_bedrooms: Option<u32>,
+    #[serde(default)]
+    amenities: Vec<String>,
+    #[serde(default)]
+    near_me: bool,
+    max_distance_km: Option<f64>,
+    sort: Option<Sort>,
+    page: Option<usize>,
+    page_size: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+enum Sort {
+    PriceAsc,
+    PriceDesc,
+    Newest,
+    Distance,
+}
+
+#[async_trait]
+impl Tool for SearchProperties {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "search_properties".into(),
+            description: "Busca propiedades disponibles de la agencia con filtros; devuelve una \
+                          página de resultados con su id (P-…), precio, habitaciones y tamaño. \
+                          Usa near_me=true cuando el usuario pida algo «cerca de mí» y haya \
+                          compartido su ubicación."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "Ciudad: Madrid, Valencia, Sevilla, Málaga…"},
+                    "neighbourhood": {"type": "string", "description": "Barrio, p. ej. Chamberí, Ruzafa, Triana"},
+                    "operation": {"type": "string", "enum": ["sale", "rent"], "description": "sale = compra, rent = alquiler"},
+                    "type": {"type": "string", "enum": PropertyType::ALL.map(PropertyType::as_str), "description": "flat = piso, penthouse = ático, studio = estudio, duplex, house = casa, office = oficina, commercial = local"},
+                    "min_price": {"type": "integer", "minimum": 0, "description": "Precio mínimo en euros (alquiler: por mes)"},
+                    "max_price": {"type": "integer", "minimum": 0, "description": "Precio máximo en euros (alquiler: por mes)"},
+                    "min_bedrooms": {"type": "integer", "minimum": 0},
+                    "amenities": {"type": "array", "items": {"type": "string"}, "description": "Todas deben estar: terraza, ascensor, garaje, piscina, trastero, aire acondicionado, calefacción, amueblado, jardín, portero"},
+                    "near_me": {"type": "boolean", "description": "Cerca de la ubicación que el usuario compartió por WhatsApp"},
+                    "max_distance_km": {"type": "number", "minimum": 0.1, "description": "Con near_me; 3 km si no se indica"},
+                    "sort": {"type": "string", "enum": ["price_asc", "price_desc", "newest", "distance"]},
+                    "page": {"type": "integer", "minimum": 1},
+                    "page_size": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}
+                }
+            }),
+        }
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let args: SearchArgs = text::args(args)?;
+        if let (Some(min), Some(max)) = (args.min_price, args.max_price)
+            && min > max
+        {
+            return Err(ToolError::InvalidArgs(format!(
+                "min_price {min} is above max_price {max}"
+            )));
+        }
+        let origin = if args.near_me || args.sort == Some(Sort::Distance) {
+            Some(context.location.ok_or_else(|| {
+                ToolError::InvalidArgs(
+                    "the user has not shared a location; ask them to send it with WhatsApp's \
+                     📎 → Ubicación, or to name a city or neighbourhood"
+                        .into(),
+                )
+            })?)
+        } else {
+            None
+        };
+        let filter = PropertyFilter {
+            city: args.city.clone(),
+            operation: args.operation,
+            available_only: true,
+            owner_id: None,
+        };
+        let mut found: Vec<(Property, Option<f64>)> = self
+            .store
+            .properties(&filter)
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .filter(|p| matches(p, &args))
+            .map(|p| {
+                let distance = origin.map(|o| o.distance_km(&p.location));
+                (p, distance)
+            })
+            .filter(|(_, distance)| {
+                !args.near_me || distance.is_some_and(|d| d <= args.max_distance_km.unwrap_or(3.0))
+            })
+            .collect();
+        let sort = args.sort.unwrap_or(if origin.is_some() {
+            Sort::Distance
+        } else {
+            Sort::PriceAsc
+        });
+        match sort {
+            Sort::PriceAsc => found.sort_by_key(|(p, _)| (p.price, p.id.clone())),
+            Sort::PriceDesc => {
+                found.sort_by_key(|(p, _)| (std::cmp::Reverse(p.price), p.id.clone()))
+            }
+            Sort::Newest => found.sort_by_key(|(p, _)| std::cmp::Reverse(p.listed_at)),
+            Sort::Distance => {
+                found.sort_by(|a, b| a.1.unwrap_or(f64::MAX).total_cmp(&b.1.unwrap_or(f64::MAX)))
+            }
+        }
+        if found.is_empty() {
+            return Ok(
+                "No hay propiedades disponibles con esos filtros. Propón al usuario \
+                       ampliar el presupuesto, la zona o quitar algún requisito."
+                    .into(),
+            );
+        }
+        let size = args.page_size.unwrap_or(5).clamp(1, MAX_PAGE);
+        let pages = found.len().div_ceil(size);
+        let page = args.page.unwrap_or(1).max(1);
+        if page > pages {
+            return Err(ToolError::InvalidArgs(format!(
+                "page {page} does not exist; there are {pages} page(s) of {size}"
+            )));
+        }
+        let mut out = format!(
+            "{} propiedades disponibles (página {page} de {pages}):",
+            found.len()
+        );
+        for (i, (property, distance)) in found.iter().enumerate().skip((page - 1) * size).take(size)
+        {
+            out.push_str(&format!("\n{}. {}", i + 1, listing_line(property)));
+            if !property.amenities.is_empty() {
+                out.push_str(&format!(" · {}", property.amenities.join(", ")));
+            }
+            if let Some(km) = distance {
+                out.push_str(&format!(" · a {:.1} km", km).replace('.', ","));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The filters the store does not apply.
+fn matches(property: &Property, args: &SearchArgs) -> bool {
+    let same =
+        |a: &str, b: &str| crate::agents::keywords::tokens(a) == crate::agents::keywords::tokens(b);
+    args.neighbourhood
+        .as_deref()
+        .is_none_or(|n| same(n, &property.neighbourhood))
+        && args.kind.is_none_or(|k| k == property.kind)
+        && args.min_price.is_none_or(|min| property.price >= min)
+        && args.max_price.is_none_or(|max| property.price <= max)
+        && args.min_bedrooms.is_none_or(|min| property.bedrooms >= min)
+        && args
+            .amenities
+            .iter()
+            .all(|wanted| property.amenities.iter().any(|have| same(have, wanted)))
+}
+
+pub struct GetPropertyDetails {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl GetPropertyDetails {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct DetailsArgs {
+    property_id: String,
+}
+
+#[async_trait]
+impl Tool for GetPropertyDetails {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "get_property_details".into(),
+            description: "Ficha completa de una propiedad por su id (P-…): descripción, \
+                          dirección, características, estado y precio."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"property_id": {"type": "string", "description": "Id de la propiedad, p. ej. P-1001"}},
+                "required": ["property_id"]
+            }),
+        }
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let args: DetailsArgs = text::args(args)?;
+        let p = text::listing(self.store.as_ref(), &args.property_id).await?;
+        let status = match p.status {
+            crate::realestate::ListingStatus::Available => "disponible",
+            crate::realestate::ListingStatus::Reserved => {
+                "reservada (no admite visitas ni ofertas)"
+            }
+            crate::realestate::ListingStatus::Sold => "vendida",
+            crate::realestate::ListingStatus::Rented => "alquilada",
+            crate::realestate::ListingStatus::Withdrawn => "retirada del mercado",
+        };
+        let days = (context.now - p.listed_at).num_days().max(0);
+        let mut out = format!(
+            "{} — {}\n{} en {} de {} ({}, {}).\nPrecio: {} · Estado: {status}\n{} habitaciones · {} baños · {} m²",
+            p.id,
+            p.title,
+            p.kind.label_es(),
+            p.operation.label_es(),
+            p.address,
+            p.neighbourhood,
+            p.city,
+            text::price(&p),
+            p.bedrooms,
+            p.bathrooms,
+            p.area_m2
+        );
+        if !p.amenities.is_empty() {
+            out.push_str(&format!("\nExtras: {}", p.amenities.join(", ")));
+        }
+        out.push_str(&format!("\n{}\nPublicada hace {days} días.", p.description));
+        Ok(out)
+    }
+}

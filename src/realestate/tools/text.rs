@@ -1,0 +1,132 @@
+//! What the tools share: reading the model's arguments (a wrong one becomes a message the model
+//! can act on), and writing amounts, dates and listings the way a Spanish agency says them.
+
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use serde::de::DeserializeOwned;
+
+use crate::engine::tools::{ToolContext, ToolError};
+use crate::realestate::{Property, RealEstateStore};
+
+/// The model's arguments as `T`; serde's message names the field that is wrong.
+pub fn args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ToolError> {
+    let args = if args.is_null() {
+        serde_json::json!({})
+    } else {
+        args
+    };
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArgs(e.to_string()))
+}
+
+/// A listing by id, or an error telling the model where ids come from.
+pub async fn listing(store: &dyn RealEstateStore, id: &str) -> Result<Property, ToolError> {
+    store
+        .property(id.trim())
+        .await
+        .map_err(|e| ToolError::Failed(format!("the listings cannot be read right now: {e}")))?
+        .ok_or_else(|| {
+            ToolError::InvalidArgs(format!(
+                "there is no property `{id}`; use an id from search_properties (like P-1001)"
+            ))
+        })
+}
+
+/// A store failure as the model should see it: try again later, tell the user.
+pub fn unavailable(error: impl std::fmt::Display) -> ToolError {
+    ToolError::Failed(format!(
+        "the agency's data cannot be reached right now ({error}); tell the user to try again in a few minutes"
+    ))
+}
+
+/// `YYYY-MM-DD`, not in the past (in the business's time zone).
+pub fn date_from_today(text: &str, context: &ToolContext) -> Result<NaiveDate, ToolError> {
+    let date = NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").map_err(|_| {
+        ToolError::InvalidArgs(format!(
+            "`{text}` is not a date in the form YYYY-MM-DD (e.g. 2026-11-27)"
+        ))
+    })?;
+    let today = context.now.with_timezone(&context.timezone).date_naive();
+    if date < today {
+        return Err(ToolError::InvalidArgs(format!(
+            "{date} is in the past; today is {today}"
+        )));
+    }
+    Ok(date)
+}
+
+/// `450.000 €`, `1.200 €/mes` handled by callers; other currencies by code (`1.000 USD`).
+pub fn money(units: u64, currency: &str) -> String {
+    let sign = if currency == "EUR" { "€" } else { currency };
+    format!("{} {sign}", thousands(units))
+}
+
+/// `1234567` → `1.234.567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push('.');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A listing's price as said: `450.000 €` for sale, `1.200 €/mes` for rent.
+pub fn price(property: &Property) -> String {
+    match property.operation {
+        crate::realestate::Operation::Sale => money(property.price, &property.currency),
+        crate::realestate::Operation::Rent => {
+            format!("{}/mes", money(property.price, &property.currency))
+        }
+    }
+}
+
+/// `jueves 27/11 a las 10:00`, in the business's time zone.
+pub fn when(at: DateTime<Utc>, context: &ToolContext) -> String {
+    let local = at.with_timezone(&context.timezone);
+    const DAYS: [&str; 7] = [
+        "lunes",
+        "martes",
+        "miércoles",
+        "jueves",
+        "viernes",
+        "sábado",
+        "domingo",
+    ];
+    format!(
+        "{} {} a las {}",
+        DAYS[local.weekday().num_days_from_monday() as usize],
+        local.format("%d/%m"),
+        local.format("%H:%M")
+    )
+}
+
+/// One line per listing: id, title, place, operation, price, rooms, size.
+pub fn listing_line(property: &Property) -> String {
+    format!(
+        "{} · {} ({}, {}) · {} · {} · {} hab · {} baños · {} m²",
+        property.id,
+        property.title,
+        property.neighbourhood,
+        property.city,
+        property.operation.label_es(),
+        price(property),
+        property.bedrooms,
+        property.bathrooms,
+        property.area_m2
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_are_written_the_spanish_way() {
+        assert_eq!(money(450_000, "EUR"), "450.000 €");
+        assert_eq!(money(999, "EUR"), "999 €");
+        assert_eq!(money(1_234_567, "USD"), "1.234.567 USD");
+        assert_eq!(thousands(0), "0");
+    }
+}

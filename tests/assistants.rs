@@ -1,0 +1,549 @@
+//! The real-estate assistants end to end with a scripted LLM, the real tools and the demo data:
+//! searching, booking with a confirmation (and two customers racing for one slot), the mortgage
+//! simulation, owners' statistics, and roles enforced whatever the model calls.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use zaguan::agents::{self, AgentRegistry};
+use zaguan::domain::{WaId, WaMessageId};
+use zaguan::engine::{Engine, EngineSettings};
+use zaguan::llm::ScriptedLlm;
+use zaguan::realestate::{AppointmentStatus, MemoryRealEstate, RealEstateStore, demo, tools};
+use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, MessageRole, Role, Store};
+
+/// One customer talking to an engine over shared stores.
+struct Customer {
+    engine: Engine,
+    store: Arc<dyn Store>,
+    llm: Arc<ScriptedLlm>,
+    wa_id: WaId,
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+struct World {
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+}
+
+impl World {
+    async fn new() -> Self {
+        let realestate = Arc::new(MemoryRealEstate::new());
+        let today = Utc::now()
+            .with_timezone(&chrono_tz::Europe::Madrid)
+            .date_naive();
+        demo::seed(
+            realestate.as_ref(),
+            &demo::demo_set(today, chrono_tz::Europe::Madrid),
+        )
+        .await
+        .unwrap();
+        Self {
+            store: Arc::new(MemoryStore::new()),
+            realestate,
+        }
+    }
+
+    async fn customer(&self, wa_id: &str, role: Role, llm: ScriptedLlm) -> Customer {
+        let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+        let llm = Arc::new(llm);
+        let engine = Engine::new(
+            self.store.clone(),
+            llm.clone(),
+            Arc::new(registry),
+            Arc::new(tools::registry(self.realestate.clone())),
+            EngineSettings::default(),
+        );
+        let wa_id = WaId::parse(wa_id).unwrap();
+        self.store.set_user_role(&wa_id, role).await.unwrap();
+        Customer {
+            engine,
+            store: self.store.clone(),
+            llm,
+            wa_id,
+        }
+    }
+}
+
+impl Customer {
+    async fn send(&self, kind: &str, text: Option<&str>, payload: Value) -> Vec<String> {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let entry = InboxEntry {
+            wamid: WaMessageId::parse(&format!("wamid.A{n}")).unwrap(),
+            wa_id: self.wa_id.clone(),
+            phone_number_id: "109876543210".into(),
+            kind: kind.into(),
+            text: text.map(str::to_owned),
+            payload: payload.to_string(),
+            context_id: None,
+            sent_at: None,
+            status: InboxStatus::Pending,
+            received_at: Utc::now(),
+            attempts: 0,
+        };
+        self.store
+            .insert_inbox(std::slice::from_ref(&entry))
+            .await
+            .unwrap();
+        let open = self.store.open_inbox(&self.wa_id).await.unwrap();
+        let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
+        let outcome = self.engine.run_turn(&self.wa_id, &open).await.unwrap();
+        self.store
+            .set_inbox_status(&ids, InboxStatus::Done)
+            .await
+            .unwrap();
+        outcome.parts
+    }
+
+    async fn say(&self, text: &str) -> Vec<String> {
+        self.send(
+            "text",
+            Some(text),
+            json!({"type": "text", "text": {"body": text}}),
+        )
+        .await
+    }
+
+    /// Presses the reply button `id` (`btn_0` confirms, `btn_1` cancels).
+    async fn press(&self, id: &str, title: &str) -> Vec<String> {
+        self.send(
+            "interactive",
+            Some(title),
+            json!({"type": "interactive", "interactive": {"type": "button_reply",
+                   "button_reply": {"id": id, "title": title}}}),
+        )
+        .await
+    }
+
+    /// The tool messages of the conversation, oldest first.
+    async fn tool_results(&self) -> Vec<String> {
+        self.store
+            .recent_messages(&self.wa_id, 500)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.message.role == MessageRole::Tool)
+            .map(|m| m.message.content)
+            .collect()
+    }
+
+    async fn last_tool_result(&self) -> String {
+        self.tool_results().await.pop().unwrap_or_default()
+    }
+}
+
+#[tokio::test]
+async fn a_search_with_filters_returns_the_matching_demo_properties() {
+    let world = World::new().await;
+    let all = world
+        .realestate
+        .properties(&zaguan::realestate::PropertyFilter {
+            city: Some("Valencia".into()),
+            available_only: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut expected: Vec<_> = all
+        .iter()
+        .filter(|p| {
+            p.operation == zaguan::realestate::Operation::Sale
+                && p.bedrooms >= 2
+                && p.price <= 400_000
+        })
+        .collect();
+    expected.sort_by_key(|p| (p.price, p.id.clone()));
+    assert!(!expected.is_empty(), "the demo set has such flats");
+
+    let customer = world
+        .customer(
+            "34611000101",
+            Role::Prospect,
+            ScriptedLlm::new()
+                .calls(
+                    "searcher_assistant",
+                    "search_properties",
+                    json!({"city": "valencia", "operation": "sale", "min_bedrooms": 2,
+                           "max_price": 400000, "page_size": 10}),
+                )
+                .says(
+                    "searcher_assistant",
+                    "Estas son las opciones que tengo en Valencia.",
+                ),
+        )
+        .await;
+    // "busco" sends it straight to the searcher.
+    customer
+        .say("Busco piso en Valencia de 2 habitaciones, hasta 400.000")
+        .await;
+    let result = customer.last_tool_result().await;
+    assert!(
+        result.starts_with(&format!("{} propiedades disponibles", expected.len())),
+        "{result}"
+    );
+    let listed: Vec<&str> = result
+        .lines()
+        .skip(1)
+        .map(|line| {
+            line.split(" · ")
+                .next()
+                .unwrap()
+                .split(". ")
+                .nth(1)
+                .unwrap()
+        })
+        .collect();
+    let wanted: Vec<&str> = expected.iter().take(10).map(|p| p.id.as_str()).collect();
+    assert_eq!(listed, wanted, "cheapest first, only the matching ones");
+}
+
+/// The first property with at least one free slot, and that slot.
+async fn a_free_slot(world: &World) -> (String, String) {
+    let properties = world
+        .realestate
+        .properties(&zaguan::realestate::PropertyFilter {
+            available_only: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for property in properties {
+        let slots = world
+            .realestate
+            .slots(
+                &property.id,
+                Utc::now() + chrono::Duration::hours(1),
+                Utc::now() + chrono::Duration::days(14),
+            )
+            .await
+            .unwrap();
+        if let Some(slot) = slots.first() {
+            return (property.id, slot.id.clone());
+        }
+    }
+    panic!("the demo set has free slots");
+}
+
+#[tokio::test]
+async fn booking_asks_for_confirmation_and_two_customers_cannot_take_one_slot() {
+    let world = World::new().await;
+    let (property, slot) = a_free_slot(&world).await;
+    let booking = |who: &str| {
+        ScriptedLlm::new()
+            .calls(
+                "appointment_assistant",
+                "list_available_slots",
+                json!({"property_id": property}),
+            )
+            .says(
+                "appointment_assistant",
+                &format!("{who}, ¿te va bien el primer hueco?"),
+            )
+            .calls(
+                "appointment_assistant",
+                "book_appointment",
+                json!({"slot_id": slot}),
+            )
+            .says(
+                "appointment_assistant",
+                "Te reservo la visita en cuanto lo confirmes.",
+            )
+            .says("appointment_assistant", "Resultado recibido.")
+    };
+    let ana = world
+        .customer("34611000201", Role::Prospect, booking("Ana"))
+        .await;
+    let luis = world
+        .customer("34611000202", Role::Prospect, booking("Luis"))
+        .await;
+
+    // Both see the slot and ask to book it: nothing is booked yet, each is asked to confirm.
+    for customer in [&ana, &luis] {
+        customer
+            .say(&format!("Quiero agendar una visita al {property}"))
+            .await;
+        assert!(customer.last_tool_result().await.contains(&slot));
+        let parts = customer.say("Sí, el primero").await;
+        assert!(
+            customer
+                .last_tool_result()
+                .await
+                .starts_with("Waiting for the user's confirmation"),
+            "{:?}",
+            customer.tool_results().await
+        );
+        let conversation = customer
+            .store
+            .conversation(&customer.wa_id)
+            .await
+            .unwrap()
+            .unwrap();
+        let pending = conversation.pending_action.expect("a pending action");
+        assert_eq!(pending.tool, "book_appointment");
+        // The summary goes out last, with the buttons.
+        let outbox = customer.store.unsent_outbox(&customer.wa_id).await.unwrap();
+        let last = outbox.last().unwrap();
+        assert_eq!(last.buttons, ["Confirmar", "Cancelar"]);
+        assert!(last.body.contains(&property), "{}", last.body);
+        assert_eq!(parts.last().unwrap(), &last.body);
+    }
+    assert!(
+        world
+            .realestate
+            .appointments_of(&ana.wa_id)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing booked before the confirmation"
+    );
+
+    // Ana confirms first and gets it; Luis confirms second and is told it is gone.
+    ana.press("btn_0", "Confirmar").await;
+    assert!(
+        ana.last_tool_result().await.starts_with("Visita reservada"),
+        "{}",
+        ana.last_tool_result().await
+    );
+    let booked = world.realestate.appointments_of(&ana.wa_id).await.unwrap();
+    assert_eq!(booked.len(), 1);
+    assert_eq!(
+        (booked[0].slot_id.as_str(), booked[0].status),
+        (slot.as_str(), AppointmentStatus::Booked)
+    );
+    luis.press("btn_0", "Confirmar").await;
+    let refusal = luis.last_tool_result().await;
+    assert!(refusal.contains("no longer available"), "{refusal}");
+    assert!(
+        world
+            .realestate
+            .appointments_of(&luis.wa_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The slot is gone for the next customer.
+    let marta = world
+        .customer(
+            "34611000203",
+            Role::Prospect,
+            ScriptedLlm::new()
+                .calls(
+                    "appointment_assistant",
+                    "list_available_slots",
+                    json!({"property_id": property, "days": 21}),
+                )
+                .says("appointment_assistant", "Estos son los huecos."),
+        )
+        .await;
+    marta.say("Quiero agendar una visita").await;
+    assert!(!marta.last_tool_result().await.contains(&slot));
+    assert_eq!(ana.llm.remaining(), 0);
+}
+
+#[tokio::test]
+async fn a_declined_or_forgotten_action_is_dropped() {
+    let world = World::new().await;
+    let (_, slot) = a_free_slot(&world).await;
+    let customer = world
+        .customer(
+            "34611000301",
+            Role::Prospect,
+            ScriptedLlm::new()
+                .calls(
+                    "appointment_assistant",
+                    "book_appointment",
+                    json!({"slot_id": slot}),
+                )
+                .says("appointment_assistant", "Confírmamelo con el botón.")
+                .says("appointment_assistant", "De acuerdo, no reservo nada.")
+                .calls(
+                    "appointment_assistant",
+                    "book_appointment",
+                    json!({"slot_id": slot}),
+                )
+                .says("appointment_assistant", "Confírmamelo con el botón.")
+                .says("appointment_assistant", "Claro, te cuento."),
+        )
+        .await;
+    customer.say("Quiero agendar una visita").await;
+    customer.press("btn_1", "Cancelar").await;
+    assert!(
+        customer
+            .last_tool_result()
+            .await
+            .starts_with("The user declined")
+    );
+    customer.say("Mejor agendar otra cita").await;
+    // A new topic drops the pending action: nothing is booked.
+    customer
+        .say("¿Y cuánto cuesta la comunidad de ese piso?")
+        .await;
+    let conversation = customer
+        .store
+        .conversation(&customer.wa_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(conversation.pending_action.is_none());
+    assert!(
+        world
+            .realestate
+            .appointments_of(&customer.wa_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn the_mortgage_simulation_is_quoted_to_the_cent() {
+    let world = World::new().await;
+    let customer = world
+        .customer(
+            "34611000401",
+            Role::Prospect,
+            ScriptedLlm::new()
+                .calls(
+                    "mortgage_loan_assistant",
+                    "simulate_mortgage",
+                    json!({"price": 250000, "down_payment": 50000, "years": 25,
+                           "annual_rate_percent": 3.0}),
+                )
+                .says(
+                    "mortgage_loan_assistant",
+                    "Te saldría por unos 948 € al mes.",
+                ),
+        )
+        .await;
+    customer
+        .say("¿Cuánto me saldría la cuota de la hipoteca?")
+        .await;
+    // 200,000 € at 3 % over 25 years: 948.42 €/month (French amortisation, by hand).
+    let result = customer.last_tool_result().await;
+    assert!(result.contains("948,42 €"), "{result}");
+}
+
+#[tokio::test]
+async fn an_owner_sees_only_their_listings_and_a_prospect_gets_an_error() {
+    let world = World::new().await;
+    let set = demo::demo_set(
+        Utc::now()
+            .with_timezone(&chrono_tz::Europe::Madrid)
+            .date_naive(),
+        chrono_tz::Europe::Madrid,
+    );
+    let owner = set
+        .owners
+        .iter()
+        .find(|o| o.wa_id.is_some())
+        .expect("a demo owner on WhatsApp");
+    let own: Vec<&str> = set
+        .properties
+        .iter()
+        .filter(|p| p.owner_id == owner.id)
+        .map(|p| p.id.as_str())
+        .collect();
+    let customer = world
+        .customer(
+            owner.wa_id.as_ref().unwrap().as_str(),
+            Role::Owner,
+            ScriptedLlm::new()
+                .calls("owner_info_assistant", "owner_listing_stats", json!({}))
+                .says("owner_info_assistant", "Así van tus inmuebles."),
+        )
+        .await;
+    customer.say("¿Cómo va la venta de mi piso?").await;
+    let result = customer.last_tool_result().await;
+    let listed: Vec<&str> = result
+        .lines()
+        .skip(1)
+        .map(|line| line.trim_start_matches("- ").split(" · ").next().unwrap())
+        .collect();
+    assert_eq!(listed, own, "{result}");
+
+    // A prospect: the model calls the owner tool anyway (it is not even offered) → an error.
+    let prospect = world
+        .customer(
+            "34611000501",
+            Role::Prospect,
+            ScriptedLlm::new()
+                .calls(
+                    "visit_tracker_assistant",
+                    "owner_listing_stats",
+                    json!({"owner_id": owner.id}),
+                )
+                .says("visit_tracker_assistant", "No puedo darte esos datos."),
+        )
+        .await;
+    prospect.say("¿Cuántas visitas ha tenido el anuncio?").await;
+    let request = &prospect.llm.requests()[0];
+    assert!(
+        !request
+            .tools
+            .iter()
+            .any(|t| t.name == "owner_listing_stats"),
+        "not offered to a prospect"
+    );
+    let refusal = prospect.last_tool_result().await;
+    assert!(refusal.starts_with("Error:"), "{refusal}");
+    assert!(!refusal.contains(&owner.name), "no data leaked: {refusal}");
+}
+
+#[tokio::test]
+async fn media_without_a_caption_gets_a_polite_answer_without_the_llm() {
+    let world = World::new().await;
+    let customer = world
+        .customer("34611000601", Role::Prospect, ScriptedLlm::new())
+        .await;
+    let parts = customer
+        .send(
+            "image",
+            None,
+            json!({"type": "image", "image": {"id": "123"}}),
+        )
+        .await;
+    assert_eq!(parts.len(), 1);
+    assert!(parts[0].contains("imágenes"), "{parts:?}");
+    assert!(customer.llm.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_shared_location_feeds_a_near_me_search() {
+    let world = World::new().await;
+    let customer = world
+        .customer(
+            "34611000701",
+            Role::Prospect,
+            ScriptedLlm::new()
+                .says("primary_assistant", "¡Gracias por la ubicación!")
+                .calls(
+                    "searcher_assistant",
+                    "search_properties",
+                    json!({"near_me": true, "max_distance_km": 2}),
+                )
+                .says("searcher_assistant", "Esto es lo que hay cerca."),
+        )
+        .await;
+    // Puerta del Sol, Madrid.
+    customer
+        .send(
+            "location",
+            Some("40.4169, -3.7035"),
+            json!({"type": "location", "location": {"latitude": 40.4169, "longitude": -3.7035}}),
+        )
+        .await;
+    customer.say("Busco algo cerca de mí").await;
+    let result = customer.last_tool_result().await;
+    assert!(result.contains(", Madrid)"), "{result}");
+    assert!(
+        !result.contains("Valencia") && !result.contains("Sevilla"),
+        "{result}"
+    );
+}
