@@ -26,6 +26,10 @@ pub const VARIABLES: &[&str] = &[
     "WHATSAPP_SEND_RATE",
     "WHATSAPP_PAIR_INTERVAL",
     "WHATSAPP_PAIR_BURST",
+    "WHATSAPP_PHONE_NUMBER_ID",
+    "WHATSAPP_REMINDER_TEMPLATE",
+    "WHATSAPP_REMINDER_TEMPLATE_LANGUAGE",
+    "ZAGUAN_REMINDER_TIME",
     "MONGODB_URI",
     "MONGODB_DATABASE",
     "LLM_PRIMARY",
@@ -78,6 +82,14 @@ pub struct WhatsAppConfig {
     pub api_base_url: Url,
     /// Meta's throughput and pair rate limits, kept on our side.
     pub limits: SendLimits,
+    /// The business number messages not answering one are sent from (reminders); unset →
+    /// no reminders.
+    pub phone_number_id: Option<String>,
+    /// The approved template of visit reminders outside the 24-hour window, and its language.
+    pub reminder_template: String,
+    pub reminder_template_language: String,
+    /// From this local time, tomorrow's visits are reminded.
+    pub reminder_time: chrono::NaiveTime,
 }
 
 #[derive(Debug, Clone)]
@@ -199,6 +211,10 @@ impl Config {
         let send_rate = env.count("WHATSAPP_SEND_RATE", 80, 1..=10_000, "messages per second");
         let pair_interval = env.duration("WHATSAPP_PAIR_INTERVAL", "6s");
         let pair_burst = env.count("WHATSAPP_PAIR_BURST", 45, 1..=1000, "messages");
+        let reminder_time = env.parsed("ZAGUAN_REMINDER_TIME", "19:00", |v| {
+            chrono::NaiveTime::parse_from_str(v, "%H:%M")
+                .map_err(|_| format!("`{v}` is not a time like `19:00`"))
+        });
         let llm_timeout = env.duration("ZAGUAN_LLM_TIMEOUT", "30s");
         let max_concurrency = env.count("ZAGUAN_LLM_MAX_CONCURRENCY", 16, 1..=10_000, "calls");
         let breaker_failures = env.count("ZAGUAN_LLM_BREAKER_FAILURES", 3, 1..=1000, "failures");
@@ -247,6 +263,10 @@ impl Config {
                     pair_interval: pair_interval.expect(checked),
                     pair_burst: nonzero(pair_burst.expect(checked)),
                 },
+                phone_number_id: env.get("WHATSAPP_PHONE_NUMBER_ID").map(str::to_owned),
+                reminder_template: env.string("WHATSAPP_REMINDER_TEMPLATE", "visit_reminder"),
+                reminder_template_language: env.string("WHATSAPP_REMINDER_TEMPLATE_LANGUAGE", "es"),
+                reminder_time: reminder_time.expect(checked),
             },
             mongodb,
             llm: LlmConfig {

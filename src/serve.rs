@@ -13,6 +13,7 @@ use crate::config::LlmProvider;
 use crate::engine::{Engine, EngineSettings, WorkerSettings, Workers};
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
+use crate::realestate::reminders::{ReminderSettings, Reminders};
 use crate::realestate::{MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
 use crate::store::{MemoryStore, MongoStore, Store};
 use crate::telemetry;
@@ -28,9 +29,30 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     let engine = Arc::new(build_engine(
         &config,
         store.clone(),
-        realestate,
+        realestate.clone(),
         Some(usage.clone()),
     )?);
+    let reminders = match &config.whatsapp.phone_number_id {
+        Some(phone_number_id) => Some(
+            Reminders::new(
+                realestate,
+                store.clone(),
+                ReminderSettings {
+                    at: config.whatsapp.reminder_time,
+                    timezone: config.timezone,
+                    template: config.whatsapp.reminder_template.clone(),
+                    template_language: config.whatsapp.reminder_template_language.clone(),
+                    phone_number_id: phone_number_id.clone(),
+                    every: Duration::from_secs(60),
+                },
+            )
+            .spawn(),
+        ),
+        None => {
+            tracing::warn!("WHATSAPP_PHONE_NUMBER_ID is unset: no visit reminders are sent");
+            None
+        }
+    };
     let outbound = Arc::new(outbound(&config, store.clone())?);
     announce(&config);
 
@@ -54,6 +76,9 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         .await
         .context("HTTP server failed")?;
     workers.stop().await;
+    if let Some(reminders) = reminders {
+        reminders.abort();
+    }
     usage.flush().await;
     tracing::info!("zaguan stopped");
     Ok(())

@@ -31,6 +31,12 @@ pub enum OutboundMessage<'a> {
         body: &'a str,
         buttons: &'a [String],
     },
+    /// An approved template with its body parameters (outside the 24-hour window).
+    Template {
+        name: &'a str,
+        language: &'a str,
+        parameters: &'a [String],
+    },
 }
 
 /// Why a Graph call did not succeed, as the sender acts on it.
@@ -239,6 +245,22 @@ pub fn message_body(to: &WaId, message: &OutboundMessage<'_>) -> Value {
                 "action": {"buttons": buttons},
             });
         }
+        OutboundMessage::Template {
+            name,
+            language,
+            parameters,
+        } => {
+            let parameters: Vec<Value> = parameters
+                .iter()
+                .map(|text| json!({"type": "text", "text": text}))
+                .collect();
+            body["type"] = json!("template");
+            body["template"] = json!({
+                "name": name,
+                "language": {"code": language},
+                "components": [{"type": "body", "parameters": parameters}],
+            });
+        }
     }
     body
 }
@@ -389,6 +411,30 @@ mod tests {
         let bsuid = message_body(&WaId::parse("ES.13491208655302741918").unwrap(), &text);
         assert_eq!(bsuid["recipient"], "ES.13491208655302741918");
         assert!(bsuid.get("to").is_none());
+    }
+
+    #[test]
+    fn a_template_carries_its_language_and_body_parameters() {
+        let parameters = vec![
+            "Ático en Chamberí".to_owned(),
+            "27/11 a las 10:00".to_owned(),
+        ];
+        let body = message_body(
+            &WaId::parse("34600111222").unwrap(),
+            &OutboundMessage::Template {
+                name: "visit_reminder",
+                language: "es",
+                parameters: &parameters,
+            },
+        );
+        assert_eq!(body["type"], "template");
+        assert_eq!(
+            body["template"],
+            json!({"name": "visit_reminder", "language": {"code": "es"},
+                   "components": [{"type": "body", "parameters": [
+                       {"type": "text", "text": "Ático en Chamberí"},
+                       {"type": "text", "text": "27/11 a las 10:00"}]}]})
+        );
     }
 
     #[test]

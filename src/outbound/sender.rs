@@ -185,13 +185,17 @@ impl Outbound {
                 .update_outbox(&entry.id, &OutboxUpdate::Sending)
                 .await?;
             entry.attempts += 1;
-            let message = if entry.buttons.is_empty() {
-                OutboundMessage::Text { body: &entry.body }
-            } else {
-                OutboundMessage::Buttons {
+            let message = match (&entry.template, entry.buttons.is_empty()) {
+                (Some(template), _) => OutboundMessage::Template {
+                    name: &template.name,
+                    language: &template.language,
+                    parameters: &template.parameters,
+                },
+                (None, true) => OutboundMessage::Text { body: &entry.body },
+                (None, false) => OutboundMessage::Buttons {
                     body: &entry.body,
                     buttons: &entry.buttons,
-                }
+                },
             };
             match self
                 .graph

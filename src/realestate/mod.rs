@@ -6,6 +6,7 @@ pub mod memory;
 pub mod model;
 pub mod mongo;
 pub mod mortgage;
+pub mod reminders;
 pub mod store;
 pub mod tools;
 

@@ -353,6 +353,7 @@ impl Store for MemoryStore {
                 phone_number_id: entry.phone_number_id.clone(),
                 body: entry.body.clone(),
                 buttons: entry.buttons.clone(),
+                template: entry.template.clone(),
                 part: entry.part,
                 parts: entry.parts,
                 status: OutboxStatus::Queued,

@@ -244,6 +244,24 @@ fn bson_to_json(value: Option<&Bson>) -> String {
     }
 }
 
+/// A stored outbox `template`.
+fn template(doc: &Document) -> Option<Template> {
+    let f = Fields(doc);
+    Some(Template {
+        name: f.str("name")?,
+        language: f.str("language")?,
+        parameters: doc
+            .get_array("parameters")
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|p| p.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
 /// A stored `pending_action`; `None` when it was damaged by hand (then it is simply dropped).
 fn pending_action(doc: &Document) -> Option<PendingAction> {
     let f = Fields(doc);
@@ -403,6 +421,7 @@ fn outbox_entry(doc: &Document) -> StoreResult<OutboxEntry> {
         phone_number_id: f.str("phone_number_id"),
         body: f.str("body").unwrap_or_default(),
         buttons,
+        template: doc.get_document("template").ok().and_then(template),
         part: count("part").unwrap_or(0),
         parts: count("parts").unwrap_or(1),
         status: f
@@ -890,6 +909,11 @@ impl Store for MongoStore {
                 "phone_number_id": opt_str(&entry.phone_number_id),
                 "body": &entry.body,
                 "buttons": &entry.buttons,
+                "template": entry.template.as_ref().map(|t| doc! {
+                    "name": &t.name,
+                    "language": &t.language,
+                    "parameters": &t.parameters,
+                }),
                 "part": i64::from(entry.part),
                 "parts": i64::from(entry.parts),
                 "status": OutboxStatus::Queued.as_str(),

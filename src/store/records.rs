@@ -321,6 +321,9 @@ pub struct NewOutbox {
     pub body: String,
     /// Reply buttons' titles (at most 3, ≤ 20 chars): sent as an interactive message.
     pub buttons: Vec<String>,
+    /// Sent as this approved template instead of `body` (outside the 24-hour window, only
+    /// templates are delivered); `body` keeps a readable copy.
+    pub template: Option<Template>,
     /// 0-based position among the parts of one reply.
     pub part: u32,
     pub parts: u32,
@@ -341,11 +344,21 @@ impl NewOutbox {
             phone_number_id: None,
             body: body.into(),
             buttons: Vec::new(),
+            template: None,
             part: 0,
             parts: 1,
             at,
         }
     }
+}
+
+/// An approved WhatsApp message template and the values of its body's `{{1}}`, `{{2}}`…
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    pub name: String,
+    /// The template's language code as approved, e.g. `es` or `en_US`.
+    pub language: String,
+    pub parameters: Vec<String>,
 }
 
 /// What the sender learnt about an outbox entry.
@@ -373,6 +386,7 @@ pub struct OutboxEntry {
     pub phone_number_id: Option<String>,
     pub body: String,
     pub buttons: Vec<String>,
+    pub template: Option<Template>,
     pub part: u32,
     pub parts: u32,
     pub status: OutboxStatus,

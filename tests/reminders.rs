@@ -1,0 +1,150 @@
+//! Visit reminders: the day before, from the configured time; a text inside the 24-hour window,
+//! the approved template outside it; once per visit, however many instances look at once.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveTime, TimeZone, Utc};
+use zaguan::domain::WaId;
+use zaguan::realestate::reminders::{ReminderSettings, Reminders};
+use zaguan::realestate::{
+    Appointment, AppointmentStatus, MemoryRealEstate, MongoRealEstate, RealEstateStore, demo,
+};
+use zaguan::store::{ContactSeen, MemoryStore, Store};
+
+const TZ: chrono_tz::Tz = chrono_tz::Europe::Madrid;
+
+fn settings() -> ReminderSettings {
+    ReminderSettings {
+        at: NaiveTime::from_hms_opt(19, 0, 0).unwrap(),
+        timezone: TZ,
+        template: "visit_reminder".into(),
+        template_language: "es".into(),
+        phone_number_id: "109876543210".into(),
+        every: Duration::from_secs(60),
+    }
+}
+
+fn local(day: chrono::NaiveDate, h: u32, m: u32) -> DateTime<Utc> {
+    TZ.from_local_datetime(&day.and_hms_opt(h, m, 0).unwrap())
+        .unwrap()
+        .to_utc()
+}
+
+async fn reminders_go_out_once_as_text_or_template(
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+) {
+    let today = Utc::now().with_timezone(&TZ).date_naive();
+    let set = demo::demo_set(today, TZ);
+    demo::seed(realestate.as_ref(), &set).await.unwrap();
+    let property = &set.properties[0];
+    let tomorrow = today + chrono::Days::new(1);
+    let recent = WaId::parse("34611000801").unwrap();
+    let silent = WaId::parse("34611000802").unwrap();
+    let book = |id: &str, wa_id: &WaId, starts_at: DateTime<Utc>| Appointment {
+        id: id.into(),
+        property_id: property.id.clone(),
+        slot_id: format!("S-{id}"),
+        wa_id: wa_id.clone(),
+        starts_at,
+        status: AppointmentStatus::Booked,
+        created_at: Utc::now(),
+        reminder_sent_at: None,
+    };
+    for appointment in [
+        book("A-R1", &recent, local(tomorrow, 10, 0)),
+        book("A-R2", &silent, local(tomorrow, 17, 0)),
+        // The day after tomorrow: not yet.
+        book(
+            "A-R3",
+            &silent,
+            local(tomorrow + chrono::Days::new(1), 10, 0),
+        ),
+    ] {
+        realestate.save_appointment(&appointment).await.unwrap();
+    }
+    let evening = local(today, 19, 30);
+    // One customer wrote two hours ago (inside the window), the other two days ago.
+    for (wa_id, hours) in [(&recent, 2), (&silent, 48)] {
+        store
+            .record_contact(&ContactSeen {
+                wa_id: wa_id.clone(),
+                phone: Some(wa_id.as_str().to_owned()),
+                user_id: None,
+                name: None,
+                username: None,
+                seen_at: evening - chrono::Duration::hours(hours),
+            })
+            .await
+            .unwrap();
+    }
+
+    let reminders = Reminders::new(realestate.clone(), store.clone(), settings());
+    assert_eq!(
+        reminders.tick(local(today, 18, 59)).await.unwrap(),
+        0,
+        "not before 19:00"
+    );
+    // Two instances look at the same moment: each visit is reminded once.
+    let other = Reminders::new(realestate.clone(), store.clone(), settings());
+    let (a, b) = tokio::join!(reminders.tick(evening), other.tick(evening));
+    assert_eq!(a.unwrap() + b.unwrap(), 2);
+    assert_eq!(
+        reminders
+            .tick(evening + chrono::Duration::minutes(1))
+            .await
+            .unwrap(),
+        0
+    );
+
+    let text = store.unsent_outbox(&recent).await.unwrap();
+    assert_eq!(text.len(), 1);
+    assert!(text[0].template.is_none(), "inside the window: plain text");
+    assert!(
+        text[0].body.starts_with("Recordatorio: mañana"),
+        "{}",
+        text[0].body
+    );
+    assert!(text[0].body.contains(&property.title));
+    assert_eq!(text[0].phone_number_id.as_deref(), Some("109876543210"));
+    let template = store.unsent_outbox(&silent).await.unwrap();
+    assert_eq!(template.len(), 1, "only tomorrow's visit");
+    let sent = template[0]
+        .template
+        .as_ref()
+        .expect("outside the window: a template");
+    assert_eq!(sent.name, "visit_reminder");
+    assert_eq!(
+        sent.parameters,
+        [
+            property.title.clone(),
+            local(tomorrow, 17, 0)
+                .with_timezone(&TZ)
+                .format("%d/%m a las %H:%M")
+                .to_string(),
+            property.address.clone()
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_reminders_go_out_once_as_text_or_template() {
+    reminders_go_out_once_as_text_or_template(
+        Arc::new(MemoryStore::new()),
+        Arc::new(MemoryRealEstate::new()),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_reminders_go_out_once_as_text_or_template() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let realestate = Arc::new(MongoRealEstate::new(db.store.database().clone()));
+    reminders_go_out_once_as_text_or_template(Arc::new(db.store.clone()), realestate).await;
+    db.drop().await;
+}
