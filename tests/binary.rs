@@ -391,3 +391,151 @@ fn chat_falls_back_to_the_second_model_when_the_first_is_down() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("bot> Hola desde el respaldo"), "{stdout}");
 }
+
+/// A stand-in for a real model, by rules: enough of an LLM to drive `zaguan chat` through
+/// search → visit booking (confirmed) → cancellation (confirmed) on the demo data, in the
+/// OpenAI wire format. It reads the system prompt to know which assistant it is, and the ids
+/// (P-…, S-…, A-…) from the tool results in the history, as a model would.
+fn rule_model(body: &serde_json::Value) -> serde_json::Value {
+    let messages = body["messages"].as_array().unwrap();
+    let system = messages[0]["content"].as_str().unwrap_or_default();
+    let last = messages.last().unwrap();
+    let role = last["role"].as_str().unwrap_or_default();
+    let content = last["content"].as_str().unwrap_or_default();
+    let first_id = |prefix: &str| -> String {
+        messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .filter_map(|m| m["content"].as_str())
+            .flat_map(|c| c.split(|ch: char| ch.is_whitespace() || ch == '(' || ch == ')'))
+            .find(|word| word.starts_with(prefix) && word.len() > prefix.len() + 2)
+            .map(|w| w.trim_end_matches([':', ',', '.']).to_owned())
+            .unwrap_or_default()
+    };
+    let call = |name: &str, args: serde_json::Value| {
+        serde_json::json!({"role": "assistant", "content": null, "refusal": null,
+            "tool_calls": [{"id": format!("call_{}", messages.len()), "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}}]})
+    };
+    let say =
+        |text: String| serde_json::json!({"role": "assistant", "content": text, "refusal": null});
+    let message = if system.contains("especialista en búsqueda") {
+        if role == "user" && content.contains("visita") {
+            call(
+                "CompleteOrEscalate",
+                serde_json::json!({"cancel": false, "reason": "quiere visitar una propiedad"}),
+            )
+        } else if role == "user" || content.starts_with("The conversation is now handled") {
+            call(
+                "search_properties",
+                serde_json::json!({"city": "Madrid", "operation": "sale", "page_size": 3}),
+            )
+        } else {
+            say(format!(
+                "Tengo varias opciones en Madrid; la más económica es {}. ¿Quieres visitarla?",
+                first_id("P-")
+            ))
+        }
+    } else if system.contains("especialista en citas") {
+        if role == "user" && content.contains("ancela") {
+            call("list_my_appointments", serde_json::json!({}))
+        } else if role == "user" {
+            call(
+                "book_appointment",
+                serde_json::json!({"slot_id": first_id("S-")}),
+            )
+        } else if content.starts_with("Waiting for the user's confirmation") {
+            say("Pulsa «Confirmar» y queda hecho.".into())
+        } else if content.starts_with("Visita reservada") {
+            say("¡Hecho! Tu visita está reservada.".into())
+        } else if content.contains("cancelada") {
+            say("Listo, visita cancelada.".into())
+        } else if content.starts_with("Visitas reservadas") {
+            call(
+                "cancel_appointment",
+                serde_json::json!({"appointment_id": first_id("A-")}),
+            )
+        } else if content.starts_with("Huecos libres") {
+            say(format!(
+                "El primer hueco libre es {}. ¿Te lo reservo?",
+                first_id("S-")
+            ))
+        } else {
+            call(
+                "list_available_slots",
+                serde_json::json!({"property_id": first_id("P-")}),
+            )
+        }
+    } else if role == "tool" && content.starts_with("Back with the primary") {
+        call(
+            "ToAppointmentAssistant",
+            serde_json::json!({"query": format!("visitar {}", first_id("P-"))}),
+        )
+    } else {
+        say("¿En qué más te puedo ayudar?".into())
+    };
+    serde_json::json!({
+        "id": "chatcmpl-rules", "object": "chat.completion", "created": 1, "model": "rules",
+        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": null, "message": message}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+    })
+}
+
+/// `zaguan chat` end to end on the demo data: search, book a visit, confirm, cancel it,
+/// confirm — with the real binary, tools and confirmation buttons; only the model is a
+/// stand-in (see `rule_model`).
+#[test]
+fn chat_searches_books_and_cancels_a_visit_on_the_demo_data() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(|body: axum::Json<serde_json::Value>| async move {
+            axum::Json(rule_model(&body))
+        }),
+    );
+    runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let stdout = {
+        use std::io::Write;
+        let mut child = zaguan()
+            .arg("chat")
+            .env("LLM_PRIMARY", "openai:rules")
+            .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(
+                "Busco un piso en Madrid para comprar\nQuiero agendar una visita\n\
+                 Sí, resérvame ese\nConfirmar\nCancela la visita, por favor\nConfirmar\n"
+                    .as_bytes(),
+            )
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    eprintln!("{stdout}");
+    for expected in [
+        "la más económica es P-",
+        "El primer hueco libre es S-",
+        "bot> Visita a P-",
+        "¡Hecho! Tu visita está reservada.",
+        "bot> Cancelar la visita a P-",
+        "Listo, visita cancelada.",
+        r#"[dialog_state: ["appointment_assistant"]]"#,
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing «{expected}» in:\n{stdout}"
+        );
+    }
+}

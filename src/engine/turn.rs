@@ -504,10 +504,7 @@ impl Engine {
             user_role: role,
             user_info: state.user_info(),
             lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
-            now: Utc::now()
-                .with_timezone(&self.settings.timezone)
-                .format("%A %Y-%m-%d %H:%M (%Z)")
-                .to_string(),
+            now: spanish_now(Utc::now().with_timezone(&self.settings.timezone)),
             business_name: self.settings.business_name.clone(),
         };
         let system = self
@@ -1003,4 +1000,23 @@ fn confirmation_answer(new: &[&InboxEntry]) -> Option<bool> {
     } else {
         None
     }
+}
+
+/// "jueves 2026-11-26 10:30 (CET)": the prompts are Spanish, and so is the day they are told.
+fn spanish_now(now: chrono::DateTime<chrono_tz::Tz>) -> String {
+    use chrono::Datelike as _;
+    const DAYS: [&str; 7] = [
+        "lunes",
+        "martes",
+        "miércoles",
+        "jueves",
+        "viernes",
+        "sábado",
+        "domingo",
+    ];
+    format!(
+        "{} {}",
+        DAYS[now.weekday().num_days_from_monday() as usize],
+        now.format("%Y-%m-%d %H:%M (%Z)")
+    )
 }
