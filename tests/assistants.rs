@@ -547,3 +547,212 @@ async fn a_shared_location_feeds_a_near_me_search() {
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn the_property_assistant_answers_from_the_listing() {
+    let world = World::new().await;
+    let customer = world
+        .customer(
+            "34611000901",
+            Role::Prospect,
+            ScriptedLlm::new()
+                .calls(
+                    "property_assistant",
+                    "get_property_details",
+                    json!({"property_id": "P-1001"}),
+                )
+                .says("property_assistant", "Sí, tiene terraza."),
+        )
+        .await;
+    customer
+        .say("¿Cuántos metros tiene el piso de referencia P-1001?")
+        .await;
+    let card = customer.last_tool_result().await;
+    let listing = world.realestate.property("P-1001").await.unwrap().unwrap();
+    assert!(
+        card.starts_with(&format!("P-1001 — {}", listing.title)),
+        "{card}"
+    );
+    assert!(card.contains(&format!("{} m²", listing.area_m2)), "{card}");
+    assert!(card.contains(&listing.address), "{card}");
+}
+
+#[tokio::test]
+async fn visit_feedback_and_offers_are_recorded_only_once_confirmed() {
+    let world = World::new().await;
+    let today = Utc::now()
+        .with_timezone(&chrono_tz::Europe::Madrid)
+        .date_naive();
+    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
+    let visit = set
+        .visits
+        .iter()
+        .find(|v| v.feedback.is_none())
+        .expect("a demo visit without feedback");
+    let property = set
+        .properties
+        .iter()
+        .find(|p| {
+            p.status == zaguan::realestate::ListingStatus::Available
+                && p.operation == zaguan::realestate::Operation::Sale
+        })
+        .unwrap();
+    let offer = property.price * 95 / 100;
+    let customer = world
+        .customer(
+            visit.wa_id.as_str(),
+            Role::Prospect,
+            ScriptedLlm::new()
+                .calls(
+                    "visit_tracker_assistant",
+                    "record_visit_feedback",
+                    json!({"visit_id": visit.id, "outcome": "interested", "rating": 4,
+                           "feedback": "Muy luminoso, la cocina algo pequeña"}),
+                )
+                .says("visit_tracker_assistant", "¿Lo guardo?")
+                .says("visit_tracker_assistant", "¡Gracias por tu opinión!")
+                .calls("visit_tracker_assistant", "CompleteOrEscalate", json!({"cancel": true, "reason": "quiere ofertar"}))
+                .calls("primary_assistant", "ToProspectOfferAssistant", json!({"query": "oferta"}))
+                .calls(
+                    "prospect_offer_assistant",
+                    "submit_offer",
+                    json!({"property_id": property.id, "amount": offer, "conditions": "sujeta a hipoteca"}),
+                )
+                .says("prospect_offer_assistant", "Confírmala con el botón.")
+                .says("prospect_offer_assistant", "Oferta enviada."),
+        )
+        .await;
+    customer.say("Te doy mi opinión sobre el piso que vi").await;
+    let before = world.realestate.visits_of(&customer.wa_id).await.unwrap();
+    assert!(
+        before
+            .iter()
+            .any(|v| v.id == visit.id && v.feedback.is_none()),
+        "not before the yes"
+    );
+    customer.say("sí").await;
+    let after = world.realestate.visits_of(&customer.wa_id).await.unwrap();
+    let saved = after.iter().find(|v| v.id == visit.id).unwrap();
+    assert_eq!(saved.rating, Some(4));
+    assert_eq!(
+        saved.feedback.as_deref(),
+        Some("Muy luminoso, la cocina algo pequeña")
+    );
+
+    let offers_before = world
+        .realestate
+        .offers_of(&customer.wa_id)
+        .await
+        .unwrap()
+        .len();
+    customer
+        .say("Quiero hacer una oferta por otra vivienda")
+        .await;
+    assert_eq!(
+        world
+            .realestate
+            .offers_of(&customer.wa_id)
+            .await
+            .unwrap()
+            .len(),
+        offers_before
+    );
+    customer.press("btn_0", "Confirmar").await;
+    let offers = world.realestate.offers_for(&property.id).await.unwrap();
+    let made = offers
+        .iter()
+        .find(|o| o.wa_id == customer.wa_id && o.amount == offer)
+        .expect("the offer is recorded");
+    assert_eq!(made.conditions.as_deref(), Some("sujeta a hipoteca"));
+    assert_eq!(customer.llm.remaining(), 0);
+}
+
+#[tokio::test]
+async fn wrong_arguments_get_messages_the_model_can_act_on() {
+    let world = World::new().await;
+    let registry = tools::registry(world.realestate.clone());
+    let context = zaguan::engine::ToolContext {
+        wa_id: WaId::parse("34611000999").unwrap(),
+        role: Role::Prospect,
+        location: None,
+        now: Utc::now(),
+        timezone: chrono_tz::Europe::Madrid,
+    };
+    let run = |name: &str, args: Value| {
+        let call = zaguan::llm::ToolCall {
+            id: "call_1".into(),
+            name: name.into(),
+            args,
+        };
+        let (registry, context) = (&registry, &context);
+        async move {
+            registry
+                .run(&call, context, std::time::Duration::from_secs(5))
+                .await
+        }
+    };
+    let cases = [
+        (
+            "list_available_slots",
+            json!({"property_id": "P-1001", "from_date": "27/11/2026"}),
+            "YYYY-MM-DD",
+        ),
+        (
+            "list_available_slots",
+            json!({"property_id": "P-1001", "from_date": "2020-01-01"}),
+            "in the past",
+        ),
+        (
+            "get_property_details",
+            json!({"property_id": "P-9999"}),
+            "use an id from search_properties",
+        ),
+        (
+            "get_property_details",
+            json!({}),
+            "missing field `property_id`",
+        ),
+        (
+            "search_properties",
+            json!({"min_price": 500000, "max_price": 100000}),
+            "above max_price",
+        ),
+        (
+            "search_properties",
+            json!({"near_me": true}),
+            "has not shared a location",
+        ),
+        (
+            "simulate_mortgage",
+            json!({"price": 300000, "years": 60}),
+            "years",
+        ),
+        (
+            "book_appointment",
+            json!({"slot_id": "S-nope"}),
+            "use an id from list_available_slots",
+        ),
+        (
+            "record_visit_feedback",
+            json!({"visit_id": "V-nope", "rating": 4}),
+            "list_my_visits",
+        ),
+        (
+            "cancel_appointment",
+            json!({"appointment_id": "A-nope"}),
+            "list_my_appointments",
+        ),
+        (
+            "submit_offer",
+            json!({"property_id": "P-1001", "amount": 10}),
+            "below 50 %",
+        ),
+    ];
+    for (tool, args, expected) in cases {
+        let text = run(tool, args.clone()).await;
+        assert!(
+            text.starts_with("Error:") && text.contains(expected),
+            "{tool} {args}: {text}"
+        );
+    }
+}
