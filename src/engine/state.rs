@@ -72,18 +72,8 @@ pub async fn context_extractor(store: &dyn Store, wa_id: &WaId) -> StoreResult<S
     });
     let conversation = store.conversation(wa_id).await?;
     let messages = store.recent_messages(wa_id, LOADED_MESSAGES).await?;
-    let conversation = conversation.unwrap_or_else(|| crate::store::Conversation {
-        wa_id: wa_id.clone(),
-        phone: None,
-        user_id: None,
-        dialog_state: Vec::new(),
-        lang: None,
-        last_inbound_at: None,
-        updated_at: None,
-        state_entered_at: None,
-        pending_action: None,
-        location: None,
-    });
+    let conversation =
+        conversation.unwrap_or_else(|| crate::store::Conversation::new(wa_id.clone()));
     Ok(State {
         wa_id: wa_id.clone(),
         lang: conversation.lang.or(user.lang.clone()),

@@ -1005,18 +1005,9 @@ fn confirmation_answer(new: &[&InboxEntry]) -> Option<bool> {
 /// "jueves 2026-11-26 10:30 (CET)": the prompts are Spanish, and so is the day they are told.
 fn spanish_now(now: chrono::DateTime<chrono_tz::Tz>) -> String {
     use chrono::Datelike as _;
-    const DAYS: [&str; 7] = [
-        "lunes",
-        "martes",
-        "miércoles",
-        "jueves",
-        "viernes",
-        "sábado",
-        "domingo",
-    ];
     format!(
         "{} {}",
-        DAYS[now.weekday().num_days_from_monday() as usize],
+        crate::realestate::tools::text::weekday_es(now.weekday()),
         now.format("%Y-%m-%d %H:%M (%Z)")
     )
 }

@@ -30,7 +30,7 @@ use super::model::{
 };
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
-use crate::store::{StoreError, StoreResult};
+use crate::store::{StoreError, StoreResult, bounded, classify};
 
 /// Longest a single driver call may take before the store counts as unavailable.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -152,29 +152,6 @@ async fn within_timeout<T>(
     tokio::time::timeout(CALL_TIMEOUT, call.into_future())
         .await
         .map_err(|_| StoreError::Unavailable(format!("no answer within {CALL_TIMEOUT:?}")))
-}
-
-/// Runs a driver call within [`CALL_TIMEOUT`], sorting its failure into [`StoreError`].
-async fn bounded<T>(
-    call: impl std::future::IntoFuture<Output = mongodb::error::Result<T>>,
-) -> StoreResult<T> {
-    within_timeout(call).await?.map_err(classify)
-}
-
-fn classify(error: mongodb::error::Error) -> StoreError {
-    use mongodb::error::ErrorKind;
-    let unavailable = matches!(
-        *error.kind,
-        ErrorKind::ServerSelection { .. }
-            | ErrorKind::Io(_)
-            | ErrorKind::ConnectionPoolCleared { .. }
-    ) || error.contains_label("RetryableWriteError")
-        || error.contains_label("SystemOverloadedError");
-    if unavailable {
-        StoreError::Unavailable(error.to_string())
-    } else {
-        StoreError::Unexpected(anyhow::Error::new(error).context("MongoDB call failed"))
-    }
 }
 
 fn is_duplicate_key(error: &mongodb::error::Error) -> bool {

@@ -41,18 +41,7 @@ impl Inner {
     fn conversation_mut(&mut self, wa_id: &WaId) -> &mut Conversation {
         self.conversations
             .entry(wa_id.clone())
-            .or_insert_with(|| Conversation {
-                wa_id: wa_id.clone(),
-                phone: None,
-                user_id: None,
-                dialog_state: Vec::new(),
-                lang: None,
-                last_inbound_at: None,
-                updated_at: None,
-                state_entered_at: None,
-                pending_action: None,
-                location: None,
-            })
+            .or_insert_with(|| Conversation::new(wa_id.clone()))
     }
 }
 

@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 
 pub use memory::MemoryStore;
 pub use mongo::MongoStore;
+pub(crate) use mongo::{bounded, classify};
 pub use records::*;
 
 use crate::domain::{StatusUpdate, WaId, WaMessageId};

@@ -123,7 +123,7 @@ impl MongoStore {
 }
 
 /// Runs a driver call within [`CALL_TIMEOUT`], sorting its failure into [`StoreError`].
-async fn bounded<T>(
+pub(crate) async fn bounded<T>(
     call: impl std::future::IntoFuture<Output = mongodb::error::Result<T>>,
 ) -> StoreResult<T> {
     match tokio::time::timeout(CALL_TIMEOUT, call.into_future()).await {
@@ -134,7 +134,8 @@ async fn bounded<T>(
     }
 }
 
-fn classify(error: mongodb::error::Error) -> StoreError {
+/// Unavailable (retry later) or unexpected (a bug, bad data).
+pub(crate) fn classify(error: mongodb::error::Error) -> StoreError {
     use mongodb::error::ErrorKind;
     let unavailable = matches!(
         *error.kind,

@@ -186,6 +186,24 @@ pub struct Conversation {
     pub location: Option<crate::realestate::GeoPoint>,
 }
 
+impl Conversation {
+    /// A conversation never written: with the primary agent, nothing known.
+    pub fn new(wa_id: WaId) -> Self {
+        Self {
+            wa_id,
+            phone: None,
+            user_id: None,
+            dialog_state: Vec::new(),
+            lang: None,
+            last_inbound_at: None,
+            updated_at: None,
+            state_entered_at: None,
+            pending_action: None,
+            location: None,
+        }
+    }
+}
+
 /// A tool call that changes data, held until the user confirms it (`conversations.pending_action`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingAction {

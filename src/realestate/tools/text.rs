@@ -82,9 +82,8 @@ pub fn price(property: &Property) -> String {
     }
 }
 
-/// `jueves 27/11 a las 10:00`, in the business's time zone.
-pub fn when(at: DateTime<Utc>, context: &ToolContext) -> String {
-    let local = at.with_timezone(&context.timezone);
+/// The day of the week as a Spanish agency says it.
+pub fn weekday_es(day: chrono::Weekday) -> &'static str {
     const DAYS: [&str; 7] = [
         "lunes",
         "martes",
@@ -94,9 +93,15 @@ pub fn when(at: DateTime<Utc>, context: &ToolContext) -> String {
         "sábado",
         "domingo",
     ];
+    DAYS[day.num_days_from_monday() as usize]
+}
+
+/// `jueves 27/11 a las 10:00`, in the business's time zone.
+pub fn when(at: DateTime<Utc>, context: &ToolContext) -> String {
+    let local = at.with_timezone(&context.timezone);
     format!(
         "{} {} a las {}",
-        DAYS[local.weekday().num_days_from_monday() as usize],
+        weekday_es(local.weekday()),
         local.format("%d/%m"),
         local.format("%H:%M")
     )
