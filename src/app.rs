@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::store::Store;
-use crate::{health, telemetry, webhook};
+use crate::{admin, health, telemetry, webhook};
 
 /// What every handler can reach. Cheap to clone.
 #[derive(Clone)]
@@ -26,6 +26,8 @@ pub struct AppState {
     pub inbox_signal: Arc<Notify>,
     /// Senders written recently, so bursts do not rewrite the same contact.
     pub recent_contacts: Arc<webhook::RecentContacts>,
+    /// `ZAGUAN_ADMIN_TOKEN`; `None`: the admin API answers 404.
+    pub admin_token: Option<Arc<SecretString>>,
 }
 
 impl AppState {
@@ -40,7 +42,14 @@ impl AppState {
             app_secret: app_secret.map(Arc::new),
             inbox_signal: Arc::new(Notify::new()),
             recent_contacts: Arc::new(webhook::RecentContacts::new()),
+            admin_token: None,
         }
+    }
+
+    /// Opens the admin API to holders of `token`.
+    pub fn with_admin_token(mut self, token: Option<SecretString>) -> Self {
+        self.admin_token = token.map(Arc::new);
+        self
     }
 }
 
@@ -61,6 +70,12 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(telemetry::render_metrics))
+        .route("/admin/conversations", get(admin::api::list))
+        .route("/admin/conversations/{wa_id}", get(admin::api::show))
+        .route(
+            "/admin/conversations/{wa_id}/reset",
+            axum::routing::post(admin::api::reset),
+        )
         .layer(RequestBodyTimeoutLayer::new(BODY_TIMEOUT))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,

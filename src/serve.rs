@@ -60,7 +60,8 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         store,
         config.whatsapp.verify_token.clone(),
         config.whatsapp.app_secret.clone(),
-    );
+    )
+    .with_admin_token(config.admin_token.clone());
     let workers = Workers::spawn(
         engine,
         outbound,

@@ -888,6 +888,20 @@ impl Store for CrashingStore {
         self.write()?;
         self.inner.set_dialog_state(w, d, a).await
     }
+    async fn list_conversations(
+        &self,
+        q: &zaguan::store::ConversationQuery,
+    ) -> StoreResult<Vec<Conversation>> {
+        self.inner.list_conversations(q).await
+    }
+    async fn reset_conversation(
+        &self,
+        w: &WaId,
+        by: &str,
+        at: chrono::DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        self.inner.reset_conversation(w, by, at).await
+    }
     async fn set_pending_action(
         &self,
         w: &WaId,

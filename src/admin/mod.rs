@@ -1,3 +1,4 @@
-//! Operator tools: the admin command line (and, later, the admin HTTP API).
+//! Operator tools: the admin HTTP API and the admin command line.
 
+pub mod api;
 pub mod cli;

@@ -297,6 +297,44 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn list_conversations(
+        &self,
+        query: &ConversationQuery,
+    ) -> StoreResult<Vec<Conversation>> {
+        let matching: Vec<Conversation> = self
+            .lock()
+            .conversations
+            .values()
+            .filter(|c| {
+                query
+                    .agent
+                    .as_ref()
+                    .is_none_or(|agent| c.dialog_state.contains(agent))
+            })
+            .cloned()
+            .collect();
+        Ok(page_of_conversations(matching, query))
+    }
+
+    async fn reset_conversation(
+        &self,
+        wa_id: &WaId,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let Some(conversation) = inner.conversations.get_mut(wa_id) else {
+            return Ok(false);
+        };
+        conversation.dialog_state.clear();
+        conversation.pending_action = None;
+        conversation.state_entered_at = Some(at);
+        conversation.updated_at = Some(at);
+        conversation.reset_by = Some(by.to_owned());
+        conversation.reset_at = Some(at);
+        Ok(true)
+    }
+
     async fn set_pending_action(
         &self,
         wa_id: &WaId,

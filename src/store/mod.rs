@@ -22,6 +22,24 @@ use crate::llm::usage::LlmCall;
 
 /// The first `limit` distinct conversation keys of `keys`, in order: several inbox or outbox
 /// entries may belong to one conversation.
+/// The page of `conversations` (already filtered) an operator asked for, longest idle first.
+pub(crate) fn page_of_conversations(
+    mut conversations: Vec<Conversation>,
+    query: &ConversationQuery,
+) -> Vec<Conversation> {
+    conversations.retain(|c| {
+        query
+            .idle_since
+            .is_none_or(|since| c.last_activity().is_none_or(|at| at <= since))
+    });
+    conversations.sort_by(|a, b| (a.last_activity(), &a.wa_id).cmp(&(b.last_activity(), &b.wa_id)));
+    conversations
+        .into_iter()
+        .skip(query.skip)
+        .take(query.limit)
+        .collect()
+}
+
 pub(crate) fn first_distinct(keys: impl IntoIterator<Item = WaId>, limit: usize) -> Vec<WaId> {
     let mut seen: Vec<WaId> = Vec::new();
     for key in keys {
@@ -124,6 +142,19 @@ pub trait Store: Send + Sync + 'static {
         dialog_state: &[String],
         at: DateTime<Utc>,
     ) -> StoreResult<()>;
+
+    /// Conversations matching `query`, longest idle first, paged.
+    async fn list_conversations(&self, query: &ConversationQuery)
+    -> StoreResult<Vec<Conversation>>;
+
+    /// Back to the primary agent: clears `dialog_state` and `pending_action` and records who
+    /// reset it and when; the history stays. `false` when there is no such conversation.
+    async fn reset_conversation(
+        &self,
+        wa_id: &WaId,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool>;
 
     /// Holds (or, with `None`, drops) the action awaiting the user's confirmation.
     async fn set_pending_action(

@@ -245,6 +245,35 @@ fn bson_to_json(value: Option<&Bson>) -> String {
     }
 }
 
+/// A `conversations` document.
+fn conversation(doc: &Document) -> StoreResult<Conversation> {
+    let f = Fields(doc);
+    let dialog_state = match doc.get("dialog_state") {
+        Some(Bson::Array(items)) => items
+            .iter()
+            .filter_map(|b| b.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(Conversation {
+        wa_id: f.wa_id("_id")?,
+        phone: f.str("wa_id"),
+        user_id: f.str("user_id"),
+        dialog_state,
+        lang: f.str("lang"),
+        last_inbound_at: f.date("last_inbound_at"),
+        updated_at: f.date("updated_at"),
+        state_entered_at: f.date("state_entered_at"),
+        pending_action: doc
+            .get_document("pending_action")
+            .ok()
+            .and_then(pending_action),
+        location: doc.get_document("location").ok().and_then(geo_point),
+        reset_by: f.str("reset_by"),
+        reset_at: f.date("reset_at"),
+    })
+}
+
 /// A stored outbox `template`.
 fn template(doc: &Document) -> Option<Template> {
     let f = Fields(doc);
@@ -640,37 +669,14 @@ impl Store for MongoStore {
     }
 
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>> {
-        let Some(doc) = bounded(
+        bounded(
             self.coll("conversations")
                 .find_one(doc! {"_id": wa_id.as_str()}),
         )
         .await?
-        else {
-            return Ok(None);
-        };
-        let f = Fields(&doc);
-        let dialog_state = match doc.get("dialog_state") {
-            Some(Bson::Array(items)) => items
-                .iter()
-                .filter_map(|b| b.as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        };
-        Ok(Some(Conversation {
-            wa_id: wa_id.clone(),
-            phone: f.str("wa_id"),
-            user_id: f.str("user_id"),
-            dialog_state,
-            lang: f.str("lang"),
-            last_inbound_at: f.date("last_inbound_at"),
-            updated_at: f.date("updated_at"),
-            state_entered_at: f.date("state_entered_at"),
-            pending_action: doc
-                .get_document("pending_action")
-                .ok()
-                .and_then(pending_action),
-            location: doc.get_document("location").ok().and_then(geo_point),
-        }))
+        .as_ref()
+        .map(conversation)
+        .transpose()
     }
 
     async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage> {
@@ -847,6 +853,50 @@ impl Store for MongoStore {
             }},
         )
         .await
+    }
+
+    async fn list_conversations(
+        &self,
+        query: &ConversationQuery,
+    ) -> StoreResult<Vec<Conversation>> {
+        let filter = match &query.agent {
+            Some(agent) => doc! {"dialog_state": agent},
+            None => doc! {},
+        };
+        let cursor = bounded(self.coll("conversations").find(filter)).await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let conversations = docs
+            .iter()
+            .filter_map(|doc| {
+                conversation(doc)
+                    .map_err(|error| tracing::warn!("conversation skipped: {error}"))
+                    .ok()
+            })
+            .collect();
+        Ok(page_of_conversations(conversations, query))
+    }
+
+    async fn reset_conversation(
+        &self,
+        wa_id: &WaId,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let result = bounded(self.coll("conversations").update_one(
+            doc! {"_id": wa_id.as_str()},
+            doc! {
+                "$set": {
+                    "dialog_state": Bson::Array(Vec::new()),
+                    "state_entered_at": date(at),
+                    "updated_at": date(at),
+                    "reset_by": by,
+                    "reset_at": date(at),
+                },
+                "$unset": {"pending_action": ""},
+            },
+        ))
+        .await?;
+        Ok(result.matched_count > 0)
     }
 
     async fn set_pending_action(

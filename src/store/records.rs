@@ -184,9 +184,17 @@ pub struct Conversation {
     pub pending_action: Option<PendingAction>,
     /// The last location the user shared.
     pub location: Option<crate::realestate::GeoPoint>,
+    /// Who last reset the conversation by hand, and when.
+    pub reset_by: Option<String>,
+    pub reset_at: Option<DateTime<Utc>>,
 }
 
 impl Conversation {
+    /// When anything last happened: the user wrote or the conversation moved.
+    pub fn last_activity(&self) -> Option<DateTime<Utc>> {
+        self.last_inbound_at.max(self.updated_at)
+    }
+
     /// A conversation never written: with the primary agent, nothing known.
     pub fn new(wa_id: WaId) -> Self {
         Self {
@@ -200,8 +208,21 @@ impl Conversation {
             state_entered_at: None,
             pending_action: None,
             location: None,
+            reset_by: None,
+            reset_at: None,
         }
     }
+}
+
+/// Which conversations an operator lists.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConversationQuery {
+    /// Only conversations whose `dialog_state` holds this agent.
+    pub agent: Option<String>,
+    /// Only conversations with no activity since then.
+    pub idle_since: Option<DateTime<Utc>>,
+    pub skip: usize,
+    pub limit: usize,
 }
 
 /// A tool call that changes data, held until the user confirms it (`conversations.pending_action`).

@@ -1,0 +1,244 @@
+//! The admin HTTP API (ARCHITECTURE.md §4): operators find conversations stuck in a subgraph,
+//! look at one, and send it back to the primary agent. Bearer `ZAGUAN_ADMIN_TOKEN`, compared in
+//! constant time; without a configured token the routes do not exist (404), without the right
+//! token they answer 401. JSON with stable field names.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use secrecy::ExposeSecret;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use subtle::ConstantTimeEq;
+
+use crate::app::AppState;
+use crate::domain::WaId;
+use crate::store::{Conversation, ConversationQuery, StoreError};
+
+/// Messages shown with one conversation.
+const SHOWN_MESSAGES: usize = 20;
+/// Most conversations on one page.
+const MAX_PAGE: usize = 200;
+
+/// Why an admin request was refused, as JSON.
+pub enum AdminError {
+    /// No admin token configured: the admin API does not exist.
+    Disabled,
+    Unauthorized,
+    BadRequest(String),
+    NotFound(String),
+    Store(StoreError),
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        let (status, message) = match self {
+            AdminError::Disabled => (StatusCode::NOT_FOUND, "not found".to_owned()),
+            AdminError::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong bearer token".to_owned(),
+            ),
+            AdminError::BadRequest(why) => (StatusCode::BAD_REQUEST, why),
+            AdminError::NotFound(what) => (StatusCode::NOT_FOUND, what),
+            AdminError::Store(StoreError::Unavailable(why)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("store unavailable: {why}"),
+            ),
+            AdminError::Store(error) => {
+                tracing::error!("admin request failed: {error:#}");
+                (StatusCode::INTERNAL_SERVER_ERROR, "store error".to_owned())
+            }
+        };
+        (status, Json(json!({"error": message}))).into_response()
+    }
+}
+
+impl From<StoreError> for AdminError {
+    fn from(error: StoreError) -> Self {
+        AdminError::Store(error)
+    }
+}
+
+/// The caller holds the admin token.
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), AdminError> {
+    let Some(token) = &state.admin_token else {
+        return Err(AdminError::Disabled);
+    };
+    let presented = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    let expected = token.expose_secret().as_bytes();
+    if presented.as_bytes().ct_eq(expected).into() {
+        Ok(())
+    } else {
+        Err(AdminError::Unauthorized)
+    }
+}
+
+/// A conversation in a list.
+#[derive(Debug, Serialize)]
+pub struct ConversationSummary {
+    pub wa_id: String,
+    pub dialog_state: Vec<String>,
+    pub state_entered_at: Option<DateTime<Utc>>,
+    pub last_activity_at: Option<DateTime<Utc>>,
+    pub idle_seconds: Option<i64>,
+    pub lang: Option<String>,
+    pub pending_action: Option<String>,
+}
+
+fn summary(c: &Conversation, now: DateTime<Utc>) -> ConversationSummary {
+    ConversationSummary {
+        wa_id: c.wa_id.as_str().to_owned(),
+        dialog_state: c.dialog_state.clone(),
+        state_entered_at: c.state_entered_at,
+        last_activity_at: c.last_activity(),
+        idle_seconds: c.last_activity().map(|at| (now - at).num_seconds()),
+        lang: c.lang.clone(),
+        pending_action: c.pending_action.as_ref().map(|a| a.tool.clone()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ListParams {
+    /// An agent name: conversations whose `dialog_state` holds it.
+    state: Option<String>,
+    /// `2h`, `30m`…: idle at least this long.
+    idle_for: Option<String>,
+    page: Option<usize>,
+    limit: Option<usize>,
+}
+
+/// `GET /admin/conversations?state=&idle_for=&page=&limit=`.
+pub async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Query<ListParams>,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    authorize(&state, &headers)?;
+    let now = Utc::now();
+    let idle_since = match params.idle_for.as_deref().filter(|v| !v.is_empty()) {
+        Some(text) => {
+            let idle = humantime::parse_duration(text).map_err(|e| {
+                AdminError::BadRequest(format!("idle_for `{text}` is not a duration like 2h: {e}"))
+            })?;
+            Some(now - chrono::Duration::from_std(idle).unwrap_or(chrono::Duration::MAX))
+        }
+        None => None,
+    };
+    let limit = params.limit.unwrap_or(50).clamp(1, MAX_PAGE);
+    let page = params.page.unwrap_or(1).max(1);
+    let query = ConversationQuery {
+        agent: params.state.filter(|s| !s.is_empty()),
+        idle_since,
+        skip: (page - 1) * limit,
+        limit,
+    };
+    let conversations = state.store.list_conversations(&query).await?;
+    Ok(Json(json!({
+        "page": page,
+        "limit": limit,
+        "conversations": conversations.iter().map(|c| summary(c, now)).collect::<Vec<_>>(),
+    })))
+}
+
+fn wa_id(raw: &str) -> Result<WaId, AdminError> {
+    WaId::parse(raw).map_err(|e| AdminError::BadRequest(format!("wa_id: {e}")))
+}
+
+/// `GET /admin/conversations/{wa_id}`: state, the last 20 messages, the outbox.
+pub async fn show(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    authorize(&state, &headers)?;
+    let wa_id = wa_id(&raw)?;
+    let store = &state.store;
+    let Some(conversation) = store.conversation(&wa_id).await? else {
+        return Err(AdminError::NotFound(format!("no conversation {raw}")));
+    };
+    let messages = store.recent_messages(&wa_id, SHOWN_MESSAGES).await?;
+    let mut outbox = Vec::new();
+    for message in &messages {
+        for wamid in &message.message.wamids {
+            outbox.extend(store.outbox_in_reply_to(wamid).await?);
+        }
+    }
+    let last_error = outbox
+        .iter()
+        .rev()
+        .find_map(|o| o.error.as_ref())
+        .map(ToString::to_string);
+    Ok(Json(json!({
+        "conversation": summary(&conversation, Utc::now()),
+        "pending_action": conversation.pending_action.as_ref().map(|a| json!({
+            "tool": a.tool, "args": a.args, "summary": a.summary, "agent": a.agent,
+            "created_at": a.created_at,
+        })),
+        "reset_by": conversation.reset_by,
+        "reset_at": conversation.reset_at,
+        "last_error": last_error,
+        "messages": messages.iter().map(|m| json!({
+            "seq": m.seq,
+            "role": m.message.role.as_str(),
+            "agent": m.message.agent,
+            "content": m.message.content,
+            "tool_calls": m.message.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "args": c.args})).collect::<Vec<_>>(),
+            "tool_call_id": m.message.tool_call_id,
+            "at": m.message.at,
+        })).collect::<Vec<_>>(),
+        "outbox": outbox.iter().map(|o| json!({
+            "id": o.id.0,
+            "in_reply_to": o.in_reply_to.as_ref().map(|w| w.as_str()),
+            "part": o.part,
+            "parts": o.parts,
+            "status": o.status.as_str(),
+            "wamid": o.wamid.as_ref().map(|w| w.as_str()),
+            "error": o.error.as_ref().map(ToString::to_string),
+            "attempts": o.attempts,
+            "at": o.at,
+        })).collect::<Vec<_>>(),
+    })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ResetBody {
+    /// Who resets it, for the record.
+    operator: Option<String>,
+}
+
+/// `POST /admin/conversations/{wa_id}/reset`: back to the primary agent, history kept.
+pub async fn reset(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    body: Option<Json<ResetBody>>,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    authorize(&state, &headers)?;
+    let wa_id = wa_id(&raw)?;
+    let operator = body
+        .and_then(|Json(b)| b.operator)
+        .filter(|o| !o.trim().is_empty())
+        .unwrap_or_else(|| "admin-api".to_owned());
+    let now = Utc::now();
+    if !state
+        .store
+        .reset_conversation(&wa_id, &operator, now)
+        .await?
+    {
+        return Err(AdminError::NotFound(format!("no conversation {raw}")));
+    }
+    tracing::info!(conversation.id = %wa_id.masked(), operator = %operator, "conversation reset by an operator");
+    metrics::counter!("zaguan_conversation_resets_total").increment(1);
+    Ok(Json(json!({
+        "wa_id": wa_id.as_str(),
+        "dialog_state": [],
+        "reset_by": operator,
+        "reset_at": now,
+    })))
+}

@@ -1,0 +1,282 @@
+//! The admin API through the real router: auth cases, listing stuck conversations, showing one,
+//! resetting it (history kept) — on the in-memory store and on MongoDB.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use chrono::{Duration, Utc};
+use common::TestApp;
+use secrecy::SecretString;
+use serde_json::Value;
+use zaguan::domain::WaId;
+use zaguan::store::{MessageRole, NewMessage, Store};
+
+const TOKEN: &str = "admin-test-token";
+
+fn app(store: Arc<dyn Store>, token: Option<&str>) -> TestApp {
+    let mut app = TestApp::with_store(store);
+    app.state = app
+        .state
+        .clone()
+        .with_admin_token(token.map(|t| SecretString::from(t.to_owned())));
+    app.router = zaguan::app::router(app.state.clone());
+    app
+}
+
+async fn call(
+    app: &TestApp,
+    method: &str,
+    uri: &str,
+    auth: Option<&str>,
+    body: Option<&str>,
+) -> (StatusCode, Value) {
+    let mut request = Request::builder().method(method).uri(uri);
+    if let Some(auth) = auth {
+        request = request.header("authorization", auth);
+    }
+    let request = match body {
+        Some(body) => request
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_owned())),
+        None => request.body(Body::empty()),
+    }
+    .unwrap();
+    let (status, text) = app.request(request).await;
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+async fn every_route_needs_the_token(store: Arc<dyn Store>) {
+    let routes = [
+        ("GET", "/admin/conversations"),
+        ("GET", "/admin/conversations/34600111222"),
+        ("POST", "/admin/conversations/34600111222/reset"),
+    ];
+    let closed = app(store.clone(), None);
+    for (method, uri) in routes {
+        let (status, _) = call(&closed, method, uri, Some(&bearer()), None).await;
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "{method} {uri} without a token configured"
+        );
+    }
+    let open = app(store, Some(TOKEN));
+    for (method, uri) in routes {
+        for auth in [
+            None,
+            Some("Bearer wrong"),
+            Some("Basic YWRtaW46eA=="),
+            Some(TOKEN),
+        ] {
+            let (status, body) = call(&open, method, uri, auth, None).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {uri} {auth:?}");
+            assert_eq!(body["error"], "missing or wrong bearer token");
+        }
+    }
+}
+
+async fn a_stuck_conversation_is_found_shown_and_reset(store: Arc<dyn Store>) {
+    let now = Utc::now();
+    let stuck = WaId::parse("34600000101").unwrap();
+    let busy = WaId::parse("34600000102").unwrap();
+    let idle_primary = WaId::parse("34600000103").unwrap();
+    let appointment = ["appointment_assistant".to_owned()];
+    store
+        .set_dialog_state(&stuck, &appointment, now - Duration::hours(3))
+        .await
+        .unwrap();
+    store
+        .set_dialog_state(&busy, &appointment, now - Duration::minutes(10))
+        .await
+        .unwrap();
+    store
+        .set_dialog_state(&idle_primary, &[], now - Duration::hours(5))
+        .await
+        .unwrap();
+    for (i, (role, content)) in [
+        (MessageRole::Human, "Quiero ver el piso"),
+        (MessageRole::Ai, "¿Qué día?"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        store
+            .append_message(NewMessage {
+                wa_id: stuck.clone(),
+                role,
+                content: content.into(),
+                agent: (role == MessageRole::Ai).then(|| "appointment_assistant".to_owned()),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                wamids: Vec::new(),
+                at: now - Duration::hours(3) + Duration::seconds(i as i64),
+            })
+            .await
+            .unwrap();
+    }
+    let app = app(store.clone(), Some(TOKEN));
+    let auth = bearer();
+
+    let (status, body) = call(
+        &app,
+        "GET",
+        "/admin/conversations?state=appointment_assistant&idle_for=2h",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let listed = body["conversations"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{body}");
+    assert_eq!(listed[0]["wa_id"], "34600000101");
+    assert_eq!(
+        listed[0]["dialog_state"],
+        serde_json::json!(["appointment_assistant"])
+    );
+    assert!(listed[0]["idle_seconds"].as_i64().unwrap() >= 3 * 3600 - 5);
+
+    let (_, body) = call(
+        &app,
+        "GET",
+        "/admin/conversations?state=appointment_assistant",
+        Some(&auth),
+        None,
+    )
+    .await;
+    let ids: Vec<&str> = body["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["wa_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["34600000101", "34600000102"], "longest idle first");
+    let (_, body) = call(
+        &app,
+        "GET",
+        "/admin/conversations?limit=2&page=2",
+        Some(&auth),
+        None,
+    )
+    .await;
+    let ids: Vec<&str> = body["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["wa_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["34600000102"], "page 2 of all three by idleness");
+    let (status, body) = call(
+        &app,
+        "GET",
+        "/admin/conversations?idle_for=soon",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    let (status, body) = call(
+        &app,
+        "GET",
+        "/admin/conversations/34600000101",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body["conversation"]["dialog_state"],
+        serde_json::json!(["appointment_assistant"])
+    );
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(
+        (messages[1]["role"].as_str(), messages[1]["agent"].as_str()),
+        (Some("ai"), Some("appointment_assistant"))
+    );
+    let (status, _) = call(
+        &app,
+        "GET",
+        "/admin/conversations/34600999999",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    let (status, body) = call(
+        &app,
+        "POST",
+        "/admin/conversations/34600000101/reset",
+        Some(&auth),
+        Some(r#"{"operator": "lucia"}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["reset_by"], "lucia");
+    let conversation = store.conversation(&stuck).await.unwrap().unwrap();
+    assert!(conversation.dialog_state.is_empty());
+    assert_eq!(conversation.reset_by.as_deref(), Some("lucia"));
+    assert_eq!(
+        store.recent_messages(&stuck, 10).await.unwrap().len(),
+        2,
+        "history kept"
+    );
+    let (_, body) = call(
+        &app,
+        "GET",
+        "/admin/conversations?state=appointment_assistant",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(
+        body["conversations"].as_array().unwrap().len(),
+        1,
+        "only the busy one left"
+    );
+    let (status, _) = call(
+        &app,
+        "POST",
+        "/admin/conversations/34600999999/reset",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(std::sync::Arc::new(zaguan::store::MemoryStore::new())).await;
+                }
+            )*
+        }
+        mod mongo {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(db) = crate::common::TestMongo::new().await else { return };
+                    super::$name(std::sync::Arc::new(db.store.clone())).await;
+                    db.drop().await;
+                }
+            )*
+        }
+    };
+}
+
+both_stores!(
+    every_route_needs_the_token,
+    a_stuck_conversation_is_found_shown_and_reset
+);
