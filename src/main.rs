@@ -27,6 +27,8 @@ enum Command {
     Prompts(admin::cli::prompts::PromptsArgs),
     /// Work with the demo data (`seed` loads listings, owners, slots, visits and offers).
     Demo(admin::cli::demo::DemoArgs),
+    /// Find, inspect and reset conversations (`list`, `show`, `reset`), against the store.
+    Conversations(admin::cli::conversations::ConversationsArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => admin::cli::chat::run(args, config).await,
             Command::Prompts(args) => admin::cli::prompts::run(args).await,
             Command::Demo(args) => admin::cli::demo::run(args, config).await,
+            Command::Conversations(args) => admin::cli::conversations::run(args, config).await,
         }
     });
     match result {

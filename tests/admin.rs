@@ -280,3 +280,81 @@ both_stores!(
     every_route_needs_the_token,
     a_stuck_conversation_is_found_shown_and_reset
 );
+
+/// `zaguan conversations list|show|reset` against the MongoDB an operator would point it at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_finds_shows_and_resets_a_stuck_conversation() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let store = db.store.clone();
+    let now = Utc::now();
+    let stuck = WaId::parse("34600000201").unwrap();
+    store
+        .set_dialog_state(
+            &stuck,
+            &["appointment_assistant".to_owned()],
+            now - Duration::hours(3),
+        )
+        .await
+        .unwrap();
+    store
+        .set_dialog_state(
+            &WaId::parse("34600000202").unwrap(),
+            &[],
+            now - Duration::hours(4),
+        )
+        .await
+        .unwrap();
+    let database = store.database().name().to_owned();
+    let zaguan = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
+            .env("MONGODB_DATABASE", &database)
+            .env("RUST_LOG", "error")
+            .arg("conversations")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let table = zaguan(&[
+        "list",
+        "--state",
+        "appointment_assistant",
+        "--idle-for",
+        "2h",
+    ]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines[0].starts_with("WA_ID") && lines[0].contains("STATE"),
+        "{table}"
+    );
+    assert_eq!(lines.len(), 2, "{table}");
+    assert!(
+        lines[1].starts_with("34600000201")
+            && lines[1].contains("appointment_assistant")
+            && lines[1].contains("3h"),
+        "{table}"
+    );
+    let json: Value = serde_json::from_str(&zaguan(&["list", "--json"])).unwrap();
+    assert_eq!(json["conversations"].as_array().unwrap().len(), 2);
+    let shown = zaguan(&["show", "34600000201"]);
+    assert!(
+        shown.starts_with("34600000201  state: appointment_assistant"),
+        "{shown}"
+    );
+    let reset = zaguan(&["reset", "34600000201", "--operator", "ana"]);
+    assert!(reset.contains("reset by ana"), "{reset}");
+    let conversation = store.conversation(&stuck).await.unwrap().unwrap();
+    assert!(conversation.dialog_state.is_empty());
+    assert_eq!(conversation.reset_by.as_deref(), Some("ana"));
+    assert_eq!(
+        zaguan(&["list", "--state", "appointment_assistant"]).trim(),
+        "no conversation matches"
+    );
+    db.drop().await;
+}

@@ -15,7 +15,7 @@ use subtle::ConstantTimeEq;
 
 use crate::app::AppState;
 use crate::domain::WaId;
-use crate::store::{Conversation, ConversationQuery, StoreError};
+use crate::store::{Conversation, ConversationQuery, Store, StoreError};
 
 /// Messages shown with one conversation.
 const SHOWN_MESSAGES: usize = 20;
@@ -52,6 +52,17 @@ impl IntoResponse for AdminError {
             }
         };
         (status, Json(json!({"error": message}))).into_response()
+    }
+}
+
+impl std::fmt::Display for AdminError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AdminError::Disabled => f.write_str("the admin API is off (no ZAGUAN_ADMIN_TOKEN)"),
+            AdminError::Unauthorized => f.write_str("missing or wrong bearer token"),
+            AdminError::BadRequest(why) | AdminError::NotFound(why) => f.write_str(why),
+            AdminError::Store(error) => write!(f, "{error}"),
+        }
     }
 }
 
@@ -103,14 +114,14 @@ fn summary(c: &Conversation, now: DateTime<Utc>) -> ConversationSummary {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub struct ListParams {
     /// An agent name: conversations whose `dialog_state` holds it.
-    state: Option<String>,
+    pub state: Option<String>,
     /// `2h`, `30m`…: idle at least this long.
-    idle_for: Option<String>,
-    page: Option<usize>,
-    limit: Option<usize>,
+    pub idle_for: Option<String>,
+    pub page: Option<usize>,
+    pub limit: Option<usize>,
 }
 
 /// `GET /admin/conversations?state=&idle_for=&page=&limit=`.
@@ -120,6 +131,16 @@ pub async fn list(
     Query(params): Query<ListParams>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
     authorize(&state, &headers)?;
+    list_conversations(state.store.as_ref(), &params)
+        .await
+        .map(Json)
+}
+
+/// The conversations `params` asks for, as the API and `zaguan conversations list` show them.
+pub async fn list_conversations(
+    store: &dyn Store,
+    params: &ListParams,
+) -> Result<serde_json::Value, AdminError> {
     let now = Utc::now();
     let idle_since = match params.idle_for.as_deref().filter(|v| !v.is_empty()) {
         Some(text) => {
@@ -133,17 +154,17 @@ pub async fn list(
     let limit = params.limit.unwrap_or(50).clamp(1, MAX_PAGE);
     let page = params.page.unwrap_or(1).max(1);
     let query = ConversationQuery {
-        agent: params.state.filter(|s| !s.is_empty()),
+        agent: params.state.clone().filter(|s| !s.is_empty()),
         idle_since,
         skip: (page - 1) * limit,
         limit,
     };
-    let conversations = state.store.list_conversations(&query).await?;
-    Ok(Json(json!({
+    let conversations = store.list_conversations(&query).await?;
+    Ok(json!({
         "page": page,
         "limit": limit,
         "conversations": conversations.iter().map(|c| summary(c, now)).collect::<Vec<_>>(),
-    })))
+    }))
 }
 
 fn wa_id(raw: &str) -> Result<WaId, AdminError> {
@@ -157,8 +178,17 @@ pub async fn show(
     Path(raw): Path<String>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
     authorize(&state, &headers)?;
-    let wa_id = wa_id(&raw)?;
-    let store = &state.store;
+    show_conversation(state.store.as_ref(), &raw)
+        .await
+        .map(Json)
+}
+
+/// One conversation in full, as the API and `zaguan conversations show` show it.
+pub async fn show_conversation(
+    store: &dyn Store,
+    raw: &str,
+) -> Result<serde_json::Value, AdminError> {
+    let wa_id = wa_id(raw)?;
     let Some(conversation) = store.conversation(&wa_id).await? else {
         return Err(AdminError::NotFound(format!("no conversation {raw}")));
     };
@@ -174,7 +204,7 @@ pub async fn show(
         .rev()
         .find_map(|o| o.error.as_ref())
         .map(ToString::to_string);
-    Ok(Json(json!({
+    Ok(json!({
         "conversation": summary(&conversation, Utc::now()),
         "pending_action": conversation.pending_action.as_ref().map(|a| json!({
             "tool": a.tool, "args": a.args, "summary": a.summary, "agent": a.agent,
@@ -203,7 +233,7 @@ pub async fn show(
             "attempts": o.attempts,
             "at": o.at,
         })).collect::<Vec<_>>(),
-    })))
+    }))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -220,25 +250,34 @@ pub async fn reset(
     body: Option<Json<ResetBody>>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
     authorize(&state, &headers)?;
-    let wa_id = wa_id(&raw)?;
-    let operator = body
-        .and_then(|Json(b)| b.operator)
-        .filter(|o| !o.trim().is_empty())
-        .unwrap_or_else(|| "admin-api".to_owned());
+    let operator = body.and_then(|Json(b)| b.operator);
+    reset_conversation(state.store.as_ref(), &raw, operator.as_deref())
+        .await
+        .map(Json)
+}
+
+/// Sends a conversation back to the primary agent, for the API and `zaguan conversations reset`.
+pub async fn reset_conversation(
+    store: &dyn Store,
+    raw: &str,
+    operator: Option<&str>,
+) -> Result<serde_json::Value, AdminError> {
+    let wa_id = wa_id(raw)?;
+    let operator = operator
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .unwrap_or("admin-api")
+        .to_owned();
     let now = Utc::now();
-    if !state
-        .store
-        .reset_conversation(&wa_id, &operator, now)
-        .await?
-    {
+    if !store.reset_conversation(&wa_id, &operator, now).await? {
         return Err(AdminError::NotFound(format!("no conversation {raw}")));
     }
     tracing::info!(conversation.id = %wa_id.masked(), operator = %operator, "conversation reset by an operator");
     metrics::counter!("zaguan_conversation_resets_total").increment(1);
-    Ok(Json(json!({
+    Ok(json!({
         "wa_id": wa_id.as_str(),
         "dialog_state": [],
         "reset_by": operator,
         "reset_at": now,
-    })))
+    }))
 }

@@ -2,5 +2,6 @@
 //! arguments and an `async fn run`.
 
 pub mod chat;
+pub mod conversations;
 pub mod demo;
 pub mod prompts;

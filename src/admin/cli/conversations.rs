@@ -1,0 +1,220 @@
+//! `zaguan conversations list|show|reset`: the admin API's views, straight against the store,
+//! for an operator on a box with `MONGODB_URI`. Tables for people, `--json` (the API's exact
+//! JSON) for scripts.
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use crate::admin::api::{self, ListParams};
+use crate::config::Config;
+use crate::serve::open_store;
+
+#[derive(Debug, Args)]
+pub struct ConversationsArgs {
+    #[command(subcommand)]
+    pub command: ConversationsCommand,
+    /// Print the admin API's JSON instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConversationsCommand {
+    /// Conversations, longest idle first.
+    List {
+        /// Only those in this agent (e.g. appointment_assistant).
+        #[arg(long)]
+        state: Option<String>,
+        /// Only those idle at least this long (e.g. 2h, 30m).
+        #[arg(long)]
+        idle_for: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        page: usize,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One conversation: state, pending action, last messages, outbox.
+    Show { wa_id: String },
+    /// Back to the primary agent (history kept).
+    Reset {
+        wa_id: String,
+        /// Who resets it, for the record.
+        #[arg(long, default_value = "cli")]
+        operator: String,
+    },
+}
+
+pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> {
+    let store = open_store(&config).await?;
+    let store = store.as_ref();
+    let value = match &args.command {
+        ConversationsCommand::List {
+            state,
+            idle_for,
+            page,
+            limit,
+        } => {
+            let params = ListParams {
+                state: state.clone(),
+                idle_for: idle_for.clone(),
+                page: Some(*page),
+                limit: Some(*limit),
+            };
+            api::list_conversations(store, &params).await
+        }
+        ConversationsCommand::Show { wa_id } => api::show_conversation(store, wa_id).await,
+        ConversationsCommand::Reset { wa_id, operator } => {
+            api::reset_conversation(store, wa_id, Some(operator)).await
+        }
+    }
+    .map_err(|error| anyhow::anyhow!("{error}"))?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&value)?
+    } else {
+        match &args.command {
+            ConversationsCommand::List { .. } => list_table(&value),
+            ConversationsCommand::Show { .. } => show_text(&value),
+            ConversationsCommand::Reset { .. } => format!(
+                "{} reset by {}: back to the primary assistant (history kept)",
+                text(&value["wa_id"]),
+                text(&value["reset_by"])
+            ),
+        }
+    };
+    println!("{text}");
+    Ok(())
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::Null => "-".to_owned(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn state(value: &Value) -> String {
+    let agents: Vec<String> = value
+        .as_array()
+        .map(|a| a.iter().map(text).collect())
+        .unwrap_or_default();
+    if agents.is_empty() {
+        "primary".to_owned()
+    } else {
+        agents.join(",")
+    }
+}
+
+/// `3h 12m`.
+fn idle(value: &Value) -> String {
+    let Some(seconds) = value.as_i64() else {
+        return "-".to_owned();
+    };
+    let (h, m) = (seconds / 3600, (seconds % 3600) / 60);
+    if h > 0 {
+        format!("{h}h {m:02}m")
+    } else {
+        format!("{m}m")
+    }
+}
+
+fn list_table(value: &Value) -> String {
+    let rows: Vec<[String; 5]> = value["conversations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            [
+                text(&c["wa_id"]),
+                state(&c["dialog_state"]),
+                idle(&c["idle_seconds"]),
+                text(&c["pending_action"]),
+                text(&c["lang"]),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "no conversation matches".to_owned();
+    }
+    table(["WA_ID", "STATE", "IDLE", "PENDING", "LANG"], &rows)
+}
+
+fn show_text(value: &Value) -> String {
+    let c = &value["conversation"];
+    let mut out = format!(
+        "{}  state: {}  idle: {}  lang: {}\n",
+        text(&c["wa_id"]),
+        state(&c["dialog_state"]),
+        idle(&c["idle_seconds"]),
+        text(&c["lang"])
+    );
+    if let Some(action) = value["pending_action"].as_object() {
+        out.push_str(&format!(
+            "pending: {} — {}\n",
+            text(&action["tool"]),
+            text(&action["summary"])
+        ));
+    }
+    if !value["reset_by"].is_null() {
+        out.push_str(&format!(
+            "last reset by {} at {}\n",
+            text(&value["reset_by"]),
+            text(&value["reset_at"])
+        ));
+    }
+    if !value["last_error"].is_null() {
+        out.push_str(&format!(
+            "last send error: {}\n",
+            text(&value["last_error"])
+        ));
+    }
+    let rows: Vec<[String; 4]> = value["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let mut content: String = text(&m["content"]).replace('\n', " ");
+            if let Some(calls) = m["tool_calls"].as_array().filter(|c| !c.is_empty()) {
+                let names: Vec<String> = calls.iter().map(|c| text(&c["name"])).collect();
+                content = format!("→ {} {content}", names.join(", "));
+            }
+            if content.chars().count() > 70 {
+                content = content.chars().take(69).collect::<String>() + "…";
+            }
+            [
+                text(&m["seq"]),
+                text(&m["role"]),
+                text(&m["agent"]),
+                content,
+            ]
+        })
+        .collect();
+    out.push_str(&table(["SEQ", "ROLE", "AGENT", "CONTENT"], &rows));
+    out
+}
+
+/// Columns padded to their widest cell.
+fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    let mut widths: [usize; N] = header.map(|h| h.chars().count());
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_owned()
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push('\n');
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
