@@ -47,6 +47,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_PROMPTS_DIR",
     "ZAGUAN_ADMIN_TOKEN",
     "ZAGUAN_DIALOG_IDLE_TTL",
+    "ZAGUAN_STUCK_AFTER",
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
     "RUST_LOG",
@@ -65,6 +66,8 @@ pub struct Config {
     pub admin_token: Option<SecretString>,
     /// A subgraph left idle this long is exited on the next message.
     pub dialog_idle_ttl: Duration,
+    /// A conversation in an assistant idle this long counts as stuck (metrics, log).
+    pub stuck_after: Duration,
     /// The business's time zone: "now" in prompts, dates said to customers.
     pub timezone: chrono_tz::Tz,
     /// ISO 639-1 codes of the languages customers are answered in.
@@ -204,6 +207,7 @@ impl Config {
         let openai_base_url = env.url("OPENAI_BASE_URL", "https://api.openai.com/v1");
         let anthropic_base_url = env.url("ANTHROPIC_BASE_URL", "https://api.anthropic.com");
         let dialog_idle_ttl = env.duration("ZAGUAN_DIALOG_IDLE_TTL", "24h");
+        let stuck_after = env.duration("ZAGUAN_STUCK_AFTER", "2h");
         let timezone = env.parsed("ZAGUAN_TIMEZONE", "Europe/Madrid", |v| {
             v.parse::<chrono_tz::Tz>()
                 .map_err(|_| format!("`{v}` is not an IANA time zone like `Europe/Madrid`"))
@@ -288,6 +292,7 @@ impl Config {
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
             dialog_idle_ttl: dialog_idle_ttl.expect(checked),
+            stuck_after: stuck_after.expect(checked),
             timezone: timezone.expect(checked),
             languages: languages.expect(checked),
         })

@@ -10,6 +10,7 @@ use crate::agents::{self, AgentRegistry};
 use crate::app::{self, AppState};
 use crate::config::Config;
 use crate::config::LlmProvider;
+use crate::engine::monitor::Monitor;
 use crate::engine::{Engine, EngineSettings, WorkerSettings, Workers};
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
@@ -62,6 +63,8 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         config.whatsapp.app_secret.clone(),
     )
     .with_admin_token(config.admin_token.clone());
+    let monitor =
+        Monitor::new(state.store.clone(), config.stuck_after).spawn(Duration::from_secs(30));
     let workers = Workers::spawn(
         engine,
         outbound,
@@ -77,6 +80,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         .await
         .context("HTTP server failed")?;
     workers.stop().await;
+    monitor.abort();
     if let Some(reminders) = reminders {
         reminders.abort();
     }

@@ -888,6 +888,12 @@ impl Store for CrashingStore {
         self.write()?;
         self.inner.set_dialog_state(w, d, a).await
     }
+    async fn inbox_backlog(&self) -> StoreResult<zaguan::store::InboxBacklog> {
+        self.inner.inbox_backlog().await
+    }
+    async fn active_leases(&self, n: chrono::DateTime<Utc>) -> StoreResult<u64> {
+        self.inner.active_leases(n).await
+    }
     async fn list_conversations(
         &self,
         q: &zaguan::store::ConversationQuery,

@@ -685,6 +685,42 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
     );
 }
 
+async fn the_backlog_and_the_leases_are_counted(store: Arc<dyn Store>) {
+    assert_eq!(
+        store.inbox_backlog().await.unwrap(),
+        InboxBacklog::default()
+    );
+    store
+        .insert_inbox(&[
+            entry("wamid.B1", "34600111222", 10),
+            entry("wamid.B2", "34600111222", 20),
+            entry("wamid.B3", "34600333444", 30),
+        ])
+        .await
+        .unwrap();
+    store
+        .set_inbox_status(
+            &[WaMessageId::parse("wamid.B1").unwrap()],
+            InboxStatus::Failed,
+        )
+        .await
+        .unwrap();
+    let backlog = store.inbox_backlog().await.unwrap();
+    assert_eq!(
+        (backlog.open, backlog.failed, backlog.oldest_received_at),
+        (2, 1, Some(at(20)))
+    );
+    assert_eq!(store.active_leases(at(100)).await.unwrap(), 0);
+    assert!(
+        store
+            .claim_conversation(&wa("34600111222"), "a", at(100), at(400))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.active_leases(at(200)).await.unwrap(), 1);
+    assert_eq!(store.active_leases(at(500)).await.unwrap(), 0, "expired");
+}
+
 macro_rules! store_suite {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -728,6 +764,7 @@ store_suite!(
     replies_are_found_by_the_message_they_answer,
     llm_calls_are_kept_per_conversation_newest_last,
     the_sender_walks_a_part_through_its_states,
+    the_backlog_and_the_leases_are_counted,
 );
 
 #[tokio::test]

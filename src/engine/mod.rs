@@ -4,6 +4,7 @@
 //! `CompleteOrEscalate`), and every node's effect is stored before the next one runs.
 
 pub mod history;
+pub mod monitor;
 pub mod route;
 pub mod state;
 pub mod tools;

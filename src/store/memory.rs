@@ -297,6 +297,33 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn inbox_backlog(&self) -> StoreResult<InboxBacklog> {
+        let inner = self.lock();
+        let mut backlog = InboxBacklog::default();
+        for entry in inner.inbox.values() {
+            if entry.status.is_open() {
+                backlog.open += 1;
+                backlog.oldest_received_at = Some(
+                    backlog
+                        .oldest_received_at
+                        .map_or(entry.received_at, |at| at.min(entry.received_at)),
+                );
+            } else if entry.status == InboxStatus::Failed {
+                backlog.failed += 1;
+            }
+        }
+        Ok(backlog)
+    }
+
+    async fn active_leases(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+        Ok(self
+            .lock()
+            .leases
+            .values()
+            .filter(|(_, until)| *until > now)
+            .count() as u64)
+    }
+
     async fn list_conversations(
         &self,
         query: &ConversationQuery,

@@ -143,6 +143,12 @@ pub trait Store: Send + Sync + 'static {
         at: DateTime<Utc>,
     ) -> StoreResult<()>;
 
+    /// How many messages wait, since when, and how many were given up on.
+    async fn inbox_backlog(&self) -> StoreResult<InboxBacklog>;
+
+    /// Conversations claimed by a process right now.
+    async fn active_leases(&self, now: DateTime<Utc>) -> StoreResult<u64>;
+
     /// Conversations matching `query`, longest idle first, paged.
     async fn list_conversations(&self, query: &ConversationQuery)
     -> StoreResult<Vec<Conversation>>;

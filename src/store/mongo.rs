@@ -855,6 +855,33 @@ impl Store for MongoStore {
         .await
     }
 
+    async fn inbox_backlog(&self) -> StoreResult<InboxBacklog> {
+        let inbox = self.coll("inbox");
+        let open =
+            bounded(inbox.count_documents(doc! {"status": {"$in": &OPEN_INBOX[..]}})).await?;
+        let failed =
+            bounded(inbox.count_documents(doc! {"status": InboxStatus::Failed.as_str()})).await?;
+        let oldest = bounded(
+            inbox
+                .find_one(doc! {"status": {"$in": &OPEN_INBOX[..]}})
+                .sort(doc! {"received_at": 1}),
+        )
+        .await?;
+        Ok(InboxBacklog {
+            open,
+            oldest_received_at: oldest.as_ref().and_then(|d| Fields(d).date("received_at")),
+            failed,
+        })
+    }
+
+    async fn active_leases(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+        bounded(
+            self.coll("conversations")
+                .count_documents(doc! {"lease_until": {"$gt": date(now)}}),
+        )
+        .await
+    }
+
     async fn list_conversations(
         &self,
         query: &ConversationQuery,

@@ -214,6 +214,17 @@ impl Conversation {
     }
 }
 
+/// The state of the inbox, for the metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InboxBacklog {
+    /// Messages not answered yet (`pending` or `processing`).
+    pub open: u64,
+    /// When the oldest of them arrived.
+    pub oldest_received_at: Option<DateTime<Utc>>,
+    /// Messages given up on (`failed`).
+    pub failed: u64,
+}
+
 /// Which conversations an operator lists.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConversationQuery {

@@ -1,0 +1,110 @@
+//! The health of the conversations, as gauges an alert can watch: the inbox backlog and its
+//! oldest message's age, messages given up on, conversations claimed right now, and
+//! conversations stuck in an assistant (a non-empty `dialog_state` idle beyond a threshold —
+//! the seed's first debugging scenario). A stuck conversation is logged once, when first seen.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::WaId;
+use crate::store::{ConversationQuery, Store, StoreError};
+
+/// Most stuck conversations looked at per check.
+const MAX_STUCK: usize = 10_000;
+
+/// What one check found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Health {
+    pub inbox_open: u64,
+    pub oldest_pending_seconds: i64,
+    pub inbox_failed: u64,
+    pub active_leases: u64,
+    pub stuck: u64,
+}
+
+pub struct Monitor {
+    store: Arc<dyn Store>,
+    /// A conversation in an assistant idle this long is stuck.
+    stuck_after: Duration,
+    /// Already logged as stuck; forgotten once it is not.
+    reported: std::sync::Mutex<HashSet<WaId>>,
+}
+
+impl Monitor {
+    pub fn new(store: Arc<dyn Store>, stuck_after: Duration) -> Self {
+        Self {
+            store,
+            stuck_after,
+            reported: Default::default(),
+        }
+    }
+
+    /// Checks every `every` until the process stops.
+    pub fn spawn(self, every: Duration) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            loop {
+                if let Err(error) = self.check(Utc::now()).await {
+                    tracing::warn!("health check failed: {error}");
+                }
+                tokio::time::sleep(every).await;
+            }
+        })
+    }
+
+    /// One check: measures, sets the gauges, logs newly stuck conversations.
+    pub async fn check(&self, now: DateTime<Utc>) -> Result<Health, StoreError> {
+        let backlog = self.store.inbox_backlog().await?;
+        let active_leases = self.store.active_leases(now).await?;
+        let stuck_since =
+            now - chrono::Duration::from_std(self.stuck_after).unwrap_or(chrono::Duration::MAX);
+        let stuck: Vec<_> = self
+            .store
+            .list_conversations(&ConversationQuery {
+                agent: None,
+                idle_since: Some(stuck_since),
+                skip: 0,
+                limit: MAX_STUCK,
+            })
+            .await?
+            .into_iter()
+            .filter(|c| !c.dialog_state.is_empty())
+            .collect();
+        {
+            let mut reported = self
+                .reported
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let now_stuck: HashSet<WaId> = stuck.iter().map(|c| c.wa_id.clone()).collect();
+            for conversation in &stuck {
+                if reported.insert(conversation.wa_id.clone()) {
+                    tracing::warn!(
+                        conversation.id = %conversation.wa_id.masked(),
+                        agent = %conversation.dialog_state.join(","),
+                        idle_since = ?conversation.last_activity(),
+                        "conversation stuck in an assistant; `zaguan conversations reset` sends it back"
+                    );
+                }
+            }
+            reported.retain(|wa_id| now_stuck.contains(wa_id));
+        }
+        let health = Health {
+            inbox_open: backlog.open,
+            oldest_pending_seconds: backlog
+                .oldest_received_at
+                .map_or(0, |at| (now - at).num_seconds().max(0)),
+            inbox_failed: backlog.failed,
+            active_leases,
+            stuck: stuck.len() as u64,
+        };
+        metrics::gauge!("zaguan_inbox_backlog").set(health.inbox_open as f64);
+        metrics::gauge!("zaguan_inbox_oldest_pending_seconds")
+            .set(health.oldest_pending_seconds as f64);
+        metrics::gauge!("zaguan_inbox_failed").set(health.inbox_failed as f64);
+        metrics::gauge!("zaguan_active_leases").set(health.active_leases as f64);
+        metrics::gauge!("zaguan_stuck_conversations").set(health.stuck as f64);
+        Ok(health)
+    }
+}
