@@ -30,10 +30,15 @@ impl Default for SendLimits {
     }
 }
 
+/// How often idle recipients are forgotten: the sweep walks the whole table, so it is not
+/// worth more than once a minute.
+const FORGET_EVERY: Duration = Duration::from_secs(60);
+
 /// The limiters, shared by every sender of the process.
 pub struct Limiters {
     per_number: DefaultKeyedRateLimiter<String>,
     per_recipient: DefaultKeyedRateLimiter<String>,
+    last_forgot: std::sync::Mutex<Instant>,
 }
 
 impl Limiters {
@@ -44,6 +49,7 @@ impl Limiters {
         Self {
             per_number: RateLimiter::keyed(Quota::per_second(limits.per_number)),
             per_recipient: RateLimiter::keyed(pair),
+            last_forgot: std::sync::Mutex::new(Instant::now()),
         }
     }
 
@@ -70,7 +76,18 @@ impl Limiters {
     }
 
     /// Forgets recipients whose allowance is full again, so the table does not grow forever.
+    /// Cheap to call often: it sweeps at most every [`FORGET_EVERY`].
     pub fn forget_idle(&self) {
+        {
+            let mut last = self
+                .last_forgot
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if last.elapsed() < FORGET_EVERY {
+                return;
+            }
+            *last = Instant::now();
+        }
         self.per_recipient.retain_recent();
         self.per_number.retain_recent();
     }
