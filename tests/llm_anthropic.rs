@@ -2,6 +2,8 @@
 //! it sends, the answers it parses, how every failure is classified, and that a history begun on
 //! OpenAI can be continued here.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,10 +81,7 @@ impl FakeAnthropic {
 /// Serves `app` on a free local port; returns the API base URL (no version path, like
 /// `https://api.anthropic.com`).
 async fn serve(app: Router) -> Url {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    Url::parse(&format!("http://{addr}")).unwrap()
+    Url::parse(&common::serve_local(app).await).unwrap()
 }
 
 fn client(base_url: &Url) -> AnthropicClient {

@@ -70,13 +70,12 @@ async fn answer(
 
 /// Serves `model` at `path` on a free loopback port; returns the base URL.
 async fn serve(path: &str, model: Arc<FakeModel>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let app = axum::Router::new()
-        .route(path, post(answer))
-        .with_state(model);
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://127.0.0.1:{port}")
+    common::serve_local(
+        axum::Router::new()
+            .route(path, post(answer))
+            .with_state(model),
+    )
+    .await
 }
 
 fn anthropic_message(content: Value, stop_reason: &str) -> (StatusCode, Value) {

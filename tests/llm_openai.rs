@@ -2,6 +2,8 @@
 //! request it sends (checked by hand and against OpenAI's own OpenAPI description), the answers
 //! it parses, and how every failure is classified.
 
+mod common;
+
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -67,10 +69,7 @@ impl FakeOpenAi {
 
 /// Serves `app` on a free local port; returns the API base URL (with its `/v1`).
 async fn serve(app: Router) -> Url {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    Url::parse(&format!("http://{addr}/v1")).unwrap()
+    Url::parse(&format!("{}/v1", common::serve_local(app).await)).unwrap()
 }
 
 fn client(base_url: &Url) -> OpenAiClient {

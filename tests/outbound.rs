@@ -117,14 +117,14 @@ async fn channel(answers: Vec<Answer>, limits: SendLimits, settings: OutboundSet
         answers: Mutex::new(answers.into()),
         ..FakeGraph::default()
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let app = axum::Router::new()
-        .route("/v21.0/{phone_number_id}/messages", post(messages))
-        .with_state(graph.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = common::serve_local(
+        axum::Router::new()
+            .route("/v21.0/{phone_number_id}/messages", post(messages))
+            .with_state(graph.clone()),
+    )
+    .await;
     let client = GraphClient::new(
-        format!("http://127.0.0.1:{port}/v21.0").parse().unwrap(),
+        format!("{base}/v21.0").parse().unwrap(),
         Some(SecretString::from(TOKEN.to_owned())),
         Duration::from_secs(5),
     )

@@ -146,6 +146,15 @@ impl TestApp {
     }
 }
 
+/// Serves `app` on a free loopback port for the rest of the test (a fake LLM or Graph API);
+/// returns `http://127.0.0.1:PORT`.
+pub async fn serve_local(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
 /// A notification with one text message per `(wamid, from, body)`.
 pub fn text_notification(messages: &[(&str, &str, &str)]) -> Vec<u8> {
     let messages: Vec<serde_json::Value> = messages
