@@ -11,6 +11,7 @@ use secrecy::SecretString;
 use tokio::sync::Notify;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
+use crate::engine::PromptReloader;
 use crate::store::Store;
 use crate::{admin, health, telemetry, webhook};
 
@@ -28,6 +29,9 @@ pub struct AppState {
     pub recent_contacts: Arc<webhook::RecentContacts>,
     /// `ZAGUAN_ADMIN_TOKEN`; `None`: the admin API answers 404.
     pub admin_token: Option<Arc<SecretString>>,
+    /// The running prompt set, for `GET /admin/prompts` and reloads; `None` when no engine
+    /// runs in this process (the routes then answer 404).
+    pub prompts: Option<Arc<PromptReloader>>,
 }
 
 impl AppState {
@@ -43,7 +47,14 @@ impl AppState {
             inbox_signal: Arc::new(Notify::new()),
             recent_contacts: Arc::new(webhook::RecentContacts::new()),
             admin_token: None,
+            prompts: None,
         }
+    }
+
+    /// Shows and reloads the prompt set through the admin API.
+    pub fn with_prompts(mut self, prompts: Arc<PromptReloader>) -> Self {
+        self.prompts = Some(prompts);
+        self
     }
 
     /// Opens the admin API to holders of `token`.
@@ -75,6 +86,11 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/admin/conversations/{wa_id}/reset",
             axum::routing::post(admin::api::reset),
+        )
+        .route("/admin/prompts", get(admin::api::prompts))
+        .route(
+            "/admin/prompts/reload",
+            axum::routing::post(admin::api::reload_prompts),
         )
         .layer(RequestBodyTimeoutLayer::new(BODY_TIMEOUT))
         .layer(TimeoutLayer::with_status_code(

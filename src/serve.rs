@@ -11,7 +11,7 @@ use crate::app::{self, AppState};
 use crate::config::Config;
 use crate::config::LlmProvider;
 use crate::engine::monitor::Monitor;
-use crate::engine::{Engine, EngineSettings, WorkerSettings, Workers};
+use crate::engine::{Engine, EngineSettings, PromptReloader, WorkerSettings, Workers};
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
 use crate::realestate::reminders::{ReminderSettings, Reminders};
@@ -56,13 +56,20 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     };
     let outbound = Arc::new(outbound(&config, store.clone())?);
     announce(&config);
+    let prompts = Arc::new(PromptReloader::new(
+        config.prompts_dir.clone(),
+        agents::known_tools(),
+        engine.clone(),
+    ));
+    let prompt_watch = prompts.clone().spawn();
 
     let state = AppState::new(
         store,
         config.whatsapp.verify_token.clone(),
         config.whatsapp.app_secret.clone(),
     )
-    .with_admin_token(config.admin_token.clone());
+    .with_admin_token(config.admin_token.clone())
+    .with_prompts(prompts);
     let monitor =
         Monitor::new(state.store.clone(), config.stuck_after).spawn(Duration::from_secs(30));
     let workers = Workers::spawn(
@@ -81,6 +88,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         .context("HTTP server failed")?;
     workers.stop().await;
     monitor.abort();
+    prompt_watch.abort();
     if let Some(reminders) = reminders {
         reminders.abort();
     }
@@ -109,7 +117,11 @@ pub fn build_engine(
                 config.prompts_dir.display()
             )
         })?;
-    tracing::info!(agents = registry.agents().count(), "prompts loaded");
+    tracing::info!(
+        agents = registry.agents().count(),
+        version = %registry.version(),
+        "prompts loaded"
+    );
     let llm = llm_chain(config, usage)?;
     let settings = EngineSettings {
         dialog_idle_ttl: config.dialog_idle_ttl,

@@ -5,25 +5,18 @@ mod common;
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use chrono::{Duration, Utc};
 use common::TestApp;
-use secrecy::SecretString;
 use serde_json::Value;
 use zaguan::domain::WaId;
 use zaguan::store::{MessageRole, NewMessage, Store};
 
-const TOKEN: &str = "admin-test-token";
+const TOKEN: &str = common::ADMIN_TOKEN;
+use common::bearer;
 
 fn app(store: Arc<dyn Store>, token: Option<&str>) -> TestApp {
-    let mut app = TestApp::with_store(store);
-    app.state = app
-        .state
-        .clone()
-        .with_admin_token(token.map(|t| SecretString::from(t.to_owned())));
-    app.router = zaguan::app::router(app.state.clone());
-    app
+    TestApp::with_store(store).with_admin(token)
 }
 
 async fn call(
@@ -33,23 +26,7 @@ async fn call(
     auth: Option<&str>,
     body: Option<&str>,
 ) -> (StatusCode, Value) {
-    let mut request = Request::builder().method(method).uri(uri);
-    if let Some(auth) = auth {
-        request = request.header("authorization", auth);
-    }
-    let request = match body {
-        Some(body) => request
-            .header("content-type", "application/json")
-            .body(Body::from(body.to_owned())),
-        None => request.body(Body::empty()),
-    }
-    .unwrap();
-    let (status, text) = app.request(request).await;
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn bearer() -> String {
-    format!("Bearer {TOKEN}")
+    app.admin(method, uri, auth, body).await
 }
 
 async fn every_route_needs_the_token(store: Arc<dyn Store>) {

@@ -25,8 +25,13 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Polls `GET path` until the server answers; returns the status line.
+/// `GET path`: the status line.
 fn http_get(port: u16, path: &str) -> Option<String> {
+    http_response(port, path).and_then(|response| response.lines().next().map(str::to_owned))
+}
+
+/// `GET path`: the whole response, headers and body.
+fn http_response(port: u16, path: &str) -> Option<String> {
     use std::io::Write;
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -37,7 +42,7 @@ fn http_get(port: u16, path: &str) -> Option<String> {
     .ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
-    response.lines().next().map(str::to_owned)
+    Some(response)
 }
 
 fn wait_until_serving(child: &mut Child, port: u16) {
@@ -88,6 +93,26 @@ fn serve_starts_with_embedded_defaults_and_stops_on_sigterm() {
     wait_until_serving(&mut child, port);
     assert!(http_get(port, "/readyz").unwrap().contains("200"));
 
+    // SIGHUP reloads the prompts (the same files: nothing changes) instead of killing it.
+    let status = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = http_response(port, "/metrics").unwrap_or_default();
+        if metrics.contains("zaguan_prompt_reloads_total{outcome=\"unchanged\"} 1") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no reload counted after SIGHUP:\n{metrics}"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "SIGHUP stopped zaguan");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -113,6 +138,7 @@ fn serve_starts_with_embedded_defaults_and_stops_on_sigterm() {
         "in-memory store",
         "WHATSAPP_APP_SECRET is unset",
         "dry run",
+        "SIGHUP: reloading the prompts",
         "shutdown signal received",
     ] {
         assert!(

@@ -15,6 +15,7 @@ use subtle::ConstantTimeEq;
 
 use crate::app::AppState;
 use crate::domain::WaId;
+use crate::engine::{PromptReloader, PromptStatus, Reloaded};
 use crate::store::{Conversation, ConversationQuery, Store, StoreError};
 
 /// Messages shown with one conversation.
@@ -29,6 +30,10 @@ pub enum AdminError {
     Unauthorized,
     BadRequest(String),
     NotFound(String),
+    /// The request is well formed but cannot be done as things are (409).
+    Conflict(String),
+    /// A prompt set with problems, each as `file:line: message` (422).
+    InvalidPrompts(Vec<String>),
     Store(StoreError),
 }
 
@@ -42,6 +47,20 @@ impl IntoResponse for AdminError {
             ),
             AdminError::BadRequest(why) => (StatusCode::BAD_REQUEST, why),
             AdminError::NotFound(what) => (StatusCode::NOT_FOUND, what),
+            AdminError::Conflict(why) => (StatusCode::CONFLICT, why),
+            AdminError::InvalidPrompts(problems) => {
+                return (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Json(json!({
+                        "error": format!(
+                            "{} problem(s) in the prompts folder; the running set stays",
+                            problems.len()
+                        ),
+                        "problems": problems,
+                    })),
+                )
+                    .into_response();
+            }
             AdminError::Store(StoreError::Unavailable(why)) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("store unavailable: {why}"),
@@ -60,7 +79,10 @@ impl std::fmt::Display for AdminError {
         match self {
             AdminError::Disabled => f.write_str("the admin API is off (no ZAGUAN_ADMIN_TOKEN)"),
             AdminError::Unauthorized => f.write_str("missing or wrong bearer token"),
-            AdminError::BadRequest(why) | AdminError::NotFound(why) => f.write_str(why),
+            AdminError::BadRequest(why) | AdminError::NotFound(why) | AdminError::Conflict(why) => {
+                f.write_str(why)
+            }
+            AdminError::InvalidPrompts(problems) => f.write_str(&problems.join("\n")),
             AdminError::Store(error) => write!(f, "{error}"),
         }
     }
@@ -280,4 +302,43 @@ pub async fn reset_conversation(
         "reset_by": operator,
         "reset_at": now,
     }))
+}
+
+fn reloader(state: &AppState) -> Result<&PromptReloader, AdminError> {
+    state
+        .prompts
+        .as_deref()
+        .ok_or_else(|| AdminError::NotFound("no prompt set in this process".to_owned()))
+}
+
+/// `GET /admin/prompts`: the active set's version (a hash of its files), load time and agents,
+/// and the last set refused since.
+pub async fn prompts(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<PromptStatus>, AdminError> {
+    authorize(&state, &headers)?;
+    Ok(Json(reloader(&state)?.status()))
+}
+
+/// `POST /admin/prompts/reload`: reads the folder now; 422 with every problem when the new set
+/// is refused (the running set stays).
+pub async fn reload_prompts(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    authorize(&state, &headers)?;
+    let reloader = reloader(&state)?;
+    let changed = match reloader.reload().await {
+        Ok(Reloaded::Loaded { .. }) => true,
+        Ok(Reloaded::Unchanged { .. }) => false,
+        Err(problems) => {
+            return Err(AdminError::InvalidPrompts(
+                problems.iter().map(ToString::to_string).collect(),
+            ));
+        }
+    };
+    let mut body = serde_json::to_value(reloader.status()).unwrap_or_default();
+    body["changed"] = json!(changed);
+    Ok(Json(body))
 }

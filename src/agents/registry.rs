@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use minijinja::syntax::SyntaxConfig;
 use minijinja::{AutoEscape, Environment, context};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 use super::keywords::KeywordIndex;
 pub use super::prompt::PromptProblem;
@@ -112,6 +113,9 @@ pub struct AgentRegistry {
     /// Whether `guard_translator` is among the templates.
     has_translator: bool,
     templates: Environment<'static>,
+    /// What was loaded, for operators: a hash of the files and when they were read.
+    version: String,
+    loaded_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl AgentRegistry {
@@ -132,6 +136,7 @@ impl AgentRegistry {
 
         let paths = prompt_paths(dir).map_err(|problem| vec![problem])?;
         let mut files = Vec::new();
+        let mut version = Sha256::new();
         for path in paths {
             let text = match std::fs::read_to_string(&path) {
                 Ok(text) => text,
@@ -144,6 +149,13 @@ impl AgentRegistry {
                     continue;
                 }
             };
+            for part in [
+                path.file_name().unwrap_or_default().as_encoded_bytes(),
+                text.as_bytes(),
+            ] {
+                version.update((part.len() as u64).to_le_bytes());
+                version.update(part);
+            }
             if let Some(file) = prompt::parse(&path, &text, known_tools, &mut problems) {
                 file.compile(&mut templates, &mut problems);
                 files.push(file);
@@ -257,7 +269,19 @@ impl AgentRegistry {
             has_translator,
             bodies,
             templates,
+            version: hex::encode(&version.finalize()[..6]),
+            loaded_at: chrono::Utc::now(),
         })
+    }
+
+    /// The first 12 hex digits of a SHA-256 over the files' names and contents: equal sets,
+    /// equal versions, whenever and wherever they are loaded.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    pub fn loaded_at(&self) -> chrono::DateTime<chrono::Utc> {
+        self.loaded_at
     }
 
     pub fn get(&self, name: &str) -> Option<&Agent> {

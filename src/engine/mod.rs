@@ -5,12 +5,14 @@
 
 pub mod history;
 pub mod monitor;
+pub mod reload;
 pub mod route;
 pub mod state;
 pub mod tools;
 pub mod turn;
 pub mod worker;
 
+pub use reload::{PromptReloader, PromptStatus, Reloaded};
 pub use route::{Route, RouteFallback, route_to_workflow};
 pub use state::{State, context_extractor};
 pub use tools::{ALL_ROLES, Tool, ToolContext, ToolError, ToolRegistry};

@@ -14,7 +14,7 @@
 //! inbound message, so a resumed turn never answers twice.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -25,7 +25,7 @@ use super::state::{State, context_extractor};
 use super::tools::{TOOL_TIMEOUT, ToolContext, ToolRegistry};
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext};
 use crate::domain::{WaId, WaMessageId};
-use crate::guard::GuardTranslator;
+use crate::guard::{GuardTranslator, LanguageDetector};
 use crate::llm::{Llm, LlmRequest, ToolCall};
 use crate::store::{
     InboxEntry, MessageRole, NewMessage, NewOutbox, PendingAction, Store, StoreError,
@@ -98,10 +98,36 @@ pub struct TurnOutcome {
 pub struct Engine {
     store: Arc<dyn Store>,
     llm: Arc<dyn Llm>,
-    agents: Arc<AgentRegistry>,
+    assistants: RwLock<Arc<Assistants>>,
+    languages: Arc<LanguageDetector>,
     tools: Arc<ToolRegistry>,
-    guard: GuardTranslator,
     settings: EngineSettings,
+}
+
+/// A prompt set and the guard that knows its names and texts, swapped whole on reload: a turn
+/// runs to its end with the set it started with.
+struct Assistants {
+    agents: Arc<AgentRegistry>,
+    guard: GuardTranslator,
+}
+
+impl Assistants {
+    fn new(
+        agents: Arc<AgentRegistry>,
+        tools: &ToolRegistry,
+        llm: &Arc<dyn Llm>,
+        languages: &Arc<LanguageDetector>,
+        settings: &EngineSettings,
+    ) -> Self {
+        let guard = GuardTranslator::new(
+            agents.clone(),
+            tools.names(),
+            llm.clone(),
+            languages.clone(),
+            settings.business_name.clone(),
+        );
+        Self { agents, guard }
+    }
 }
 
 /// What the last stored message asks for next.
@@ -132,21 +158,40 @@ impl Engine {
             let defaults = EngineSettings::default().languages;
             crate::guard::detector_for(&defaults).expect("the default languages are supported")
         });
-        let guard = GuardTranslator::new(
-            agents.clone(),
-            tools.names(),
-            llm.clone(),
-            languages,
-            settings.business_name.clone(),
-        );
+        let assistants = Assistants::new(agents, &tools, &llm, &languages, &settings);
         Self {
             store,
             llm,
-            agents,
+            assistants: RwLock::new(Arc::new(assistants)),
+            languages,
             tools,
-            guard,
             settings,
         }
+    }
+
+    /// The prompt set new turns start with.
+    pub fn prompts(&self) -> Arc<AgentRegistry> {
+        self.assistants().agents.clone()
+    }
+
+    /// Makes `agents` the set of every turn that starts from now on; turns in flight finish
+    /// with theirs.
+    pub fn reload(&self, agents: Arc<AgentRegistry>) {
+        let assistants = Arc::new(Assistants::new(
+            agents,
+            &self.tools,
+            &self.llm,
+            &self.languages,
+            &self.settings,
+        ));
+        *self.assistants.write().unwrap_or_else(|e| e.into_inner()) = assistants;
+    }
+
+    fn assistants(&self) -> Arc<Assistants> {
+        self.assistants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -162,6 +207,7 @@ impl Engine {
         inbox: &[InboxEntry],
     ) -> Result<TurnOutcome, EngineError> {
         let started = std::time::Instant::now();
+        let set = self.assistants();
         let mut state = context_extractor(self.store.as_ref(), wa_id).await?;
         if inbox.is_empty() {
             // Nothing to answer (a resumed turn always has its `processing` messages).
@@ -172,7 +218,7 @@ impl Engine {
                 transitions: 0,
             });
         }
-        let new = self.add_human_message(&mut state, inbox).await?;
+        let new = self.add_human_message(&set, &mut state, inbox).await?;
         let turn_started = Utc::now();
         if !new.is_empty() {
             self.before_assistant(&mut state, &new).await?;
@@ -190,7 +236,7 @@ impl Engine {
                         .pending_action
                         .as_ref()
                         .filter(|action| action.created_at >= turn_started);
-                    let parts = self.deliver(&state, &text, asked, reply_to).await?;
+                    let parts = self.deliver(&set, &state, &text, asked, reply_to).await?;
                     break TurnOutcome {
                         reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
                         parts,
@@ -208,11 +254,11 @@ impl Engine {
                 }
                 Next::Assistant => {
                     transitions += 1;
-                    self.assistant_node(&mut state, &mut llm_down).await?;
+                    self.assistant_node(&set, &mut state, &mut llm_down).await?;
                 }
                 Next::Router(calls) => {
                     transitions += 1;
-                    self.router(&mut state, calls).await?;
+                    self.router(&set, &mut state, calls).await?;
                 }
             }
         };
@@ -226,6 +272,7 @@ impl Engine {
     /// a subgraph idle past the TTL is left, so the new message starts from the primary agent.
     async fn add_human_message<'e>(
         &self,
+        set: &Assistants,
         state: &mut State,
         inbox: &'e [InboxEntry],
     ) -> Result<Vec<&'e InboxEntry>, EngineError> {
@@ -274,7 +321,7 @@ impl Engine {
         let lang = if written.is_empty() {
             state.lang.clone()
         } else {
-            self.guard
+            set.guard
                 .languages()
                 .follow(&written.join("\n"), state.lang.as_deref())
         };
@@ -406,11 +453,12 @@ impl Engine {
     /// offline reply (after keyword routing, where it finds the subgraph) answers instead.
     async fn assistant_node(
         &self,
+        set: &Assistants,
         state: &mut State,
         llm_down: &mut bool,
     ) -> Result<(), EngineError> {
         let role = state.user.role;
-        let (route, fallback) = route_to_workflow(&state.dialog_state, role, &self.agents);
+        let (route, fallback) = route_to_workflow(&state.dialog_state, role, &set.agents);
         if let Some(fallback) = fallback {
             tracing::warn!(
                 ?fallback,
@@ -426,7 +474,7 @@ impl Engine {
         metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
 
         if self.settings.fast_route
-            && let Some((target, message)) = self.keyword_delegation(state, agent)
+            && let Some((target, message)) = self.keyword_delegation(set, state, agent)
         {
             metrics::counter!("zaguan_fast_route_total", "agent" => target.name.clone())
                 .increment(1);
@@ -437,7 +485,7 @@ impl Engine {
         let message = if *llm_down {
             None
         } else {
-            let request = self.request_for(agent, state);
+            let request = self.request_for(set, agent, state);
             match self.llm.complete(&request).await {
                 Ok(response) => Some(ai_message(
                     &state.wa_id,
@@ -454,7 +502,7 @@ impl Engine {
         };
         let message = match message {
             Some(message) => message,
-            None => match self.keyword_delegation(state, agent) {
+            None => match self.keyword_delegation(set, state, agent) {
                 // Offline, keywords still find the right subgraph, whose offline reply is more
                 // useful than the primary's general one.
                 Some((target, delegation)) => {
@@ -476,7 +524,12 @@ impl Engine {
     /// The `To<X>Assistant` call the primary agent would make for the user's new message, when
     /// its keywords name exactly one reachable subgraph: written as if the LLM had made it, so
     /// the router, the history and every provider see an ordinary delegation.
-    fn keyword_delegation(&self, state: &State, agent: &Agent) -> Option<(&Agent, NewMessage)> {
+    fn keyword_delegation<'a>(
+        &self,
+        set: &'a Assistants,
+        state: &State,
+        agent: &Agent,
+    ) -> Option<(&'a Agent, NewMessage)> {
         if agent.kind != AgentKind::Primary || !state.dialog_state.is_empty() {
             return None;
         }
@@ -485,7 +538,7 @@ impl Engine {
             return None;
         }
         let text = &last.message.content;
-        let target = self.agents.keyword_route(text, agent, state.user.role)?;
+        let target = set.agents.keyword_route(text, agent, state.user.role)?;
         let call = ToolCall {
             id: crate::llm::new_call_id(),
             name: AgentRegistry::delegation_tool_name(&target.name),
@@ -497,7 +550,7 @@ impl Engine {
         ))
     }
 
-    fn request_for(&self, agent: &Agent, state: &State) -> LlmRequest {
+    fn request_for(&self, set: &Assistants, agent: &Agent, state: &State) -> LlmRequest {
         let role = state.user.role;
         let context = PromptContext {
             user_name: state.user.name.clone(),
@@ -507,7 +560,7 @@ impl Engine {
             now: spanish_now(Utc::now().with_timezone(&self.settings.timezone)),
             business_name: self.settings.business_name.clone(),
         };
-        let system = self
+        let system = set
             .agents
             .render_system_prompt(agent, &context)
             .unwrap_or_else(|error| {
@@ -520,7 +573,7 @@ impl Engine {
             .filter(|name| self.tools.allows(name, role))
             .filter_map(|name| self.tools.spec(name))
             .collect();
-        tools.extend(self.agents.delegation_tools(agent, role));
+        tools.extend(set.agents.delegation_tools(agent, role));
         if agent.kind == AgentKind::Subgraph {
             tools.push(AgentRegistry::complete_or_escalate());
         }
@@ -536,7 +589,12 @@ impl Engine {
     /// Router + RouterTool + enter/leave: every call gets exactly one tool message. A
     /// delegation or CompleteOrEscalate wins over the other calls of the same message, which
     /// are answered as not executed; otherwise regular tools run concurrently.
-    async fn router(&self, state: &mut State, calls: Vec<ToolCall>) -> Result<(), EngineError> {
+    async fn router(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+        calls: Vec<ToolCall>,
+    ) -> Result<(), EngineError> {
         let role = state.user.role;
         let caller = state
             .messages
@@ -544,9 +602,12 @@ impl Engine {
             .rev()
             .find(|m| m.message.role == MessageRole::Ai)
             .and_then(|m| m.message.agent.as_deref())
-            .and_then(|name| self.agents.get(name))
-            .unwrap_or_else(|| self.agents.primary_for(role));
-        let plans: Vec<Plan<'_>> = calls.iter().map(|c| self.plan(caller, role, c)).collect();
+            .and_then(|name| set.agents.get(name))
+            .unwrap_or_else(|| set.agents.primary_for(role));
+        let plans: Vec<Plan<'_>> = calls
+            .iter()
+            .map(|c| self.plan(set, caller, role, c))
+            .collect();
         let winner = plans
             .iter()
             .position(|p| matches!(p, Plan::Enter { .. } | Plan::Leave { .. }));
@@ -668,7 +729,13 @@ impl Engine {
         Ok(())
     }
 
-    fn plan<'a>(&'a self, caller: &Agent, role: crate::store::Role, call: &ToolCall) -> Plan<'a> {
+    fn plan<'a>(
+        &self,
+        set: &'a Assistants,
+        caller: &Agent,
+        role: crate::store::Role,
+        call: &ToolCall,
+    ) -> Plan<'a> {
         if call.name == COMPLETE_OR_ESCALATE {
             return if caller.kind == AgentKind::Subgraph {
                 let reason = call
@@ -684,7 +751,7 @@ impl Engine {
                 ))
             };
         }
-        if let Some(target) = self.agents.delegation_target(&call.name) {
+        if let Some(target) = set.agents.delegation_target(&call.name) {
             if target.name == caller.name {
                 return Plan::Refuse(format!(
                     "Error: you already are {}; help the user directly.",
@@ -731,6 +798,7 @@ impl Engine {
     /// The parts of a reply are queued in one write.
     async fn deliver(
         &self,
+        set: &Assistants,
         state: &State,
         text: &str,
         asked: Option<&PendingAction>,
@@ -746,7 +814,7 @@ impl Engine {
             return Ok(Vec::new());
         }
         let lang = state.lang.as_deref();
-        let mut bodies = self
+        let mut bodies = set
             .guard
             .guard(text, lang, state.wa_id.as_str())
             .await
@@ -754,7 +822,7 @@ impl Engine {
         let mut buttons = Vec::new();
         if let Some(action) = asked {
             // The summary with Confirm / Cancel buttons, as a last message of its own.
-            let summary = self
+            let summary = set
                 .guard
                 .guard(&action.summary, lang, state.wa_id.as_str())
                 .await

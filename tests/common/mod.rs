@@ -21,6 +21,12 @@ use zaguan::webhook::signature;
 
 pub const APP_SECRET: &str = "test-app-secret";
 pub const VERIFY_TOKEN: &str = "test-verify-token";
+pub const ADMIN_TOKEN: &str = "admin-test-token";
+
+/// `Bearer` + [`ADMIN_TOKEN`].
+pub fn bearer() -> String {
+    format!("Bearer {ADMIN_TOKEN}")
+}
 
 /// A database of its own on the MongoDB of `MONGODB_URI`, dropped by [`TestMongo::drop`].
 pub struct TestMongo {
@@ -114,6 +120,46 @@ impl TestApp {
             store,
             state,
         }
+    }
+
+    /// The same app with a new state (an admin token, a prompt set…), routed again.
+    pub fn with_state(mut self, change: impl FnOnce(AppState) -> AppState) -> Self {
+        self.state = change(self.state);
+        self.router = router(self.state.clone());
+        self
+    }
+
+    /// `with_state` opening the admin API to [`ADMIN_TOKEN`] (or keeping it closed).
+    pub fn with_admin(self, token: Option<&str>) -> Self {
+        self.with_state(|state| {
+            state.with_admin_token(token.map(|t| SecretString::from(t.to_owned())))
+        })
+    }
+
+    /// An admin API call: status and JSON body (`Null` when the body is not JSON).
+    pub async fn admin(
+        &self,
+        method: &str,
+        uri: &str,
+        auth: Option<&str>,
+        body: Option<&str>,
+    ) -> (StatusCode, serde_json::Value) {
+        let mut request = Request::builder().method(method).uri(uri);
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        let request = match body {
+            Some(body) => request
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_owned())),
+            None => request.body(Body::empty()),
+        }
+        .unwrap();
+        let (status, text) = self.request(request).await;
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
+        )
     }
 
     pub async fn request(&self, request: Request<Body>) -> (StatusCode, String) {
