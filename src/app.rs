@@ -32,6 +32,8 @@ pub struct AppState {
     /// The running prompt set, for `GET /admin/prompts` and reloads; `None` when no engine
     /// runs in this process (the routes then answer 404).
     pub prompts: Option<Arc<PromptReloader>>,
+    /// How long an operator's handoff lasts unless they say otherwise (`ZAGUAN_HANDOFF_TTL`).
+    pub handoff_ttl: Duration,
 }
 
 impl AppState {
@@ -48,12 +50,18 @@ impl AppState {
             recent_contacts: Arc::new(webhook::RecentContacts::new()),
             admin_token: None,
             prompts: None,
+            handoff_ttl: crate::engine::handoff::DEFAULT_HANDOFF_TTL,
         }
     }
 
     /// Shows and reloads the prompt set through the admin API.
     pub fn with_prompts(mut self, prompts: Arc<PromptReloader>) -> Self {
         self.prompts = Some(prompts);
+        self
+    }
+
+    pub fn with_handoff_ttl(mut self, ttl: Duration) -> Self {
+        self.handoff_ttl = ttl;
         self
     }
 
@@ -86,6 +94,18 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/admin/conversations/{wa_id}/reset",
             axum::routing::post(admin::api::reset),
+        )
+        .route(
+            "/admin/conversations/{wa_id}/handoff",
+            axum::routing::post(admin::api::take),
+        )
+        .route(
+            "/admin/conversations/{wa_id}/release",
+            axum::routing::post(admin::api::release),
+        )
+        .route(
+            "/admin/conversations/{wa_id}/messages",
+            axum::routing::post(admin::api::send_message),
         )
         .route("/admin/prompts", get(admin::api::prompts))
         .route(

@@ -48,6 +48,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_ADMIN_TOKEN",
     "ZAGUAN_DIALOG_IDLE_TTL",
     "ZAGUAN_STUCK_AFTER",
+    "ZAGUAN_HANDOFF_TTL",
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
     "RUST_LOG",
@@ -68,6 +69,8 @@ pub struct Config {
     pub dialog_idle_ttl: Duration,
     /// A conversation in an assistant idle this long counts as stuck (metrics, log).
     pub stuck_after: Duration,
+    /// An operator's handoff ends by itself after this (unless released before).
+    pub handoff_ttl: Duration,
     /// The business's time zone: "now" in prompts, dates said to customers.
     pub timezone: chrono_tz::Tz,
     /// ISO 639-1 codes of the languages customers are answered in.
@@ -208,6 +211,7 @@ impl Config {
         let anthropic_base_url = env.url("ANTHROPIC_BASE_URL", "https://api.anthropic.com");
         let dialog_idle_ttl = env.duration("ZAGUAN_DIALOG_IDLE_TTL", "24h");
         let stuck_after = env.duration("ZAGUAN_STUCK_AFTER", "2h");
+        let handoff_ttl = env.duration("ZAGUAN_HANDOFF_TTL", "2h");
         let timezone = env.parsed("ZAGUAN_TIMEZONE", "Europe/Madrid", |v| {
             v.parse::<chrono_tz::Tz>()
                 .map_err(|_| format!("`{v}` is not an IANA time zone like `Europe/Madrid`"))
@@ -293,6 +297,7 @@ impl Config {
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
             dialog_idle_ttl: dialog_idle_ttl.expect(checked),
             stuck_after: stuck_after.expect(checked),
+            handoff_ttl: handoff_ttl.expect(checked),
             timezone: timezone.expect(checked),
             languages: languages.expect(checked),
         })

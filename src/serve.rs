@@ -10,6 +10,7 @@ use crate::agents::{self, AgentRegistry};
 use crate::app::{self, AppState};
 use crate::config::Config;
 use crate::config::LlmProvider;
+use crate::engine::handoff::RequestHuman;
 use crate::engine::monitor::Monitor;
 use crate::engine::{Engine, EngineSettings, PromptReloader, WorkerSettings, Workers};
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
@@ -69,7 +70,8 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         config.whatsapp.app_secret.clone(),
     )
     .with_admin_token(config.admin_token.clone())
-    .with_prompts(prompts);
+    .with_prompts(prompts)
+    .with_handoff_ttl(config.handoff_ttl);
     let monitor =
         Monitor::new(state.store.clone(), config.stuck_after).spawn(Duration::from_secs(30));
     let workers = Workers::spawn(
@@ -105,7 +107,8 @@ pub fn build_engine(
     realestate: Arc<dyn RealEstateStore>,
     usage: Option<UsageRecorder>,
 ) -> anyhow::Result<Engine> {
-    let tools = crate::realestate::tools::registry(realestate);
+    let tools =
+        crate::realestate::tools::registry(realestate).with(RequestHuman::new(store.clone()));
     let registry =
         AgentRegistry::load(&config.prompts_dir, &agents::known_tools()).map_err(|problems| {
             for problem in &problems {

@@ -9,8 +9,8 @@ use axum::http::StatusCode;
 use chrono::{Duration, Utc};
 use common::TestApp;
 use serde_json::Value;
-use zaguan::domain::WaId;
-use zaguan::store::{MessageRole, NewMessage, Store};
+use zaguan::domain::{WaId, WaMessageId};
+use zaguan::store::{InboxEntry, InboxStatus, MessageRole, NewMessage, Store};
 
 const TOKEN: &str = common::ADMIN_TOKEN;
 use common::bearer;
@@ -34,6 +34,11 @@ async fn every_route_needs_the_token(store: Arc<dyn Store>) {
         ("GET", "/admin/conversations"),
         ("GET", "/admin/conversations/34600111222"),
         ("POST", "/admin/conversations/34600111222/reset"),
+        ("POST", "/admin/conversations/34600111222/handoff"),
+        ("POST", "/admin/conversations/34600111222/release"),
+        ("POST", "/admin/conversations/34600111222/messages"),
+        ("GET", "/admin/prompts"),
+        ("POST", "/admin/prompts/reload"),
     ];
     let closed = app(store.clone(), None);
     for (method, uri) in routes {
@@ -331,6 +336,55 @@ async fn the_cli_finds_shows_and_resets_a_stuck_conversation() {
     assert_eq!(conversation.reset_by.as_deref(), Some("ana"));
     assert_eq!(
         zaguan(&["list", "--state", "appointment_assistant"]).trim(),
+        "no conversation matches"
+    );
+
+    // Handoff: the customer wrote; an operator takes the conversation, answers, gives it back.
+    store
+        .insert_inbox(&[InboxEntry {
+            wamid: WaMessageId::parse("wamid.CLI1").unwrap(),
+            wa_id: stuck.clone(),
+            phone_number_id: "109876543210".into(),
+            kind: "text".into(),
+            text: Some("¿Puedo hablar con alguien?".into()),
+            payload: "{}".into(),
+            context_id: None,
+            sent_at: None,
+            status: InboxStatus::Done,
+            received_at: Utc::now(),
+            attempts: 0,
+        }])
+        .await
+        .unwrap();
+    let taken = zaguan(&["take", "34600000201", "--operator", "ana", "--for", "30m"]);
+    assert!(
+        taken.starts_with("34600000201 taken by ana until"),
+        "{taken}"
+    );
+    let table = zaguan(&["list", "--handoff", "active"]);
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("34600000201") && l.contains("ana until")),
+        "{table}"
+    );
+    let replied = zaguan(&[
+        "reply",
+        "34600000201",
+        "--operator",
+        "ana",
+        "Hola, soy **Ana**.",
+    ]);
+    assert_eq!(replied.trim(), "queued for 34600000201 in 1 message(s)");
+    let queued = store.unsent_outbox(&stuck).await.unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].body, "Hola, soy *Ana*.");
+    assert_eq!(queued[0].phone_number_id.as_deref(), Some("109876543210"));
+    let released = zaguan(&["release", "34600000201", "--operator", "ana"]);
+    assert_eq!(released.trim(), "34600000201: back to the bot");
+    assert_eq!(
+        zaguan(&["list", "--handoff", "active"]).trim(),
         "no conversation matches"
     );
     db.drop().await;

@@ -908,6 +908,25 @@ impl Store for CrashingStore {
     ) -> StoreResult<bool> {
         self.inner.reset_conversation(w, by, at).await
     }
+    async fn set_handoff(
+        &self,
+        w: &WaId,
+        h: Option<&zaguan::store::Handoff>,
+    ) -> StoreResult<bool> {
+        self.write()?;
+        self.inner.set_handoff(w, h).await
+    }
+    async fn request_handoff(
+        &self,
+        w: &WaId,
+        r: &zaguan::store::HandoffRequest,
+    ) -> StoreResult<()> {
+        self.write()?;
+        self.inner.request_handoff(w, r).await
+    }
+    async fn latest_inbox(&self, w: &WaId) -> StoreResult<Option<InboxEntry>> {
+        self.inner.latest_inbox(w).await
+    }
     async fn set_pending_action(
         &self,
         w: &WaId,

@@ -4,107 +4,22 @@
 
 mod common;
 
-use std::collections::VecDeque;
+use common::graph::{Answer, FakeGraph, Received, graph_error};
+
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::http::StatusCode;
 use chrono::Utc;
 use secrecy::SecretString;
-use serde_json::{Value, json};
+use serde_json::json;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
 use zaguan::store::{MemoryStore, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, Store};
 
 const TOKEN: &str = "EAAG-test-token";
 const PHONE_NUMBER_ID: &str = "109876543210";
-
-/// A request the fake Graph API received.
-#[derive(Debug, Clone)]
-struct Received {
-    phone_number_id: String,
-    authorization: Option<String>,
-    body: Value,
-    at: Instant,
-}
-
-/// A scripted answer: status, JSON body, optional `Retry-After` seconds.
-type Answer = (StatusCode, Value, Option<u64>);
-
-#[derive(Default)]
-struct FakeGraph {
-    received: Mutex<Vec<Received>>,
-    answers: Mutex<VecDeque<Answer>>,
-}
-
-impl FakeGraph {
-    fn received(&self) -> Vec<Received> {
-        self.received.lock().unwrap().clone()
-    }
-
-    /// The texts of the messages received (not the marks-as-read).
-    fn texts(&self) -> Vec<String> {
-        self.received()
-            .iter()
-            .filter_map(|r| {
-                r.body["text"]["body"]
-                    .as_str()
-                    .or(r.body["interactive"]["body"]["text"].as_str())
-                    .map(str::to_owned)
-            })
-            .collect()
-    }
-}
-
-async fn messages(
-    State(graph): State<Arc<FakeGraph>>,
-    Path(phone_number_id): Path<String>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Response {
-    let n = {
-        let mut received = graph.received.lock().unwrap();
-        received.push(Received {
-            phone_number_id,
-            authorization: headers
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned),
-            body: body.clone(),
-            at: Instant::now(),
-        });
-        received.len()
-    };
-    let scripted = graph.answers.lock().unwrap().pop_front();
-    let (status, answer, retry_after) = scripted.unwrap_or_else(|| {
-        let answer = if body.get("status").is_some() {
-            json!({"success": true})
-        } else {
-            json!({"messaging_product": "whatsapp",
-                   "contacts": [{"input": body["to"], "wa_id": body["to"]}],
-                   "messages": [{"id": format!("wamid.OUT{n}")}]})
-        };
-        (StatusCode::OK, answer, None)
-    });
-    let mut response = (status, Json(answer)).into_response();
-    if let Some(seconds) = retry_after {
-        response
-            .headers_mut()
-            .insert("retry-after", seconds.to_string().parse().unwrap());
-    }
-    response
-}
-
-fn graph_error(code: i64, message: &str) -> Value {
-    json!({"error": {"message": message, "type": "OAuthException", "code": code,
-                     "error_data": {"messaging_product": "whatsapp", "details": message},
-                     "fbtrace_id": "AbCdEf"}})
-}
 
 struct Channel {
     graph: Arc<FakeGraph>,
@@ -117,12 +32,7 @@ async fn channel(answers: Vec<Answer>, limits: SendLimits, settings: OutboundSet
         answers: Mutex::new(answers.into()),
         ..FakeGraph::default()
     });
-    let base = common::serve_local(
-        axum::Router::new()
-            .route("/v21.0/{phone_number_id}/messages", post(messages))
-            .with_state(graph.clone()),
-    )
-    .await;
+    let base = common::graph::serve(graph.clone()).await;
     let client = GraphClient::new(
         format!("{base}/v21.0").parse().unwrap(),
         Some(SecretString::from(TOKEN.to_owned())),

@@ -15,8 +15,9 @@ use subtle::ConstantTimeEq;
 
 use crate::app::AppState;
 use crate::domain::WaId;
+use crate::engine::handoff::{self, HandoffError};
 use crate::engine::{PromptReloader, PromptStatus, Reloaded};
-use crate::store::{Conversation, ConversationQuery, Store, StoreError};
+use crate::store::{Conversation, ConversationQuery, HandoffFilter, Store, StoreError};
 
 /// Messages shown with one conversation.
 const SHOWN_MESSAGES: usize = 20;
@@ -88,6 +89,19 @@ impl std::fmt::Display for AdminError {
     }
 }
 
+impl From<HandoffError> for AdminError {
+    fn from(error: HandoffError) -> Self {
+        match error {
+            HandoffError::NotFound(wa_id) => {
+                AdminError::NotFound(format!("no conversation {wa_id}"))
+            }
+            HandoffError::Conflict(why) => AdminError::Conflict(why),
+            HandoffError::Invalid(why) => AdminError::BadRequest(why),
+            HandoffError::Store(error) => AdminError::Store(error),
+        }
+    }
+}
+
 impl From<StoreError> for AdminError {
     fn from(error: StoreError) -> Self {
         AdminError::Store(error)
@@ -122,6 +136,23 @@ pub struct ConversationSummary {
     pub idle_seconds: Option<i64>,
     pub lang: Option<String>,
     pub pending_action: Option<String>,
+    /// The operator who has it now (an expired handoff is not shown).
+    pub handoff: Option<HandoffSummary>,
+    /// An assistant asked for a person and nobody took it yet.
+    pub handoff_requested: Option<HandoffRequestSummary>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HandoffSummary {
+    pub operator: String,
+    pub since: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HandoffRequestSummary {
+    pub at: DateTime<Utc>,
+    pub reason: String,
 }
 
 fn summary(c: &Conversation, now: DateTime<Utc>) -> ConversationSummary {
@@ -133,6 +164,19 @@ fn summary(c: &Conversation, now: DateTime<Utc>) -> ConversationSummary {
         idle_seconds: c.last_activity().map(|at| (now - at).num_seconds()),
         lang: c.lang.clone(),
         pending_action: c.pending_action.as_ref().map(|a| a.tool.clone()),
+        handoff: c
+            .handoff
+            .as_ref()
+            .filter(|h| h.is_active(now))
+            .map(|h| HandoffSummary {
+                operator: h.operator.clone(),
+                since: h.since,
+                until: h.until,
+            }),
+        handoff_requested: c.handoff_requested.as_ref().map(|r| HandoffRequestSummary {
+            at: r.at,
+            reason: r.reason.clone(),
+        }),
     }
 }
 
@@ -142,6 +186,8 @@ pub struct ListParams {
     pub state: Option<String>,
     /// `2h`, `30m`…: idle at least this long.
     pub idle_for: Option<String>,
+    /// `requested` (an assistant asked for a person) or `active` (an operator has it).
+    pub handoff: Option<String>,
     pub page: Option<usize>,
     pub limit: Option<usize>,
 }
@@ -175,9 +221,20 @@ pub async fn list_conversations(
     };
     let limit = params.limit.unwrap_or(50).clamp(1, MAX_PAGE);
     let page = params.page.unwrap_or(1).max(1);
+    let handoff = match params.handoff.as_deref().filter(|v| !v.is_empty()) {
+        None => None,
+        Some("requested") => Some(HandoffFilter::Requested),
+        Some("active") => Some(HandoffFilter::ActiveAt(now)),
+        Some(other) => {
+            return Err(AdminError::BadRequest(format!(
+                "handoff `{other}`: expected `requested` or `active`"
+            )));
+        }
+    };
     let query = ConversationQuery {
         agent: params.state.clone().filter(|s| !s.is_empty()),
         idle_since,
+        handoff,
         skip: (page - 1) * limit,
         limit,
     };
@@ -278,6 +335,15 @@ pub async fn reset(
         .map(Json)
 }
 
+/// The operator named in a request ("admin-api" when none).
+fn operator_name(operator: Option<&str>) -> String {
+    operator
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .unwrap_or("admin-api")
+        .to_owned()
+}
+
 /// Sends a conversation back to the primary agent, for the API and `zaguan conversations reset`.
 pub async fn reset_conversation(
     store: &dyn Store,
@@ -285,11 +351,7 @@ pub async fn reset_conversation(
     operator: Option<&str>,
 ) -> Result<serde_json::Value, AdminError> {
     let wa_id = wa_id(raw)?;
-    let operator = operator
-        .map(str::trim)
-        .filter(|o| !o.is_empty())
-        .unwrap_or("admin-api")
-        .to_owned();
+    let operator = operator_name(operator);
     let now = Utc::now();
     if !store.reset_conversation(&wa_id, &operator, now).await? {
         return Err(AdminError::NotFound(format!("no conversation {raw}")));
@@ -341,4 +403,130 @@ pub async fn reload_prompts(
     let mut body = serde_json::to_value(reloader.status()).unwrap_or_default();
     body["changed"] = json!(changed);
     Ok(Json(body))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct TakeBody {
+    operator: Option<String>,
+    /// `30m`, `2h`…: how long before it returns to the bot by itself (default
+    /// `ZAGUAN_HANDOFF_TTL`).
+    #[serde(rename = "for")]
+    for_: Option<String>,
+}
+
+/// `POST /admin/conversations/{wa_id}/handoff`: an operator takes the conversation; the bot
+/// stays silent until it is released or the handoff expires.
+pub async fn take(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    body: Option<Json<TakeBody>>,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    authorize(&state, &headers)?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    take_conversation(
+        state.store.as_ref(),
+        &raw,
+        body.operator.as_deref(),
+        body.for_.as_deref(),
+        state.handoff_ttl,
+    )
+    .await
+    .map(Json)
+}
+
+/// Takes a conversation for an operator, for the API and `zaguan conversations take`.
+pub async fn take_conversation(
+    store: &dyn Store,
+    raw: &str,
+    operator: Option<&str>,
+    for_: Option<&str>,
+    default_ttl: std::time::Duration,
+) -> Result<serde_json::Value, AdminError> {
+    let wa_id = wa_id(raw)?;
+    let ttl = match for_.map(str::trim).filter(|v| !v.is_empty()) {
+        Some(text) => humantime::parse_duration(text)
+            .ok()
+            .filter(|ttl| !ttl.is_zero())
+            .ok_or_else(|| {
+                AdminError::BadRequest(format!("for `{text}` is not a duration like 2h"))
+            })?,
+        None => default_ttl,
+    };
+    let handoff = handoff::take(store, &wa_id, &operator_name(operator), ttl, Utc::now()).await?;
+    Ok(json!({
+        "wa_id": wa_id.as_str(),
+        "handoff": {"operator": handoff.operator, "since": handoff.since, "until": handoff.until},
+    }))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct OperatorBody {
+    operator: Option<String>,
+}
+
+/// `POST /admin/conversations/{wa_id}/release`: back to the bot.
+pub async fn release(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    body: Option<Json<OperatorBody>>,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    authorize(&state, &headers)?;
+    let operator = body.and_then(|Json(b)| b.operator);
+    release_conversation(state.store.as_ref(), &raw, operator.as_deref())
+        .await
+        .map(Json)
+}
+
+/// Gives a conversation back to the bot, for the API and `zaguan conversations release`.
+pub async fn release_conversation(
+    store: &dyn Store,
+    raw: &str,
+    operator: Option<&str>,
+) -> Result<serde_json::Value, AdminError> {
+    let wa_id = wa_id(raw)?;
+    let released = handoff::release(store, &wa_id, &operator_name(operator), Utc::now()).await?;
+    Ok(json!({"wa_id": wa_id.as_str(), "released": released}))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct MessageBody {
+    operator: Option<String>,
+    text: Option<String>,
+}
+
+/// `POST /admin/conversations/{wa_id}/messages`: the operator's reply to the customer, sent
+/// through the outbox (formatted for WhatsApp, no LLM). 409 unless an operator has the
+/// conversation.
+pub async fn send_message(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    body: Option<Json<MessageBody>>,
+) -> Result<(StatusCode, Json<serde_json::Value>), AdminError> {
+    authorize(&state, &headers)?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let queued = operator_message(
+        state.store.as_ref(),
+        &raw,
+        body.operator.as_deref(),
+        body.text.as_deref().unwrap_or_default(),
+    )
+    .await?;
+    // The workers send it now rather than at their next poll.
+    state.inbox_signal.notify_one();
+    Ok((StatusCode::ACCEPTED, Json(queued)))
+}
+
+/// Queues an operator's reply, for the API and `zaguan conversations reply`.
+pub async fn operator_message(
+    store: &dyn Store,
+    raw: &str,
+    operator: Option<&str>,
+    text: &str,
+) -> Result<serde_json::Value, AdminError> {
+    let wa_id = wa_id(raw)?;
+    let reply = handoff::reply(store, &wa_id, &operator_name(operator), text, Utc::now()).await?;
+    Ok(json!({"wa_id": wa_id.as_str(), "parts": reply.parts}))
 }

@@ -20,6 +20,7 @@ pub use registry::{
 pub fn known_tools() -> BTreeSet<String> {
     crate::realestate::tools::TOOL_NAMES
         .iter()
+        .chain([&crate::engine::handoff::REQUEST_HUMAN])
         .map(|name| (*name).to_owned())
         .collect()
 }

@@ -3,6 +3,7 @@
 //! `dialog_state`, assistants run (delegating with `To<X>Assistant`, returning with
 //! `CompleteOrEscalate`), and every node's effect is stored before the next one runs.
 
+pub mod handoff;
 pub mod history;
 pub mod monitor;
 pub mod reload;

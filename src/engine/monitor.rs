@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::domain::WaId;
-use crate::store::{ConversationQuery, Store, StoreError};
+use crate::store::{ConversationQuery, HandoffFilter, Store, StoreError};
 
 /// Most stuck conversations looked at per check.
 const MAX_STUCK: usize = 10_000;
@@ -23,6 +23,10 @@ pub struct Health {
     pub inbox_failed: u64,
     pub active_leases: u64,
     pub stuck: u64,
+    /// Conversations an operator answers right now.
+    pub handoffs_active: u64,
+    /// Conversations where an assistant asked for a person and nobody took them yet.
+    pub handoffs_requested: u64,
 }
 
 pub struct Monitor {
@@ -65,6 +69,7 @@ impl Monitor {
             .list_conversations(&ConversationQuery {
                 agent: None,
                 idle_since: Some(stuck_since),
+                handoff: None,
                 skip: 0,
                 limit: MAX_STUCK,
             })
@@ -90,6 +95,21 @@ impl Monitor {
             }
             reported.retain(|wa_id| now_stuck.contains(wa_id));
         }
+        let handoffs = |filter| ConversationQuery {
+            handoff: Some(filter),
+            limit: MAX_STUCK,
+            ..ConversationQuery::default()
+        };
+        let handoffs_active = self
+            .store
+            .list_conversations(&handoffs(HandoffFilter::ActiveAt(now)))
+            .await?
+            .len() as u64;
+        let handoffs_requested = self
+            .store
+            .list_conversations(&handoffs(HandoffFilter::Requested))
+            .await?
+            .len() as u64;
         let health = Health {
             inbox_open: backlog.open,
             oldest_pending_seconds: backlog
@@ -98,6 +118,8 @@ impl Monitor {
             inbox_failed: backlog.failed,
             active_leases,
             stuck: stuck.len() as u64,
+            handoffs_active,
+            handoffs_requested,
         };
         metrics::gauge!("zaguan_inbox_backlog").set(health.inbox_open as f64);
         metrics::gauge!("zaguan_inbox_oldest_pending_seconds")
@@ -105,6 +127,9 @@ impl Monitor {
         metrics::gauge!("zaguan_inbox_failed").set(health.inbox_failed as f64);
         metrics::gauge!("zaguan_active_leases").set(health.active_leases as f64);
         metrics::gauge!("zaguan_stuck_conversations").set(health.stuck as f64);
+        metrics::gauge!("zaguan_handoffs", "state" => "active").set(health.handoffs_active as f64);
+        metrics::gauge!("zaguan_handoffs", "state" => "requested")
+            .set(health.handoffs_requested as f64);
         Ok(health)
     }
 }

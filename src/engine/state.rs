@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use crate::domain::WaId;
 use crate::llm::ChatMessage;
 use crate::realestate::GeoPoint;
-use crate::store::{MessageRole, PendingAction, Role, Store, StoreResult, StoredMessage, User};
+use crate::store::{
+    Handoff, MessageRole, PendingAction, Role, Store, StoreResult, StoredMessage, User,
+};
 
 /// Messages loaded per turn: hygiene keeps a window of 50 out of these.
 pub const LOADED_MESSAGES: usize = 120;
@@ -24,6 +26,8 @@ pub struct State {
     pub pending_action: Option<PendingAction>,
     /// The last location the user shared.
     pub location: Option<GeoPoint>,
+    /// An operator answers instead of the bot (when still active).
+    pub handoff: Option<Handoff>,
     /// The stored history, oldest first (the last [`LOADED_MESSAGES`]).
     pub messages: Vec<StoredMessage>,
 }
@@ -82,6 +86,7 @@ pub async fn context_extractor(store: &dyn Store, wa_id: &WaId) -> StoreResult<S
         state_entered_at: conversation.state_entered_at,
         pending_action: conversation.pending_action,
         location: conversation.location,
+        handoff: conversation.handoff,
         messages,
     })
 }

@@ -194,6 +194,17 @@ impl Engine {
             .clone()
     }
 
+    /// Whether an operator has the conversation now: the worker then shows no "typing…", as
+    /// the bot will not answer. A store error says no (the turn itself checks again).
+    pub async fn held_by_operator(&self, wa_id: &WaId) -> bool {
+        match self.store.conversation(wa_id).await {
+            Ok(Some(conversation)) => conversation
+                .handoff
+                .is_some_and(|handoff| handoff.is_active(Utc::now())),
+            _ => false,
+        }
+    }
+
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
@@ -220,6 +231,23 @@ impl Engine {
         }
         let new = self.add_human_message(&set, &mut state, inbox).await?;
         let turn_started = Utc::now();
+        if let Some(handoff) = state.handoff.take() {
+            if handoff.is_active(turn_started) {
+                // An operator answers: the messages are in the history for them (and for the
+                // assistants once the conversation is back), the bot says nothing.
+                tracing::info!(operator = %handoff.operator, "message held for the operator");
+                metrics::counter!("zaguan_turns_total", "outcome" => "handoff").increment(1);
+                return Ok(TurnOutcome {
+                    reply: None,
+                    parts: Vec::new(),
+                    dialog_state: state.dialog_state,
+                    transitions: 0,
+                });
+            }
+            tracing::info!(operator = %handoff.operator, "handoff expired: the bot answers again");
+            metrics::counter!("zaguan_handoffs_ended_total", "how" => "expired").increment(1);
+            self.store.set_handoff(&state.wa_id, None).await?;
+        }
         if !new.is_empty() {
             self.before_assistant(&mut state, &new).await?;
         }

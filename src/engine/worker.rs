@@ -214,7 +214,11 @@ async fn process_conversation(
             break;
         }
         let last = open.last().expect("not empty");
-        let typing = outbound.typing(&last.phone_number_id, &last.wamid);
+        let typing = if engine.held_by_operator(wa_id).await {
+            None
+        } else {
+            Some(outbound.typing(&last.phone_number_id, &last.wamid))
+        };
         let turn = engine.run_turn(wa_id, &open).await;
         drop(typing);
         match turn {

@@ -20,6 +20,11 @@ pub use leak::{Leak, LeakGuard};
 /// The languages served unless `ZAGUAN_LANGUAGES` says otherwise.
 pub const DEFAULT_LANGUAGES: &[&str] = &["es", "en", "pt", "fr", "de", "it", "ca"];
 
+/// Markdown as WhatsApp messages: formatted, then split to WhatsApp's length limit.
+pub fn whatsapp_parts(markdown: &str) -> Vec<String> {
+    split::split(&format::to_whatsapp(markdown), split::MAX_CHARS)
+}
+
 /// One detector per set of languages for the whole process: building one loads language
 /// models, and tests build many engines.
 pub fn detector_for(codes: &[String]) -> Result<Arc<LanguageDetector>, String> {
@@ -122,7 +127,7 @@ impl GuardTranslator {
         let parts = if text.is_empty() {
             Vec::new()
         } else {
-            split::split(&format::to_whatsapp(&text), split::MAX_CHARS)
+            whatsapp_parts(&text)
         };
         let parts = if parts.is_empty() {
             tracing::warn!("nothing left to send; answering with an apology");

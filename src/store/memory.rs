@@ -362,6 +362,34 @@ impl Store for MemoryStore {
         Ok(true)
     }
 
+    async fn set_handoff(&self, wa_id: &WaId, handoff: Option<&Handoff>) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let Some(conversation) = inner.conversations.get_mut(wa_id) else {
+            return Ok(false);
+        };
+        if handoff.is_some() {
+            conversation.handoff_requested = None;
+        }
+        conversation.handoff = handoff.cloned();
+        Ok(true)
+    }
+
+    async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).handoff_requested = Some(request.clone());
+        Ok(())
+    }
+
+    async fn latest_inbox(&self, wa_id: &WaId) -> StoreResult<Option<InboxEntry>> {
+        let inner = self.lock();
+        Ok(inner
+            .inbox_order
+            .iter()
+            .rev()
+            .filter_map(|id| inner.inbox.get(id))
+            .find(|entry| &entry.wa_id == wa_id)
+            .cloned())
+    }
+
     async fn set_pending_action(
         &self,
         wa_id: &WaId,

@@ -31,6 +31,7 @@ pub(crate) fn page_of_conversations(
         query
             .idle_since
             .is_none_or(|since| c.last_activity().is_none_or(|at| at <= since))
+            && query.handoff.is_none_or(|filter| filter.admits(c))
     });
     conversations.sort_by(|a, b| (a.last_activity(), &a.wa_id).cmp(&(b.last_activity(), &b.wa_id)));
     conversations
@@ -161,6 +162,16 @@ pub trait Store: Send + Sync + 'static {
         by: &str,
         at: DateTime<Utc>,
     ) -> StoreResult<bool>;
+
+    /// Gives the conversation to an operator (clearing any request for one), or with `None`
+    /// back to the bot. `false` when there is no such conversation.
+    async fn set_handoff(&self, wa_id: &WaId, handoff: Option<&Handoff>) -> StoreResult<bool>;
+
+    /// Flags the conversation for an operator.
+    async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()>;
+
+    /// The last message received from `wa_id`, whatever its status.
+    async fn latest_inbox(&self, wa_id: &WaId) -> StoreResult<Option<InboxEntry>>;
 
     /// Holds (or, with `None`, drops) the action awaiting the user's confirmation.
     async fn set_pending_action(

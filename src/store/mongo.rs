@@ -271,6 +271,21 @@ fn conversation(doc: &Document) -> StoreResult<Conversation> {
         location: doc.get_document("location").ok().and_then(geo_point),
         reset_by: f.str("reset_by"),
         reset_at: f.date("reset_at"),
+        handoff: doc.get_document("handoff").ok().and_then(|doc| {
+            let f = Fields(doc);
+            Some(Handoff {
+                operator: f.str("operator").unwrap_or_default(),
+                since: f.date("since")?,
+                until: f.date("until")?,
+            })
+        }),
+        handoff_requested: doc.get_document("handoff_requested").ok().and_then(|doc| {
+            let f = Fields(doc);
+            Some(HandoffRequest {
+                at: f.date("at")?,
+                reason: f.str("reason").unwrap_or_default(),
+            })
+        }),
     })
 }
 
@@ -886,10 +901,19 @@ impl Store for MongoStore {
         &self,
         query: &ConversationQuery,
     ) -> StoreResult<Vec<Conversation>> {
-        let filter = match &query.agent {
+        let mut filter = match &query.agent {
             Some(agent) => doc! {"dialog_state": agent},
             None => doc! {},
         };
+        match query.handoff {
+            Some(HandoffFilter::Requested) => {
+                filter.insert("handoff_requested", doc! {"$exists": true});
+            }
+            Some(HandoffFilter::ActiveAt(now)) => {
+                filter.insert("handoff.until", doc! {"$gt": date(now)});
+            }
+            None => {}
+        }
         let cursor = bounded(self.coll("conversations").find(filter)).await?;
         let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
         let conversations = docs
@@ -924,6 +948,46 @@ impl Store for MongoStore {
         ))
         .await?;
         Ok(result.matched_count > 0)
+    }
+
+    async fn set_handoff(&self, wa_id: &WaId, handoff: Option<&Handoff>) -> StoreResult<bool> {
+        let update = match handoff {
+            Some(handoff) => doc! {
+                "$set": {"handoff": {
+                    "operator": &handoff.operator,
+                    "since": date(handoff.since),
+                    "until": date(handoff.until),
+                }},
+                "$unset": {"handoff_requested": ""},
+            },
+            None => doc! {"$unset": {"handoff": ""}},
+        };
+        let result = bounded(
+            self.coll("conversations")
+                .update_one(doc! {"_id": wa_id.as_str()}, update),
+        )
+        .await?;
+        Ok(result.matched_count > 0)
+    }
+
+    async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()> {
+        let requested = doc! {"at": date(request.at), "reason": &request.reason};
+        upsert_one(
+            &self.coll("conversations"),
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {"handoff_requested": requested}},
+        )
+        .await
+    }
+
+    async fn latest_inbox(&self, wa_id: &WaId) -> StoreResult<Option<InboxEntry>> {
+        let found = bounded(
+            self.coll("inbox")
+                .find_one(doc! {"wa_id": wa_id.as_str()})
+                .sort(doc! {"received_at": -1, "_id": -1}),
+        )
+        .await?;
+        found.as_ref().map(inbox_entry).transpose()
     }
 
     async fn set_pending_action(

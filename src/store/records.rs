@@ -187,6 +187,33 @@ pub struct Conversation {
     /// Who last reset the conversation by hand, and when.
     pub reset_by: Option<String>,
     pub reset_at: Option<DateTime<Utc>>,
+    /// A human operator has the conversation: the bot stays silent.
+    pub handoff: Option<Handoff>,
+    /// An assistant asked for a person, and no operator has taken the conversation yet.
+    pub handoff_requested: Option<HandoffRequest>,
+}
+
+/// `conversations.handoff`: an operator answers instead of the bot until they release the
+/// conversation or `until` passes, whichever comes first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handoff {
+    pub operator: String,
+    pub since: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+}
+
+impl Handoff {
+    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
+        now < self.until
+    }
+}
+
+/// `conversations.handoff_requested`: the customer asked for a person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffRequest {
+    pub at: DateTime<Utc>,
+    /// In the assistant's words, for the operator.
+    pub reason: String,
 }
 
 impl Conversation {
@@ -210,6 +237,8 @@ impl Conversation {
             location: None,
             reset_by: None,
             reset_at: None,
+            handoff: None,
+            handoff_requested: None,
         }
     }
 }
@@ -232,8 +261,30 @@ pub struct ConversationQuery {
     pub agent: Option<String>,
     /// Only conversations with no activity since then.
     pub idle_since: Option<DateTime<Utc>>,
+    /// Only conversations in this handoff state.
+    pub handoff: Option<HandoffFilter>,
     pub skip: usize,
     pub limit: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandoffFilter {
+    /// An assistant asked for a person; nobody took it yet.
+    Requested,
+    /// An operator has it at this instant.
+    ActiveAt(DateTime<Utc>),
+}
+
+impl HandoffFilter {
+    pub fn admits(self, conversation: &Conversation) -> bool {
+        match self {
+            HandoffFilter::Requested => conversation.handoff_requested.is_some(),
+            HandoffFilter::ActiveAt(now) => conversation
+                .handoff
+                .as_ref()
+                .is_some_and(|handoff| handoff.is_active(now)),
+        }
+    }
 }
 
 /// A tool call that changes data, held until the user confirms it (`conversations.pending_action`).

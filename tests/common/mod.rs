@@ -5,6 +5,8 @@
     reason = "each test crate uses a different part of the helpers"
 )]
 
+pub mod graph;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

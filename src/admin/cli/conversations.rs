@@ -1,4 +1,5 @@
-//! `zaguan conversations list|show|reset`: the admin API's views, straight against the store,
+//! `zaguan conversations list|show|reset|take|reply|release`: the admin API, straight against
+//! the store,
 //! for an operator on a box with `MONGODB_URI`. Tables for people, `--json` (the API's exact
 //! JSON) for scripts.
 
@@ -28,6 +29,10 @@ pub enum ConversationsCommand {
         /// Only those idle at least this long (e.g. 2h, 30m).
         #[arg(long)]
         idle_for: Option<String>,
+        /// Only those where an assistant asked for a person (`requested`) or an operator
+        /// answers (`active`).
+        #[arg(long)]
+        handoff: Option<String>,
         #[arg(long, default_value_t = 1)]
         page: usize,
         #[arg(long, default_value_t = 50)]
@@ -42,6 +47,32 @@ pub enum ConversationsCommand {
         #[arg(long, default_value = "cli")]
         operator: String,
     },
+    /// An operator takes the conversation: the bot stays silent until `release` or the end of
+    /// the handoff.
+    Take {
+        wa_id: String,
+        /// Who answers instead of the bot.
+        #[arg(long)]
+        operator: String,
+        /// How long before it returns to the bot by itself (default ZAGUAN_HANDOFF_TTL).
+        #[arg(long = "for")]
+        for_: Option<String>,
+    },
+    /// Sends the operator's reply (WhatsApp formatting applies; a running `zaguan serve`
+    /// delivers it within a second).
+    Reply {
+        wa_id: String,
+        #[arg(long)]
+        operator: String,
+        /// The message; Markdown like the bot's (**bold**, lists, links).
+        text: String,
+    },
+    /// Back to the bot.
+    Release {
+        wa_id: String,
+        #[arg(long, default_value = "cli")]
+        operator: String,
+    },
 }
 
 pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> {
@@ -51,12 +82,14 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
         ConversationsCommand::List {
             state,
             idle_for,
+            handoff,
             page,
             limit,
         } => {
             let params = ListParams {
                 state: state.clone(),
                 idle_for: idle_for.clone(),
+                handoff: handoff.clone(),
                 page: Some(*page),
                 limit: Some(*limit),
             };
@@ -65,6 +98,28 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
         ConversationsCommand::Show { wa_id } => api::show_conversation(store, wa_id).await,
         ConversationsCommand::Reset { wa_id, operator } => {
             api::reset_conversation(store, wa_id, Some(operator)).await
+        }
+        ConversationsCommand::Take {
+            wa_id,
+            operator,
+            for_,
+        } => {
+            api::take_conversation(
+                store,
+                wa_id,
+                Some(operator),
+                for_.as_deref(),
+                config.handoff_ttl,
+            )
+            .await
+        }
+        ConversationsCommand::Reply {
+            wa_id,
+            operator,
+            text,
+        } => api::operator_message(store, wa_id, Some(operator), text).await,
+        ConversationsCommand::Release { wa_id, operator } => {
+            api::release_conversation(store, wa_id, Some(operator)).await
         }
     }
     .map_err(|error| anyhow::anyhow!("{error}"))?;
@@ -79,6 +134,28 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
                 text(&value["wa_id"]),
                 text(&value["reset_by"])
             ),
+            ConversationsCommand::Take { .. } => format!(
+                "{} taken by {} until {}: the bot stays silent; reply with `zaguan conversations \
+                 reply`, give it back with `release`",
+                text(&value["wa_id"]),
+                text(&value["handoff"]["operator"]),
+                text(&value["handoff"]["until"])
+            ),
+            ConversationsCommand::Reply { .. } => format!(
+                "queued for {} in {} message(s)",
+                text(&value["wa_id"]),
+                value["parts"].as_array().map_or(0, Vec::len)
+            ),
+            ConversationsCommand::Release { .. } => {
+                if value["released"] == Value::Bool(true) {
+                    format!("{}: back to the bot", text(&value["wa_id"]))
+                } else {
+                    format!(
+                        "{}: no operator had it; the bot answers",
+                        text(&value["wa_id"])
+                    )
+                }
+            }
         }
     };
     println!("{text}");
@@ -119,7 +196,7 @@ fn idle(value: &Value) -> String {
 }
 
 fn list_table(value: &Value) -> String {
-    let rows: Vec<[String; 5]> = value["conversations"]
+    let rows: Vec<[String; 6]> = value["conversations"]
         .as_array()
         .into_iter()
         .flatten()
@@ -130,13 +207,30 @@ fn list_table(value: &Value) -> String {
                 idle(&c["idle_seconds"]),
                 text(&c["pending_action"]),
                 text(&c["lang"]),
+                handoff(c),
             ]
         })
         .collect();
     if rows.is_empty() {
         return "no conversation matches".to_owned();
     }
-    table(["WA_ID", "STATE", "IDLE", "PENDING", "LANG"], &rows)
+    table(
+        ["WA_ID", "STATE", "IDLE", "PENDING", "LANG", "HANDOFF"],
+        &rows,
+    )
+}
+
+/// `lucia until 14:05`, `requested`, or `-`.
+fn handoff(c: &Value) -> String {
+    if let Some(operator) = c["handoff"]["operator"].as_str() {
+        let until = text(&c["handoff"]["until"]);
+        let until = until.get(11..16).unwrap_or(&until);
+        format!("{operator} until {until} UTC")
+    } else if !c["handoff_requested"].is_null() {
+        "requested".to_owned()
+    } else {
+        "-".to_owned()
+    }
 }
 
 fn show_text(value: &Value) -> String {
@@ -148,6 +242,13 @@ fn show_text(value: &Value) -> String {
         idle(&c["idle_seconds"]),
         text(&c["lang"])
     );
+    if c["handoff"].is_object() || !c["handoff_requested"].is_null() {
+        out.push_str(&format!("handoff: {}", handoff(c)));
+        if let Some(reason) = c["handoff_requested"]["reason"].as_str() {
+            out.push_str(&format!(" — asked: {reason}"));
+        }
+        out.push('\n');
+    }
     if let Some(action) = value["pending_action"].as_object() {
         out.push_str(&format!(
             "pending: {} — {}\n",

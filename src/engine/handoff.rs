@@ -1,0 +1,242 @@
+//! Human handoff: an operator takes a conversation, the bot stays silent (the customer's
+//! messages are still stored), the operator's replies go out through the outbox and the
+//! WhatsApp formatter, and the conversation returns to the bot when the operator releases it or
+//! the handoff expires. Assistants flag conversations for a person with `request_human`.
+//!
+//! Only these operations and the expiry end a handoff: status webhooks and the business's own
+//! echoes never reach the engine as customer messages.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::tools::{Tool, ToolContext, ToolError};
+use crate::domain::WaId;
+use crate::llm::ToolSpec;
+use crate::store::{
+    Handoff, HandoffRequest, MessageRole, NewMessage, NewOutbox, Store, StoreError,
+};
+
+/// The tool an assistant calls when the customer asks for a person.
+pub const REQUEST_HUMAN: &str = "request_human";
+
+/// How long a handoff lasts unless released (`ZAGUAN_HANDOFF_TTL`).
+pub const DEFAULT_HANDOFF_TTL: Duration = Duration::from_secs(2 * 3600);
+
+/// The `agent` of the messages an operator sends, in the history.
+pub const OPERATOR_AGENT: &str = "operator";
+
+/// WhatsApp answers free-form messages only within 24 hours of the customer's last message.
+const SERVICE_WINDOW: chrono::Duration = chrono::Duration::hours(24);
+
+/// Why a handoff operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum HandoffError {
+    #[error("no conversation {0}")]
+    NotFound(String),
+    /// The operation does not fit the conversation's state (not taken, window closed…).
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Gives `wa_id`'s conversation to `operator` for `ttl`; any request for a person is settled
+/// and any action awaiting the customer's yes is dropped (the operator decides now).
+pub async fn take(
+    store: &dyn Store,
+    wa_id: &WaId,
+    operator: &str,
+    ttl: Duration,
+    now: DateTime<Utc>,
+) -> Result<Handoff, HandoffError> {
+    let handoff = Handoff {
+        operator: operator.to_owned(),
+        since: now,
+        until: now + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX),
+    };
+    if !store.set_handoff(wa_id, Some(&handoff)).await? {
+        return Err(HandoffError::NotFound(wa_id.as_str().to_owned()));
+    }
+    store.set_pending_action(wa_id, None).await?;
+    tracing::info!(conversation.id = %wa_id.masked(), %operator, until = %handoff.until, "conversation taken by an operator");
+    metrics::counter!("zaguan_handoffs_total").increment(1);
+    Ok(handoff)
+}
+
+/// Gives the conversation back to the bot; `false` when no operator had it.
+pub async fn release(
+    store: &dyn Store,
+    wa_id: &WaId,
+    operator: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, HandoffError> {
+    let Some(conversation) = store.conversation(wa_id).await? else {
+        return Err(HandoffError::NotFound(wa_id.as_str().to_owned()));
+    };
+    let was_active = conversation
+        .handoff
+        .as_ref()
+        .is_some_and(|handoff| handoff.is_active(now));
+    if conversation.handoff.is_some() {
+        store.set_handoff(wa_id, None).await?;
+    }
+    if was_active {
+        tracing::info!(conversation.id = %wa_id.masked(), %operator, "conversation released to the bot");
+        metrics::counter!("zaguan_handoffs_ended_total", "how" => "released").increment(1);
+    }
+    Ok(was_active)
+}
+
+/// What an operator's reply became.
+#[derive(Debug, Clone)]
+pub struct OperatorReply {
+    /// The WhatsApp messages queued, in order.
+    pub parts: Vec<String>,
+}
+
+/// Queues `text` from `operator` to the customer: formatted and split for WhatsApp like the
+/// bot's replies (no LLM, no translation), stored in the history as the operator's, sent by the
+/// workers. Only while the operator's handoff is active, and within the 24-hour window.
+pub async fn reply(
+    store: &dyn Store,
+    wa_id: &WaId,
+    operator: &str,
+    text: &str,
+    now: DateTime<Utc>,
+) -> Result<OperatorReply, HandoffError> {
+    if text.trim().is_empty() {
+        return Err(HandoffError::Invalid("the reply is empty".to_owned()));
+    }
+    let Some(conversation) = store.conversation(wa_id).await? else {
+        return Err(HandoffError::NotFound(wa_id.as_str().to_owned()));
+    };
+    if !conversation
+        .handoff
+        .as_ref()
+        .is_some_and(|handoff| handoff.is_active(now))
+    {
+        return Err(HandoffError::Conflict(
+            "the bot has this conversation: take it first (its replies and yours would cross)"
+                .to_owned(),
+        ));
+    }
+    let Some(last) = store.latest_inbox(wa_id).await? else {
+        return Err(HandoffError::Conflict(
+            "the customer has not written yet: WhatsApp only allows templates".to_owned(),
+        ));
+    };
+    if now - last.received_at > SERVICE_WINDOW {
+        return Err(HandoffError::Conflict(format!(
+            "the customer last wrote at {}: past WhatsApp's 24-hour window, only templates \
+             can be sent",
+            last.received_at
+        )));
+    }
+    let parts = crate::guard::whatsapp_parts(text);
+    if parts.is_empty() {
+        return Err(HandoffError::Invalid(
+            "the reply has no text once formatted".to_owned(),
+        ));
+    }
+    store
+        .append_message(NewMessage {
+            wa_id: wa_id.clone(),
+            role: MessageRole::Ai,
+            content: text.to_owned(),
+            agent: Some(OPERATOR_AGENT.to_owned()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            wamids: Vec::new(),
+            at: now,
+        })
+        .await?;
+    let count = u32::try_from(parts.len()).unwrap_or(u32::MAX);
+    let outbox: Vec<NewOutbox> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, body)| NewOutbox {
+            phone_number_id: Some(last.phone_number_id.clone()),
+            part: u32::try_from(i).unwrap_or(u32::MAX),
+            parts: count,
+            ..NewOutbox::text(wa_id.clone(), None, body.clone(), now)
+        })
+        .collect();
+    store.insert_outbox(&outbox).await?;
+    tracing::info!(conversation.id = %wa_id.masked(), %operator, parts = parts.len(), "operator reply queued");
+    metrics::counter!("zaguan_operator_replies_total").increment(1);
+    Ok(OperatorReply { parts })
+}
+
+/// `request_human`: flags the conversation for an operator; the bot keeps answering until one
+/// takes it.
+pub struct RequestHuman {
+    store: Arc<dyn Store>,
+}
+
+impl RequestHuman {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl Tool for RequestHuman {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: REQUEST_HUMAN.to_owned(),
+            description: "Avisa al equipo de que este cliente quiere hablar con una persona (o \
+                          necesita algo que no puedes resolver). Una persona le escribirá por \
+                          este mismo chat."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "reason": {
+                        "type": "string",
+                        "description": "Qué necesita el cliente, en una frase, para la persona que le atienda."
+                    }
+                },
+                "required": ["reason"]
+            }),
+        }
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let reason = args
+            .get("reason")
+            .and_then(|r| r.as_str())
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .ok_or_else(|| ToolError::InvalidArgs("`reason` (text) is required".to_owned()))?;
+        self.store
+            .request_handoff(
+                &context.wa_id,
+                &HandoffRequest {
+                    at: context.now,
+                    reason: reason.chars().take(500).collect(),
+                },
+            )
+            .await
+            .map_err(|error| {
+                ToolError::Failed(format!("the team could not be notified: {error}"))
+            })?;
+        tracing::info!(conversation.id = %context.wa_id.masked(), "the customer asked for a person");
+        metrics::counter!("zaguan_handoff_requests_total").increment(1);
+        Ok(
+            "Done: the team has been notified and a person will write to the user in this chat \
+            as soon as possible. Tell the user so in one short sentence and keep helping with \
+            anything else meanwhile."
+                .to_owned(),
+        )
+    }
+}
