@@ -25,6 +25,13 @@ pub struct ServeArgs {}
 
 pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     telemetry::metrics_handle();
+    // Histogram samples are folded in at scrape time; without a scraper they would pile up.
+    let metrics_upkeep = tokio::spawn(async {
+        loop {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            telemetry::metrics_handle().run_upkeep();
+        }
+    });
     let store = open_store(&config).await?;
     let usage = UsageRecorder::spawn(store.clone());
     let realestate = open_realestate(&config).await?;
@@ -90,6 +97,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         .context("HTTP server failed")?;
     workers.stop().await;
     monitor.abort();
+    metrics_upkeep.abort();
     prompt_watch.abort();
     if let Some(reminders) = reminders {
         reminders.abort();

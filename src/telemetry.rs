@@ -2,37 +2,365 @@
 
 use std::sync::OnceLock;
 
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// Installs the log subscriber: `RUST_LOG` filter (default `info`), JSON lines when
 /// `ZAGUAN_LOG_FORMAT=json` (for log shippers), human-readable otherwise.
 pub fn init_logs() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("ZAGUAN_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    log_subscriber(filter, json, std::io::stderr).init();
+}
+
+/// The subscriber [`init_logs`] installs, writing to `writer` (tests capture it in memory).
+/// In JSON, one object per line: the event's fields at the top level, `span` the innermost
+/// span (a turn's carries `conversation.id`, masked) and `spans` all of them.
+pub fn log_subscriber<W>(
+    filter: EnvFilter,
+    json: bool,
+    writer: W,
+) -> Box<dyn tracing::Subscriber + Send + Sync>
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     if json {
-        builder.json().flatten_event(true).init();
+        Box::new(builder.json().flatten_event(true).finish())
     } else {
-        builder.init();
+        Box::new(builder.finish())
     }
 }
 
 /// The process-wide metrics recorder, installed on first use (the recorder is global, and
-/// tests build many apps in one process).
+/// tests build many apps in one process). Durations and the transitions of a turn are
+/// Prometheus histograms (buckets aggregate across instances, quantiles do not); every family
+/// has its `# HELP`.
 pub fn metrics_handle() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
-        let recorder = PrometheusBuilder::new().build_recorder();
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Suffix("_seconds".to_owned()), SECONDS_BUCKETS)
+            .and_then(|builder| {
+                builder.set_buckets_for_metric(
+                    Matcher::Full("zaguan_turn_transitions".to_owned()),
+                    TRANSITIONS_BUCKETS,
+                )
+            })
+            .expect("the buckets are not empty")
+            .build_recorder();
         let handle = recorder.handle();
         // Another recorder may already be set (a test harness); ours still renders its own.
         let _ = metrics::set_global_recorder(recorder);
+        describe();
         handle
     })
 }
 
 pub async fn render_metrics() -> String {
     metrics_handle().render()
+}
+
+/// Upper bounds of the `*_seconds` histograms: turns, LLM and tool calls, rate-limit waits.
+const SECONDS_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
+];
+
+/// Upper bounds of `zaguan_turn_transitions` (a turn is cut short at 25 by default).
+const TRANSITIONS_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 25.0];
+
+/// What kind of metric a family is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// Every metric family the service records: name, kind, `# HELP` text (labels in brackets).
+/// A family recorded anywhere in `src` belongs here (`tests/metrics.rs` checks it).
+pub const FAMILIES: &[(&str, Kind, &str)] = &[
+    // The webhook.
+    (
+        "zaguan_webhook_requests_total",
+        Kind::Counter,
+        "POST /webhook requests, by outcome (accepted, or why refused)",
+    ),
+    (
+        "zaguan_webhook_verifications_refused_total",
+        Kind::Counter,
+        "GET /webhook verification handshakes refused",
+    ),
+    (
+        "zaguan_webhook_rejected_updates_total",
+        Kind::Counter,
+        "Webhook updates that could not be read, kept in webhook_rejects [what]",
+    ),
+    (
+        "zaguan_inbound_messages_total",
+        Kind::Counter,
+        "Inbound WhatsApp messages received, by message type [type]",
+    ),
+    (
+        "zaguan_inbound_duplicates_total",
+        Kind::Counter,
+        "Redelivered inbound messages acknowledged without being stored again",
+    ),
+    (
+        "zaguan_webhook_statuses_total",
+        Kind::Counter,
+        "Delivery statuses of outbound messages received [status, outcome]",
+    ),
+    (
+        "zaguan_webhook_ignored_changes_total",
+        Kind::Counter,
+        "Webhook changes of fields the service does not handle [field]",
+    ),
+    (
+        "zaguan_webhook_errors_total",
+        Kind::Counter,
+        "Errors reported by Meta in webhook notifications",
+    ),
+    // Turns and routing.
+    (
+        "zaguan_turns_total",
+        Kind::Counter,
+        "Turns run, by outcome (answered, error: resumed later, failed: given up on)",
+    ),
+    (
+        "zaguan_turn_duration_seconds",
+        Kind::Histogram,
+        "Time from a turn's start to its reply queued in the outbox, in seconds",
+    ),
+    (
+        "zaguan_turn_transitions",
+        Kind::Histogram,
+        "Graph node transitions (assistant and router steps) per answered turn",
+    ),
+    (
+        "zaguan_turn_guard_total",
+        Kind::Counter,
+        "Turns cut short or reset by a guard [guard: transitions, idle_ttl]",
+    ),
+    (
+        "zaguan_route_total",
+        Kind::Counter,
+        "Assistant node runs, by the agent that answered [agent]",
+    ),
+    (
+        "zaguan_fast_route_total",
+        Kind::Counter,
+        "Subgraphs entered by keywords without asking the primary's model [agent]",
+    ),
+    (
+        "zaguan_route_fallbacks_total",
+        Kind::Counter,
+        "dialog_state values that could not be followed; the primary assistant answered",
+    ),
+    (
+        "zaguan_offline_routes_total",
+        Kind::Counter,
+        "Subgraphs entered by keywords because every model failed [agent]",
+    ),
+    (
+        "zaguan_offline_replies_total",
+        Kind::Counter,
+        "Replies answered with the agent's offline reply because every model failed [agent]",
+    ),
+    (
+        "zaguan_delegations_refused_total",
+        Kind::Counter,
+        "Delegations to an assistant not available for the user's role",
+    ),
+    (
+        "zaguan_pending_actions_total",
+        Kind::Counter,
+        "Actions waiting for the user's confirmation [outcome: asked, confirmed, declined, expired, topic_changed]",
+    ),
+    (
+        "zaguan_media_answers_total",
+        Kind::Counter,
+        "Media messages without text answered without an assistant",
+    ),
+    (
+        "zaguan_conversation_resets_total",
+        Kind::Counter,
+        "Conversations reset through the admin API",
+    ),
+    (
+        "zaguan_prompt_reloads_total",
+        Kind::Counter,
+        "Prompt set reloads [outcome: loaded, unchanged, rejected]",
+    ),
+    // Operators.
+    (
+        "zaguan_handoffs_total",
+        Kind::Counter,
+        "Conversations taken over by an operator",
+    ),
+    (
+        "zaguan_handoffs_ended_total",
+        Kind::Counter,
+        "Operator takeovers ended, the bot answering again [how: released, expired]",
+    ),
+    (
+        "zaguan_handoff_requests_total",
+        Kind::Counter,
+        "Customers who asked for a person (the team was notified)",
+    ),
+    (
+        "zaguan_operator_replies_total",
+        Kind::Counter,
+        "Operator replies queued",
+    ),
+    // Tools.
+    (
+        "zaguan_tool_calls_total",
+        Kind::Counter,
+        "Domain tool calls [tool, outcome]",
+    ),
+    (
+        "zaguan_tool_duration_seconds",
+        Kind::Histogram,
+        "Domain tool call duration, in seconds [tool]",
+    ),
+    (
+        "zaguan_tool_refusals_total",
+        Kind::Counter,
+        "Tool calls refused [reason]",
+    ),
+    // LLM.
+    (
+        "zaguan_llm_calls_total",
+        Kind::Counter,
+        "LLM calls [provider, model, outcome]",
+    ),
+    (
+        "zaguan_llm_call_duration_seconds",
+        Kind::Histogram,
+        "LLM call latency, waiting for a slot included, in seconds [provider, model, outcome]",
+    ),
+    (
+        "zaguan_llm_tokens_total",
+        Kind::Counter,
+        "LLM tokens used [provider, model, kind: input, output]",
+    ),
+    (
+        "zaguan_llm_fallbacks_total",
+        Kind::Counter,
+        "Requests passed on to the next model of the chain [from, to]",
+    ),
+    (
+        "zaguan_llm_breaker_open",
+        Kind::Gauge,
+        "1 while a model's circuit breaker is open or probing (the model is skipped), else 0 [provider, model]",
+    ),
+    (
+        "zaguan_llm_breaker_skips_total",
+        Kind::Counter,
+        "Requests that skipped a model because its breaker is open [provider, model]",
+    ),
+    (
+        "zaguan_llm_saturated_total",
+        Kind::Counter,
+        "LLM calls given up waiting for a free slot [provider, model]",
+    ),
+    (
+        "zaguan_llm_usage_lost_total",
+        Kind::Counter,
+        "LLM usage records that could not be stored",
+    ),
+    // The guard.
+    (
+        "zaguan_translations_total",
+        Kind::Counter,
+        "Replies sent to the model for translation [outcome: translated, failed; to]",
+    ),
+    (
+        "zaguan_leak_guard_total",
+        Kind::Counter,
+        "Internal artefacts removed from replies before sending [kind]",
+    ),
+    (
+        "zaguan_guard_apologies_total",
+        Kind::Counter,
+        "Replies with nothing left to send, answered with an apology",
+    ),
+    // Outbound.
+    (
+        "zaguan_outbound_sends_total",
+        Kind::Counter,
+        "Graph API send attempts [status: sent, dry_run, retry, failed, policy, token; code: Graph error code or none]",
+    ),
+    (
+        "zaguan_outbound_alerts_total",
+        Kind::Counter,
+        "Send failures that need a person [reason: token, policy]",
+    ),
+    (
+        "zaguan_outbound_read_marks_total",
+        Kind::Counter,
+        "Marks-as-read with typing indicator sent [status]",
+    ),
+    (
+        "zaguan_outbound_rate_limit_waits_total",
+        Kind::Counter,
+        "Graph API calls held back by Meta's throughput or pair rate limit",
+    ),
+    (
+        "zaguan_outbound_rate_limit_wait_seconds",
+        Kind::Histogram,
+        "How long a held-back Graph API call waited, in seconds",
+    ),
+    (
+        "zaguan_reminders_total",
+        Kind::Counter,
+        "Visit reminders queued",
+    ),
+    // Health (set by the monitor).
+    (
+        "zaguan_inbox_backlog",
+        Kind::Gauge,
+        "Inbox messages not answered yet (pending or processing)",
+    ),
+    (
+        "zaguan_inbox_oldest_pending_seconds",
+        Kind::Gauge,
+        "Age of the oldest inbox message not answered yet, in seconds",
+    ),
+    (
+        "zaguan_inbox_failed",
+        Kind::Gauge,
+        "Inbox messages given up on after too many attempts",
+    ),
+    (
+        "zaguan_active_leases",
+        Kind::Gauge,
+        "Conversations claimed by a worker right now",
+    ),
+    (
+        "zaguan_stuck_conversations",
+        Kind::Gauge,
+        "Conversations in an assistant idle beyond ZAGUAN_STUCK_AFTER",
+    ),
+    (
+        "zaguan_handoffs",
+        Kind::Gauge,
+        "Conversations with an operator (active) or waiting for one (requested) [state]",
+    ),
+];
+
+/// Registers the `# HELP` text of every family (shown once the family has a sample).
+fn describe() {
+    for (name, kind, help) in FAMILIES {
+        match kind {
+            Kind::Counter => metrics::describe_counter!(*name, *help),
+            Kind::Gauge => metrics::describe_gauge!(*name, *help),
+            Kind::Histogram => metrics::describe_histogram!(*name, *help),
+        }
+    }
 }

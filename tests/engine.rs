@@ -908,11 +908,7 @@ impl Store for CrashingStore {
     ) -> StoreResult<bool> {
         self.inner.reset_conversation(w, by, at).await
     }
-    async fn set_handoff(
-        &self,
-        w: &WaId,
-        h: Option<&zaguan::store::Handoff>,
-    ) -> StoreResult<bool> {
+    async fn set_handoff(&self, w: &WaId, h: Option<&zaguan::store::Handoff>) -> StoreResult<bool> {
         self.write()?;
         self.inner.set_handoff(w, h).await
     }

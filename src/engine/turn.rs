@@ -290,9 +290,17 @@ impl Engine {
                 }
             }
         };
+        let elapsed = started.elapsed();
+        tracing::info!(
+            agent = %outcome.dialog_state.first().map_or("primary", String::as_str),
+            transitions = outcome.transitions,
+            parts = outcome.parts.len(),
+            ms = elapsed.as_millis() as u64,
+            "turn answered"
+        );
         metrics::counter!("zaguan_turns_total", "outcome" => "answered").increment(1);
         metrics::histogram!("zaguan_turn_transitions").record(outcome.transitions as f64);
-        metrics::histogram!("zaguan_turn_duration_seconds").record(started.elapsed().as_secs_f64());
+        metrics::histogram!("zaguan_turn_duration_seconds").record(elapsed.as_secs_f64());
         Ok(outcome)
     }
 

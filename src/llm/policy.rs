@@ -163,11 +163,14 @@ impl FallbackChain {
             "provider" => p.clone(), "model" => m.clone(), "outcome" => outcome.as_str())
         .record(latency.as_secs_f64());
         if usage.input_tokens + usage.output_tokens > 0 {
+            // Usage comes with answers, so the outcome is nearly always `ok`; an empty answer
+            // that still cost tokens shows as `empty`.
             metrics::counter!("zaguan_llm_tokens_total",
-                "provider" => p.clone(), "model" => m.clone(), "kind" => "input")
+                "provider" => p.clone(), "model" => m.clone(), "outcome" => outcome.as_str(),
+                "kind" => "input")
             .increment(usage.input_tokens);
             metrics::counter!("zaguan_llm_tokens_total",
-                "provider" => p, "model" => m, "kind" => "output")
+                "provider" => p, "model" => m, "outcome" => outcome.as_str(), "kind" => "output")
             .increment(usage.output_tokens);
         }
         tracing::debug!(
