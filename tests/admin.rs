@@ -389,3 +389,64 @@ async fn the_cli_finds_shows_and_resets_a_stuck_conversation() {
     );
     db.drop().await;
 }
+
+/// The mongosh recipe of docs/operators.md, as the driver sends it: the `find` finds the
+/// conversation stuck in appointments for 3 hours and only it; the `updateOne` leaves it exactly
+/// as `zaguan conversations reset` would (the engine then routes to the primary).
+#[tokio::test]
+async fn the_documented_mongosh_recipe_finds_and_resets_a_stuck_conversation() {
+    use mongodb::bson::{Document, doc};
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let store = db.store.clone();
+    let now = Utc::now();
+    let stuck = WaId::parse("34600111222").unwrap();
+    let appointment = ["appointment_assistant".to_owned()];
+    store
+        .set_dialog_state(&stuck, &appointment, now - Duration::hours(3))
+        .await
+        .unwrap();
+    store
+        .set_dialog_state(
+            &WaId::parse("34600111223").unwrap(),
+            &appointment,
+            now - Duration::minutes(5),
+        )
+        .await
+        .unwrap();
+    let conversations = store.database().collection::<Document>("conversations");
+    let two_hours_ago =
+        mongodb::bson::DateTime::from_millis((now - Duration::hours(2)).timestamp_millis());
+    let found: Vec<Document> = futures::TryStreamExt::try_collect(
+        conversations
+            .find(doc! {"dialog_state": "appointment_assistant",
+            "updated_at": {"$lt": two_hours_ago}})
+            .projection(
+                doc! {"dialog_state": 1, "updated_at": 1, "last_inbound_at": 1,
+                "pending_action": 1},
+            )
+            .await
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let ids: Vec<&str> = found.iter().map(|d| d.get_str("_id").unwrap()).collect();
+    assert_eq!(ids, ["34600111222"]);
+
+    let at = mongodb::bson::DateTime::now();
+    conversations
+        .update_one(
+            doc! {"_id": "34600111222"},
+            doc! {"$set": {"dialog_state": [], "state_entered_at": at, "updated_at": at,
+                     "reset_by": "lucia", "reset_at": at},
+            "$unset": {"pending_action": ""}},
+        )
+        .await
+        .unwrap();
+    let conversation = store.conversation(&stuck).await.unwrap().unwrap();
+    assert!(conversation.dialog_state.is_empty());
+    assert_eq!(conversation.reset_by.as_deref(), Some("lucia"));
+    assert!(conversation.pending_action.is_none());
+    db.drop().await;
+}
