@@ -49,11 +49,29 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_DIALOG_IDLE_TTL",
     "ZAGUAN_STUCK_AFTER",
     "ZAGUAN_HANDOFF_TTL",
+    "ZAGUAN_LEASE",
+    "ZAGUAN_DRAIN_TIMEOUT",
+    "ZAGUAN_RETENTION_INBOX",
+    "ZAGUAN_RETENTION_OUTBOX",
+    "ZAGUAN_RETENTION_MESSAGES",
+    "ZAGUAN_RETENTION_LLM_CALLS",
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
     "RUST_LOG",
     "ZAGUAN_LOG_FORMAT",
 ];
+
+/// How long finished records are kept (`None`: forever). The cleanup job deletes older ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Answered or failed inbox messages.
+    pub inbox: Option<Duration>,
+    /// Outbox parts sent, delivered, read or failed.
+    pub outbox: Option<Duration>,
+    /// The conversation history.
+    pub messages: Option<Duration>,
+    pub llm_calls: Option<Duration>,
+}
 
 /// The service's whole configuration.
 #[derive(Debug, Clone)]
@@ -71,6 +89,13 @@ pub struct Config {
     pub stuck_after: Duration,
     /// An operator's handoff ends by itself after this (unless released before).
     pub handoff_ttl: Duration,
+    /// How long a process's claim on a conversation lasts without renewal: after a crash, its
+    /// conversations are taken over this long after its last renewal.
+    pub lease: Duration,
+    /// On SIGTERM, how long in-flight turns may take to finish before the process exits.
+    pub drain_timeout: Duration,
+    /// How long finished records are kept before the cleanup job deletes them.
+    pub retention: Retention,
     /// The business's time zone: "now" in prompts, dates said to customers.
     pub timezone: chrono_tz::Tz,
     /// ISO 639-1 codes of the languages customers are answered in.
@@ -212,6 +237,14 @@ impl Config {
         let dialog_idle_ttl = env.duration("ZAGUAN_DIALOG_IDLE_TTL", "24h");
         let stuck_after = env.duration("ZAGUAN_STUCK_AFTER", "2h");
         let handoff_ttl = env.duration("ZAGUAN_HANDOFF_TTL", "2h");
+        let lease = env.duration("ZAGUAN_LEASE", "30s");
+        let drain_timeout = env.duration("ZAGUAN_DRAIN_TIMEOUT", "25s");
+        let retention = Retention {
+            inbox: env.retention("ZAGUAN_RETENTION_INBOX", "30d"),
+            outbox: env.retention("ZAGUAN_RETENTION_OUTBOX", "30d"),
+            messages: env.retention("ZAGUAN_RETENTION_MESSAGES", "365d"),
+            llm_calls: env.retention("ZAGUAN_RETENTION_LLM_CALLS", "90d"),
+        };
         let timezone = env.parsed("ZAGUAN_TIMEZONE", "Europe/Madrid", |v| {
             v.parse::<chrono_tz::Tz>()
                 .map_err(|_| format!("`{v}` is not an IANA time zone like `Europe/Madrid`"))
@@ -298,6 +331,9 @@ impl Config {
             dialog_idle_ttl: dialog_idle_ttl.expect(checked),
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),
+            lease: lease.expect(checked),
+            drain_timeout: drain_timeout.expect(checked),
+            retention,
             timezone: timezone.expect(checked),
             languages: languages.expect(checked),
         })
@@ -370,6 +406,19 @@ impl Env {
                 "`{v}` is not a duration like `30s`, `90m` or `24h`: {e}"
             )),
         })
+    }
+
+    /// A retention period; `0` keeps forever.
+    fn retention(&mut self, name: &str, default: &str) -> Option<Duration> {
+        self.parsed(name, default, |v| {
+            if v.trim() == "0" {
+                return Ok(None);
+            }
+            humantime::parse_duration(v).map(Some).map_err(|e| {
+                format!("`{v}` is not a duration like `30d`, or 0 to keep forever: {e}")
+            })
+        })
+        .flatten()
     }
 
     fn url(&mut self, name: &str, default: &str) -> Option<Url> {

@@ -11,7 +11,9 @@ use crate::app::{self, AppState};
 use crate::config::Config;
 use crate::config::LlmProvider;
 use crate::engine::handoff::RequestHuman;
+use crate::engine::instances::Membership;
 use crate::engine::monitor::Monitor;
+use crate::engine::retention::Cleanup;
 use crate::engine::{Engine, EngineSettings, PromptReloader, WorkerSettings, Workers};
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
@@ -81,12 +83,23 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     .with_handoff_ttl(config.handoff_ttl);
     let monitor =
         Monitor::new(state.store.clone(), config.stuck_after).spawn(Duration::from_secs(30));
+    let worker_settings = WorkerSettings {
+        lease: config.lease,
+        ..WorkerSettings::default()
+    };
+    let membership = Membership::new(
+        state.store.clone(),
+        worker_settings.owner.clone(),
+        outbound.limiters().clone(),
+    )
+    .spawn();
     let workers = Workers::spawn(
         engine,
         outbound,
         state.inbox_signal.clone(),
-        WorkerSettings::default(),
+        worker_settings,
     );
+    let cleanup = Cleanup::new(state.store.clone(), config.retention).spawn(CLEANUP_EVERY);
     let listener = tokio::net::TcpListener::bind(config.bind_addr)
         .await
         .with_context(|| format!("cannot listen on {}", config.bind_addr))?;
@@ -95,7 +108,11 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("HTTP server failed")?;
-    workers.stop().await;
+    if workers.drain(config.drain_timeout).await {
+        tracing::info!("in-flight turns finished, leases released");
+    }
+    cleanup.abort();
+    membership.leave().await;
     monitor.abort();
     metrics_upkeep.abort();
     prompt_watch.abort();
@@ -149,6 +166,9 @@ pub fn build_engine(
         settings,
     ))
 }
+
+/// How often the cleanup job deletes what the retention no longer keeps.
+const CLEANUP_EVERY: Duration = Duration::from_secs(3600);
 
 /// Longest one Graph API call may take.
 const GRAPH_TIMEOUT: Duration = Duration::from_secs(15);

@@ -908,6 +908,24 @@ impl Store for CrashingStore {
     ) -> StoreResult<bool> {
         self.inner.reset_conversation(w, by, at).await
     }
+    async fn instance_heartbeat(
+        &self,
+        o: &str,
+        n: chrono::DateTime<chrono::Utc>,
+        s: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<u64> {
+        self.inner.instance_heartbeat(o, n, s).await
+    }
+    async fn instance_left(&self, o: &str) -> StoreResult<()> {
+        self.inner.instance_left(o).await
+    }
+    async fn purge(
+        &self,
+        b: &zaguan::store::PurgeBefore,
+    ) -> StoreResult<zaguan::store::PurgeCounts> {
+        self.write()?;
+        self.inner.purge(b).await
+    }
     async fn set_handoff(&self, w: &WaId, h: Option<&zaguan::store::Handoff>) -> StoreResult<bool> {
         self.write()?;
         self.inner.set_handoff(w, h).await

@@ -5,8 +5,10 @@
 
 pub mod handoff;
 pub mod history;
+pub mod instances;
 pub mod monitor;
 pub mod reload;
+pub mod retention;
 pub mod route;
 pub mod state;
 pub mod tools;

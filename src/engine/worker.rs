@@ -74,6 +74,27 @@ impl Workers {
         let _ = self.stop.send(true);
         let _ = self.task.await;
     }
+
+    /// Drains: stops taking conversations, lets each turn in flight finish (then releases its
+    /// lease, so another instance takes the conversation at once) for up to `deadline`.
+    /// `false` when turns were still running at the deadline: their leases expire by
+    /// themselves.
+    pub async fn drain(self, deadline: Duration) -> bool {
+        let _ = self.stop.send(true);
+        let mut task = self.task;
+        match tokio::time::timeout(deadline, &mut task).await {
+            Ok(_) => true,
+            Err(_) => {
+                tracing::warn!(
+                    ?deadline,
+                    "drain deadline passed with turns still running; their conversations are \
+                     taken over when the leases expire"
+                );
+                task.abort();
+                false
+            }
+        }
+    }
 }
 
 async fn dispatch(
@@ -124,8 +145,9 @@ async fn dispatch(
                 settings.clone(),
                 in_flight.clone(),
             );
+            let stopped = stopped.clone();
             tokio::spawn(async move {
-                process_conversation(&engine, &outbound, &key, &settings).await;
+                process_conversation(&engine, &outbound, &key, &settings, &stopped).await;
                 in_flight.lock().unwrap().remove(&key);
                 drop(permit);
             });
@@ -152,11 +174,16 @@ async fn process_conversation(
     outbound: &Outbound,
     wa_id: &WaId,
     settings: &WorkerSettings,
+    stopped: &watch::Receiver<bool>,
 ) {
     let store = engine.store();
     let lease = chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::minutes(5));
     let mut flushed = false;
     loop {
+        // Draining: the turn just finished was the last; the lease is released below.
+        if flushed && *stopped.borrow() {
+            break;
+        }
         let now = Utc::now();
         match store
             .claim_conversation(wa_id, &settings.owner, now, now + lease)
@@ -219,7 +246,9 @@ async fn process_conversation(
         } else {
             Some(outbound.typing(&last.phone_number_id, &last.wamid))
         };
+        let renewal = keep_lease(store.clone(), wa_id.clone(), settings);
         let turn = engine.run_turn(wa_id, &open).await;
+        renewal.abort();
         drop(typing);
         match turn {
             Ok(_) => {
@@ -243,4 +272,35 @@ async fn process_conversation(
     if let Err(error) = store.release_conversation(wa_id, &settings.owner).await {
         tracing::warn!(conversation.id = %wa_id.masked(), "cannot release lease: {error}");
     }
+}
+
+/// Renews the claim on `wa_id` every third of the lease while a turn runs, so a lease can be
+/// short (a dead process's conversations are taken over soon) however long a turn takes.
+fn keep_lease(
+    store: Arc<dyn crate::store::Store>,
+    wa_id: WaId,
+    settings: &WorkerSettings,
+) -> JoinHandle<()> {
+    let (owner, lease) = (settings.owner.clone(), settings.lease);
+    let length = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::minutes(5));
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            let now = Utc::now();
+            match store
+                .claim_conversation(&wa_id, &owner, now, now + length)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::error!(conversation.id = %wa_id.masked(), "lease lost during a turn (the process stalled past the lease)");
+                    metrics::counter!("zaguan_leases_lost_total").increment(1);
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(conversation.id = %wa_id.masked(), "cannot renew the lease: {error}");
+                }
+            }
+        }
+    })
 }

@@ -5,6 +5,8 @@
 //! 130429 / 131056 and its backoff.
 
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -36,9 +38,13 @@ const FORGET_EVERY: Duration = Duration::from_secs(60);
 
 /// The limiters, shared by every sender of the process.
 pub struct Limiters {
-    per_number: DefaultKeyedRateLimiter<String>,
+    /// This process's share of the number's throughput; replaced when the share changes.
+    per_number: RwLock<Arc<DefaultKeyedRateLimiter<String>>>,
     per_recipient: DefaultKeyedRateLimiter<String>,
     last_forgot: std::sync::Mutex<Instant>,
+    /// The whole number's rate, and how many processes share it.
+    rate: NonZeroU32,
+    instances: AtomicU32,
 }
 
 impl Limiters {
@@ -47,10 +53,45 @@ impl Limiters {
             .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
             .allow_burst(limits.pair_burst);
         Self {
-            per_number: RateLimiter::keyed(Quota::per_second(limits.per_number)),
+            per_number: RwLock::new(Arc::new(RateLimiter::keyed(Quota::per_second(
+                limits.per_number,
+            )))),
             per_recipient: RateLimiter::keyed(pair),
             last_forgot: std::sync::Mutex::new(Instant::now()),
+            rate: limits.per_number,
+            instances: AtomicU32::new(1),
         }
+    }
+
+    /// `instances` processes send for the same numbers: each keeps an equal share of the
+    /// throughput limit (at least 1/s), so together they stay within Meta's. Per-recipient
+    /// limits need no sharing: a conversation is sent for by one process at a time (its lease).
+    pub fn set_instances(&self, instances: u32) {
+        let instances = instances.max(1);
+        if self.instances.swap(instances, Ordering::Relaxed) == instances {
+            return;
+        }
+        let share = NonZeroU32::new(self.rate.get() / instances).unwrap_or(NonZeroU32::MIN);
+        tracing::info!(
+            instances,
+            per_second = share.get(),
+            "Graph API throughput shared"
+        );
+        metrics::gauge!("zaguan_outbound_rate_share").set(f64::from(share.get()));
+        *self.per_number.write().unwrap_or_else(|e| e.into_inner()) =
+            Arc::new(RateLimiter::keyed(Quota::per_second(share)));
+    }
+
+    /// The messages per second this process may send for one number.
+    pub fn share(&self) -> u32 {
+        (self.rate.get() / self.instances.load(Ordering::Relaxed)).max(1)
+    }
+
+    fn per_number(&self) -> Arc<DefaultKeyedRateLimiter<String>> {
+        self.per_number
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Waits until a message from `phone_number_id` to `recipient` is within both limits;
@@ -60,7 +101,7 @@ impl Limiters {
         self.per_recipient
             .until_key_ready(&recipient.to_owned())
             .await;
-        self.per_number
+        self.per_number()
             .until_key_ready(&phone_number_id.to_owned())
             .await;
         record_wait(started.elapsed())
@@ -69,7 +110,7 @@ impl Limiters {
     /// Waits until another call of `phone_number_id` (a mark-as-read) is within its limit.
     pub async fn until_call_allowed(&self, phone_number_id: &str) -> Duration {
         let started = Instant::now();
-        self.per_number
+        self.per_number()
             .until_key_ready(&phone_number_id.to_owned())
             .await;
         record_wait(started.elapsed())
@@ -89,7 +130,7 @@ impl Limiters {
             *last = Instant::now();
         }
         self.per_recipient.retain_recent();
-        self.per_number.retain_recent();
+        self.per_number().retain_recent();
     }
 }
 
@@ -123,5 +164,17 @@ mod tests {
         assert!(
             limiters.until_send_allowed("1", "34600111222").await >= Duration::from_millis(150)
         );
+    }
+
+    #[test]
+    fn instances_share_the_numbers_throughput() {
+        let limiters = Limiters::new(&SendLimits::default());
+        assert_eq!(limiters.share(), 80);
+        limiters.set_instances(3);
+        assert_eq!(limiters.share(), 26);
+        limiters.set_instances(200);
+        assert_eq!(limiters.share(), 1, "never below one a second");
+        limiters.set_instances(0);
+        assert_eq!(limiters.share(), 80, "zero is read as one");
     }
 }

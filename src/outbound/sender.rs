@@ -118,6 +118,11 @@ impl Outbound {
         Ok(())
     }
 
+    /// The limits this process sends within (shared with the other instances).
+    pub fn limiters(&self) -> &Arc<Limiters> {
+        &self.limiters
+    }
+
     /// Shows the user their message was read and a reply is being written, renewed every
     /// `typing_renewal` until the returned guard is dropped. Failures are logged, never fatal.
     pub fn typing(&self, phone_number_id: &str, wamid: &WaMessageId) -> Typing {

@@ -35,6 +35,8 @@ struct Inner {
     outbox_by_reply_to: HashMap<WaMessageId, Vec<usize>>,
     /// `lease_owner`, `lease_until` of each conversation.
     leases: HashMap<WaId, (String, DateTime<Utc>)>,
+    /// Last heartbeat of each process.
+    instances: HashMap<String, DateTime<Utc>>,
 }
 
 impl Inner {
@@ -360,6 +362,67 @@ impl Store for MemoryStore {
         conversation.reset_by = Some(by.to_owned());
         conversation.reset_at = Some(at);
         Ok(true)
+    }
+
+    async fn instance_heartbeat(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        alive_since: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        let mut inner = self.lock();
+        inner.instances.insert(owner.to_owned(), now);
+        Ok(inner
+            .instances
+            .values()
+            .filter(|seen| **seen >= alive_since)
+            .count() as u64)
+    }
+
+    async fn instance_left(&self, owner: &str) -> StoreResult<()> {
+        self.lock().instances.remove(owner);
+        Ok(())
+    }
+
+    /// The outbox is kept: its entries are indexed by position (it goes with the process).
+    async fn purge(&self, before: &PurgeBefore) -> StoreResult<PurgeCounts> {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        let mut counts = PurgeCounts::default();
+        if let Some(at) = before.inbox {
+            let old: Vec<WaMessageId> = inner
+                .inbox
+                .values()
+                .filter(|e| {
+                    matches!(e.status, InboxStatus::Done | InboxStatus::Failed)
+                        && e.received_at < at
+                })
+                .map(|e| e.wamid.clone())
+                .collect();
+            for wamid in &old {
+                inner.inbox.remove(wamid);
+            }
+            inner.inbox_order.retain(|id| inner.inbox.contains_key(id));
+            counts.inbox = old.len() as u64;
+        }
+        if let Some(at) = before.messages {
+            for history in inner.messages.values_mut() {
+                let before_len = history.len();
+                history.retain(|_, m| m.at >= at);
+                counts.messages += (before_len - history.len()) as u64;
+            }
+        }
+        if let Some(at) = before.llm_calls {
+            let before_len = inner.llm_calls.len();
+            inner.llm_calls.retain(|c| c.at >= at);
+            counts.llm_calls = (before_len - inner.llm_calls.len()) as u64;
+        }
+        if let Some(at) = before.leases {
+            let before_len = inner.leases.len();
+            inner.leases.retain(|_, (_, until)| *until >= at);
+            counts.leases = (before_len - inner.leases.len()) as u64;
+        }
+        Ok(counts)
     }
 
     async fn set_handoff(&self, wa_id: &WaId, handoff: Option<&Handoff>) -> StoreResult<bool> {

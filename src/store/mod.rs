@@ -173,6 +173,22 @@ pub trait Store: Send + Sync + 'static {
     /// The last message received from `wa_id`, whatever its status.
     async fn latest_inbox(&self, wa_id: &WaId) -> StoreResult<Option<InboxEntry>>;
 
+    /// Records that `owner` (a process) is alive at `now`; returns how many processes were
+    /// alive since `alive_since`, itself included.
+    async fn instance_heartbeat(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        alive_since: DateTime<Utc>,
+    ) -> StoreResult<u64>;
+
+    /// `owner` stops: the others stop counting it at once.
+    async fn instance_left(&self, owner: &str) -> StoreResult<()>;
+
+    /// Deletes finished records older than the retention allows. Idempotent: every instance
+    /// may run it.
+    async fn purge(&self, before: &PurgeBefore) -> StoreResult<PurgeCounts>;
+
     /// Holds (or, with `None`, drops) the action awaiting the user's confirmation.
     async fn set_pending_action(
         &self,

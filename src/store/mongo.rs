@@ -62,8 +62,12 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 9] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 12] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
+            // The cleanup job's deletes by age.
+            ("messages", doc! {"at": 1}, None),
+            ("llm_calls", doc! {"at": 1}, None),
+            ("leases", doc! {"until": 1}, None),
             ("inbox", doc! {"status": 1, "received_at": 1}, None),
             ("inbox", doc! {"wa_id": 1, "received_at": 1}, None),
             ("outbox", doc! {"wamid": 1}, None),
@@ -948,6 +952,72 @@ impl Store for MongoStore {
         ))
         .await?;
         Ok(result.matched_count > 0)
+    }
+
+    async fn instance_heartbeat(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        alive_since: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        let instances = self.coll("instances");
+        upsert_one(
+            &instances,
+            doc! {"_id": owner},
+            doc! {"$set": {"seen_at": date(now)}},
+        )
+        .await?;
+        bounded(instances.count_documents(doc! {"seen_at": {"$gte": date(alive_since)}})).await
+    }
+
+    async fn instance_left(&self, owner: &str) -> StoreResult<()> {
+        bounded(self.coll("instances").delete_one(doc! {"_id": owner})).await?;
+        Ok(())
+    }
+
+    async fn purge(&self, before: &PurgeBefore) -> StoreResult<PurgeCounts> {
+        let delete = |collection: &'static str, filter: Document| async move {
+            bounded(self.coll(collection).delete_many(filter))
+                .await
+                .map(|result| result.deleted_count)
+        };
+        let mut counts = PurgeCounts::default();
+        if let Some(at) = before.inbox {
+            counts.inbox = delete(
+                "inbox",
+                doc! {"status": {"$in": [InboxStatus::Done.as_str(), InboxStatus::Failed.as_str()]},
+                "received_at": {"$lt": date(at)}},
+            )
+            .await?;
+        }
+        if let Some(at) = before.outbox {
+            let finished: Vec<&str> = [
+                OutboxStatus::Sent,
+                OutboxStatus::Delivered,
+                OutboxStatus::Read,
+                OutboxStatus::Played,
+                OutboxStatus::Failed,
+            ]
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+            counts.outbox = delete(
+                "outbox",
+                doc! {"status": {"$in": finished}, "at": {"$lt": date(at)}},
+            )
+            .await?;
+        }
+        if let Some(at) = before.messages {
+            counts.messages = delete("messages", doc! {"at": {"$lt": date(at)}}).await?;
+        }
+        if let Some(at) = before.llm_calls {
+            counts.llm_calls = delete("llm_calls", doc! {"at": {"$lt": date(at)}}).await?;
+        }
+        if let Some(at) = before.leases {
+            counts.leases = delete("leases", doc! {"until": {"$lt": date(at)}}).await?
+                + delete("instances", doc! {"seen_at": {"$lt": date(at)}}).await?;
+        }
+        Ok(counts)
     }
 
     async fn set_handoff(&self, wa_id: &WaId, handoff: Option<&Handoff>) -> StoreResult<bool> {

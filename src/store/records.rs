@@ -254,6 +254,30 @@ pub struct InboxBacklog {
     pub failed: u64,
 }
 
+/// What the cleanup job may delete: records older than each date (`None`: keep them all).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PurgeBefore {
+    /// Inbox messages `done` or `failed` that arrived before.
+    pub inbox: Option<DateTime<Utc>>,
+    /// Outbox parts past sending (`sent` … `read`, `failed`) queued before.
+    pub outbox: Option<DateTime<Utc>>,
+    /// History messages written before.
+    pub messages: Option<DateTime<Utc>>,
+    pub llm_calls: Option<DateTime<Utc>>,
+    /// Lease records expired before.
+    pub leases: Option<DateTime<Utc>>,
+}
+
+/// Documents deleted by one purge.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PurgeCounts {
+    pub inbox: u64,
+    pub outbox: u64,
+    pub messages: u64,
+    pub llm_calls: u64,
+    pub leases: u64,
+}
+
 /// Which conversations an operator lists.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConversationQuery {

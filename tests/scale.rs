@@ -1,0 +1,330 @@
+//! What lets instances share one MongoDB: the cleanup job (retention without TTL indexes), the
+//! heartbeat that splits Meta's throughput between live instances, and the drain on SIGTERM
+//! (the turn in flight finishes, the lease is released at once, nothing else is started).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use zaguan::config::Retention;
+use zaguan::domain::{WaId, WaMessageId};
+use zaguan::engine::instances::Membership;
+use zaguan::engine::retention::Cleanup;
+use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+use zaguan::llm::usage::{CallOutcome, LlmCall};
+use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
+use zaguan::outbound::{Limiters, Outbound, SendLimits};
+use zaguan::store::{
+    InboxEntry, InboxStatus, MessageRole, NewMessage, NewOutbox, OutboxUpdate, Store,
+};
+
+fn days(n: i64) -> chrono::Duration {
+    chrono::Duration::days(n)
+}
+
+fn inbox(
+    wa_id: &WaId,
+    id: &str,
+    status: InboxStatus,
+    received_at: chrono::DateTime<Utc>,
+) -> InboxEntry {
+    InboxEntry {
+        wamid: WaMessageId::parse(id).unwrap(),
+        wa_id: wa_id.clone(),
+        phone_number_id: "109876543210".into(),
+        kind: "text".into(),
+        text: Some("Hola".into()),
+        payload: "{}".into(),
+        context_id: None,
+        sent_at: None,
+        status,
+        received_at,
+        attempts: 0,
+    }
+}
+
+fn message(wa_id: &WaId, content: &str, at: chrono::DateTime<Utc>) -> NewMessage {
+    NewMessage {
+        wa_id: wa_id.clone(),
+        role: MessageRole::Human,
+        content: content.to_owned(),
+        agent: None,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        wamids: Vec::new(),
+        at,
+    }
+}
+
+fn llm_call(at: chrono::DateTime<Utc>) -> LlmCall {
+    LlmCall {
+        conversation: Some("34600000501".into()),
+        agent: "primary_assistant".into(),
+        provider: "openai".into(),
+        model: "gpt-test".into(),
+        outcome: CallOutcome::Ok,
+        input_tokens: 10,
+        output_tokens: 5,
+        latency: Duration::from_millis(300),
+        error: None,
+        at,
+    }
+}
+
+async fn old_records_go_and_open_work_stays(store: Arc<dyn Store>, with_outbox: bool) {
+    let now = Utc::now();
+    let wa_id = WaId::parse("34600000501").unwrap();
+    store
+        .insert_inbox(&[
+            inbox(&wa_id, "wamid.OLD1", InboxStatus::Done, now - days(40)),
+            inbox(&wa_id, "wamid.OLD2", InboxStatus::Failed, now - days(40)),
+            // Never answered: kept whatever its age, it is still work.
+            inbox(&wa_id, "wamid.OLD3", InboxStatus::Pending, now - days(40)),
+            inbox(&wa_id, "wamid.NEW1", InboxStatus::Done, now - days(1)),
+        ])
+        .await
+        .unwrap();
+    store
+        .append_message(message(&wa_id, "hace dos años", now - days(800)))
+        .await
+        .unwrap();
+    store
+        .append_message(message(&wa_id, "ayer", now - days(1)))
+        .await
+        .unwrap();
+    store
+        .insert_llm_calls(&[llm_call(now - days(100)), llm_call(now - days(1))])
+        .await
+        .unwrap();
+    let ids = store
+        .insert_outbox(&[
+            NewOutbox::text(wa_id.clone(), None, "vieja", now - days(40)),
+            NewOutbox::text(wa_id.clone(), None, "vieja sin enviar", now - days(40)),
+            NewOutbox::text(wa_id.clone(), None, "nueva", now - days(1)),
+        ])
+        .await
+        .unwrap();
+    for id in [&ids[0], &ids[2]] {
+        store
+            .update_outbox(id, &OutboxUpdate::Sent { wamid: None })
+            .await
+            .unwrap();
+    }
+    let cleanup = Cleanup::new(
+        store.clone(),
+        Retention {
+            inbox: Some(Duration::from_secs(30 * 86_400)),
+            outbox: Some(Duration::from_secs(30 * 86_400)),
+            messages: Some(Duration::from_secs(365 * 86_400)),
+            llm_calls: Some(Duration::from_secs(90 * 86_400)),
+        },
+    );
+    let counts = cleanup.run_once(now).await.unwrap();
+    assert_eq!(
+        (counts.inbox, counts.messages, counts.llm_calls),
+        (2, 1, 1),
+        "{counts:?}"
+    );
+    if with_outbox {
+        assert_eq!(counts.outbox, 1, "{counts:?}");
+        let unsent = store.unsent_outbox(&wa_id).await.unwrap();
+        assert_eq!(unsent.len(), 1, "an unsent part is kept however old");
+    }
+    for (id, kept) in [
+        ("wamid.OLD1", false),
+        ("wamid.OLD2", false),
+        ("wamid.OLD3", true),
+        ("wamid.NEW1", true),
+    ] {
+        let found = store
+            .inbox_entry(&WaMessageId::parse(id).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(found.is_some(), kept, "{id}");
+    }
+    let history = store.recent_messages(&wa_id, 10).await.unwrap();
+    let said: Vec<&str> = history.iter().map(|m| m.message.content.as_str()).collect();
+    assert_eq!(said, ["ayer"]);
+    // A new message after a purge still gets a place at the end of the history.
+    store
+        .append_message(message(&wa_id, "hoy", now))
+        .await
+        .unwrap();
+    let history = store.recent_messages(&wa_id, 10).await.unwrap();
+    let said: Vec<&str> = history.iter().map(|m| m.message.content.as_str()).collect();
+    assert_eq!(said, ["ayer", "hoy"]);
+    // A second pass has nothing left to do.
+    assert_eq!(
+        cleanup.run_once(now).await.unwrap(),
+        zaguan::store::PurgeCounts::default()
+    );
+}
+
+#[tokio::test]
+async fn memory_old_records_go_and_open_work_stays() {
+    // The in-memory outbox is kept (it goes with the process).
+    old_records_go_and_open_work_stays(Arc::new(zaguan::store::MemoryStore::new()), false).await;
+}
+
+#[tokio::test]
+async fn mongo_old_records_go_and_open_work_stays() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    old_records_go_and_open_work_stays(Arc::new(db.store.clone()), true).await;
+    db.drop().await;
+}
+
+async fn live_instances_split_the_throughput(store: Arc<dyn Store>) {
+    let limiters: Vec<Arc<Limiters>> = (0..3)
+        .map(|_| Arc::new(Limiters::new(&SendLimits::default())))
+        .collect();
+    let members: Vec<Membership> = limiters
+        .iter()
+        .enumerate()
+        .map(|(i, l)| Membership::new(store.clone(), format!("instance-{i}"), l.clone()))
+        .collect();
+    for member in &members {
+        member.beat().await.unwrap();
+    }
+    // Each beat counts the instances alive; the last to beat sees all three.
+    assert_eq!(members[0].beat().await, Some(3));
+    assert_eq!(members[1].beat().await, Some(3));
+    assert_eq!(limiters[0].share(), 26);
+    assert_eq!(limiters[1].share(), 26);
+    // One drains and says so: the others take its share at their next beat.
+    let leaving = members.into_iter().nth(2).unwrap().spawn();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    leaving.leave().await;
+    let member = Membership::new(store.clone(), "instance-0".into(), limiters[0].clone());
+    assert_eq!(member.beat().await, Some(2));
+    assert_eq!(limiters[0].share(), 40);
+}
+
+#[tokio::test]
+async fn memory_live_instances_split_the_throughput() {
+    live_instances_split_the_throughput(Arc::new(zaguan::store::MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn mongo_live_instances_split_the_throughput() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    live_instances_split_the_throughput(Arc::new(db.store.clone())).await;
+    db.drop().await;
+}
+
+/// Answers after `delay`.
+struct SlowLlm(Duration);
+
+#[async_trait]
+impl Llm for SlowLlm {
+    async fn complete(&self, _request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        tokio::time::sleep(self.0).await;
+        Ok(LlmResponse {
+            content: "Hecho.".to_owned(),
+            ..LlmResponse::default()
+        })
+    }
+}
+
+fn instance(store: Arc<dyn Store>, llm_delay: Duration, app: &common::TestApp) -> Workers {
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let engine = Engine::new(
+        store.clone(),
+        Arc::new(SlowLlm(llm_delay)),
+        Arc::new(
+            zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap(),
+        ),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    );
+    Workers::spawn(
+        Arc::new(engine),
+        Arc::new(Outbound::dry_run(store)),
+        app.state.inbox_signal.clone(),
+        WorkerSettings {
+            owner: "draining".into(),
+            poll: Duration::from_millis(20),
+            lease: Duration::from_secs(30),
+            ..WorkerSettings::default()
+        },
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_finishes_the_turn_in_flight_releases_the_lease_and_starts_nothing_new() {
+    let store: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let app = common::TestApp::with_store(store.clone());
+    let workers = instance(store.clone(), Duration::from_millis(400), &app);
+    let customer = "34600000601";
+    let body = common::text_notification(&[("wamid.D1", customer, "Hola")]);
+    assert_eq!(app.post_webhook(body).await, axum::http::StatusCode::OK);
+    // The turn is inside the LLM call when the drain starts; a second message arrives.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let body = common::text_notification(&[("wamid.D2", customer, "¿Sigues ahí?")]);
+    assert_eq!(app.post_webhook(body).await, axum::http::StatusCode::OK);
+    assert!(
+        workers.drain(Duration::from_secs(10)).await,
+        "drained in time"
+    );
+
+    let first = store
+        .inbox_entry(&WaMessageId::parse("wamid.D1").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        first.status,
+        InboxStatus::Done,
+        "the turn in flight finished"
+    );
+    let second = store
+        .inbox_entry(&WaMessageId::parse("wamid.D2").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        second.status,
+        InboxStatus::Pending,
+        "nothing new started while draining: left for another instance"
+    );
+    assert_eq!(
+        store.active_leases(Utc::now()).await.unwrap(),
+        0,
+        "lease released"
+    );
+    // Another instance takes the conversation at once, without waiting for a lease to expire.
+    let next = instance(store.clone(), Duration::ZERO, &app);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !store
+        .conversations_with_open_inbox(1)
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(std::time::Instant::now() < deadline, "not taken over");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    next.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_gives_up_at_its_deadline() {
+    let store: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let app = common::TestApp::with_store(store.clone());
+    let workers = instance(store.clone(), Duration::from_secs(3600), &app);
+    let body = common::text_notification(&[("wamid.S1", "34600000602", "Hola")]);
+    assert_eq!(app.post_webhook(body).await, axum::http::StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let started = std::time::Instant::now();
+    assert!(!workers.drain(Duration::from_millis(300)).await);
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
