@@ -642,14 +642,13 @@ mod tests {
             "only_owner_assistant"
         );
         assert!(registry.translator_prompt().is_some());
-        // Primary agents delegate; every subgraph has domain tools.
+        // Primary agents delegate (or ask for a person); every subgraph has domain tools.
         for agent in registry.agents() {
-            assert_eq!(
-                agent.tools.is_empty(),
-                agent.kind == AgentKind::Primary,
-                "{}",
-                agent.name
-            );
+            if agent.kind == AgentKind::Primary {
+                assert_eq!(agent.tools, ["request_human"], "{}", agent.name);
+            } else {
+                assert!(!agent.tools.is_empty(), "{}", agent.name);
+            }
         }
     }
 
