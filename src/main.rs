@@ -29,10 +29,16 @@ enum Command {
     Demo(admin::cli::demo::DemoArgs),
     /// Find, inspect and reset conversations (`list`, `show`, `reset`), against the store.
     Conversations(admin::cli::conversations::ConversationsArgs),
+    /// Exit 0 when the local `zaguan serve` answers `GET /healthz` with 200 (container probes).
+    Healthcheck(admin::cli::healthcheck::HealthcheckArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before the configuration: a probe must not fail on variables it does not use.
+    if let Command::Healthcheck(args) = &cli.command {
+        return admin::cli::healthcheck::run(args);
+    }
     telemetry::init_logs();
     let config = match Config::from_env() {
         Ok(config) => config,
@@ -55,6 +61,7 @@ fn main() -> ExitCode {
             Command::Prompts(args) => admin::cli::prompts::run(args).await,
             Command::Demo(args) => admin::cli::demo::run(args, config).await,
             Command::Conversations(args) => admin::cli::conversations::run(args, config).await,
+            Command::Healthcheck(_) => unreachable!("answered before the configuration is read"),
         }
     });
     match result {

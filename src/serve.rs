@@ -1,5 +1,6 @@
 //! `zaguan serve`: the HTTP server, with the embedded or MongoDB store.
 
+use std::future::IntoFuture as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -104,12 +105,36 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.bind_addr))?;
     tracing::info!(addr = %listener.local_addr()?, "zaguan listening");
-    axum::serve(listener, app::router(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("HTTP server failed")?;
+    // One deadline from SIGTERM for everything: the HTTP server stops accepting and finishes
+    // its requests while the workers finish their turns, side by side.
+    let (stopping, mut stop_requested) = tokio::sync::watch::channel(false);
+    let mut http = tokio::spawn(
+        axum::serve(listener, app::router(state))
+            .with_graceful_shutdown(async move {
+                let _ = stop_requested.changed().await;
+            })
+            .into_future(),
+    );
+    tokio::select! {
+        () = shutdown_signal() => {}
+        served = &mut http => {
+            // The server stopped by itself: that is a failure, not a shutdown.
+            served.context("HTTP server panicked")?.context("HTTP server failed")?;
+        }
+    }
+    let deadline = tokio::time::Instant::now() + config.drain_timeout;
+    let _ = stopping.send(true);
     if workers.drain(config.drain_timeout).await {
         tracing::info!("in-flight turns finished, leases released");
+    }
+    match tokio::time::timeout_at(deadline, &mut http).await {
+        Ok(served) => served
+            .context("HTTP server panicked")?
+            .context("HTTP server failed")?,
+        Err(_) => {
+            tracing::warn!("HTTP requests still open at the drain deadline: closed");
+            http.abort();
+        }
     }
     cleanup.abort();
     membership.leave().await;

@@ -352,6 +352,26 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         Kind::Gauge,
         "Conversations with an operator (active) or waiting for one (requested) [state]",
     ),
+    (
+        "zaguan_instances",
+        Kind::Gauge,
+        "Instances alive on this MongoDB (heartbeat within 30 s)",
+    ),
+    (
+        "zaguan_outbound_rate_share",
+        Kind::Gauge,
+        "Messages per second this instance may send per business number (its share)",
+    ),
+    (
+        "zaguan_leases_lost_total",
+        Kind::Counter,
+        "Leases taken by another instance while a turn ran (a process stalled past ZAGUAN_LEASE)",
+    ),
+    (
+        "zaguan_retention_deleted_total",
+        Kind::Counter,
+        "Records deleted by the cleanup job [collection]",
+    ),
 ];
 
 /// Registers the `# HELP` text of every family (shown once the family has a sample).

@@ -4,4 +4,5 @@
 pub mod chat;
 pub mod conversations;
 pub mod demo;
+pub mod healthcheck;
 pub mod prompts;
