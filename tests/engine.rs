@@ -802,6 +802,8 @@ struct CrashingStore {
     inner: Arc<dyn Store>,
     writes: AtomicUsize,
     crash_at: usize,
+    /// While set, claims and renewals of leases hang (a store too slow to answer them).
+    stall_claims: std::sync::atomic::AtomicBool,
 }
 
 impl CrashingStore {
@@ -874,6 +876,9 @@ impl Store for CrashingStore {
         n: chrono::DateTime<Utc>,
         u: chrono::DateTime<Utc>,
     ) -> StoreResult<bool> {
+        while self.stall_claims.load(Ordering::SeqCst) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         self.inner.claim_conversation(w, o, n, u).await
     }
     async fn release_conversation(&self, w: &WaId, o: &str) -> StoreResult<()> {
@@ -1067,6 +1072,7 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
             inner: inner.clone(),
             writes: AtomicUsize::new(0),
             crash_at,
+            stall_claims: Default::default(),
         });
         let open = inner.open_inbox(&wa_id).await.unwrap();
         let first = engine(crashing).run_turn(&wa_id, &open).await;
@@ -1119,4 +1125,99 @@ async fn mongo_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
     };
     a_turn_cut_after_any_node_resumes_to_exactly_one_reply(make).await;
     db.drop().await;
+}
+
+/// Answers after a second, counting its calls.
+struct SlowCountingLlm(AtomicUsize);
+
+#[async_trait]
+impl Llm for SlowCountingLlm {
+    async fn complete(&self, _request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        Ok(LlmResponse {
+            content: "Aquí estoy.".to_owned(),
+            ..LlmResponse::default()
+        })
+    }
+}
+
+/// A worker whose lease renewals stop being confirmed stops its turn before the lease runs
+/// out (so it never runs beside an instance taking over); the turn resumes once the store
+/// answers again, and the message is answered exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
+    let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let store = Arc::new(CrashingStore {
+        inner: inner.clone(),
+        writes: AtomicUsize::new(0),
+        crash_at: 0,
+        stall_claims: Default::default(),
+    });
+    let wa_id = WaId::parse("34600000701").unwrap();
+    let wamid = WaMessageId::parse("wamid.LEASE1").unwrap();
+    inner
+        .insert_inbox(&[InboxEntry {
+            wamid: wamid.clone(),
+            wa_id: wa_id.clone(),
+            phone_number_id: "1".into(),
+            kind: "text".into(),
+            text: Some("Hola".into()),
+            payload: "{}".into(),
+            context_id: None,
+            sent_at: None,
+            status: InboxStatus::Pending,
+            received_at: Utc::now(),
+            attempts: 0,
+        }])
+        .await
+        .unwrap();
+    let llm = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let engine = Engine::new(
+        store.clone(),
+        llm.clone(),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    );
+    let workers = zaguan::engine::Workers::spawn(
+        Arc::new(engine),
+        Arc::new(zaguan::outbound::Outbound::dry_run(store.clone())),
+        Arc::new(tokio::sync::Notify::new()),
+        zaguan::engine::WorkerSettings {
+            lease: Duration::from_millis(600),
+            poll: Duration::from_millis(20),
+            ..zaguan::engine::WorkerSettings::default()
+        },
+    );
+    // The turn is waiting on the model when the store stops confirming renewals.
+    while llm.0.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    store.stall_claims.store(true, Ordering::SeqCst);
+    // The model answers within a second: a reply by now would mean the turn went on without
+    // its lease.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        inner.outbox_in_reply_to(&wamid).await.unwrap().is_empty(),
+        "the turn stopped before its lease ran out"
+    );
+    store.stall_claims.store(false, Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while inner.outbox_in_reply_to(&wamid).await.unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "not resumed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    workers.stop().await;
+    // Cut at least once (a loaded machine may cut a resumed attempt too), answered once.
+    assert!(llm.0.load(Ordering::SeqCst) >= 2);
+    assert_eq!(inner.outbox_in_reply_to(&wamid).await.unwrap().len(), 1);
+    let history = inner.recent_messages(&wa_id, 10).await.unwrap();
+    let roles: Vec<&str> = history.iter().map(|m| m.message.role.as_str()).collect();
+    assert_eq!(roles, ["human", "ai"]);
 }

@@ -167,8 +167,10 @@ async fn dispatch(
         .await;
 }
 
-/// Claims one conversation, sends what it still owes, then runs turns until its inbox is
-/// empty, sending each turn's reply before the next turn.
+/// Claims one conversation and serves it while the claim holds: the lease is renewed in the
+/// background, and if a renewal cannot be confirmed in time the work stops at once (it resumes,
+/// here or elsewhere, from what was stored) rather than run beside the instance that takes the
+/// conversation over.
 async fn process_conversation(
     engine: &Engine,
     outbound: &Outbound,
@@ -177,24 +179,57 @@ async fn process_conversation(
     stopped: &watch::Receiver<bool>,
 ) {
     let store = engine.store();
-    let lease = chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::minutes(5));
+    let asked = std::time::Instant::now();
+    let now = Utc::now();
+    let length = chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::minutes(5));
+    match store
+        .claim_conversation(wa_id, &settings.owner, now, now + length)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return, // another process has it
+        Err(error) => {
+            tracing::warn!(conversation.id = %wa_id.masked(), "cannot claim: {error}");
+            return;
+        }
+    }
+    let keeper = LeaseKeeper::start(store.clone(), wa_id.clone(), settings, asked);
+    let held = tokio::select! {
+        // A claim answered too late to be counted on starts nothing.
+        biased;
+        () = keeper.lost() => {
+            tracing::error!(
+                conversation.id = %wa_id.masked(),
+                "lease not renewed in time (slow store?): work on this conversation stopped; \
+                 it resumes from what was stored"
+            );
+            metrics::counter!("zaguan_leases_lost_total").increment(1);
+            false
+        }
+        () = serve_conversation(engine, outbound, wa_id, settings, stopped) => true,
+    };
+    keeper.stop();
+    // A lost lease may be another instance's by now: it is left to expire, not released.
+    if held && let Err(error) = store.release_conversation(wa_id, &settings.owner).await {
+        tracing::warn!(conversation.id = %wa_id.masked(), "cannot release lease: {error}");
+    }
+}
+
+/// Sends what the conversation still owes, then runs turns until its inbox is empty, sending
+/// each turn's reply before the next turn. Stops after a turn when the process drains.
+async fn serve_conversation(
+    engine: &Engine,
+    outbound: &Outbound,
+    wa_id: &WaId,
+    settings: &WorkerSettings,
+    stopped: &watch::Receiver<bool>,
+) {
+    let store = engine.store();
     let mut flushed = false;
     loop {
-        // Draining: the turn just finished was the last; the lease is released below.
+        // Draining: the turn just finished was the last; the lease is released by the caller.
         if flushed && *stopped.borrow() {
             break;
-        }
-        let now = Utc::now();
-        match store
-            .claim_conversation(wa_id, &settings.owner, now, now + lease)
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => return, // another process has it
-            Err(error) => {
-                tracing::warn!(conversation.id = %wa_id.masked(), "cannot claim: {error}");
-                return;
-            }
         }
         // Replies owed from before (a retry due, a crash mid-send) go out before new ones.
         if !flushed {
@@ -246,9 +281,7 @@ async fn process_conversation(
         } else {
             Some(outbound.typing(&last.phone_number_id, &last.wamid))
         };
-        let renewal = keep_lease(store.clone(), wa_id.clone(), settings);
         let turn = engine.run_turn(wa_id, &open).await;
-        renewal.abort();
         drop(typing);
         match turn {
             Ok(_) => {
@@ -269,38 +302,71 @@ async fn process_conversation(
             }
         }
     }
-    if let Err(error) = store.release_conversation(wa_id, &settings.owner).await {
-        tracing::warn!(conversation.id = %wa_id.masked(), "cannot release lease: {error}");
-    }
 }
 
-/// Renews the claim on `wa_id` every third of the lease while a turn runs, so a lease can be
-/// short (a dead process's conversations are taken over soon) however long a turn takes.
-fn keep_lease(
-    store: Arc<dyn crate::store::Store>,
-    wa_id: WaId,
-    settings: &WorkerSettings,
-) -> JoinHandle<()> {
-    let (owner, lease) = (settings.owner.clone(), settings.lease);
-    let length = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::minutes(5));
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(lease / 3).await;
-            let now = Utc::now();
-            match store
-                .claim_conversation(&wa_id, &owner, now, now + length)
-                .await
-            {
-                Ok(true) => {}
-                Ok(false) => {
-                    tracing::error!(conversation.id = %wa_id.masked(), "lease lost during a turn (the process stalled past the lease)");
-                    metrics::counter!("zaguan_leases_lost_total").increment(1);
-                    return;
-                }
-                Err(error) => {
-                    tracing::warn!(conversation.id = %wa_id.masked(), "cannot renew the lease: {error}");
+/// Keeps a claim alive: renews it every third of the lease, and knows until when the last
+/// confirmed renewal holds (measured from before the call was sent, so a slow answer counts
+/// against us).
+struct LeaseKeeper {
+    task: JoinHandle<()>,
+    valid_until: Arc<Mutex<std::time::Instant>>,
+    margin: Duration,
+}
+
+impl LeaseKeeper {
+    /// `asked`: when the claim that succeeded was sent.
+    fn start(
+        store: Arc<dyn crate::store::Store>,
+        wa_id: WaId,
+        settings: &WorkerSettings,
+        asked: std::time::Instant,
+    ) -> Self {
+        let (owner, lease) = (settings.owner.clone(), settings.lease);
+        let valid_until = Arc::new(Mutex::new(asked + lease));
+        let length = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::minutes(5));
+        let renewed = valid_until.clone();
+        let task = tokio::spawn(async move {
+            // Renewals are timed from when the last claim was sent: a claim answered late is
+            // renewed soon after.
+            let mut last = asked;
+            loop {
+                tokio::time::sleep_until((last + lease / 3).into()).await;
+                let asked = std::time::Instant::now();
+                last = asked;
+                let now = Utc::now();
+                match store
+                    .claim_conversation(&wa_id, &owner, now, now + length)
+                    .await
+                {
+                    Ok(true) => *renewed.lock().unwrap_or_else(|e| e.into_inner()) = asked + lease,
+                    // Taken over: `lost` fires when the last good renewal runs out.
+                    Ok(false) => return,
+                    Err(error) => {
+                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot renew the lease: {error}");
+                    }
                 }
             }
+        });
+        Self {
+            task,
+            valid_until,
+            // Stop a little before the lease runs out, for the write in flight to land.
+            margin: lease / 6,
         }
-    })
+    }
+
+    /// Resolves when the claim can no longer be counted on.
+    async fn lost(&self) {
+        loop {
+            let until = *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) - self.margin;
+            if std::time::Instant::now() >= until {
+                return;
+            }
+            tokio::time::sleep_until(until.into()).await;
+        }
+    }
+
+    fn stop(self) {
+        self.task.abort();
+    }
 }
