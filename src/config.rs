@@ -50,6 +50,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_STUCK_AFTER",
     "ZAGUAN_HANDOFF_TTL",
     "ZAGUAN_LEASE",
+    "ZAGUAN_WORKER_CONCURRENCY",
     "ZAGUAN_DRAIN_TIMEOUT",
     "ZAGUAN_RETENTION_INBOX",
     "ZAGUAN_RETENTION_OUTBOX",
@@ -92,6 +93,8 @@ pub struct Config {
     /// How long a process's claim on a conversation lasts without renewal: after a crash, its
     /// conversations are taken over this long after its last renewal.
     pub lease: Duration,
+    /// Conversations this process runs turns for at once (each mostly waiting on the LLM).
+    pub worker_concurrency: usize,
     /// On SIGTERM, how long in-flight turns may take to finish before the process exits.
     pub drain_timeout: Duration,
     /// How long finished records are kept before the cleanup job deletes them.
@@ -238,6 +241,8 @@ impl Config {
         let stuck_after = env.duration("ZAGUAN_STUCK_AFTER", "2h");
         let handoff_ttl = env.duration("ZAGUAN_HANDOFF_TTL", "2h");
         let lease = env.duration("ZAGUAN_LEASE", "30s");
+        let worker_concurrency =
+            env.count("ZAGUAN_WORKER_CONCURRENCY", 256, 1..=100_000, "conversations");
         let drain_timeout = env.duration("ZAGUAN_DRAIN_TIMEOUT", "25s");
         let retention = Retention {
             inbox: env.retention("ZAGUAN_RETENTION_INBOX", "30d"),
@@ -332,6 +337,7 @@ impl Config {
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),
             lease: lease.expect(checked),
+            worker_concurrency: worker_concurrency.expect(checked) as usize,
             drain_timeout: drain_timeout.expect(checked),
             retention,
             timezone: timezone.expect(checked),

@@ -86,6 +86,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         Monitor::new(state.store.clone(), config.stuck_after).spawn(Duration::from_secs(30));
     let worker_settings = WorkerSettings {
         lease: config.lease,
+        concurrency: config.worker_concurrency,
         ..WorkerSettings::default()
     };
     let membership = Membership::new(
