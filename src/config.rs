@@ -241,8 +241,12 @@ impl Config {
         let stuck_after = env.duration("ZAGUAN_STUCK_AFTER", "2h");
         let handoff_ttl = env.duration("ZAGUAN_HANDOFF_TTL", "2h");
         let lease = env.duration("ZAGUAN_LEASE", "30s");
-        let worker_concurrency =
-            env.count("ZAGUAN_WORKER_CONCURRENCY", 256, 1..=100_000, "conversations");
+        let worker_concurrency = env.count(
+            "ZAGUAN_WORKER_CONCURRENCY",
+            256,
+            1..=100_000,
+            "conversations",
+        );
         let drain_timeout = env.duration("ZAGUAN_DRAIN_TIMEOUT", "25s");
         let retention = Retention {
             inbox: env.retention("ZAGUAN_RETENTION_INBOX", "30d"),
@@ -262,7 +266,7 @@ impl Config {
                 .map_err(|_| format!("`{v}` is not a time like `19:00`"))
         });
         let llm_timeout = env.duration("ZAGUAN_LLM_TIMEOUT", "30s");
-        let max_concurrency = env.count("ZAGUAN_LLM_MAX_CONCURRENCY", 16, 1..=10_000, "calls");
+        let max_concurrency = env.count("ZAGUAN_LLM_MAX_CONCURRENCY", 64, 1..=10_000, "calls");
         let breaker_failures = env.count("ZAGUAN_LLM_BREAKER_FAILURES", 3, 1..=1000, "failures");
         let breaker_cooldown = env.duration("ZAGUAN_LLM_BREAKER_COOLDOWN", "30s");
         let max_tokens = env.count("ZAGUAN_LLM_MAX_TOKENS", 1024, 16..=200_000, "tokens");

@@ -328,3 +328,124 @@ async fn a_drain_gives_up_at_its_deadline() {
     assert!(!workers.drain(Duration::from_millis(300)).await);
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+/// What one turn costs MongoDB, counted on the wire: a customer's second message (the contact
+/// is fresh, so not written again) from webhook to reply sent, plain answer. The figures are
+/// the cost model of docs/scaling.md; the bounds catch a change that adds round trips.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_store_round_trips_of_one_turn() {
+    use mongodb::event::EventHandler;
+    use mongodb::event::command::CommandEvent;
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let commands: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen = commands.clone();
+    let store = zaguan::store::MongoStore::connect_with(
+        &zaguan::config::MongoConfig {
+            uri: secrecy::SecretString::from(std::env::var("MONGODB_URI").unwrap()),
+            database: db.store.database().name().to_owned(),
+        },
+        move |options| {
+            options.command_event_handler = Some(EventHandler::callback(move |event| {
+                if let CommandEvent::Started(started) = event {
+                    let collection = started
+                        .command
+                        .get_str(&started.command_name)
+                        .unwrap_or_default()
+                        .to_owned();
+                    seen.lock()
+                        .unwrap()
+                        .push((started.command_name.clone(), collection));
+                }
+            }));
+        },
+    )
+    .await
+    .unwrap();
+    let store: Arc<dyn Store> = Arc::new(store);
+    let app = common::TestApp::with_store(store.clone());
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let engine = Engine::new(
+        store.clone(),
+        Arc::new(SlowLlm(Duration::ZERO)),
+        Arc::new(
+            zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap(),
+        ),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    );
+    let workers = Workers::spawn(
+        Arc::new(engine),
+        Arc::new(Outbound::dry_run(store.clone())),
+        app.state.inbox_signal.clone(),
+        WorkerSettings {
+            // Woken by the webhook only: the count is one turn's, not the idle polls'.
+            poll: Duration::from_secs(3600),
+            ..WorkerSettings::default()
+        },
+    );
+    let customer = "34600000801";
+    // Watched through another connection, so only the service's commands are counted.
+    let watcher = db.store.clone();
+    let answered = async |wamid: &str| {
+        let wamid = WaMessageId::parse(wamid).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let replies = watcher.outbox_in_reply_to(&wamid).await.unwrap();
+            if replies
+                .iter()
+                .any(|r| r.status == zaguan::store::OutboxStatus::Sent)
+                && watcher.active_leases(Utc::now()).await.unwrap() == 0
+            {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "not answered");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let body = common::text_notification(&[("wamid.COST1", customer, "Hola")]);
+    assert_eq!(app.post_webhook(body).await, axum::http::StatusCode::OK);
+    answered("wamid.COST1").await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    commands.lock().unwrap().clear();
+    let body =
+        common::text_notification(&[("wamid.COST2", customer, "¿Tenéis pisos en Chamberí?")]);
+    assert_eq!(app.post_webhook(body).await, axum::http::StatusCode::OK);
+    answered("wamid.COST2").await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    workers.stop().await;
+
+    let sent = commands.lock().unwrap().clone();
+    let mut by_command: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut by_collection: BTreeMap<String, usize> = BTreeMap::new();
+    for (command, collection) in &sent {
+        *by_command.entry(command.as_str()).or_default() += 1;
+        *by_collection
+            .entry(format!("{command} {collection}"))
+            .or_default() += 1;
+    }
+    let writes: usize = ["insert", "update", "delete", "findAndModify"]
+        .iter()
+        .map(|c| by_command.get(c).copied().unwrap_or(0))
+        .sum();
+    let reads: usize = ["find", "aggregate", "count"]
+        .iter()
+        .map(|c| by_command.get(c).copied().unwrap_or(0))
+        .sum();
+    eprintln!("one turn on MongoDB: {writes} writes, {reads} reads: {by_collection:?}");
+    assert!(writes <= 14, "{writes} writes: {by_command:?}");
+    assert!(reads <= 16, "{reads} reads: {by_command:?}");
+    assert!(
+        writes >= 8,
+        "the turn's writes were counted: {by_command:?}"
+    );
+    db.drop().await;
+}

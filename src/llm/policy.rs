@@ -33,7 +33,7 @@ impl Default for CallPolicy {
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(30),
-            max_concurrency: 16,
+            max_concurrency: 64,
             breaker_failures: 3,
             breaker_cooldown: Duration::from_secs(30),
         }

@@ -43,9 +43,19 @@ pub struct MongoStore {
 impl MongoStore {
     /// Parses the URI and builds the client; does not wait for the server.
     pub async fn connect(config: &MongoConfig) -> anyhow::Result<Self> {
+        Self::connect_with(config, |_| {}).await
+    }
+
+    /// [`connect`](Self::connect), letting `adjust` change the client options first (tests
+    /// count the commands a turn sends with a command event handler).
+    pub async fn connect_with(
+        config: &MongoConfig,
+        adjust: impl FnOnce(&mut ClientOptions),
+    ) -> anyhow::Result<Self> {
         let mut options = ClientOptions::parse(config.uri.expose_secret())
             .await
             .context("MONGODB_URI could not be parsed")?;
+        adjust(&mut options);
         options.app_name.get_or_insert_with(|| "zaguan".to_owned());
         options
             .server_selection_timeout
