@@ -132,5 +132,22 @@ fn splitting(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, formatting, splitting);
+/// What every reply goes through before the outbox: format, then split, a 10 KB answer.
+fn whatsapp_parts(c: &mut Criterion) {
+    let mut answer = String::new();
+    for line in ANSWER.split_inclusive('\n').cycle() {
+        if answer.len() + line.len() > 10 * 1024 {
+            break;
+        }
+        answer.push_str(line);
+    }
+    let mut group = c.benchmark_group("whatsapp_parts");
+    group.throughput(Throughput::Bytes(answer.len() as u64));
+    group.bench_function("answer_10k", |b| {
+        b.iter(|| zaguan::guard::whatsapp_parts(black_box(&answer)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, formatting, splitting, whatsapp_parts);
 criterion_main!(benches);

@@ -62,6 +62,39 @@ const OPENAI_ANSWER: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","cr
 
 const ANTHROPIC_ANSWER: &str = r#"{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Te paso con citas."},{"type":"tool_use","id":"toolu_01A","name":"ToAppointmentAssistant","input":{"query":"visita al piso de la calle Mayor el jueves por la tarde"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1850,"output_tokens":31}}"#;
 
+/// What an assistant node does before the network: render the system prompt, gather the
+/// tools, clean a 200-message history down to its 50-message window, encode the request.
+fn assembly(c: &mut Criterion) {
+    use zaguan::agents::PromptContext;
+    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    let history: Vec<ChatMessage> = request().messages.into_iter().cycle().take(200).collect();
+    let context = PromptContext {
+        user_name: Some("Lucía".into()),
+        user_role: Role::Prospect,
+        user_info: "Rol: prospect; nombre: Lucía; idioma: es".into(),
+        lang: "es".into(),
+        now: "jueves, 26 de noviembre de 2026, 10:30".into(),
+        business_name: "Zaguan Inmobiliaria".into(),
+    };
+    c.bench_function("llm/assemble + encode, 50-message window of 200", |b| {
+        b.iter(|| {
+            let agent = registry.primary_for(Role::Prospect);
+            let system = registry.render_system_prompt(agent, &context).unwrap();
+            let mut tools = registry.delegation_tools(agent, Role::Prospect);
+            tools.push(AgentRegistry::complete_or_escalate());
+            let request = LlmRequest {
+                agent: agent.name.clone(),
+                conversation: Some("34600111222".into()),
+                system,
+                messages: zaguan::engine::history::clean(&history, 50),
+                tools,
+            };
+            openai::encode_request("gpt-4.1-mini", &request)
+        })
+    });
+}
+
 fn wire(c: &mut Criterion) {
     let request = request();
     c.bench_function("llm/openai_encode_request", |b| {
@@ -140,5 +173,5 @@ fn chain(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, wire, chain);
+criterion_group!(benches, assembly, wire, chain);
 criterion_main!(benches);
