@@ -353,6 +353,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Conversations with an operator (active) or waiting for one (requested) [state]",
     ),
     (
+        "zaguan_offline_leaves_total",
+        Kind::Counter,
+        "Offline, subgraph assistants left because the keywords named another topic [agent]",
+    ),
+    (
         "zaguan_instances",
         Kind::Gauge,
         "Instances alive on this MongoDB (heartbeat within 30 s)",

@@ -618,6 +618,42 @@ async fn with_the_llm_down_keywords_route_to_the_subgraphs_offline_reply(store: 
     assert_eq!(h.llm.requests().len(), 1);
 }
 
+/// Offline nobody calls CompleteOrEscalate: the keywords of each new message decide whether it
+/// is still the subgraph's, so a conversation never stays stuck in one.
+async fn with_the_llm_down_a_subgraph_lets_go_when_the_keywords_do(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .fails("HTTP 503")
+            .fails("HTTP 503")
+            .fails("HTTP 503")
+            .fails("HTTP 503"),
+        EngineSettings::default(),
+    );
+    assert_eq!(
+        h.say("Quiero agendar una visita").await,
+        Some(offline_reply_of("appointment_assistant"))
+    );
+    // Still about the visit: the same assistant.
+    assert_eq!(
+        h.say("¿Y si cambio la cita al viernes?").await,
+        Some(offline_reply_of("appointment_assistant"))
+    );
+    assert_eq!(h.dialog_state().await, ["appointment_assistant"]);
+    // Another topic: the keywords take it to the mortgage assistant.
+    assert_eq!(
+        h.say("¿Qué hipoteca me daríais?").await,
+        Some(offline_reply_of("mortgage_loan_assistant"))
+    );
+    assert_eq!(h.dialog_state().await, ["mortgage_loan_assistant"]);
+    // Nothing the keywords know: back to the primary assistant.
+    assert_eq!(
+        h.say("Gracias, hasta luego").await,
+        Some(offline_reply_of("primary_assistant"))
+    );
+    assert!(h.dialog_state().await.is_empty());
+}
+
 async fn with_the_llm_down_and_no_keyword_the_primary_answers_offline(store: Arc<dyn Store>) {
     let h = Harness::new(
         store,
@@ -781,6 +817,7 @@ both_stores!(
     ambiguous_words_or_a_switched_off_fast_path_leave_it_to_the_llm,
     with_the_llm_down_keywords_route_to_the_subgraphs_offline_reply,
     with_the_llm_down_and_no_keyword_the_primary_answers_offline,
+    with_the_llm_down_a_subgraph_lets_go_when_the_keywords_do,
     a_spanish_reply_to_a_spanish_user_is_not_translated,
     a_spanish_reply_to_an_english_user_is_translated_once,
     a_failed_translation_sends_the_reply_untranslated,

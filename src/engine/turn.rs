@@ -536,6 +536,26 @@ impl Engine {
                 }
             }
         };
+        if message.is_none() && agent.kind == AgentKind::Subgraph {
+            // Offline, no model can call CompleteOrEscalate: the keywords decide whether the
+            // new message is still this assistant's. If not, the conversation goes back to the
+            // primary assistant, which routes it by keywords in the next node.
+            let stays = state
+                .messages
+                .last()
+                .filter(|m| m.message.role == MessageRole::Human)
+                .is_none_or(|last| {
+                    set.agents
+                        .keyword_route(&last.message.content, set.agents.primary_for(role), role)
+                        .is_some_and(|routed| routed.name == agent.name)
+                });
+            if !stays {
+                tracing::info!(from = %agent.name, "offline: left by keywords");
+                metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.clone())
+                    .increment(1);
+                return self.set_dialog_state(state, Vec::new()).await;
+            }
+        }
         let message = match message {
             Some(message) => message,
             None => match self.keyword_delegation(set, state, agent) {
