@@ -21,6 +21,13 @@ struct Inner {
     inbox: HashMap<WaMessageId, InboxEntry>,
     /// Arrival order of inbox ids, for `pending_inbox`.
     inbox_order: Vec<WaMessageId>,
+    /// Open (`pending`, `processing`) messages in `received_at` then arrival order, overall and
+    /// per conversation: the workers' queries read these instead of the whole inbox.
+    open: BTreeMap<OpenKey, WaMessageId>,
+    open_by_conversation: HashMap<WaId, BTreeMap<OpenKey, WaMessageId>>,
+    /// Arrival number of each inbox message (ties in `received_at` keep arrival order).
+    arrivals: HashMap<WaMessageId, u64>,
+    next_arrival: u64,
     rejected: Vec<RejectedEntry>,
     llm_calls: Vec<LlmCall>,
     users: HashMap<WaId, User>,
@@ -39,7 +46,34 @@ struct Inner {
     instances: HashMap<String, DateTime<Utc>>,
 }
 
+/// Where an open inbox message sorts: as Mongo's `{received_at: 1, _id: 1}` would, with the
+/// arrival number in place of the id.
+type OpenKey = (DateTime<Utc>, u64);
+
 impl Inner {
+    /// Files `entry` under the open index when its status is open, removes it otherwise.
+    fn index_open(&mut self, entry: &InboxEntry) {
+        let Some(&arrival) = self.arrivals.get(&entry.wamid) else {
+            return;
+        };
+        let key = (entry.received_at, arrival);
+        if entry.status.is_open() {
+            self.open.insert(key, entry.wamid.clone());
+            self.open_by_conversation
+                .entry(entry.wa_id.clone())
+                .or_default()
+                .insert(key, entry.wamid.clone());
+        } else {
+            self.open.remove(&key);
+            if let Some(conversation) = self.open_by_conversation.get_mut(&entry.wa_id) {
+                conversation.remove(&key);
+                if conversation.is_empty() {
+                    self.open_by_conversation.remove(&entry.wa_id);
+                }
+            }
+        }
+    }
+
     fn conversation_mut(&mut self, wa_id: &WaId) -> &mut Conversation {
         self.conversations
             .entry(wa_id.clone())
@@ -104,6 +138,10 @@ impl Store for MemoryStore {
             } else {
                 inner.inbox.insert(entry.wamid.clone(), entry.clone());
                 inner.inbox_order.push(entry.wamid.clone());
+                let arrival = inner.next_arrival;
+                inner.next_arrival += 1;
+                inner.arrivals.insert(entry.wamid.clone(), arrival);
+                inner.index_open(entry);
                 outcome.inserted += 1;
             }
         }
@@ -116,18 +154,15 @@ impl Store for MemoryStore {
 
     async fn pending_inbox(&self, limit: usize) -> StoreResult<Vec<InboxEntry>> {
         let inner = self.lock();
-        let mut pending: Vec<InboxEntry> = inner
-            .inbox_order
-            .iter()
+        // Same order as Mongo's `{received_at: 1}` index, equal timestamps in arrival order.
+        Ok(inner
+            .open
+            .values()
             .filter_map(|id| inner.inbox.get(id))
             .filter(|e| e.status == InboxStatus::Pending)
+            .take(limit)
             .cloned()
-            .collect();
-        // Same order as Mongo's `{received_at: 1}` index; the sort is stable, so equal
-        // timestamps keep arrival order.
-        pending.sort_by_key(|e| e.received_at);
-        pending.truncate(limit);
-        Ok(pending)
+            .collect())
     }
 
     async fn record_rejected(&self, rejected: &RejectedEntry) -> StoreResult<()> {
@@ -212,27 +247,26 @@ impl Store for MemoryStore {
 
     async fn open_inbox(&self, wa_id: &WaId) -> StoreResult<Vec<InboxEntry>> {
         let inner = self.lock();
-        let mut open: Vec<InboxEntry> = inner
-            .inbox_order
-            .iter()
+        Ok(inner
+            .open_by_conversation
+            .get(wa_id)
+            .into_iter()
+            .flat_map(|open| open.values())
             .filter_map(|id| inner.inbox.get(id))
-            .filter(|e| &e.wa_id == wa_id && e.status.is_open())
             .cloned()
-            .collect();
-        open.sort_by_key(|e| e.received_at);
-        Ok(open)
+            .collect())
     }
 
     async fn conversations_with_open_inbox(&self, limit: usize) -> StoreResult<Vec<WaId>> {
         let inner = self.lock();
-        let mut open: Vec<&InboxEntry> = inner
-            .inbox_order
-            .iter()
-            .filter_map(|id| inner.inbox.get(id))
-            .filter(|e| e.status.is_open())
-            .collect();
-        open.sort_by_key(|e| e.received_at);
-        Ok(first_distinct(open.iter().map(|e| e.wa_id.clone()), limit))
+        Ok(first_distinct(
+            inner
+                .open
+                .values()
+                .filter_map(|id| inner.inbox.get(id))
+                .map(|e| e.wa_id.clone()),
+            limit,
+        ))
     }
 
     async fn set_inbox_status(
@@ -247,6 +281,8 @@ impl Store for MemoryStore {
                 if status == InboxStatus::Processing {
                     entry.attempts += 1;
                 }
+                let entry = entry.clone();
+                inner.index_open(&entry);
             }
         }
         Ok(())
@@ -401,6 +437,7 @@ impl Store for MemoryStore {
                 .collect();
             for wamid in &old {
                 inner.inbox.remove(wamid);
+                inner.arrivals.remove(wamid);
             }
             inner.inbox_order.retain(|id| inner.inbox.contains_key(id));
             counts.inbox = old.len() as u64;
