@@ -54,7 +54,7 @@ fn request() -> LlmRequest {
         conversation: Some("34600111222".into()),
         system: "Eres el asistente principal de Zaguan Inmobiliaria. ".repeat(40),
         messages,
-        tools,
+        tools: tools.into(),
     }
 }
 
@@ -88,7 +88,7 @@ fn assembly(c: &mut Criterion) {
                 conversation: Some("34600111222".into()),
                 system,
                 messages: zaguan::engine::history::clean(&history, 50),
-                tools,
+                tools: tools.into(),
             };
             openai::encode_request("gpt-4.1-mini", &request)
         })

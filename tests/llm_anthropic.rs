@@ -137,7 +137,7 @@ fn request_with(messages: Vec<ChatMessage>) -> LlmRequest {
         conversation: None,
         system: "You are Zaguan, a real-estate assistant.".to_owned(),
         messages,
-        tools: vec![search_tool()],
+        tools: vec![search_tool()].into(),
     }
 }
 
@@ -166,7 +166,7 @@ fn plain_request() -> LlmRequest {
         conversation: None,
         system: String::new(),
         messages: vec![ChatMessage::human("Hola")],
-        tools: Vec::new(),
+        tools: Vec::new().into(),
     }
 }
 

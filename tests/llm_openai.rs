@@ -124,7 +124,7 @@ fn full_request() -> LlmRequest {
             ChatMessage::ai("Encontré uno: L-17, USD 90000."),
             ChatMessage::human("¿Tiene balcón?"),
         ],
-        tools: vec![search_tool()],
+        tools: vec![search_tool()].into(),
     }
 }
 
@@ -134,7 +134,7 @@ fn plain_request() -> LlmRequest {
         conversation: None,
         system: String::new(),
         messages: vec![ChatMessage::human("Hola")],
-        tools: Vec::new(),
+        tools: Vec::new().into(),
     }
 }
 

@@ -13,7 +13,7 @@
 //! seed's `update_state_in_db` — and a reply is queued only if none is queued yet for the same
 //! inbound message, so a resumed turn never answers twice.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -26,9 +26,9 @@ use super::tools::{TOOL_TIMEOUT, ToolContext, ToolRegistry};
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext};
 use crate::domain::{WaId, WaMessageId};
 use crate::guard::{GuardTranslator, LanguageDetector};
-use crate::llm::{Llm, LlmRequest, ToolCall};
+use crate::llm::{Llm, LlmRequest, ToolCall, ToolSpec};
 use crate::store::{
-    InboxEntry, MessageRole, NewMessage, NewOutbox, PendingAction, Store, StoreError,
+    InboxEntry, MessageRole, NewMessage, NewOutbox, PendingAction, Role, Store, StoreError,
 };
 
 /// Limits and names of the engine.
@@ -109,6 +109,9 @@ pub struct Engine {
 struct Assistants {
     agents: Arc<AgentRegistry>,
     guard: GuardTranslator,
+    /// What each agent is offered when talking to each role, built once per set: the domain
+    /// tools the role may run, the delegations it may reach, CompleteOrEscalate for subgraphs.
+    tools: HashMap<(String, Role), Arc<[ToolSpec]>>,
 }
 
 impl Assistants {
@@ -126,7 +129,34 @@ impl Assistants {
             languages.clone(),
             settings.business_name.clone(),
         );
-        Self { agents, guard }
+        let mut offered = HashMap::new();
+        for agent in agents.agents() {
+            for &role in crate::engine::ALL_ROLES {
+                let mut specs: Vec<ToolSpec> = agent
+                    .tools
+                    .iter()
+                    .filter(|name| tools.allows(name, role))
+                    .filter_map(|name| tools.spec(name))
+                    .collect();
+                specs.extend(agents.delegation_tools(agent, role));
+                if agent.kind == AgentKind::Subgraph {
+                    specs.push(AgentRegistry::complete_or_escalate());
+                }
+                offered.insert((agent.name.clone(), role), specs.into());
+            }
+        }
+        Self {
+            agents,
+            guard,
+            tools: offered,
+        }
+    }
+
+    fn tools_for(&self, agent: &Agent, role: Role) -> Arc<[ToolSpec]> {
+        self.tools
+            .get(&(agent.name.clone(), role))
+            .cloned()
+            .unwrap_or_else(|| Arc::from(Vec::new()))
     }
 }
 
@@ -623,16 +653,7 @@ impl Engine {
                 tracing::error!(agent = %agent.name, "prompt did not render: {error:#}");
                 String::new()
             });
-        let mut tools: Vec<_> = agent
-            .tools
-            .iter()
-            .filter(|name| self.tools.allows(name, role))
-            .filter_map(|name| self.tools.spec(name))
-            .collect();
-        tools.extend(set.agents.delegation_tools(agent, role));
-        if agent.kind == AgentKind::Subgraph {
-            tools.push(AgentRegistry::complete_or_escalate());
-        }
+        let tools = set.tools_for(agent, role);
         LlmRequest {
             agent: agent.name.clone(),
             conversation: Some(state.wa_id.as_str().to_owned()),

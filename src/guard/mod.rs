@@ -156,7 +156,7 @@ impl GuardTranslator {
             conversation: Some(conversation.to_owned()),
             system,
             messages: vec![ChatMessage::human(text)],
-            tools: Vec::new(),
+            tools: Arc::from(Vec::new()),
         };
         let outcome = self.llm.complete(&request).await;
         let label = if outcome.is_ok() {

@@ -85,7 +85,8 @@ pub struct LlmRequest {
     pub conversation: Option<String>,
     pub system: String,
     pub messages: Vec<ChatMessage>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared: an assistant's tools are built once per prompt set, not per call.
+    pub tools: std::sync::Arc<[ToolSpec]>,
 }
 
 /// Tokens a call used.
