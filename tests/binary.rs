@@ -3,27 +3,12 @@
 
 mod common;
 
+use common::{free_port, zaguan};
+
 use std::io::Read;
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn zaguan() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_zaguan"));
-    command
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default());
-    command
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `GET path`: the status line.
 fn http_get(port: u16, path: &str) -> Option<String> {
@@ -402,10 +387,6 @@ fn chat_without_any_key_routes_by_keywords_to_the_offline_reply() {
 fn chat_uses_the_configured_openai_compatible_server() {
     use std::io::Write;
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let port = listener.local_addr().unwrap().port();
     let app = axum::Router::new().route(
         "/v1/chat/completions",
         axum::routing::post(|body: axum::Json<serde_json::Value>| async move {
@@ -418,12 +399,12 @@ fn chat_uses_the_configured_openai_compatible_server() {
             }))
         }),
     );
-    runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = runtime.block_on(common::serve_local(app));
 
     let mut child = zaguan()
         .arg("chat")
         .env("LLM_PRIMARY", "openai:modelo-local")
-        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .env("OPENAI_BASE_URL", format!("{base}/v1"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -441,10 +422,6 @@ fn chat_uses_the_configured_openai_compatible_server() {
 fn chat_falls_back_to_the_second_model_when_the_first_is_down() {
     use std::io::Write;
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let port = listener.local_addr().unwrap().port();
     let app = axum::Router::new().route(
         "/v1/messages",
         axum::routing::post(|body: axum::Json<serde_json::Value>| async move {
@@ -456,7 +433,7 @@ fn chat_falls_back_to_the_second_model_when_the_first_is_down() {
             }))
         }),
     );
-    runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = runtime.block_on(common::serve_local(app));
 
     let mut child = zaguan()
         .arg("chat")
@@ -466,7 +443,7 @@ fn chat_falls_back_to_the_second_model_when_the_first_is_down() {
             format!("http://127.0.0.1:{}/v1", free_port()),
         )
         .env("LLM_FALLBACK", "anthropic:claude-local")
-        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_BASE_URL", &base)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -573,23 +550,19 @@ fn rule_model(body: &serde_json::Value) -> serde_json::Value {
 #[test]
 fn chat_searches_books_and_cancels_a_visit_on_the_demo_data() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let port = listener.local_addr().unwrap().port();
     let app = axum::Router::new().route(
         "/v1/chat/completions",
         axum::routing::post(|body: axum::Json<serde_json::Value>| async move {
             axum::Json(rule_model(&body))
         }),
     );
-    runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = runtime.block_on(common::serve_local(app));
     let stdout = {
         use std::io::Write;
         let mut child = zaguan()
             .arg("chat")
             .env("LLM_PRIMARY", "openai:rules")
-            .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+            .env("OPENAI_BASE_URL", format!("{base}/v1"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

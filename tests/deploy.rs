@@ -6,6 +6,8 @@
 //! `deploy/k8s/configmap-prompts.yaml` is generated from `prompts/`: when the folder changes,
 //! `UPDATE_DEPLOY=1 cargo test --test deploy` rewrites it.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize as _;
 use serde_norway::Value;
+
+use common::{free_port, zaguan};
 
 // ---- the code's side of the contract -----------------------------------------------------------
 
@@ -1246,22 +1250,6 @@ fn the_deploy_readme_covers_each_way_to_run() {
 }
 
 // ---- zaguan healthcheck ------------------------------------------------------------------------
-
-fn zaguan() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_zaguan"));
-    command
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default());
-    command
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `zaguan healthcheck ARGS` with `ZAGUAN_BIND_ADDR=bind` and `extra` variables: exit code and
 /// stderr.

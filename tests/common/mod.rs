@@ -194,6 +194,25 @@ impl TestApp {
     }
 }
 
+/// The real `zaguan` binary with an empty environment (only `PATH`): each test sets exactly
+/// the variables it means.
+pub fn zaguan() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default());
+    command
+}
+
+/// A loopback port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Serves `app` on a free loopback port for the rest of the test (a fake LLM or Graph API);
 /// returns `http://127.0.0.1:PORT`.
 pub async fn serve_local(app: Router) -> String {
