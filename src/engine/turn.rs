@@ -224,28 +224,29 @@ impl Engine {
             .clone()
     }
 
-    /// Whether an operator has the conversation now: the worker then shows no "typing…", as
-    /// the bot will not answer. A store error says no (the turn itself checks again).
-    pub async fn held_by_operator(&self, wa_id: &WaId) -> bool {
-        match self.store.conversation(wa_id).await {
-            Ok(Some(conversation)) => conversation
-                .handoff
-                .is_some_and(|handoff| handoff.is_active(Utc::now())),
-            _ => false,
-        }
-    }
-
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 
     /// Runs (or resumes) the turn answering `inbox`, the open inbox messages of `wa_id` in
     /// arrival order; several are merged into one human message.
-    #[tracing::instrument(skip_all, fields(conversation.id = %wa_id.masked(), turn.messages = inbox.len()))]
     pub async fn run_turn(
         &self,
         wa_id: &WaId,
         inbox: &[InboxEntry],
+    ) -> Result<TurnOutcome, EngineError> {
+        self.run_turn_with(wa_id, inbox, || ()).await
+    }
+
+    /// [`run_turn`](Self::run_turn), calling `answering` once the bot is going to answer (not
+    /// for a conversation an operator holds) and keeping what it returns — the worker's
+    /// "typing…" indicator — until the turn ends.
+    #[tracing::instrument(name = "run_turn", skip_all, fields(conversation.id = %wa_id.masked(), turn.messages = inbox.len()))]
+    pub async fn run_turn_with<T>(
+        &self,
+        wa_id: &WaId,
+        inbox: &[InboxEntry],
+        answering: impl FnOnce() -> T,
     ) -> Result<TurnOutcome, EngineError> {
         let started = std::time::Instant::now();
         let set = self.assistants();
@@ -278,6 +279,7 @@ impl Engine {
             metrics::counter!("zaguan_handoffs_ended_total", "how" => "expired").increment(1);
             self.store.set_handoff(&state.wa_id, None).await?;
         }
+        let _answering = answering();
         if !new.is_empty() {
             self.before_assistant(&mut state, &new).await?;
         }

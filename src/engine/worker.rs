@@ -276,13 +276,12 @@ async fn serve_conversation(
             break;
         }
         let last = open.last().expect("not empty");
-        let typing = if engine.held_by_operator(wa_id).await {
-            None
-        } else {
-            Some(outbound.typing(&last.phone_number_id, &last.wamid))
-        };
-        let turn = engine.run_turn(wa_id, &open).await;
-        drop(typing);
+        // "typing…" only once the engine knows the bot answers (not while an operator holds it).
+        let turn = engine
+            .run_turn_with(wa_id, &open, || {
+                outbound.typing(&last.phone_number_id, &last.wamid)
+            })
+            .await;
         match turn {
             Ok(_) => {
                 // Done only now that the reply is in the outbox.
