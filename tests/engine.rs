@@ -1164,6 +1164,142 @@ async fn mongo_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
     db.drop().await;
 }
 
+/// An open inbox entry of `wa_id` received now.
+fn inbox_entry(wamid: &str, wa_id: &WaId, text: &str, status: InboxStatus) -> InboxEntry {
+    InboxEntry {
+        wamid: WaMessageId::parse(wamid).unwrap(),
+        wa_id: wa_id.clone(),
+        phone_number_id: "1".into(),
+        kind: "text".into(),
+        text: Some(text.into()),
+        payload: "{}".into(),
+        context_id: None,
+        sent_at: None,
+        status,
+        received_at: Utc::now(),
+        attempts: u32::from(status == InboxStatus::Processing),
+    }
+}
+
+/// A turn cut short, then a second message before the workers resume it: the cut turn is
+/// finished with its own message and answers it, and the new message gets a turn of its own
+/// (merging them would answer only the second and leave the first without a reply).
+async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
+    make_store: impl AsyncFn() -> Arc<dyn Store>,
+) {
+    let tools = || Arc::new(ToolRegistry::new().with(LookupProperty));
+    let agents = Arc::new(AgentRegistry::load(&prompts_dir(), &tools().names()).unwrap());
+    let engine = |store: Arc<dyn Store>| {
+        Engine::new(
+            store,
+            Arc::new(RuleLlm),
+            agents.clone(),
+            tools(),
+            EngineSettings::default(),
+        )
+    };
+    let wa_id = WaId::parse("34600111333").unwrap();
+    // Writes 1..=7 come before the reply is queued (the 8th).
+    for crash_at in 1..=7 {
+        let inner = make_store().await;
+        let first = inbox_entry(
+            "wamid.CUT1",
+            &wa_id,
+            "¿Cuánto cuesta el P-102?",
+            InboxStatus::Processing,
+        );
+        inner
+            .insert_inbox(std::slice::from_ref(&first))
+            .await
+            .unwrap();
+        let crashing: Arc<dyn Store> = Arc::new(CrashingStore {
+            inner: inner.clone(),
+            writes: AtomicUsize::new(0),
+            crash_at,
+            stall_claims: Default::default(),
+        });
+        let cut = engine(crashing)
+            .run_turn(&wa_id, std::slice::from_ref(&first))
+            .await;
+        assert!(cut.is_err(), "crash at write {crash_at}");
+        let second = inbox_entry(
+            "wamid.CUT2",
+            &wa_id,
+            "¿Y tiene garaje?",
+            InboxStatus::Pending,
+        );
+        inner
+            .insert_inbox(std::slice::from_ref(&second))
+            .await
+            .unwrap();
+
+        let workers = zaguan::engine::Workers::spawn(
+            Arc::new(engine(inner.clone())),
+            Arc::new(zaguan::outbound::Outbound::dry_run(inner.clone())),
+            Arc::new(tokio::sync::Notify::new()),
+            zaguan::engine::WorkerSettings {
+                poll: Duration::from_millis(20),
+                ..zaguan::engine::WorkerSettings::default()
+            },
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !inner.open_inbox(&wa_id).await.unwrap().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "crash at write {crash_at}: not answered"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        workers.stop().await;
+        for entry in [&first, &second] {
+            let replies = inner.outbox_in_reply_to(&entry.wamid).await.unwrap();
+            assert_eq!(
+                replies.len(),
+                1,
+                "crash at write {crash_at}: {}",
+                entry.wamid
+            );
+            assert_eq!(replies[0].body, "El P-102 cuesta 450.000 €.");
+        }
+        let history = inner.recent_messages(&wa_id, 100).await.unwrap();
+        let humans: Vec<&str> = history
+            .iter()
+            .filter(|m| m.message.role == MessageRole::Human)
+            .map(|m| m.message.content.as_str())
+            .collect();
+        assert_eq!(
+            humans,
+            ["¿Cuánto cuesta el P-102?", "¿Y tiene garaje?"],
+            "crash at write {crash_at}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn memory_a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn() {
+    a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(async || memory()).await;
+}
+
+#[tokio::test]
+async fn mongo_a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let make = async || {
+        for collection in ["messages", "inbox", "outbox", "conversations", "leases"] {
+            db.store
+                .database()
+                .collection::<bson::Document>(collection)
+                .delete_many(bson::doc! {})
+                .await
+                .unwrap();
+        }
+        Arc::new(db.store.clone()) as Arc<dyn Store>
+    };
+    a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(make).await;
+    db.drop().await;
+}
+
 /// Answers after a second, counting its calls.
 struct SlowCountingLlm(AtomicUsize);
 

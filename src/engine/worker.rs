@@ -270,6 +270,16 @@ async fn serve_conversation(
                 continue;
             }
         }
+        // A turn cut short (crash, lost lease, store error) is finished first with the
+        // messages it started with, so they get their own reply; what arrived since is the
+        // next turn. Merging them would answer only the newest message.
+        let open = if open.iter().any(|e| e.status == InboxStatus::Processing) {
+            open.into_iter()
+                .filter(|e| e.status == InboxStatus::Processing)
+                .collect()
+        } else {
+            open
+        };
         let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
         if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Processing).await {
             tracing::warn!(conversation.id = %wa_id.masked(), "cannot take inbox: {error}");
