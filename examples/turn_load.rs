@@ -886,6 +886,9 @@ async fn main() -> Result<(), BoxError> {
             ("LLM_PRIMARY", "openai:gpt-test".to_owned()),
             ("LLM_FALLBACK", "openai:gpt-test".to_owned()),
             ("ZAGUAN_FAST_ROUTE", "false".to_owned()),
+            // The harness's users write as fast as they are answered: abuse limits off.
+            ("ZAGUAN_USER_TURNS_PER_MINUTE", "0".to_owned()),
+            ("ZAGUAN_DAILY_TOKEN_BUDGET", "0".to_owned()),
             ("ZAGUAN_WORKER_CONCURRENCY", concurrency.clone()),
             ("ZAGUAN_LLM_MAX_CONCURRENCY", concurrency),
             ("ZAGUAN_PROMPTS_DIR", prompts.to_owned()),

@@ -49,6 +49,8 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_DIALOG_IDLE_TTL",
     "ZAGUAN_STUCK_AFTER",
     "ZAGUAN_HANDOFF_TTL",
+    "ZAGUAN_USER_TURNS_PER_MINUTE",
+    "ZAGUAN_DAILY_TOKEN_BUDGET",
     "ZAGUAN_LEASE",
     "ZAGUAN_WORKER_CONCURRENCY",
     "ZAGUAN_DRAIN_TIMEOUT",
@@ -90,6 +92,12 @@ pub struct Config {
     pub stuck_after: Duration,
     /// An operator's handoff ends by itself after this (unless released before).
     pub handoff_ttl: Duration,
+    /// Turns one user gets per minute before the next waits (messages meanwhile are merged);
+    /// 0 is no limit.
+    pub user_turns_per_minute: u32,
+    /// LLM tokens one conversation may use per UTC day before it is answered with a fixed
+    /// reply and flagged for a person; 0 is no budget.
+    pub daily_token_budget: u64,
     /// How long a process's claim on a conversation lasts without renewal: after a crash, its
     /// conversations are taken over this long after its last renewal.
     pub lease: Duration,
@@ -240,6 +248,10 @@ impl Config {
         let dialog_idle_ttl = env.duration("ZAGUAN_DIALOG_IDLE_TTL", "24h");
         let stuck_after = env.duration("ZAGUAN_STUCK_AFTER", "2h");
         let handoff_ttl = env.duration("ZAGUAN_HANDOFF_TTL", "2h");
+        let user_turns_per_minute =
+            env.count("ZAGUAN_USER_TURNS_PER_MINUTE", 12, 0..=10_000, "turns");
+        let daily_token_budget =
+            env.count("ZAGUAN_DAILY_TOKEN_BUDGET", 300_000, 0..=u32::MAX, "tokens");
         let lease = env.duration("ZAGUAN_LEASE", "30s");
         let worker_concurrency = env.count(
             "ZAGUAN_WORKER_CONCURRENCY",
@@ -340,6 +352,8 @@ impl Config {
             dialog_idle_ttl: dialog_idle_ttl.expect(checked),
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),
+            user_turns_per_minute: user_turns_per_minute.expect(checked),
+            daily_token_budget: u64::from(daily_token_budget.expect(checked)),
             lease: lease.expect(checked),
             worker_concurrency: worker_concurrency.expect(checked) as usize,
             drain_timeout: drain_timeout.expect(checked),

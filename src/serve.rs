@@ -87,6 +87,8 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     let worker_settings = WorkerSettings {
         lease: config.lease,
         concurrency: config.worker_concurrency,
+        user_turns: std::num::NonZeroU32::new(config.user_turns_per_minute)
+            .map(governor::Quota::per_minute),
         ..WorkerSettings::default()
     };
     let membership = Membership::new(
@@ -182,6 +184,7 @@ pub fn build_engine(
         timezone: config.timezone,
         fast_route: config.llm.fast_route,
         languages: config.languages.clone(),
+        daily_token_budget: config.daily_token_budget,
         ..EngineSettings::default()
     };
     Ok(Engine::new(

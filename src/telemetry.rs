@@ -144,7 +144,7 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     (
         "zaguan_turn_guard_total",
         Kind::Counter,
-        "Turns cut short or reset by a guard [guard: transitions, idle_ttl]",
+        "Turns cut short, reset or answered by a guard [guard: transitions, idle_ttl, token_budget]",
     ),
     (
         "zaguan_route_total",
@@ -351,6 +351,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "zaguan_handoffs",
         Kind::Gauge,
         "Conversations with an operator (active) or waiting for one (requested) [state]",
+    ),
+    (
+        "zaguan_user_throttled_total",
+        Kind::Counter,
+        "Turns held back because their user passed ZAGUAN_USER_TURNS_PER_MINUTE",
     ),
     (
         "zaguan_offline_leaves_total",

@@ -3,6 +3,7 @@
 //! `dialog_state`, assistants run (delegating with `To<X>Assistant`, returning with
 //! `CompleteOrEscalate`), and every node's effect is stored before the next one runs.
 
+pub mod abuse;
 pub mod handoff;
 pub mod history;
 pub mod instances;
@@ -15,6 +16,7 @@ pub mod tools;
 pub mod turn;
 pub mod worker;
 
+pub use abuse::UserLimits;
 pub use reload::{PromptReloader, PromptStatus, Reloaded};
 pub use route::{Route, RouteFallback, route_to_workflow};
 pub use state::{State, context_extractor};

@@ -7,7 +7,8 @@ use crate::domain::WaId;
 use crate::llm::ChatMessage;
 use crate::realestate::GeoPoint;
 use crate::store::{
-    Handoff, MessageRole, PendingAction, Role, Store, StoreResult, StoredMessage, User,
+    Handoff, HandoffRequest, MessageRole, PendingAction, Role, Store, StoreResult, StoredMessage,
+    User,
 };
 
 /// Messages loaded per turn: hygiene keeps a window of 50 out of these.
@@ -28,6 +29,8 @@ pub struct State {
     pub location: Option<GeoPoint>,
     /// An operator answers instead of the bot (when still active).
     pub handoff: Option<Handoff>,
+    /// An assistant (or the token budget) asked for a person; no operator took it yet.
+    pub handoff_requested: Option<HandoffRequest>,
     /// The stored history, oldest first (the last [`LOADED_MESSAGES`]).
     pub messages: Vec<StoredMessage>,
 }
@@ -87,6 +90,7 @@ pub async fn context_extractor(store: &dyn Store, wa_id: &WaId) -> StoreResult<S
         pending_action: conversation.pending_action,
         location: conversation.location,
         handoff: conversation.handoff,
+        handoff_requested: conversation.handoff_requested,
         messages,
     })
 }

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
+use super::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
 use super::history;
 use super::route::{RouteFallback, route_to_workflow};
 use super::state::{State, context_extractor};
@@ -28,7 +29,8 @@ use crate::domain::{WaId, WaMessageId};
 use crate::guard::{GuardTranslator, LanguageDetector};
 use crate::llm::{Llm, LlmRequest, ToolCall, ToolSpec};
 use crate::store::{
-    InboxEntry, MessageRole, NewMessage, NewOutbox, PendingAction, Role, Store, StoreError,
+    HandoffRequest, InboxEntry, MessageRole, NewMessage, NewOutbox, PendingAction, Role, Store,
+    StoreError,
 };
 
 /// Limits and names of the engine.
@@ -50,6 +52,8 @@ pub struct EngineSettings {
     pub languages: Vec<String>,
     /// A pending action not confirmed within this is dropped.
     pub pending_action_ttl: Duration,
+    /// LLM tokens a conversation may use per UTC day (see [`super::abuse`]); 0 is no budget.
+    pub daily_token_budget: u64,
 }
 
 impl Default for EngineSettings {
@@ -63,6 +67,7 @@ impl Default for EngineSettings {
             timezone: chrono_tz::Europe::Madrid,
             fast_route: true,
             pending_action_ttl: Duration::from_secs(30 * 60),
+            daily_token_budget: 0,
             languages: crate::guard::DEFAULT_LANGUAGES
                 .iter()
                 .map(|code| (*code).to_owned())
@@ -282,6 +287,9 @@ impl Engine {
         let _answering = answering();
         if !new.is_empty() {
             self.before_assistant(&mut state, &new).await?;
+            if matches!(next_step(&state), Next::Assistant) && self.over_budget(&state).await? {
+                self.answer_over_budget(&mut state).await?;
+            }
         }
         let reply_to = inbox.last();
         let mut transitions = 0;
@@ -412,6 +420,40 @@ impl Engine {
         };
         self.append(state, message).await?;
         Ok(new)
+    }
+
+    /// Whether the conversation has used its daily token budget. A turn that starts under
+    /// it runs to the end, so the budget is overshot by at most one turn.
+    async fn over_budget(&self, state: &State) -> Result<bool, EngineError> {
+        let budget = self.settings.daily_token_budget;
+        if budget == 0 {
+            return Ok(false);
+        }
+        let midnight = Utc::now()
+            .date_naive()
+            .and_time(chrono::NaiveTime::MIN)
+            .and_utc();
+        let used = self
+            .store
+            .llm_tokens_since(state.wa_id.as_str(), midnight)
+            .await?;
+        Ok(used >= budget)
+    }
+
+    /// Answers without a model and flags the conversation for a person (once).
+    async fn answer_over_budget(&self, state: &mut State) -> Result<(), EngineError> {
+        tracing::warn!("daily token budget used up: fixed reply, flagged for a person");
+        metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
+        if state.handoff_requested.is_none() {
+            let request = HandoffRequest {
+                at: Utc::now(),
+                reason: BUDGET_HANDOFF_REASON.to_owned(),
+            };
+            self.store.request_handoff(&state.wa_id, &request).await?;
+            state.handoff_requested = Some(request);
+        }
+        let message = ai_message(&state.wa_id, BUDGET_REPLY, "guard", Vec::new());
+        self.append(state, message).await
     }
 
     /// What the engine answers without an assistant: the user's yes or no to a pending action,
@@ -940,6 +982,38 @@ impl Engine {
             .collect();
         self.store.insert_outbox(&parts).await?;
         Ok(bodies)
+    }
+
+    /// Queues a message of the engine's own (not an answer to any inbound message, so it
+    /// never stands in for one), translated into the conversation's language and sent from
+    /// the number `via` arrived on.
+    pub async fn notice(
+        &self,
+        wa_id: &WaId,
+        text: &str,
+        via: &InboxEntry,
+    ) -> Result<(), EngineError> {
+        let set = self.assistants();
+        let lang = self.store.conversation(wa_id).await?.and_then(|c| c.lang);
+        let bodies = set
+            .guard
+            .guard(text, lang.as_deref(), wa_id.as_str())
+            .await
+            .parts;
+        let now = Utc::now();
+        let count = u32::try_from(bodies.len()).unwrap_or(u32::MAX);
+        let parts: Vec<NewOutbox> = bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, body)| NewOutbox {
+                phone_number_id: Some(via.phone_number_id.clone()),
+                part: u32::try_from(i).unwrap_or(u32::MAX),
+                parts: count,
+                ..NewOutbox::text(wa_id.clone(), None, body, now)
+            })
+            .collect();
+        self.store.insert_outbox(&parts).await?;
+        Ok(())
     }
 
     async fn set_dialog_state(

@@ -12,6 +12,7 @@ use chrono::Utc;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinHandle;
 
+use super::abuse::{Admission, SLOW_DOWN, UserLimits};
 use super::turn::Engine;
 use crate::domain::{WaId, WaMessageId};
 use crate::outbound::Outbound;
@@ -33,6 +34,8 @@ pub struct WorkerSettings {
     pub poll: Duration,
     /// Attempts after which an inbox message is marked `failed` instead of retried forever.
     pub max_attempts: u32,
+    /// Turns per user (see [`UserLimits`]); `None` is no limit.
+    pub user_turns: Option<governor::Quota>,
 }
 
 impl Default for WorkerSettings {
@@ -47,6 +50,7 @@ impl Default for WorkerSettings {
             lease: Duration::from_secs(300),
             poll: Duration::from_secs(1),
             max_attempts: 5,
+            user_turns: None,
         }
     }
 }
@@ -106,6 +110,7 @@ async fn dispatch(
 ) {
     let permits = Arc::new(Semaphore::new(settings.concurrency));
     let in_flight: Arc<Mutex<HashSet<WaId>>> = Arc::default();
+    let limits = Arc::new(UserLimits::new(settings.user_turns));
     let settings = Arc::new(settings);
     loop {
         let store = engine.store();
@@ -139,15 +144,22 @@ async fn dispatch(
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 break;
             };
-            let (engine, outbound, settings, in_flight) = (
+            let (engine, outbound, settings, in_flight, limits) = (
                 engine.clone(),
                 outbound.clone(),
                 settings.clone(),
                 in_flight.clone(),
+                limits.clone(),
             );
             let stopped = stopped.clone();
             tokio::spawn(async move {
-                process_conversation(&engine, &outbound, &key, &settings, &stopped).await;
+                let worker = Worker {
+                    engine: &engine,
+                    outbound: &outbound,
+                    settings: &settings,
+                    limits: &limits,
+                };
+                worker.process_conversation(&key, &stopped).await;
                 in_flight.lock().unwrap().remove(&key);
                 drop(permit);
             });
@@ -167,147 +179,170 @@ async fn dispatch(
         .await;
 }
 
-/// Claims one conversation and serves it while the claim holds: the lease is renewed in the
-/// background, and if a renewal cannot be confirmed in time the work stops at once (it resumes,
-/// here or elsewhere, from what was stored) rather than run beside the instance that takes the
-/// conversation over.
-async fn process_conversation(
-    engine: &Engine,
-    outbound: &Outbound,
-    wa_id: &WaId,
-    settings: &WorkerSettings,
-    stopped: &watch::Receiver<bool>,
-) {
-    let store = engine.store();
-    let asked = std::time::Instant::now();
-    let now = Utc::now();
-    let length = chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::minutes(5));
-    match store
-        .claim_conversation(wa_id, &settings.owner, now, now + length)
-        .await
-    {
-        Ok(true) => {}
-        Ok(false) => return, // another process has it
-        Err(error) => {
-            tracing::warn!(conversation.id = %wa_id.masked(), "cannot claim: {error}");
-            return;
-        }
-    }
-    let keeper = LeaseKeeper::start(store.clone(), wa_id.clone(), settings, asked);
-    let held = tokio::select! {
-        // A claim answered too late to be counted on starts nothing.
-        biased;
-        () = keeper.lost() => {
-            tracing::error!(
-                conversation.id = %wa_id.masked(),
-                "lease not renewed in time (slow store?): work on this conversation stopped; \
-                 it resumes from what was stored"
-            );
-            metrics::counter!("zaguan_leases_lost_total").increment(1);
-            false
-        }
-        () = serve_conversation(engine, outbound, wa_id, settings, stopped) => true,
-    };
-    keeper.stop();
-    // A lost lease may be another instance's by now: it is left to expire, not released.
-    if held && let Err(error) = store.release_conversation(wa_id, &settings.owner).await {
-        tracing::warn!(conversation.id = %wa_id.masked(), "cannot release lease: {error}");
-    }
+/// What a task serving one conversation needs of the process.
+struct Worker<'a> {
+    engine: &'a Engine,
+    outbound: &'a Outbound,
+    settings: &'a WorkerSettings,
+    limits: &'a UserLimits,
 }
 
-/// Sends what the conversation still owes, then runs turns until its inbox is empty, sending
-/// each turn's reply before the next turn. Stops after a turn when the process drains.
-async fn serve_conversation(
-    engine: &Engine,
-    outbound: &Outbound,
-    wa_id: &WaId,
-    settings: &WorkerSettings,
-    stopped: &watch::Receiver<bool>,
-) {
-    let store = engine.store();
-    let mut flushed = false;
-    loop {
-        // Draining: the turn just finished was the last; the lease is released by the caller.
-        if flushed && *stopped.borrow() {
-            break;
-        }
-        // Replies owed from before (a retry due, a crash mid-send) go out before new ones.
-        if !flushed {
-            flushed = true;
-            if let Err(error) = outbound.flush(wa_id).await {
-                tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
-                break;
-            }
-        }
-        let open = match store.open_inbox(wa_id).await {
-            Ok(open) if open.is_empty() => break,
-            Ok(open) => open,
+impl Worker<'_> {
+    /// Claims one conversation and serves it while the claim holds: the lease is renewed in the
+    /// background, and if a renewal cannot be confirmed in time the work stops at once (it resumes,
+    /// here or elsewhere, from what was stored) rather than run beside the instance that takes the
+    /// conversation over.
+    async fn process_conversation(&self, wa_id: &WaId, stopped: &watch::Receiver<bool>) {
+        let (engine, settings) = (self.engine, self.settings);
+        let store = engine.store();
+        let asked = std::time::Instant::now();
+        let now = Utc::now();
+        let length =
+            chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::minutes(5));
+        match store
+            .claim_conversation(wa_id, &settings.owner, now, now + length)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return, // another process has it
             Err(error) => {
-                tracing::warn!(conversation.id = %wa_id.masked(), "cannot read inbox: {error}");
-                break;
-            }
-        };
-        let (poisoned, open): (Vec<_>, Vec<_>) = open
-            .into_iter()
-            .partition(|e| e.attempts >= settings.max_attempts);
-        if !poisoned.is_empty() {
-            tracing::error!(
-                conversation.id = %wa_id.masked(),
-                messages = poisoned.len(),
-                "inbox messages failed {} times; marked failed", settings.max_attempts
-            );
-            metrics::counter!("zaguan_turns_total", "outcome" => "failed")
-                .increment(poisoned.len() as u64);
-            let ids: Vec<WaMessageId> = poisoned.iter().map(|e| e.wamid.clone()).collect();
-            if store
-                .set_inbox_status(&ids, InboxStatus::Failed)
-                .await
-                .is_err()
-            {
-                break;
-            }
-            if open.is_empty() {
-                continue;
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot claim: {error}");
+                return;
             }
         }
-        // A turn cut short (crash, lost lease, store error) is finished first with the
-        // messages it started with, so they get their own reply; what arrived since is the
-        // next turn. Merging them would answer only the newest message.
-        let open = if open.iter().any(|e| e.status == InboxStatus::Processing) {
-            open.into_iter()
-                .filter(|e| e.status == InboxStatus::Processing)
-                .collect()
-        } else {
-            open
+        let keeper = LeaseKeeper::start(store.clone(), wa_id.clone(), settings, asked);
+        let held = tokio::select! {
+            // A claim answered too late to be counted on starts nothing.
+            biased;
+            () = keeper.lost() => {
+                tracing::error!(
+                    conversation.id = %wa_id.masked(),
+                    "lease not renewed in time (slow store?): work on this conversation stopped; \
+                     it resumes from what was stored"
+                );
+                metrics::counter!("zaguan_leases_lost_total").increment(1);
+                false
+            }
+            () = self.serve_conversation(wa_id, stopped) => true,
         };
-        let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
-        if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Processing).await {
-            tracing::warn!(conversation.id = %wa_id.masked(), "cannot take inbox: {error}");
-            break;
+        keeper.stop();
+        // A lost lease may be another instance's by now: it is left to expire, not released.
+        if held && let Err(error) = store.release_conversation(wa_id, &settings.owner).await {
+            tracing::warn!(conversation.id = %wa_id.masked(), "cannot release lease: {error}");
         }
-        let last = open.last().expect("not empty");
-        // "typing…" only once the engine knows the bot answers (not while an operator holds it).
-        let turn = engine
-            .run_turn_with(wa_id, &open, || {
-                outbound.typing(&last.phone_number_id, &last.wamid)
-            })
-            .await;
-        match turn {
-            Ok(_) => {
-                // Done only now that the reply is in the outbox.
-                if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Done).await {
-                    tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
-                    break;
-                }
+    }
+
+    /// Sends what the conversation still owes, then runs turns until its inbox is empty, sending
+    /// each turn's reply before the next turn. Stops after a turn when the process drains.
+    async fn serve_conversation(&self, wa_id: &WaId, stopped: &watch::Receiver<bool>) {
+        let (engine, outbound, settings) = (self.engine, self.outbound, self.settings);
+        let store = engine.store();
+        let mut flushed = false;
+        loop {
+            // Draining: the turn just finished was the last; the lease is released by the caller.
+            if flushed && *stopped.borrow() {
+                break;
+            }
+            // Replies owed from before (a retry due, a crash mid-send) go out before new ones.
+            if !flushed {
+                flushed = true;
                 if let Err(error) = outbound.flush(wa_id).await {
                     tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
                     break;
                 }
             }
-            Err(error) => {
-                tracing::error!(conversation.id = %wa_id.masked(), "turn failed, will resume: {:#}", anyhow::Error::from(error));
-                metrics::counter!("zaguan_turns_total", "outcome" => "error").increment(1);
+            let open = match store.open_inbox(wa_id).await {
+                Ok(open) if open.is_empty() => break,
+                Ok(open) => open,
+                Err(error) => {
+                    tracing::warn!(conversation.id = %wa_id.masked(), "cannot read inbox: {error}");
+                    break;
+                }
+            };
+            let (poisoned, open): (Vec<_>, Vec<_>) = open
+                .into_iter()
+                .partition(|e| e.attempts >= settings.max_attempts);
+            if !poisoned.is_empty() {
+                tracing::error!(
+                    conversation.id = %wa_id.masked(),
+                    messages = poisoned.len(),
+                    "inbox messages failed {} times; marked failed", settings.max_attempts
+                );
+                metrics::counter!("zaguan_turns_total", "outcome" => "failed")
+                    .increment(poisoned.len() as u64);
+                let ids: Vec<WaMessageId> = poisoned.iter().map(|e| e.wamid.clone()).collect();
+                if store
+                    .set_inbox_status(&ids, InboxStatus::Failed)
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                if open.is_empty() {
+                    continue;
+                }
+            }
+            // A turn cut short (crash, lost lease, store error) is finished first with the
+            // messages it started with, so they get their own reply; what arrived since is the
+            // next turn. Merging them would answer only the newest message.
+            let resumed = open.iter().any(|e| e.status == InboxStatus::Processing);
+            let open = if resumed {
+                open.into_iter()
+                    .filter(|e| e.status == InboxStatus::Processing)
+                    .collect()
+            } else {
+                open
+            };
+            if !resumed && let Admission::Wait { wait, notify } = self.limits.admit(wa_id) {
+                // Too many turns for this user: the next one waits, and what arrives meanwhile is
+                // merged into it.
+                tracing::info!(conversation.id = %wa_id.masked(), ?wait, "user throttled");
+                if notify {
+                    let via = open.last().expect("not empty");
+                    if let Err(error) = engine.notice(wa_id, SLOW_DOWN, via).await {
+                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot queue notice: {error}");
+                    } else if let Err(error) = outbound.flush(wa_id).await {
+                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
+                    }
+                }
+                let mut stop = stopped.clone();
+                if *stop.borrow() {
+                    break;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => continue,
+                    _ = stop.changed() => break,
+                }
+            }
+            let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
+            if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Processing).await {
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot take inbox: {error}");
                 break;
+            }
+            let last = open.last().expect("not empty");
+            // "typing…" only once the engine knows the bot answers (not while an operator holds it).
+            let turn = engine
+                .run_turn_with(wa_id, &open, || {
+                    outbound.typing(&last.phone_number_id, &last.wamid)
+                })
+                .await;
+            match turn {
+                Ok(_) => {
+                    // Done only now that the reply is in the outbox.
+                    if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Done).await {
+                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
+                        break;
+                    }
+                    if let Err(error) = outbound.flush(wa_id).await {
+                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
+                        break;
+                    }
+                }
+                Err(error) => {
+                    tracing::error!(conversation.id = %wa_id.masked(), "turn failed, will resume: {:#}", anyhow::Error::from(error));
+                    metrics::counter!("zaguan_turns_total", "outcome" => "error").increment(1);
+                    break;
+                }
             }
         }
     }

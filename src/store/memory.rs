@@ -195,6 +195,16 @@ impl Store for MemoryStore {
         Ok(calls)
     }
 
+    async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64> {
+        Ok(self
+            .lock()
+            .llm_calls
+            .iter()
+            .filter(|c| c.conversation.as_deref() == Some(conversation) && c.at >= since)
+            .map(|c| c.input_tokens + c.output_tokens)
+            .sum())
+    }
+
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>> {
         Ok(self.lock().users.get(wa_id).cloned())
     }

@@ -97,6 +97,10 @@ pub trait Store: Send + Sync + 'static {
     /// The last `limit` LLM calls of a conversation, oldest first.
     async fn llm_calls(&self, conversation: &str, limit: usize) -> StoreResult<Vec<LlmCall>>;
 
+    /// Tokens (input and output) of a conversation's LLM calls since `since`: what its daily
+    /// budget is measured against.
+    async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64>;
+
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>>;
 
     /// Sets a user's role (`prospect` by default; `owner` and `agent` are set by staff).

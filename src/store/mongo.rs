@@ -649,6 +649,27 @@ impl Store for MongoStore {
         docs.iter().rev().map(llm_call).collect()
     }
 
+    async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64> {
+        // Summed here rather than by `$group`: a day's calls of one conversation are few, and
+        // every MongoDB-compatible server answers a plain find.
+        let cursor = bounded(
+            self.coll("llm_calls")
+                .find(doc! {"wa_id": conversation, "at": {"$gte": date(since)}})
+                .projection(doc! {"_id": 0, "input_tokens": 1, "output_tokens": 1}),
+        )
+        .await?;
+        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        Ok(docs
+            .iter()
+            .map(|d| {
+                let f = Fields(d);
+                let tokens =
+                    f.int("input_tokens").unwrap_or(0) + f.int("output_tokens").unwrap_or(0);
+                u64::try_from(tokens).unwrap_or(0)
+            })
+            .sum())
+    }
+
     async fn rejected(&self, limit: usize) -> StoreResult<Vec<RejectedEntry>> {
         let cursor = bounded(
             self.coll("webhook_rejects")

@@ -1,0 +1,277 @@
+//! Abuse limits: a user flooding the bot gets one answer for the flood and one "slow down";
+//! a conversation past its daily token budget gets a fixed reply without a model call and is
+//! flagged for a person.
+
+mod common;
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::http::StatusCode;
+use chrono::Utc;
+use secrecy::SecretString;
+
+use common::graph::FakeGraph;
+use common::{TestApp, text_notification};
+use zaguan::agents::{self, AgentRegistry};
+use zaguan::domain::{WaId, WaMessageId};
+use zaguan::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY, SLOW_DOWN};
+use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+use zaguan::llm::{CallOutcome, ChatMessage, Llm, LlmCall, LlmError, LlmRequest, LlmResponse};
+use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
+use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, MessageRole, Store};
+
+const CUSTOMER: &str = "34611222333";
+
+/// Echoes the user's last message, counting its calls.
+#[derive(Default)]
+struct EchoLlm(AtomicUsize);
+
+#[async_trait]
+impl Llm for EchoLlm {
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let last_human = request
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                ChatMessage::Human { content } => Some(content.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Ok(LlmResponse {
+            content: format!("Recibido: {last_human}"),
+            ..LlmResponse::default()
+        })
+    }
+}
+
+fn engine(store: Arc<dyn Store>, llm: Arc<EchoLlm>, settings: EngineSettings) -> Engine {
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    Engine::new(
+        store,
+        llm,
+        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings {
+            fast_route: false,
+            ..settings
+        },
+    )
+}
+
+async fn wait_for(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while !done().await {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Two turns in a burst are answered at once; the third waits for the user's bucket, the
+/// user is told once to slow down, and the messages sent while waiting are merged into that
+/// turn: five messages, three model calls, three answers and one notice, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_user_is_told_once_and_answered_once_for_the_flood() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let graph = Arc::new(FakeGraph::default());
+    let base = common::graph::serve(graph.clone()).await;
+    let client = GraphClient::new(
+        format!("{base}/v21.0").parse().unwrap(),
+        Some(SecretString::from("EAAG-test".to_owned())),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let outbound = Outbound::new(
+        store.clone(),
+        client,
+        Limiters::new(&SendLimits::default()),
+        OutboundSettings::default(),
+    );
+    let llm = Arc::new(EchoLlm::default());
+    let app = TestApp::with_store(store.clone());
+    let workers = Workers::spawn(
+        Arc::new(engine(
+            store.clone(),
+            llm.clone(),
+            EngineSettings::default(),
+        )),
+        Arc::new(outbound),
+        app.state.inbox_signal.clone(),
+        WorkerSettings {
+            poll: Duration::from_millis(20),
+            user_turns: Some(
+                governor::Quota::with_period(Duration::from_secs(4))
+                    .unwrap()
+                    .allow_burst(NonZeroU32::new(2).unwrap()),
+            ),
+            ..WorkerSettings::default()
+        },
+    );
+    let texts = [
+        "Hola, busco un piso en Valencia",
+        "Con tres habitaciones, por favor",
+        "¿Tenéis alguno con terraza?",
+        "Que tenga garaje también",
+        "Y cerca del metro",
+    ];
+    let say = async |i: usize| {
+        let body = text_notification(&[(&format!("wamid.F{i}"), CUSTOMER, texts[i])]);
+        assert_eq!(app.post_webhook(body).await, StatusCode::OK);
+    };
+    say(0).await;
+    wait_for("first answer", async || graph.texts().len() == 1).await;
+    say(1).await;
+    wait_for("second answer", async || graph.texts().len() == 2).await;
+    say(2).await;
+    wait_for("the notice", async || graph.texts().len() == 3).await;
+    // The third turn is waiting for the bucket: these join it.
+    say(3).await;
+    say(4).await;
+    wait_for("the merged answer", async || graph.texts().len() == 4).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    workers.stop().await;
+
+    let sent = graph.texts();
+    assert_eq!(
+        sent,
+        [
+            format!("Recibido: {}", texts[0]),
+            format!("Recibido: {}", texts[1]),
+            SLOW_DOWN.to_owned(),
+            format!("Recibido: {}", texts[2..].join("\n")),
+        ]
+    );
+    assert_eq!(llm.0.load(Ordering::SeqCst), 3, "one model call per turn");
+    let ids: Vec<String> = (0..texts.len()).map(|i| format!("wamid.F{i}")).collect();
+    let texts: Vec<String> = texts.iter().map(|t| (*t).to_owned()).collect();
+    let turns = common::assert_answered_once_in_order(store.as_ref(), CUSTOMER, &texts, &ids).await;
+    assert_eq!(turns.len(), 3);
+}
+
+fn call(wa_id: &WaId, tokens: u64, at: chrono::DateTime<Utc>) -> LlmCall {
+    LlmCall {
+        conversation: Some(wa_id.as_str().to_owned()),
+        agent: "primary_assistant".into(),
+        provider: "openai".into(),
+        model: "gpt-4.1-mini".into(),
+        outcome: CallOutcome::Ok,
+        input_tokens: tokens - tokens / 4,
+        output_tokens: tokens / 4,
+        latency: Duration::from_millis(800),
+        error: None,
+        at,
+    }
+}
+
+/// Under the budget the model answers; once the day's calls reach it, turns get the fixed
+/// reply without a model call and the conversation is flagged for a person, once. Calls of
+/// yesterday and of other conversations do not count.
+async fn a_conversation_past_its_daily_budget_gets_the_fixed_reply(store: Arc<dyn Store>) {
+    let wa_id = WaId::parse(CUSTOMER).unwrap();
+    let other = WaId::parse("34699000111").unwrap();
+    let yesterday = Utc::now() - chrono::Duration::days(1) - chrono::Duration::minutes(1);
+    store
+        .insert_llm_calls(&[
+            call(&wa_id, 50_000, yesterday),
+            call(&other, 50_000, Utc::now()),
+            call(&wa_id, 600, Utc::now()),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .llm_tokens_since(wa_id.as_str(), Utc::now() - chrono::Duration::hours(1))
+            .await
+            .unwrap(),
+        600
+    );
+    let llm = Arc::new(EchoLlm::default());
+    let engine = engine(
+        store.clone(),
+        llm.clone(),
+        EngineSettings {
+            daily_token_budget: 1_000,
+            ..EngineSettings::default()
+        },
+    );
+    let mut n = 0;
+    let mut say = async |text: &str| {
+        n += 1;
+        let entry = InboxEntry {
+            wamid: WaMessageId::parse(&format!("wamid.B{n}")).unwrap(),
+            wa_id: wa_id.clone(),
+            phone_number_id: "109876543210".into(),
+            kind: "text".into(),
+            text: Some(text.into()),
+            payload: "{}".into(),
+            context_id: None,
+            sent_at: None,
+            status: InboxStatus::Pending,
+            received_at: Utc::now(),
+            attempts: 0,
+        };
+        store.insert_inbox(&[entry]).await.unwrap();
+        let open = store.open_inbox(&wa_id).await.unwrap();
+        let reply = engine.run_turn(&wa_id, &open).await.unwrap().reply;
+        let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
+        store
+            .set_inbox_status(&ids, InboxStatus::Done)
+            .await
+            .unwrap();
+        reply.unwrap()
+    };
+
+    assert_eq!(say("Hola, busco piso").await, "Recibido: Hola, busco piso");
+    assert_eq!(llm.0.load(Ordering::SeqCst), 1);
+    // What the usage recorder writes for that call.
+    store
+        .insert_llm_calls(&[call(&wa_id, 500, Utc::now())])
+        .await
+        .unwrap();
+    assert_eq!(say("¿Y con terraza?").await, BUDGET_REPLY);
+    assert_eq!(
+        llm.0.load(Ordering::SeqCst),
+        1,
+        "no model call past the budget"
+    );
+    let flagged = store.conversation(&wa_id).await.unwrap().unwrap();
+    let request = flagged.handoff_requested.expect("flagged for a person");
+    assert_eq!(request.reason, BUDGET_HANDOFF_REASON);
+    assert_eq!(say("¿Hola?").await, BUDGET_REPLY);
+    assert_eq!(llm.0.load(Ordering::SeqCst), 1);
+    let again = store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(
+        again.handoff_requested.unwrap().at,
+        request.at,
+        "flagged once"
+    );
+    let history = store.recent_messages(&wa_id, 100).await.unwrap();
+    let agents: Vec<Option<&str>> = history
+        .iter()
+        .filter(|m| m.message.role == MessageRole::Ai)
+        .map(|m| m.message.agent.as_deref())
+        .collect();
+    assert_eq!(
+        agents,
+        [Some("primary_assistant"), Some("guard"), Some("guard")]
+    );
+}
+
+#[tokio::test]
+async fn memory_a_conversation_past_its_daily_budget_gets_the_fixed_reply() {
+    a_conversation_past_its_daily_budget_gets_the_fixed_reply(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn mongo_a_conversation_past_its_daily_budget_gets_the_fixed_reply() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    a_conversation_past_its_daily_budget_gets_the_fixed_reply(Arc::new(db.store.clone())).await;
+    db.drop().await;
+}
