@@ -29,6 +29,8 @@ enum Command {
     Demo(admin::cli::demo::DemoArgs),
     /// Find, inspect and reset conversations (`list`, `show`, `reset`), against the store.
     Conversations(admin::cli::conversations::ConversationsArgs),
+    /// Erase what is stored about one WhatsApp contact (`forget WA_ID`).
+    Users(admin::cli::users::UsersArgs),
     /// Exit 0 when the local `zaguan serve` answers `GET /healthz` with 200 (container probes).
     Healthcheck(admin::cli::healthcheck::HealthcheckArgs),
 }
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
             Command::Prompts(args) => admin::cli::prompts::run(args).await,
             Command::Demo(args) => admin::cli::demo::run(args, config).await,
             Command::Conversations(args) => admin::cli::conversations::run(args, config).await,
+            Command::Users(args) => admin::cli::users::run(args, config).await,
             Command::Healthcheck(_) => unreachable!("answered before the configuration is read"),
         }
     });

@@ -450,3 +450,73 @@ async fn the_documented_mongosh_recipe_finds_and_resets_a_stuck_conversation() {
     assert!(conversation.pending_action.is_none());
     db.drop().await;
 }
+
+/// `zaguan users forget` against FerretDB: refused while a turn holds the conversation, then
+/// deletes the contact's documents and reports the business records it keeps.
+#[tokio::test]
+async fn the_cli_forgets_a_user_on_mongodb() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let store = db.store.clone();
+    let now = Utc::now();
+    let wa_id = WaId::parse("34600000301").unwrap();
+    store
+        .set_dialog_state(&wa_id, &["appointment_assistant".to_owned()], now)
+        .await
+        .unwrap();
+    store
+        .append_message(zaguan::store::NewMessage {
+            wa_id: wa_id.clone(),
+            role: zaguan::store::MessageRole::Human,
+            content: "Soy Ana, mi DNI es 12345678Z".into(),
+            agent: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            wamids: Vec::new(),
+            at: now,
+        })
+        .await
+        .unwrap();
+    assert!(
+        store
+            .claim_conversation(&wa_id, "worker-1", now, now + Duration::seconds(30))
+            .await
+            .unwrap()
+    );
+    let database = store.database().name().to_owned();
+    let zaguan = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
+            .env("MONGODB_DATABASE", &database)
+            .env("RUST_LOG", "error")
+            .args(["users", "forget"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let refused = zaguan(&["34600000301"]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("being answered right now"), "{stderr}");
+    assert_eq!(store.recent_messages(&wa_id, 10).await.unwrap().len(), 1);
+
+    store
+        .release_conversation(&wa_id, "worker-1")
+        .await
+        .unwrap();
+    let done = zaguan(&["34600000301", "--json"]);
+    assert!(done.status.success(), "{done:?}");
+    let json: Value = serde_json::from_slice(&done.stdout).unwrap();
+    assert_eq!(json["deleted"]["messages"], 1);
+    assert_eq!(json["deleted"]["conversations"], 1);
+    assert_eq!(json["kept"]["appointments"], 0);
+    assert!(store.recent_messages(&wa_id, 10).await.unwrap().is_empty());
+    assert!(store.conversation(&wa_id).await.unwrap().is_none());
+    let again: Value = serde_json::from_slice(&zaguan(&["34600000301", "--json"]).stdout).unwrap();
+    assert_eq!(again["deleted"]["messages"], 0, "nothing left to forget");
+    assert!(!zaguan(&[""]).status.success(), "an empty key is refused");
+    db.drop().await;
+}

@@ -881,6 +881,9 @@ impl Store for CrashingStore {
     async fn llm_calls(&self, w: &str, l: usize) -> StoreResult<Vec<LlmCall>> {
         self.inner.llm_calls(w, l).await
     }
+    async fn forget(&self, w: &WaId) -> StoreResult<zaguan::store::ForgetCounts> {
+        self.inner.forget(w).await
+    }
     async fn llm_tokens_since(&self, w: &str, s: chrono::DateTime<Utc>) -> StoreResult<u64> {
         self.inner.llm_tokens_since(w, s).await
     }

@@ -744,8 +744,179 @@ macro_rules! store_suite {
     };
 }
 
+/// Everything about one contact goes; the other contact's data stays whole and usable.
+async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<dyn Store>) {
+    let (gone, kept) = ("34600111222", "34622333444");
+    for (n, who) in [gone, kept].into_iter().enumerate() {
+        store
+            .record_contact(&contact(who, Some("Lucía"), 10))
+            .await
+            .unwrap();
+        store
+            .insert_inbox(&[
+                entry(&format!("wamid.F{n}a"), who, 1),
+                entry(&format!("wamid.F{n}b"), who, 2),
+            ])
+            .await
+            .unwrap();
+        store
+            .append_message(NewMessage {
+                wa_id: wa(who),
+                role: MessageRole::Human,
+                content: "hola".into(),
+                agent: None,
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                wamids: vec![WaMessageId::parse(&format!("wamid.F{n}a")).unwrap()],
+                at: at(3),
+            })
+            .await
+            .unwrap();
+        let ids = store
+            .insert_outbox(&[
+                NewOutbox::text(
+                    wa(who),
+                    Some(WaMessageId::parse(&format!("wamid.F{n}a")).unwrap()),
+                    "hola",
+                    at(4),
+                ),
+                NewOutbox::text(wa(who), None, "más", at(5)),
+            ])
+            .await
+            .unwrap();
+        store
+            .mark_outbox_sent(
+                &ids[0],
+                &WaMessageId::parse(&format!("wamid.OUT{n}")).unwrap(),
+            )
+            .await
+            .unwrap();
+        store
+            .insert_llm_calls(&[zaguan::llm::LlmCall {
+                conversation: Some(who.into()),
+                agent: "primary_assistant".into(),
+                provider: "openai".into(),
+                model: "gpt-4.1-mini".into(),
+                outcome: zaguan::llm::CallOutcome::Ok,
+                input_tokens: 100,
+                output_tokens: 20,
+                latency: std::time::Duration::from_millis(300),
+                error: None,
+                at: at(6),
+            }])
+            .await
+            .unwrap();
+        store
+            .record_rejected(&RejectedEntry {
+                what: "message".into(),
+                reason: "unknown type".into(),
+                raw: format!(r#"{{"from":"{who}","type":"hologram"}}"#),
+                at: at(7),
+            })
+            .await
+            .unwrap();
+        assert!(
+            store
+                .claim_conversation(&wa(who), "w1", at(8), at(100))
+                .await
+                .unwrap()
+        );
+    }
+    let counts = store.forget(&wa(gone)).await.unwrap();
+    assert_eq!(
+        counts,
+        ForgetCounts {
+            conversations: 1,
+            users: 1,
+            messages: 1,
+            inbox: 2,
+            outbox: 2,
+            llm_calls: 1,
+            leases: 1,
+            webhook_rejects: 1,
+        }
+    );
+    assert!(store.user(&wa(gone)).await.unwrap().is_none());
+    assert!(store.conversation(&wa(gone)).await.unwrap().is_none());
+    assert!(
+        store
+            .recent_messages(&wa(gone), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.open_inbox(&wa(gone)).await.unwrap().is_empty());
+    assert!(
+        store
+            .inbox_entry(&WaMessageId::parse("wamid.F0a").unwrap())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.unsent_outbox(&wa(gone)).await.unwrap().is_empty());
+    assert!(
+        store
+            .outbox_by_wamid(&WaMessageId::parse("wamid.OUT0").unwrap())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.llm_calls(gone, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .rejected(10)
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| !r.raw.contains(gone))
+    );
+    assert!(
+        !store
+            .conversations_with_open_inbox(10)
+            .await
+            .unwrap()
+            .contains(&wa(gone))
+    );
+    // Forgetting again finds nothing.
+    assert_eq!(
+        store.forget(&wa(gone)).await.unwrap(),
+        ForgetCounts::default()
+    );
+
+    // The other contact is untouched, and its outbox indexes still work.
+    assert!(store.user(&wa(kept)).await.unwrap().is_some());
+    assert_eq!(store.open_inbox(&wa(kept)).await.unwrap().len(), 2);
+    assert_eq!(store.recent_messages(&wa(kept), 10).await.unwrap().len(), 1);
+    let reply = store
+        .outbox_in_reply_to(&WaMessageId::parse("wamid.F1a").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(reply.len(), 1);
+    assert_eq!(reply[0].body, "hola");
+    assert!(
+        store
+            .outbox_by_wamid(&WaMessageId::parse("wamid.OUT1").unwrap())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let unsent = store.unsent_outbox(&wa(kept)).await.unwrap();
+    assert_eq!(unsent.len(), 1);
+    assert_eq!(unsent[0].body, "más");
+    assert_eq!(store.llm_calls(kept, 10).await.unwrap().len(), 1);
+    assert_eq!(store.rejected(10).await.unwrap().len(), 1);
+    assert!(
+        !store
+            .claim_conversation(&wa(kept), "w2", at(9), at(100))
+            .await
+            .unwrap(),
+        "lease kept"
+    );
+}
+
 store_suite!(
     ping_answers,
+    forgetting_a_contact_deletes_all_of_theirs_and_nothing_else,
     an_inbox_entry_round_trips,
     a_redelivered_message_is_stored_once,
     concurrent_inserts_of_one_message_store_it_once,

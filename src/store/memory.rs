@@ -51,6 +51,29 @@ struct Inner {
 type OpenKey = (DateTime<Utc>, u64);
 
 impl Inner {
+    /// Rebuilds the outbox's position indexes after entries were removed.
+    fn reindex_outbox(&mut self) {
+        self.outbox_by_id.clear();
+        self.unsent.clear();
+        self.outbox_by_wamid.clear();
+        self.outbox_by_reply_to.clear();
+        for (position, entry) in self.outbox.iter().enumerate() {
+            self.outbox_by_id.insert(entry.id.clone(), position);
+            if matches!(entry.status, OutboxStatus::Queued | OutboxStatus::Sending) {
+                self.unsent.insert(position);
+            }
+            if let Some(wamid) = &entry.wamid {
+                self.outbox_by_wamid.insert(wamid.clone(), position);
+            }
+            if let Some(reply_to) = &entry.in_reply_to {
+                self.outbox_by_reply_to
+                    .entry(reply_to.clone())
+                    .or_default()
+                    .push(position);
+            }
+        }
+    }
+
     /// Files `entry` under the open index when its status is open, removes it otherwise.
     fn index_open(&mut self, entry: &InboxEntry) {
         let Some(&arrival) = self.arrivals.get(&entry.wamid) else {
@@ -193,6 +216,46 @@ impl Store for MemoryStore {
             .collect();
         calls.reverse();
         Ok(calls)
+    }
+
+    async fn forget(&self, wa_id: &WaId) -> StoreResult<ForgetCounts> {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        let key = wa_id.as_str();
+        let mut counts = ForgetCounts {
+            conversations: u64::from(inner.conversations.remove(wa_id).is_some()),
+            users: u64::from(inner.users.remove(wa_id).is_some()),
+            messages: inner.messages.remove(wa_id).map_or(0, |m| m.len() as u64),
+            leases: u64::from(inner.leases.remove(wa_id).is_some()),
+            ..ForgetCounts::default()
+        };
+        let inbox: Vec<WaMessageId> = inner
+            .inbox
+            .values()
+            .filter(|e| &e.wa_id == wa_id)
+            .map(|e| e.wamid.clone())
+            .collect();
+        for wamid in &inbox {
+            inner.inbox.remove(wamid);
+            inner.arrivals.remove(wamid);
+        }
+        inner.inbox_order.retain(|id| inner.inbox.contains_key(id));
+        inner.open.retain(|_, id| !inbox.contains(id));
+        inner.open_by_conversation.remove(wa_id);
+        counts.inbox = inbox.len() as u64;
+        let before = inner.outbox.len();
+        inner.outbox.retain(|e| &e.wa_id != wa_id);
+        counts.outbox = (before - inner.outbox.len()) as u64;
+        inner.reindex_outbox();
+        let before = inner.llm_calls.len();
+        inner
+            .llm_calls
+            .retain(|c| c.conversation.as_deref() != Some(key));
+        counts.llm_calls = (before - inner.llm_calls.len()) as u64;
+        let before = inner.rejected.len();
+        inner.rejected.retain(|r| !r.raw.contains(key));
+        counts.webhook_rejects = (before - inner.rejected.len()) as u64;
+        Ok(counts)
     }
 
     async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64> {

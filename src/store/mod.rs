@@ -97,6 +97,10 @@ pub trait Store: Send + Sync + 'static {
     /// The last `limit` LLM calls of a conversation, oldest first.
     async fn llm_calls(&self, conversation: &str, limit: usize) -> StoreResult<Vec<LlmCall>>;
 
+    /// Deletes everything stored about one contact: conversation, user, history, inbox,
+    /// outbox, LLM calls, leases, and rejected webhook bodies that mention the key.
+    async fn forget(&self, wa_id: &WaId) -> StoreResult<ForgetCounts>;
+
     /// Tokens (input and output) of a conversation's LLM calls since `since`: what its daily
     /// budget is measured against.
     async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64>;

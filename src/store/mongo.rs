@@ -649,6 +649,34 @@ impl Store for MongoStore {
         docs.iter().rev().map(llm_call).collect()
     }
 
+    async fn forget(&self, wa_id: &WaId) -> StoreResult<ForgetCounts> {
+        let key = wa_id.as_str();
+        let delete = |collection: &'static str, filter: Document| async move {
+            bounded(self.coll(collection).delete_many(filter))
+                .await
+                .map(|result| result.deleted_count)
+        };
+        // The inbox first: no worker starts a turn for a conversation with nothing open.
+        let inbox = delete("inbox", doc! {"wa_id": key}).await?;
+        let mentions: String = key
+            .chars()
+            .flat_map(|c| {
+                let escape = !c.is_ascii_alphanumeric();
+                escape.then_some('\\').into_iter().chain([c])
+            })
+            .collect();
+        Ok(ForgetCounts {
+            inbox,
+            messages: delete("messages", doc! {"wa_id": key}).await?,
+            outbox: delete("outbox", doc! {"wa_id": key}).await?,
+            llm_calls: delete("llm_calls", doc! {"wa_id": key}).await?,
+            leases: delete("leases", doc! {"wa_id": key}).await?,
+            webhook_rejects: delete("webhook_rejects", doc! {"raw": {"$regex": mentions}}).await?,
+            users: delete("users", doc! {"_id": key}).await?,
+            conversations: delete("conversations", doc! {"_id": key}).await?,
+        })
+    }
+
     async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64> {
         // Summed here rather than by `$group`: a day's calls of one conversation are few, and
         // every MongoDB-compatible server answers a plain find.

@@ -278,6 +278,33 @@ pub struct PurgeCounts {
     pub leases: u64,
 }
 
+/// Documents deleted by forgetting one user (`zaguan users forget`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ForgetCounts {
+    pub conversations: u64,
+    pub users: u64,
+    pub messages: u64,
+    pub inbox: u64,
+    pub outbox: u64,
+    pub llm_calls: u64,
+    pub leases: u64,
+    /// Rejected webhook bodies that mention the number.
+    pub webhook_rejects: u64,
+}
+
+impl ForgetCounts {
+    pub fn total(&self) -> u64 {
+        self.conversations
+            + self.users
+            + self.messages
+            + self.inbox
+            + self.outbox
+            + self.llm_calls
+            + self.leases
+            + self.webhook_rejects
+    }
+}
+
 /// Which conversations an operator lists.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConversationQuery {

@@ -6,3 +6,4 @@ pub mod conversations;
 pub mod demo;
 pub mod healthcheck;
 pub mod prompts;
+pub mod users;

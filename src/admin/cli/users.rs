@@ -1,0 +1,79 @@
+//! `zaguan users forget WA_ID`: erases what Zaguan stores about one WhatsApp contact (a data
+//! subject's erasure request), straight against the store.
+
+use clap::{Args, Subcommand};
+
+use crate::config::Config;
+use crate::domain::WaId;
+use crate::serve::{open_realestate, open_store};
+
+#[derive(Debug, Args)]
+pub struct UsersArgs {
+    #[command(subcommand)]
+    pub command: UsersCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Deletes the contact's conversation, profile, history, inbox, outbox, LLM call records,
+    /// leases and rejected webhooks that mention it. Business records (appointments, visits,
+    /// offers) are kept and counted: remove them in the business's own systems if required.
+    Forget {
+        /// The contact key: the phone number as WhatsApp sends it (e.g. 34600111222).
+        wa_id: String,
+        /// Print the counts as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Who holds the conversation while it is being forgotten, so no turn runs meanwhile.
+const FORGETTER: &str = "zaguan-users-forget";
+
+pub async fn run(args: UsersArgs, config: Config) -> anyhow::Result<()> {
+    let UsersCommand::Forget { wa_id, json } = args.command;
+    let wa_id = WaId::parse(&wa_id).map_err(|e| anyhow::anyhow!("`{wa_id}`: {e}"))?;
+    let store = open_store(&config).await?;
+    let now = chrono::Utc::now();
+    if !store
+        .claim_conversation(&wa_id, FORGETTER, now, now + chrono::Duration::minutes(5))
+        .await?
+    {
+        anyhow::bail!(
+            "{} is being answered right now; try again in a minute",
+            wa_id.masked()
+        );
+    }
+    let counts = store.forget(&wa_id).await?;
+    let realestate = open_realestate(&config).await?;
+    let kept = serde_json::json!({
+        "appointments": realestate.appointments_of(&wa_id).await?.len(),
+        "visits": realestate.visits_of(&wa_id).await?.len(),
+        "offers": realestate.offers_of(&wa_id).await?.len(),
+    });
+    tracing::info!(conversation.id = %wa_id.masked(), deleted = counts.total(), "user forgotten");
+    if json {
+        let value = serde_json::json!({"wa_id": wa_id.as_str(), "deleted": counts, "kept": kept});
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!(
+            "{}: deleted {} documents (conversations {}, users {}, messages {}, inbox {}, \
+             outbox {}, llm_calls {}, leases {}, webhook_rejects {}); kept business records: \
+             appointments {}, visits {}, offers {}",
+            wa_id.as_str(),
+            counts.total(),
+            counts.conversations,
+            counts.users,
+            counts.messages,
+            counts.inbox,
+            counts.outbox,
+            counts.llm_calls,
+            counts.leases,
+            counts.webhook_rejects,
+            kept["appointments"],
+            kept["visits"],
+            kept["offers"],
+        );
+    }
+    Ok(())
+}
