@@ -23,6 +23,7 @@ pub const VARIABLES: &[&str] = &[
     "WHATSAPP_APP_SECRET",
     "WHATSAPP_ACCESS_TOKEN",
     "WHATSAPP_API_BASE_URL",
+    "WHATSAPP_API_TIMEOUT",
     "WHATSAPP_SEND_RATE",
     "WHATSAPP_PAIR_INTERVAL",
     "WHATSAPP_PAIR_BURST",
@@ -122,6 +123,8 @@ pub struct WhatsAppConfig {
     /// Graph API bearer token; `None` means dry run (replies only logged).
     pub access_token: Option<SecretString>,
     pub api_base_url: Url,
+    /// Longest one Graph API call may take before it is retried.
+    pub api_timeout: Duration,
     /// Meta's throughput and pair rate limits, kept on our side.
     pub limits: SendLimits,
     /// The business number messages not answering one are sent from (reminders); unset →
@@ -241,6 +244,7 @@ impl Config {
                 .map_err(|_| format!("`{v}` is not an address like `0.0.0.0:8080`"))
         });
         let api_base_url = env.url("WHATSAPP_API_BASE_URL", "https://graph.facebook.com/v21.0");
+        let api_timeout = env.duration("WHATSAPP_API_TIMEOUT", "15s");
         let primary = env.parsed("LLM_PRIMARY", "openai:gpt-4.1-mini", |v| v.parse());
         let fallback = env.parsed("LLM_FALLBACK", "anthropic:claude-sonnet-4-5", |v| v.parse());
         let openai_base_url = env.url("OPENAI_BASE_URL", "https://api.openai.com/v1");
@@ -320,6 +324,7 @@ impl Config {
                 app_secret: env.secret("WHATSAPP_APP_SECRET"),
                 access_token: env.secret("WHATSAPP_ACCESS_TOKEN"),
                 api_base_url: api_base_url.expect(checked),
+                api_timeout: api_timeout.expect(checked),
                 limits: SendLimits {
                     per_number: nonzero(send_rate.expect(checked)),
                     pair_interval: pair_interval.expect(checked),

@@ -199,9 +199,6 @@ pub fn build_engine(
 /// How often the cleanup job deletes what the retention no longer keeps.
 const CLEANUP_EVERY: Duration = Duration::from_secs(3600);
 
-/// Longest one Graph API call may take.
-const GRAPH_TIMEOUT: Duration = Duration::from_secs(15);
-
 /// The outbound channel: the Graph API with `WHATSAPP_ACCESS_TOKEN` (a dry run without it),
 /// Meta's limits as configured.
 pub fn outbound(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Outbound> {
@@ -209,7 +206,7 @@ pub fn outbound(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Outbou
     let graph = GraphClient::new(
         whatsapp.api_base_url.clone(),
         whatsapp.access_token.clone(),
-        GRAPH_TIMEOUT,
+        whatsapp.api_timeout,
     )?;
     Ok(Outbound::new(
         store,
