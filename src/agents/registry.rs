@@ -305,6 +305,29 @@ impl AgentRegistry {
         self.bodies.iter().map(String::as_str)
     }
 
+    /// Every agent's system prompt rendered as each role would see it, for `business_name`: the leak guard's view of what a model may quote. The
+    /// per-turn values (date, name, what we know) are left empty, so only text every
+    /// conversation shares is matched.
+    pub fn prompt_renderings(&self, business_name: &str) -> Vec<String> {
+        let mut rendered = Vec::new();
+        for agent in &self.agents {
+            for role in ROLES {
+                let context = PromptContext {
+                    user_name: None,
+                    user_role: role,
+                    user_info: String::new(),
+                    lang: "es".to_owned(),
+                    now: String::new(),
+                    business_name: business_name.to_owned(),
+                };
+                if let Ok(text) = self.render_system_prompt(agent, &context) {
+                    rendered.push(text);
+                }
+            }
+        }
+        rendered
+    }
+
     /// Every agent, by name.
     pub fn agents(&self) -> impl Iterator<Item = &Agent> {
         self.agents.iter()

@@ -882,7 +882,7 @@ impl Engine {
             if !target.roles.contains(&role) {
                 metrics::counter!("zaguan_delegations_refused_total").increment(1);
                 return Plan::Refuse(format!(
-                    "Error: {} is not available for this user ({}). Help them yourself or \
+                    "Error: {} is not available for this user ({}); help them yourself or \
                      explain what you can do.",
                     call.name,
                     role.as_str()

@@ -80,7 +80,13 @@ impl GuardTranslator {
             names.push(agent.name.clone());
             names.push(AgentRegistry::delegation_tool_name(&agent.name));
         }
-        let leaks = LeakGuard::new(names, agents.prompt_bodies());
+        let rendered = agents.prompt_renderings(&business_name);
+        let leaks = LeakGuard::new(
+            names,
+            agents
+                .prompt_bodies()
+                .chain(rendered.iter().map(String::as_str)),
+        );
         Self {
             leaks,
             languages,

@@ -247,8 +247,23 @@ impl Fields<'_> {
 fn json_to_bson(raw: &str) -> Bson {
     serde_json::from_str::<serde_json::Value>(raw)
         .ok()
+        .filter(|value| depth(value) <= MAX_DOCUMENT_DEPTH)
         .and_then(|value| bson::to_bson(&value).ok())
         .unwrap_or_else(|| Bson::String(raw.to_owned()))
+}
+
+/// MongoDB refuses documents nested more than 100 levels; a payload deeper than this (with
+/// room for the inbox document around it) is kept as text, or one odd field would make the
+/// whole webhook fail on every retry.
+const MAX_DOCUMENT_DEPTH: usize = 90;
+
+/// Nesting depth of a JSON value (serde_json parses at most 128 levels, so recursion is safe).
+fn depth(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        serde_json::Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 fn bson_to_json(value: Option<&Bson>) -> String {

@@ -28,7 +28,31 @@ pub struct Notification<'a> {
     #[serde(default)]
     pub object: Option<String>,
     #[serde(default, borrow)]
-    pub entry: Vec<Entry<'a>>,
+    pub entry: Vec<Object<Entry<'a>>>,
+}
+
+/// A struct that must come from a JSON object: serde's derive also reads a struct from an
+/// array, and with every field defaulted `[]` would be an empty entry, its updates silently
+/// gone. In the envelope, anything but an object refuses the body (400) instead.
+#[derive(Debug)]
+pub struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Visit(std::marker::PhantomData))
+            .map(Object)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -36,7 +60,7 @@ pub struct Entry<'a> {
     #[serde(default)]
     pub id: Option<String>,
     #[serde(default, borrow)]
-    pub changes: Vec<Change<'a>>,
+    pub changes: Vec<Object<Change<'a>>>,
 }
 
 /// One change; only `field == "messages"` concerns the bot, the rest (account, template and
@@ -294,8 +318,8 @@ pub fn parse(body: &[u8]) -> Result<Updates, PayloadError> {
     }
     let notification: Notification<'_> = serde_json::from_slice(body)?;
     let mut updates = Updates::default();
-    for entry in notification.entry {
-        for change in entry.changes {
+    for Object(entry) in notification.entry {
+        for Object(change) in entry.changes {
             if change.field != "messages" {
                 updates.ignored.push(change.field);
                 continue;
