@@ -851,6 +851,12 @@ async fn metrics_after_a_scripted_conversation() {
     let (status, text) = app.get("/metrics").await;
     assert_eq!(status, StatusCode::OK);
     let metrics = Metrics(parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}")));
+    // No customer appears in any label, not even masked.
+    for customer in [CUSTOMER_A, UNDELIVERABLE, CUSTOMER_C, CUSTOMER_D] {
+        assert!(!text.contains(customer), "{customer} in /metrics");
+        let masked = zaguan::domain::WaId::parse(customer).unwrap().masked();
+        assert!(!text.contains(&masked), "{customer} masked in /metrics");
+    }
 
     // Every family has its HELP and the TYPE it is recorded as.
     for (name, family) in &metrics.0 {

@@ -113,6 +113,17 @@ async fn old_records_go_and_open_work_stays(store: Arc<dyn Store>, with_outbox: 
             .await
             .unwrap();
     }
+    for (i, age) in [40, 1].into_iter().enumerate() {
+        store
+            .record_rejected(&zaguan::store::RejectedEntry {
+                what: "message".into(),
+                reason: "unknown".into(),
+                raw: format!("{{\"id\":{i}}}"),
+                at: now - days(age),
+            })
+            .await
+            .unwrap();
+    }
     let cleanup = Cleanup::new(
         store.clone(),
         Retention {
@@ -124,10 +135,18 @@ async fn old_records_go_and_open_work_stays(store: Arc<dyn Store>, with_outbox: 
     );
     let counts = cleanup.run_once(now).await.unwrap();
     assert_eq!(
-        (counts.inbox, counts.messages, counts.llm_calls),
-        (2, 1, 1),
+        (
+            counts.inbox,
+            counts.messages,
+            counts.llm_calls,
+            counts.webhook_rejects
+        ),
+        (2, 1, 1, 1),
         "{counts:?}"
     );
+    let rejects = store.rejected(10).await.unwrap();
+    assert_eq!(rejects.len(), 1);
+    assert_eq!(rejects[0].raw, "{\"id\":1}", "the recent reject stays");
     if with_outbox {
         assert_eq!(counts.outbox, 1, "{counts:?}");
         let unsent = store.unsent_outbox(&wa_id).await.unwrap();

@@ -47,6 +47,7 @@ impl Cleanup {
             ("messages", counts.messages),
             ("llm_calls", counts.llm_calls),
             ("leases", counts.leases),
+            ("webhook_rejects", counts.webhook_rejects),
         ] {
             metrics::counter!("zaguan_retention_deleted_total", "collection" => collection)
                 .increment(deleted);

@@ -514,6 +514,9 @@ impl Store for MemoryStore {
             }
             inner.inbox_order.retain(|id| inner.inbox.contains_key(id));
             counts.inbox = old.len() as u64;
+            let before_len = inner.rejected.len();
+            inner.rejected.retain(|r| r.at >= at);
+            counts.webhook_rejects = (before_len - inner.rejected.len()) as u64;
         }
         if let Some(at) = before.messages {
             for history in inner.messages.values_mut() {

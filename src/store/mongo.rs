@@ -72,12 +72,13 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 12] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 13] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             // The cleanup job's deletes by age.
             ("messages", doc! {"at": 1}, None),
             ("llm_calls", doc! {"at": 1}, None),
             ("leases", doc! {"until": 1}, None),
+            ("webhook_rejects", doc! {"at": 1}, None),
             ("inbox", doc! {"status": 1, "received_at": 1}, None),
             ("inbox", doc! {"wa_id": 1, "received_at": 1}, None),
             ("outbox", doc! {"wamid": 1}, None),
@@ -1063,6 +1064,8 @@ impl Store for MongoStore {
                 "received_at": {"$lt": date(at)}},
             )
             .await?;
+            counts.webhook_rejects =
+                delete("webhook_rejects", doc! {"at": {"$lt": date(at)}}).await?;
         }
         if let Some(at) = before.outbox {
             let finished: Vec<&str> = [

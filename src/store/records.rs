@@ -257,7 +257,7 @@ pub struct InboxBacklog {
 /// What the cleanup job may delete: records older than each date (`None`: keep them all).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PurgeBefore {
-    /// Inbox messages `done` or `failed` that arrived before.
+    /// Inbox messages `done` or `failed` that arrived before, and rejected updates.
     pub inbox: Option<DateTime<Utc>>,
     /// Outbox parts past sending (`sent` … `read`, `failed`) queued before.
     pub outbox: Option<DateTime<Utc>>,
@@ -276,6 +276,8 @@ pub struct PurgeCounts {
     pub messages: u64,
     pub llm_calls: u64,
     pub leases: u64,
+    /// Rejected webhook updates, kept as long as the inbox.
+    pub webhook_rejects: u64,
 }
 
 /// Documents deleted by forgetting one user (`zaguan users forget`).
