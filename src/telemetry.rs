@@ -353,6 +353,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Conversations with an operator (active) or waiting for one (requested) [state]",
     ),
     (
+        "zaguan_attempts_refunded_total",
+        Kind::Counter,
+        "Inbox attempts taken back because the turn stopped for the store (unavailable, lease lost)",
+    ),
+    (
         "zaguan_user_throttled_total",
         Kind::Counter,
         "Turns held back because their user passed ZAGUAN_USER_TURNS_PER_MINUTE",

@@ -841,10 +841,19 @@ struct CrashingStore {
     crash_at: usize,
     /// While set, claims and renewals of leases hang (a store too slow to answer them).
     stall_claims: std::sync::atomic::AtomicBool,
+    /// The next this-many writes answer `Unavailable` (an overloaded database).
+    unavailable_for: AtomicUsize,
 }
 
 impl CrashingStore {
     fn write(&self) -> StoreResult<()> {
+        if self
+            .unavailable_for
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(StoreError::Unavailable("simulated overload".into()));
+        }
         if self.writes.fetch_add(1, Ordering::SeqCst) + 1 == self.crash_at {
             return Err(StoreError::Unavailable("simulated crash".into()));
         }
@@ -880,6 +889,9 @@ impl Store for CrashingStore {
     }
     async fn llm_calls(&self, w: &str, l: usize) -> StoreResult<Vec<LlmCall>> {
         self.inner.llm_calls(w, l).await
+    }
+    async fn refund_attempt(&self, w: &[WaMessageId]) -> StoreResult<()> {
+        self.inner.refund_attempt(w).await
     }
     async fn forget(&self, w: &WaId) -> StoreResult<zaguan::store::ForgetCounts> {
         self.inner.forget(w).await
@@ -1116,6 +1128,7 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
             writes: AtomicUsize::new(0),
             crash_at,
             stall_claims: Default::default(),
+            unavailable_for: Default::default(),
         });
         let open = inner.open_inbox(&wa_id).await.unwrap();
         let first = engine(crashing).run_turn(&wa_id, &open).await;
@@ -1223,6 +1236,7 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             writes: AtomicUsize::new(0),
             crash_at,
             stall_claims: Default::default(),
+            unavailable_for: Default::default(),
         });
         let cut = engine(crashing)
             .run_turn(&wa_id, std::slice::from_ref(&first))
@@ -1332,6 +1346,7 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
         writes: AtomicUsize::new(0),
         crash_at: 0,
         stall_claims: Default::default(),
+        unavailable_for: Default::default(),
     });
     let wa_id = WaId::parse("34600000701").unwrap();
     let wamid = WaMessageId::parse("wamid.LEASE1").unwrap();
@@ -1399,4 +1414,79 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     let history = inner.recent_messages(&wa_id, 10).await.unwrap();
     let roles: Vec<&str> = history.iter().map(|m| m.message.role.as_str()).collect();
     assert_eq!(roles, ["human", "ai"]);
+    // The cut attempts were the store's fault: only the one that answered counts.
+    assert_eq!(
+        inner.inbox_entry(&wamid).await.unwrap().unwrap().attempts,
+        1
+    );
+}
+
+/// A database too busy to take writes, more times in a row than a message may fail: the
+/// attempts are the store's, not the message's, so it is answered once the store recovers
+/// instead of being marked `failed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
+    let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let store = Arc::new(CrashingStore {
+        inner: inner.clone(),
+        writes: AtomicUsize::new(0),
+        crash_at: 0,
+        stall_claims: Default::default(),
+        unavailable_for: AtomicUsize::new(12),
+    });
+    let wa_id = WaId::parse("34600000702").unwrap();
+    let entry = inbox_entry("wamid.BUSY1", &wa_id, "Hola", InboxStatus::Pending);
+    inner
+        .insert_inbox(std::slice::from_ref(&entry))
+        .await
+        .unwrap();
+    let llm = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let engine = Engine::new(
+        store.clone(),
+        llm.clone(),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    );
+    let settings = zaguan::engine::WorkerSettings {
+        poll: Duration::from_millis(10),
+        ..zaguan::engine::WorkerSettings::default()
+    };
+    assert!(settings.max_attempts < 12);
+    let workers = zaguan::engine::Workers::spawn(
+        Arc::new(engine),
+        Arc::new(zaguan::outbound::Outbound::dry_run(store.clone())),
+        Arc::new(tokio::sync::Notify::new()),
+        settings,
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while inner
+        .outbox_in_reply_to(&entry.wamid)
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        let status = inner
+            .inbox_entry(&entry.wamid)
+            .await
+            .unwrap()
+            .unwrap()
+            .status;
+        assert_ne!(
+            status,
+            InboxStatus::Failed,
+            "marked failed for the store's overload"
+        );
+        assert!(std::time::Instant::now() < deadline, "not answered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    workers.stop().await;
+    assert_eq!(store.unavailable_for.load(Ordering::SeqCst), 0);
+    let entry = inner.inbox_entry(&entry.wamid).await.unwrap().unwrap();
+    assert_eq!(entry.status, InboxStatus::Done);
+    assert_eq!(entry.attempts, 1);
 }

@@ -394,12 +394,22 @@ impl Rig {
             .env("ZAGUAN_LLM_BREAKER_COOLDOWN", "1s")
             .env("ZAGUAN_FAST_ROUTE", "false")
             .env("ZAGUAN_USER_TURNS_PER_MINUTE", "0")
-            .env("ZAGUAN_LEASE", "3s")
+            .env("ZAGUAN_LEASE", "6s")
             .env("ZAGUAN_DRAIN_TIMEOUT", "10s")
             .env("RUST_LOG", "warn")
             .envs(instance.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        // ZAGUAN_FAULTS_LOGS=DIR keeps each instance's log (appended across restarts).
+        if let Ok(dir) = std::env::var("ZAGUAN_FAULTS_LOGS") {
+            let path = format!("{dir}/{}-{i}.log", self.name);
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap();
+            command.stderr(log);
+        }
         instance.child = Some(command.spawn().unwrap());
     }
 
@@ -938,8 +948,8 @@ fn faketime() -> Option<&'static str> {
     std::path::Path::new(PATH).exists().then_some(PATH)
 }
 
-/// Two instances whose wall clocks differ by 1.5 s, within the lease's margin (a 3 s lease is
-/// renewed every second, so a peer sees it expire only with more than 2 s of skew).
+/// Two instances whose wall clocks differ by 1.5 s, within the lease's margin (a 6 s lease is
+/// renewed every 2 s, so a peer sees it expire only with more than 4 s of skew).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clock_skew_within_the_lease_margin_doubles_nothing() {
     let _serial = SERIAL.lock().await;

@@ -13,10 +13,10 @@ use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinHandle;
 
 use super::abuse::{Admission, SLOW_DOWN, UserLimits};
-use super::turn::Engine;
+use super::turn::{Engine, EngineError};
 use crate::domain::{WaId, WaMessageId};
 use crate::outbound::Outbound;
-use crate::store::InboxStatus;
+use crate::store::{InboxStatus, StoreError};
 
 /// Wait after a wake-up before reading the inbox, so a burst costs one query.
 const DEBOUNCE: Duration = Duration::from_millis(25);
@@ -211,6 +211,8 @@ impl Worker<'_> {
             }
         }
         let keeper = LeaseKeeper::start(store.clone(), wa_id.clone(), settings, asked);
+        // The inbox entries of the turn running now (empty between turns).
+        let taken = Mutex::new(Vec::new());
         let held = tokio::select! {
             // A claim answered too late to be counted on starts nothing.
             biased;
@@ -223,9 +225,13 @@ impl Worker<'_> {
                 metrics::counter!("zaguan_leases_lost_total").increment(1);
                 false
             }
-            () = self.serve_conversation(wa_id, stopped) => true,
+            () = self.serve_conversation(wa_id, stopped, &taken) => true,
         };
         keeper.stop();
+        if !held {
+            // Stopped by the store's slowness, not by the messages: not an attempt of theirs.
+            self.refund(wa_id, &taken).await;
+        }
         // A lost lease may be another instance's by now: it is left to expire, not released.
         if held && let Err(error) = store.release_conversation(wa_id, &settings.owner).await {
             tracing::warn!(conversation.id = %wa_id.masked(), "cannot release lease: {error}");
@@ -234,7 +240,28 @@ impl Worker<'_> {
 
     /// Sends what the conversation still owes, then runs turns until its inbox is empty, sending
     /// each turn's reply before the next turn. Stops after a turn when the process drains.
-    async fn serve_conversation(&self, wa_id: &WaId, stopped: &watch::Receiver<bool>) {
+    /// Takes back the attempt of `taken`'s entries (best effort: the store is struggling).
+    async fn refund(&self, wa_id: &WaId, taken: &Mutex<Vec<WaMessageId>>) {
+        let ids = std::mem::take(&mut *taken.lock().unwrap_or_else(|e| e.into_inner()));
+        if ids.is_empty() {
+            return;
+        }
+        match self.engine.store().refund_attempt(&ids).await {
+            Ok(()) => {
+                metrics::counter!("zaguan_attempts_refunded_total").increment(ids.len() as u64)
+            }
+            Err(error) => {
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot refund the attempt: {error}")
+            }
+        }
+    }
+
+    async fn serve_conversation(
+        &self,
+        wa_id: &WaId,
+        stopped: &watch::Receiver<bool>,
+        taken: &Mutex<Vec<WaMessageId>>,
+    ) {
         let (engine, outbound, settings) = (self.engine, self.outbound, self.settings);
         let store = engine.store();
         let mut flushed = false;
@@ -319,6 +346,7 @@ impl Worker<'_> {
                 tracing::warn!(conversation.id = %wa_id.masked(), "cannot take inbox: {error}");
                 break;
             }
+            *taken.lock().unwrap_or_else(|e| e.into_inner()) = ids.clone();
             let last = open.last().expect("not empty");
             // "typing…" only once the engine knows the bot answers (not while an operator holds it).
             let turn = engine
@@ -329,7 +357,9 @@ impl Worker<'_> {
             match turn {
                 Ok(_) => {
                     // Done only now that the reply is in the outbox.
-                    if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Done).await {
+                    let closed = store.set_inbox_status(&ids, InboxStatus::Done).await;
+                    taken.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                    if let Err(error) = closed {
                         tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
                         break;
                     }
@@ -339,8 +369,12 @@ impl Worker<'_> {
                     }
                 }
                 Err(error) => {
+                    let transient = matches!(error, EngineError::Store(StoreError::Unavailable(_)));
                     tracing::error!(conversation.id = %wa_id.masked(), "turn failed, will resume: {:#}", anyhow::Error::from(error));
                     metrics::counter!("zaguan_turns_total", "outcome" => "error").increment(1);
+                    if transient {
+                        self.refund(wa_id, taken).await;
+                    }
                     break;
                 }
             }

@@ -361,6 +361,16 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn refund_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()> {
+        let mut inner = self.lock();
+        for wamid in wamids {
+            if let Some(entry) = inner.inbox.get_mut(wamid) {
+                entry.attempts = entry.attempts.saturating_sub(1);
+            }
+        }
+        Ok(())
+    }
+
     async fn claim_conversation(
         &self,
         wa_id: &WaId,

@@ -124,6 +124,11 @@ pub trait Store: Send + Sync + 'static {
     /// Conversations with inbox entries not yet done, the one waiting longest first.
     async fn conversations_with_open_inbox(&self, limit: usize) -> StoreResult<Vec<WaId>>;
 
+    /// Takes back the attempt counted for entries whose turn stopped for a reason of the
+    /// store's (unavailable, lease not renewed in time), not of the message's: an overloaded
+    /// database must not get customers' messages marked `failed`.
+    async fn refund_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()>;
+
     /// Moves inbox entries to `status`; moving to `processing` counts an attempt.
     async fn set_inbox_status(
         &self,

@@ -860,6 +860,16 @@ impl Store for MongoStore {
         .map(drop)
     }
 
+    async fn refund_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()> {
+        let ids: Vec<&str> = wamids.iter().map(|w| w.as_str()).collect();
+        bounded(self.coll("inbox").update_many(
+            doc! {"_id": {"$in": ids}, "attempts": {"$gt": 0}},
+            doc! {"$inc": {"attempts": -1_i64}},
+        ))
+        .await
+        .map(drop)
+    }
+
     async fn claim_conversation(
         &self,
         wa_id: &WaId,
