@@ -1421,6 +1421,82 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     );
 }
 
+/// The lease is lost while a reply is on its way to the Graph API: the work stops, but the
+/// call and its record finish, so the next owner finds the part sent and the customer gets it
+/// once (dropping the call mid-flight left it `sending`, and it went out twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
+    use common::graph::FakeGraph;
+    let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let store = Arc::new(CrashingStore {
+        inner: inner.clone(),
+        writes: AtomicUsize::new(0),
+        crash_at: 0,
+        stall_claims: Default::default(),
+        unavailable_for: Default::default(),
+    });
+    let graph = Arc::new(FakeGraph::default());
+    *graph.delay.lock().unwrap() = Duration::from_millis(700);
+    let base = common::graph::serve(graph.clone()).await;
+    let client = zaguan::outbound::GraphClient::new(
+        format!("{base}/v21.0").parse().unwrap(),
+        Some(secrecy::SecretString::from("EAAG-test".to_owned())),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let outbound = zaguan::outbound::Outbound::new(
+        store.clone(),
+        client,
+        zaguan::outbound::Limiters::new(&zaguan::outbound::SendLimits::default()),
+        zaguan::outbound::OutboundSettings::default(),
+    );
+    let wa_id = WaId::parse("34600000703").unwrap();
+    let entry = inbox_entry("wamid.MIDSEND", &wa_id, "Hola", InboxStatus::Pending);
+    inner
+        .insert_inbox(std::slice::from_ref(&entry))
+        .await
+        .unwrap();
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let engine = Engine::new(
+        store.clone(),
+        Arc::new(zaguan::llm::OfflineLlm),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings::default(),
+    );
+    let workers = zaguan::engine::Workers::spawn(
+        Arc::new(engine),
+        Arc::new(outbound),
+        Arc::new(tokio::sync::Notify::new()),
+        zaguan::engine::WorkerSettings {
+            lease: Duration::from_millis(600),
+            poll: Duration::from_millis(20),
+            ..zaguan::engine::WorkerSettings::default()
+        },
+    );
+    // The reply is in the outbox and on its way: the store stops confirming renewals.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while inner
+        .outbox_in_reply_to(&entry.wamid)
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(std::time::Instant::now() < deadline, "no reply queued");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    store.stall_claims.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    store.stall_claims.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    workers.stop().await;
+    let texts = graph.texts();
+    assert_eq!(texts.len(), 1, "delivered once: {texts:?}");
+    let parts = inner.outbox_in_reply_to(&entry.wamid).await.unwrap();
+    assert_eq!(parts[0].status, zaguan::store::OutboxStatus::Sent);
+    assert_eq!(parts[0].attempts, 1);
+}
+
 /// A database too busy to take writes, more times in a row than a message may fail: the
 /// attempts are the store's, not the message's, so it is answered once the store recovers
 /// instead of being marked `failed`.

@@ -948,8 +948,9 @@ fn faketime() -> Option<&'static str> {
     std::path::Path::new(PATH).exists().then_some(PATH)
 }
 
-/// Two instances whose wall clocks differ by 1.5 s, within the lease's margin (a 6 s lease is
-/// renewed every 2 s, so a peer sees it expire only with more than 4 s of skew).
+/// Two instances whose wall clocks differ by 1.5 s, within the lease's margin: an instance
+/// stops working a conversation when its last confirmed renewal is older than 5/6 of the lease,
+/// so a peer whose clock is ahead by less than lease/6 (2 s of a 12 s lease) never overlaps.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clock_skew_within_the_lease_margin_doubles_nothing() {
     let _serial = SERIAL.lock().await;
@@ -969,9 +970,10 @@ async fn clock_skew_within_the_lease_margin_doubles_nothing() {
     rig.llm.latency.store(1500, Ordering::Relaxed);
     let rig = Arc::new(rig);
     for env in [
-        vec![("ZAGUAN_LLM_TIMEOUT", "5s")],
+        vec![("ZAGUAN_LLM_TIMEOUT", "5s"), ("ZAGUAN_LEASE", "12s")],
         vec![
             ("ZAGUAN_LLM_TIMEOUT", "5s"),
+            ("ZAGUAN_LEASE", "12s"),
             ("LD_PRELOAD", preload),
             ("FAKETIME", "+1.5"),
             ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),

@@ -190,32 +190,38 @@ impl Outbound {
                 .update_outbox(&entry.id, &OutboxUpdate::Sending)
                 .await?;
             entry.attempts += 1;
-            let message = match (&entry.template, entry.buttons.is_empty()) {
-                (Some(template), _) => OutboundMessage::Template {
-                    name: &template.name,
-                    language: &template.language,
-                    parameters: &template.parameters,
-                },
-                (None, true) => OutboundMessage::Text { body: &entry.body },
-                (None, false) => OutboundMessage::Buttons {
-                    body: &entry.body,
-                    buttons: &entry.buttons,
-                },
+            // The call and the record of its success run to the end in a task of their own,
+            // even when this work is dropped (its lease lost mid-send): a part delivered but
+            // left `sending` would be sent again by the conversation's next owner.
+            let call = {
+                let (graph, store, entry) = (self.graph.clone(), self.store.clone(), entry.clone());
+                tokio::spawn(async move {
+                    let sent = graph
+                        .send(&phone_number_id, &entry.wa_id, &outbound_message(&entry))
+                        .await;
+                    let recorded = match &sent {
+                        Ok(wamid) => {
+                            let update = OutboxUpdate::Sent {
+                                wamid: wamid.clone(),
+                            };
+                            store.update_outbox(&entry.id, &update).await
+                        }
+                        Err(_) => Ok(()),
+                    };
+                    (sent, recorded)
+                })
             };
-            match self
-                .graph
-                .send(&phone_number_id, &entry.wa_id, &message)
+            let (sent, recorded) = call
                 .await
-            {
+                .map_err(|e| StoreError::Unexpected(anyhow::anyhow!("send task failed: {e}")))?;
+            match sent {
                 Ok(wamid) => {
                     let status = if wamid.is_some() { "sent" } else { "dry_run" };
                     if wamid.is_none() {
                         tracing::info!(conversation.id = %masked, part = entry.part, "dry run: reply not sent (no WHATSAPP_ACCESS_TOKEN)");
                         tracing::debug!(body = %entry.body, "dry-run reply");
                     }
-                    self.store
-                        .update_outbox(&entry.id, &OutboxUpdate::Sent { wamid })
-                        .await?;
+                    recorded?;
                     metrics::counter!("zaguan_outbound_sends_total", "status" => status, "code" => "none")
                         .increment(1);
                     return Ok(None);
@@ -304,6 +310,22 @@ pub struct Typing(
     #[allow(dead_code, reason = "dropping it is the signal")]
     Option<tokio::sync::oneshot::Sender<()>>,
 );
+
+/// What the Graph API is asked to send for `entry`.
+fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
+    match (&entry.template, entry.buttons.is_empty()) {
+        (Some(template), _) => OutboundMessage::Template {
+            name: &template.name,
+            language: &template.language,
+            parameters: &template.parameters,
+        },
+        (None, true) => OutboundMessage::Text { body: &entry.body },
+        (None, false) => OutboundMessage::Buttons {
+            body: &entry.body,
+            buttons: &entry.buttons,
+        },
+    }
+}
 
 fn status_label(error: &SendError) -> &'static str {
     match error {

@@ -28,6 +28,8 @@ pub type Answer = (StatusCode, Value, Option<u64>);
 pub struct FakeGraph {
     pub received: Mutex<Vec<Received>>,
     pub answers: Mutex<VecDeque<Answer>>,
+    /// How long each text takes to be answered (recorded, i.e. delivered, on arrival).
+    pub delay: Mutex<std::time::Duration>,
 }
 
 impl FakeGraph {
@@ -68,6 +70,10 @@ async fn messages(
         });
         received.len()
     };
+    let delay = *graph.delay.lock().unwrap();
+    if body.get("status").is_none() && !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let scripted = graph.answers.lock().unwrap().pop_front();
     let (status, answer, retry_after) = scripted.unwrap_or_else(|| {
         let answer = if body.get("status").is_some() {
