@@ -24,9 +24,11 @@
 //! (Below 16 characters per part there is no room for the markers, and code fences are treated
 //! as plain text.)
 //!
-//! A cut never separates a character from a following zero-width joiner, variation selector,
+//! A cut does not separate a character from a following zero-width joiner, variation selector,
 //! combining mark, emoji modifier or tag, nor a character from a preceding zero-width joiner, nor
-//! two regional indicators (a flag). Parts are trimmed; empty parts are dropped.
+//! two regional indicators (a flag) — unless a whole part's worth of text is such a joined run,
+//! which is then cut at the window's end like an overlong word. Parts are trimmed; empty parts
+//! are dropped.
 
 use std::ops::Range;
 
