@@ -353,6 +353,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Conversations with an operator (active) or waiting for one (requested) [state]",
     ),
     (
+        "zaguan_outbound_late_records_total",
+        Kind::Counter,
+        "Delivered parts recorded as sent only after the store came back",
+    ),
+    (
         "zaguan_attempts_refunded_total",
         Kind::Counter,
         "Inbox attempts taken back because the turn stopped for the store (unavailable, lease lost)",

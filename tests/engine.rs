@@ -843,6 +843,8 @@ struct CrashingStore {
     stall_claims: std::sync::atomic::AtomicBool,
     /// The next this-many writes answer `Unavailable` (an overloaded database).
     unavailable_for: AtomicUsize,
+    /// The next this-many records of a part as `sent` answer `Unavailable`.
+    unavailable_sent_records: AtomicUsize,
 }
 
 impl CrashingStore {
@@ -1024,6 +1026,14 @@ impl Store for CrashingStore {
         self.inner.insert_outbox(e).await
     }
     async fn update_outbox(&self, i: &OutboxId, u: &OutboxUpdate) -> StoreResult<()> {
+        if matches!(u, OutboxUpdate::Sent { .. })
+            && self
+                .unavailable_sent_records
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(StoreError::Unavailable("simulated outage".into()));
+        }
         self.inner.update_outbox(i, u).await
     }
     async fn unsent_outbox(&self, w: &WaId) -> StoreResult<Vec<OutboxEntry>> {
@@ -1129,6 +1139,7 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
             crash_at,
             stall_claims: Default::default(),
             unavailable_for: Default::default(),
+            unavailable_sent_records: Default::default(),
         });
         let open = inner.open_inbox(&wa_id).await.unwrap();
         let first = engine(crashing).run_turn(&wa_id, &open).await;
@@ -1237,6 +1248,7 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             crash_at,
             stall_claims: Default::default(),
             unavailable_for: Default::default(),
+            unavailable_sent_records: Default::default(),
         });
         let cut = engine(crashing)
             .run_turn(&wa_id, std::slice::from_ref(&first))
@@ -1347,6 +1359,7 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
         crash_at: 0,
         stall_claims: Default::default(),
         unavailable_for: Default::default(),
+        unavailable_sent_records: Default::default(),
     });
     let wa_id = WaId::parse("34600000701").unwrap();
     let wamid = WaMessageId::parse("wamid.LEASE1").unwrap();
@@ -1434,6 +1447,7 @@ async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
         crash_at: 0,
         stall_claims: Default::default(),
         unavailable_for: Default::default(),
+        unavailable_sent_records: Default::default(),
     });
     let graph = Arc::new(FakeGraph::default());
     *graph.delay.lock().unwrap() = Duration::from_millis(700);
@@ -1497,6 +1511,80 @@ async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
     assert_eq!(parts[0].attempts, 1);
 }
 
+/// The store fails right after the Graph API accepted a reply: the `sent` record is retried
+/// until the store answers, and the part is not sent again meanwhile (left `sending`, it went
+/// out twice when the store came back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_delivered_while_the_store_fails_is_recorded_late_not_sent_twice() {
+    use common::graph::FakeGraph;
+    let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let store = Arc::new(CrashingStore {
+        inner: inner.clone(),
+        writes: AtomicUsize::new(0),
+        crash_at: 0,
+        stall_claims: Default::default(),
+        unavailable_for: Default::default(),
+        unavailable_sent_records: AtomicUsize::new(4),
+    });
+    let graph = Arc::new(FakeGraph::default());
+    let base = common::graph::serve(graph.clone()).await;
+    let client = zaguan::outbound::GraphClient::new(
+        format!("{base}/v21.0").parse().unwrap(),
+        Some(secrecy::SecretString::from("EAAG-test".to_owned())),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let outbound = zaguan::outbound::Outbound::new(
+        store.clone(),
+        client,
+        zaguan::outbound::Limiters::new(&zaguan::outbound::SendLimits::default()),
+        zaguan::outbound::OutboundSettings::default(),
+    );
+    let wa_id = WaId::parse("34600000704").unwrap();
+    let entry = inbox_entry("wamid.LATE1", &wa_id, "Hola", InboxStatus::Pending);
+    inner
+        .insert_inbox(std::slice::from_ref(&entry))
+        .await
+        .unwrap();
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let engine = Engine::new(
+        store.clone(),
+        Arc::new(zaguan::llm::OfflineLlm),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings::default(),
+    );
+    let workers = zaguan::engine::Workers::spawn(
+        Arc::new(engine),
+        Arc::new(outbound),
+        Arc::new(tokio::sync::Notify::new()),
+        zaguan::engine::WorkerSettings {
+            poll: Duration::from_millis(20),
+            ..zaguan::engine::WorkerSettings::default()
+        },
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let parts = inner.outbox_in_reply_to(&entry.wamid).await.unwrap();
+        if parts
+            .first()
+            .is_some_and(|p| p.status == zaguan::store::OutboxStatus::Sent)
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never recorded as sent"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    workers.stop().await;
+    assert_eq!(store.unavailable_sent_records.load(Ordering::SeqCst), 0);
+    let texts = graph.texts();
+    assert_eq!(texts.len(), 1, "delivered once: {texts:?}");
+}
+
 /// A database too busy to take writes, more times in a row than a message may fail: the
 /// attempts are the store's, not the message's, so it is answered once the store recovers
 /// instead of being marked `failed`.
@@ -1509,6 +1597,7 @@ async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
         crash_at: 0,
         stall_claims: Default::default(),
         unavailable_for: AtomicUsize::new(12),
+        unavailable_sent_records: Default::default(),
     });
     let wa_id = WaId::parse("34600000702").unwrap();
     let entry = inbox_entry("wamid.BUSY1", &wa_id, "Hola", InboxStatus::Pending);

@@ -7,6 +7,7 @@
 //! between leaves it `sending`, and it is sent again (the Graph API has no idempotency key: a
 //! duplicate is preferred to a lost reply). A part already `sent` is never sent again.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use rand::Rng as _;
 use super::graph::{GraphClient, OutboundMessage, SendError};
 use super::limits::Limiters;
 use crate::domain::{GraphError, WaId, WaMessageId};
-use crate::store::{OutboxEntry, OutboxUpdate, Store, StoreError};
+use crate::store::{OutboxEntry, OutboxId, OutboxUpdate, Store, StoreError};
 
 /// How the sender retries.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,12 +49,19 @@ impl Default for OutboundSettings {
     }
 }
 
+/// How long a delivered part's `sent` keeps being retried while the store is unavailable.
+const RECORD_PATIENCE: Duration = Duration::from_secs(600);
+
 /// The outbound channel of one process.
 pub struct Outbound {
     store: Arc<dyn Store>,
     graph: Arc<GraphClient>,
     limiters: Arc<Limiters>,
     settings: OutboundSettings,
+    /// Parts the Graph API accepted whose `sent` could not be recorded yet (the store failed
+    /// right after the call): their task keeps trying, and this process does not send them
+    /// again meanwhile.
+    recording: Arc<std::sync::Mutex<HashSet<OutboxId>>>,
 }
 
 impl Outbound {
@@ -68,6 +76,7 @@ impl Outbound {
             graph: Arc::new(graph),
             limiters: Arc::new(limiters),
             settings,
+            recording: Arc::default(),
         }
     }
 
@@ -101,6 +110,10 @@ impl Outbound {
     pub async fn flush(&self, wa_id: &WaId) -> Result<(), StoreError> {
         let mut unsent = self.store.unsent_outbox(wa_id).await?.into_iter();
         while let Some(entry) = unsent.next() {
+            if self.is_recording(&entry.id) {
+                // Delivered; its record is on its way. The parts behind it wait for it.
+                break;
+            }
             if let Some(due) = self.send_part(entry).await? {
                 // The parts behind wait as long, so the conversation is not picked up again
                 // before then only to find its first part still waiting.
@@ -116,6 +129,13 @@ impl Outbound {
             }
         }
         Ok(())
+    }
+
+    fn is_recording(&self, id: &OutboxId) -> bool {
+        self.recording
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(id)
     }
 
     /// The limits this process sends within (shared with the other instances).
@@ -195,6 +215,7 @@ impl Outbound {
             // left `sending` would be sent again by the conversation's next owner.
             let call = {
                 let (graph, store, entry) = (self.graph.clone(), self.store.clone(), entry.clone());
+                let recording = self.recording.clone();
                 tokio::spawn(async move {
                     let sent = graph
                         .send(&phone_number_id, &entry.wa_id, &outbound_message(&entry))
@@ -204,7 +225,7 @@ impl Outbound {
                             let update = OutboxUpdate::Sent {
                                 wamid: wamid.clone(),
                             };
-                            store.update_outbox(&entry.id, &update).await
+                            record_sent(store.as_ref(), &recording, &entry.id, &update).await
                         }
                         Err(_) => Ok(()),
                     };
@@ -310,6 +331,41 @@ pub struct Typing(
     #[allow(dead_code, reason = "dropping it is the signal")]
     Option<tokio::sync::oneshot::Sender<()>>,
 );
+
+/// Records a delivered part as `sent`. While the store is unavailable it keeps trying, for up
+/// to [`RECORD_PATIENCE`], with the part in `recording` so this process does not send it again:
+/// left `sending`, it would go out twice once the store is back.
+async fn record_sent(
+    store: &dyn Store,
+    recording: &std::sync::Mutex<HashSet<OutboxId>>,
+    id: &OutboxId,
+    update: &OutboxUpdate,
+) -> Result<(), StoreError> {
+    let mut result = store.update_outbox(id, update).await;
+    if !matches!(result, Err(StoreError::Unavailable(_))) {
+        return result;
+    }
+    recording
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id.clone());
+    let deadline = std::time::Instant::now() + RECORD_PATIENCE;
+    let mut delay = Duration::from_millis(100);
+    while matches!(result, Err(StoreError::Unavailable(_))) && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+        result = store.update_outbox(id, update).await;
+    }
+    recording
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(id);
+    if result.is_ok() {
+        metrics::counter!("zaguan_outbound_late_records_total").increment(1);
+    }
+    result
+}
 
 /// What the Graph API is asked to send for `entry`.
 fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
