@@ -848,6 +848,18 @@ struct CrashingStore {
 }
 
 impl CrashingStore {
+    /// `inner` with no fault armed.
+    fn over(inner: Arc<dyn Store>) -> Self {
+        Self {
+            inner,
+            writes: AtomicUsize::new(0),
+            crash_at: 0,
+            stall_claims: Default::default(),
+            unavailable_for: Default::default(),
+            unavailable_sent_records: Default::default(),
+        }
+    }
+
     fn write(&self) -> StoreResult<()> {
         if self
             .unavailable_for
@@ -1168,6 +1180,20 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
     }
 }
 
+/// The test database's store with the collections a turn writes emptied: a fresh run on the
+/// same database.
+async fn emptied(db: &common::TestMongo) -> Arc<dyn Store> {
+    for collection in ["messages", "inbox", "outbox", "conversations", "leases"] {
+        db.store
+            .database()
+            .collection::<bson::Document>(collection)
+            .delete_many(bson::doc! {})
+            .await
+            .unwrap();
+    }
+    Arc::new(db.store.clone())
+}
+
 #[tokio::test]
 async fn memory_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
     a_turn_cut_after_any_node_resumes_to_exactly_one_reply(async || memory()).await;
@@ -1179,17 +1205,7 @@ async fn mongo_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
         return;
     };
     // One database for the nine runs: each run starts from empty collections.
-    let make = async || {
-        for collection in ["messages", "inbox", "outbox", "conversations", "leases"] {
-            db.store
-                .database()
-                .collection::<bson::Document>(collection)
-                .delete_many(bson::doc! {})
-                .await
-                .unwrap();
-        }
-        Arc::new(db.store.clone()) as Arc<dyn Store>
-    };
+    let make = async || emptied(&db).await;
     a_turn_cut_after_any_node_resumes_to_exactly_one_reply(make).await;
     db.drop().await;
 }
@@ -1317,17 +1333,7 @@ async fn mongo_a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn() 
     let Some(db) = common::TestMongo::new().await else {
         return;
     };
-    let make = async || {
-        for collection in ["messages", "inbox", "outbox", "conversations", "leases"] {
-            db.store
-                .database()
-                .collection::<bson::Document>(collection)
-                .delete_many(bson::doc! {})
-                .await
-                .unwrap();
-        }
-        Arc::new(db.store.clone()) as Arc<dyn Store>
-    };
+    let make = async || emptied(&db).await;
     a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(make).await;
     db.drop().await;
 }
@@ -1353,14 +1359,7 @@ impl Llm for SlowCountingLlm {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
-    let store = Arc::new(CrashingStore {
-        inner: inner.clone(),
-        writes: AtomicUsize::new(0),
-        crash_at: 0,
-        stall_claims: Default::default(),
-        unavailable_for: Default::default(),
-        unavailable_sent_records: Default::default(),
-    });
+    let store = Arc::new(CrashingStore::over(inner.clone()));
     let wa_id = WaId::parse("34600000701").unwrap();
     let wamid = WaMessageId::parse("wamid.LEASE1").unwrap();
     inner
@@ -1434,23 +1433,15 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     );
 }
 
-/// The lease is lost while a reply is on its way to the Graph API: the work stops, but the
-/// call and its record finish, so the next owner finds the part sent and the customer gets it
-/// once (dropping the call mid-flight left it `sending`, and it went out twice).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
-    use common::graph::FakeGraph;
-    let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
-    let store = Arc::new(CrashingStore {
-        inner: inner.clone(),
-        writes: AtomicUsize::new(0),
-        crash_at: 0,
-        stall_claims: Default::default(),
-        unavailable_for: Default::default(),
-        unavailable_sent_records: Default::default(),
-    });
-    let graph = Arc::new(FakeGraph::default());
-    *graph.delay.lock().unwrap() = Duration::from_millis(700);
+/// Workers over `store` running the offline engine, sending through the real sender to a local
+/// Graph API whose texts take `delay` to be answered; the lease lasts `lease`.
+async fn workers_with_graph(
+    store: Arc<CrashingStore>,
+    delay: Duration,
+    lease: Duration,
+) -> (Arc<common::graph::FakeGraph>, zaguan::engine::Workers) {
+    let graph = Arc::new(common::graph::FakeGraph::default());
+    *graph.delay.lock().unwrap() = delay;
     let base = common::graph::serve(graph.clone()).await;
     let client = zaguan::outbound::GraphClient::new(
         format!("{base}/v21.0").parse().unwrap(),
@@ -1464,15 +1455,9 @@ async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
         zaguan::outbound::Limiters::new(&zaguan::outbound::SendLimits::default()),
         zaguan::outbound::OutboundSettings::default(),
     );
-    let wa_id = WaId::parse("34600000703").unwrap();
-    let entry = inbox_entry("wamid.MIDSEND", &wa_id, "Hola", InboxStatus::Pending);
-    inner
-        .insert_inbox(std::slice::from_ref(&entry))
-        .await
-        .unwrap();
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let engine = Engine::new(
-        store.clone(),
+        store,
         Arc::new(zaguan::llm::OfflineLlm),
         Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
@@ -1483,11 +1468,33 @@ async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
         Arc::new(outbound),
         Arc::new(tokio::sync::Notify::new()),
         zaguan::engine::WorkerSettings {
-            lease: Duration::from_millis(600),
+            lease,
             poll: Duration::from_millis(20),
             ..zaguan::engine::WorkerSettings::default()
         },
     );
+    (graph, workers)
+}
+
+/// The lease is lost while a reply is on its way to the Graph API: the work stops, but the
+/// call and its record finish, so the next owner finds the part sent and the customer gets it
+/// once (dropping the call mid-flight left it `sending`, and it went out twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
+    let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let store = Arc::new(CrashingStore::over(inner.clone()));
+    let wa_id = WaId::parse("34600000703").unwrap();
+    let entry = inbox_entry("wamid.MIDSEND", &wa_id, "Hola", InboxStatus::Pending);
+    inner
+        .insert_inbox(std::slice::from_ref(&entry))
+        .await
+        .unwrap();
+    let (graph, workers) = workers_with_graph(
+        store.clone(),
+        Duration::from_millis(700),
+        Duration::from_millis(600),
+    )
+    .await;
     // The reply is in the outbox and on its way: the store stops confirming renewals.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while inner
@@ -1516,53 +1523,23 @@ async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
 /// out twice when the store came back).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_delivered_while_the_store_fails_is_recorded_late_not_sent_twice() {
-    use common::graph::FakeGraph;
     let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
     let store = Arc::new(CrashingStore {
-        inner: inner.clone(),
-        writes: AtomicUsize::new(0),
-        crash_at: 0,
-        stall_claims: Default::default(),
-        unavailable_for: Default::default(),
         unavailable_sent_records: AtomicUsize::new(4),
+        ..CrashingStore::over(inner.clone())
     });
-    let graph = Arc::new(FakeGraph::default());
-    let base = common::graph::serve(graph.clone()).await;
-    let client = zaguan::outbound::GraphClient::new(
-        format!("{base}/v21.0").parse().unwrap(),
-        Some(secrecy::SecretString::from("EAAG-test".to_owned())),
-        Duration::from_secs(5),
-    )
-    .unwrap();
-    let outbound = zaguan::outbound::Outbound::new(
-        store.clone(),
-        client,
-        zaguan::outbound::Limiters::new(&zaguan::outbound::SendLimits::default()),
-        zaguan::outbound::OutboundSettings::default(),
-    );
     let wa_id = WaId::parse("34600000704").unwrap();
     let entry = inbox_entry("wamid.LATE1", &wa_id, "Hola", InboxStatus::Pending);
     inner
         .insert_inbox(std::slice::from_ref(&entry))
         .await
         .unwrap();
-    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let engine = Engine::new(
+    let (graph, workers) = workers_with_graph(
         store.clone(),
-        Arc::new(zaguan::llm::OfflineLlm),
-        Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
-        Arc::new(ToolRegistry::new()),
-        EngineSettings::default(),
-    );
-    let workers = zaguan::engine::Workers::spawn(
-        Arc::new(engine),
-        Arc::new(outbound),
-        Arc::new(tokio::sync::Notify::new()),
-        zaguan::engine::WorkerSettings {
-            poll: Duration::from_millis(20),
-            ..zaguan::engine::WorkerSettings::default()
-        },
-    );
+        Duration::ZERO,
+        zaguan::engine::WorkerSettings::default().lease,
+    )
+    .await;
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
         let parts = inner.outbox_in_reply_to(&entry.wamid).await.unwrap();
@@ -1592,12 +1569,8 @@ async fn a_reply_delivered_while_the_store_fails_is_recorded_late_not_sent_twice
 async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
     let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
     let store = Arc::new(CrashingStore {
-        inner: inner.clone(),
-        writes: AtomicUsize::new(0),
-        crash_at: 0,
-        stall_claims: Default::default(),
         unavailable_for: AtomicUsize::new(12),
-        unavailable_sent_records: Default::default(),
+        ..CrashingStore::over(inner.clone())
     });
     let wa_id = WaId::parse("34600000702").unwrap();
     let entry = inbox_entry("wamid.BUSY1", &wa_id, "Hola", InboxStatus::Pending);

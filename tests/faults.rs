@@ -416,6 +416,14 @@ impl Rig {
         instance.child = Some(command.spawn().unwrap());
     }
 
+    /// Adds an instance with `env`, starts it and waits until it serves.
+    async fn launch(&self, env: &[(&str, &str)]) -> usize {
+        let i = self.add_instance(env);
+        self.start(i);
+        self.wait_serving(i).await;
+        i
+    }
+
     fn port(&self, i: usize) -> u16 {
         self.instances.lock().unwrap()[i].port
     }
@@ -725,7 +733,8 @@ fn report(tally: &Tally) {
 }
 
 /// Runs a scenario's end: waits for the drain, stops the instances, checks and reports.
-async fn finish(rig: Rig, started: Instant) -> Tally {
+async fn finish(rig: Arc<Rig>, started: Instant) -> Tally {
+    let rig = Arc::into_inner(rig).expect("the scenario's tasks are done with the rig");
     rig.wait_drained().await;
     rig.stop_all();
     let tally = tally(&rig, started).await;
@@ -747,9 +756,7 @@ async fn redelivered_webhooks_are_answered_once() {
     };
     let rig = Arc::new(rig);
     for _ in 0..2 {
-        let i = rig.add_instance(&[]);
-        rig.start(i);
-        rig.wait_serving(i).await;
+        rig.launch(&[]).await;
     }
     let started = Instant::now();
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
@@ -776,7 +783,6 @@ async fn redelivered_webhooks_are_answered_once() {
     for copy in copies {
         copy.await.unwrap();
     }
-    let rig = Arc::into_inner(rig).unwrap();
     let tally = finish(rig, started).await;
     assert!(
         tally.webhooks_posted > tally.messages_sent,
@@ -793,9 +799,7 @@ async fn llm_failures_still_answer_each_message_once() {
         return;
     };
     let rig = Arc::new(rig);
-    let i = rig.add_instance(&[]);
-    rig.start(i);
-    rig.wait_serving(i).await;
+    rig.launch(&[]).await;
     let started = Instant::now();
     let phases = [
         (LlmFault::ServerError, LlmFault::None),
@@ -818,7 +822,6 @@ async fn llm_failures_still_answer_each_message_once() {
     };
     send_all(&rig, 2, Duration::from_secs(12)).await;
     faults.await.unwrap();
-    let rig = Arc::into_inner(rig).unwrap();
     finish(rig, started).await;
 }
 
@@ -833,9 +836,7 @@ async fn graph_failures_deliver_each_reply_once() {
     };
     let rig = Arc::new(rig);
     *rig.graph.refused.lock().unwrap() = Some(phone(0));
-    let i = rig.add_instance(&[]);
-    rig.start(i);
-    rig.wait_serving(i).await;
+    rig.launch(&[]).await;
     let started = Instant::now();
     let faults = {
         let rig = rig.clone();
@@ -853,7 +854,6 @@ async fn graph_failures_deliver_each_reply_once() {
     };
     send_all(&rig, 3, Duration::from_secs(8)).await;
     faults.await.unwrap();
-    let rig = Arc::into_inner(rig).unwrap();
     let tally = finish(rig, started).await;
     // Counted per message: a turn that merged several counts them all.
     assert_eq!(tally.refused_failed_once, MESSAGES);
@@ -869,9 +869,7 @@ async fn mongodb_down_at_start_and_restarted_under_load_loses_nothing() {
         return;
     };
     let rig = Arc::new(rig);
-    let i = rig.add_instance(&[]);
-    rig.start(i);
-    rig.wait_serving(i).await;
+    let i = rig.launch(&[]).await;
     assert_eq!(
         rig.get(i, "/readyz").await,
         Some(StatusCode::SERVICE_UNAVAILABLE)
@@ -915,7 +913,6 @@ async fn mongodb_down_at_start_and_restarted_under_load_loses_nothing() {
     };
     send_all(&rig, 4, Duration::from_secs(9)).await;
     restarts.await.unwrap();
-    let rig = Arc::into_inner(rig).unwrap();
     finish(rig, started).await;
 }
 
@@ -934,9 +931,7 @@ async fn twenty_sigkills_under_load_lose_nothing_and_double_nothing() {
     rig.llm.latency.store(300, Ordering::Relaxed);
     let rig = Arc::new(rig);
     for _ in 0..2 {
-        let i = rig.add_instance(&[]);
-        rig.start(i);
-        rig.wait_serving(i).await;
+        rig.launch(&[]).await;
     }
     let started = Instant::now();
     let sending = Arc::new(AtomicBool::new(true));
@@ -960,7 +955,6 @@ async fn twenty_sigkills_under_load_lose_nothing_and_double_nothing() {
     let kills = killer.await.unwrap();
     assert!(kills >= 20, "{kills} kills");
     eprintln!("sigkill: {kills} kills");
-    let rig = Arc::into_inner(rig).unwrap();
     finish(rig, started).await;
 }
 
@@ -1002,12 +996,9 @@ async fn clock_skew_within_the_lease_margin_doubles_nothing() {
             ("FAKETIME_DONT_RESET", "1"),
         ],
     ] {
-        let i = rig.add_instance(&env);
-        rig.start(i);
-        rig.wait_serving(i).await;
+        rig.launch(&env).await;
     }
     let started = Instant::now();
     send_all(&rig, 6, Duration::from_secs(10)).await;
-    let rig = Arc::into_inner(rig).unwrap();
     finish(rig, started).await;
 }
