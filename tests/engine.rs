@@ -1102,20 +1102,22 @@ impl Llm for RuleLlm {
     }
 }
 
+/// The engine over `store` answering from [`RuleLlm`], with the property lookup tool.
+fn rule_engine(store: Arc<dyn Store>) -> Engine {
+    let tools = ToolRegistry::new().with(LookupProperty);
+    let agents = AgentRegistry::load(&prompts_dir(), &tools.names()).unwrap();
+    Engine::new(
+        store,
+        Arc::new(RuleLlm),
+        Arc::new(agents),
+        Arc::new(tools),
+        EngineSettings::default(),
+    )
+}
+
 async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
     make_store: impl AsyncFn() -> Arc<dyn Store>,
 ) {
-    let tools = || Arc::new(ToolRegistry::new().with(LookupProperty));
-    let agents = Arc::new(AgentRegistry::load(&prompts_dir(), &tools().names()).unwrap());
-    let engine = |store: Arc<dyn Store>| {
-        Engine::new(
-            store,
-            Arc::new(RuleLlm),
-            agents.clone(),
-            tools(),
-            EngineSettings::default(),
-        )
-    };
     let wa_id = WaId::parse("34600111222").unwrap();
     let expected = [
         "human",
@@ -1154,11 +1156,14 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
             unavailable_sent_records: Default::default(),
         });
         let open = inner.open_inbox(&wa_id).await.unwrap();
-        let first = engine(crashing).run_turn(&wa_id, &open).await;
+        let first = rule_engine(crashing).run_turn(&wa_id, &open).await;
         assert_eq!(first.is_err(), crash_at <= 8, "crash at write {crash_at}");
         // The process restarts: the same inbox message is still open, and is resumed.
         let open = inner.open_inbox(&wa_id).await.unwrap();
-        engine(inner.clone()).run_turn(&wa_id, &open).await.unwrap();
+        rule_engine(inner.clone())
+            .run_turn(&wa_id, &open)
+            .await
+            .unwrap();
 
         let replies = inner.outbox_in_reply_to(&wamid).await.unwrap();
         assert_eq!(replies.len(), 1, "crash at write {crash_at}");
@@ -1233,17 +1238,6 @@ fn inbox_entry(wamid: &str, wa_id: &WaId, text: &str, status: InboxStatus) -> In
 async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
     make_store: impl AsyncFn() -> Arc<dyn Store>,
 ) {
-    let tools = || Arc::new(ToolRegistry::new().with(LookupProperty));
-    let agents = Arc::new(AgentRegistry::load(&prompts_dir(), &tools().names()).unwrap());
-    let engine = |store: Arc<dyn Store>| {
-        Engine::new(
-            store,
-            Arc::new(RuleLlm),
-            agents.clone(),
-            tools(),
-            EngineSettings::default(),
-        )
-    };
     let wa_id = WaId::parse("34600111333").unwrap();
     // Writes 1..=7 come before the reply is queued (the 8th).
     for crash_at in 1..=7 {
@@ -1266,7 +1260,7 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             unavailable_for: Default::default(),
             unavailable_sent_records: Default::default(),
         });
-        let cut = engine(crashing)
+        let cut = rule_engine(crashing)
             .run_turn(&wa_id, std::slice::from_ref(&first))
             .await;
         assert!(cut.is_err(), "crash at write {crash_at}");
@@ -1282,7 +1276,7 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             .unwrap();
 
         let workers = zaguan::engine::Workers::spawn(
-            Arc::new(engine(inner.clone())),
+            Arc::new(rule_engine(inner.clone())),
             Arc::new(zaguan::outbound::Outbound::dry_run(inner.clone())),
             Arc::new(tokio::sync::Notify::new()),
             zaguan::engine::WorkerSettings {
