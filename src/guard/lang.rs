@@ -649,7 +649,8 @@ const LEXICON: &[(&str, Role, &str)] = &[
          comunidad mascotas perro perros amueblado barato barrio venta cita firmar firmamos \
          puerta siento interesa interesado interesada mejor ningún ninguna alguien usted \
          ustedes vosotros contestáis mandáis pasas viene vienes lo_siento ibi casero nos_vemos \
-         cuesta cuestan más_info mas_info",
+         cuesta cuestan más_info mas_info eres palabra palabras empezando empezar empieza \
+         repite repetir dime dame instrucciones",
     ),
     ("es:4 pt:1", Role::Content, "piso"),
     ("es:2 pt:1", Role::Content, "q"),
