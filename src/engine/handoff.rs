@@ -156,17 +156,7 @@ pub async fn reply(
             at: now,
         })
         .await?;
-    let count = u32::try_from(parts.len()).unwrap_or(u32::MAX);
-    let outbox: Vec<NewOutbox> = parts
-        .iter()
-        .enumerate()
-        .map(|(i, body)| NewOutbox {
-            phone_number_id: Some(last.phone_number_id.clone()),
-            part: u32::try_from(i).unwrap_or(u32::MAX),
-            parts: count,
-            ..NewOutbox::text(wa_id.clone(), None, body.clone(), now)
-        })
-        .collect();
+    let outbox = NewOutbox::parts(wa_id, None, Some(&last.phone_number_id), &parts, now);
     store.insert_outbox(&outbox).await?;
     tracing::info!(conversation.id = %wa_id.masked(), %operator, parts = parts.len(), "operator reply queued");
     metrics::counter!("zaguan_operator_replies_total").increment(1);

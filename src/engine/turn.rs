@@ -958,28 +958,16 @@ impl Engine {
             buttons = confirmation_buttons(lang);
         }
         let now = Utc::now();
-        let count = u32::try_from(bodies.len()).unwrap_or(u32::MAX);
-        let last = bodies.len().saturating_sub(1);
-        let parts: Vec<NewOutbox> = bodies
-            .iter()
-            .enumerate()
-            .map(|(i, body)| NewOutbox {
-                phone_number_id: reply_to.map(|e| e.phone_number_id.clone()),
-                buttons: if i == last {
-                    buttons.clone()
-                } else {
-                    Vec::new()
-                },
-                part: u32::try_from(i).unwrap_or(u32::MAX),
-                parts: count,
-                ..NewOutbox::text(
-                    state.wa_id.clone(),
-                    reply_to.map(|e| e.wamid.clone()),
-                    body.clone(),
-                    now,
-                )
-            })
-            .collect();
+        let mut parts = NewOutbox::parts(
+            &state.wa_id,
+            reply_to.map(|e| &e.wamid),
+            reply_to.map(|e| e.phone_number_id.as_str()),
+            &bodies,
+            now,
+        );
+        if let Some(last) = parts.last_mut() {
+            last.buttons = buttons;
+        }
         self.store.insert_outbox(&parts).await?;
         Ok(bodies)
     }
@@ -1000,18 +988,7 @@ impl Engine {
             .guard(text, lang.as_deref(), wa_id.as_str())
             .await
             .parts;
-        let now = Utc::now();
-        let count = u32::try_from(bodies.len()).unwrap_or(u32::MAX);
-        let parts: Vec<NewOutbox> = bodies
-            .into_iter()
-            .enumerate()
-            .map(|(i, body)| NewOutbox {
-                phone_number_id: Some(via.phone_number_id.clone()),
-                part: u32::try_from(i).unwrap_or(u32::MAX),
-                parts: count,
-                ..NewOutbox::text(wa_id.clone(), None, body, now)
-            })
-            .collect();
+        let parts = NewOutbox::parts(wa_id, None, Some(&via.phone_number_id), &bodies, Utc::now());
         self.store.insert_outbox(&parts).await?;
         Ok(())
     }

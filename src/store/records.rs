@@ -485,6 +485,27 @@ pub struct NewOutbox {
 }
 
 impl NewOutbox {
+    /// One message cut into `bodies`, numbered in order, all sent from `phone_number_id`.
+    pub fn parts(
+        wa_id: &WaId,
+        in_reply_to: Option<&WaMessageId>,
+        phone_number_id: Option<&str>,
+        bodies: &[String],
+        at: DateTime<Utc>,
+    ) -> Vec<Self> {
+        let count = u32::try_from(bodies.len()).unwrap_or(u32::MAX);
+        bodies
+            .iter()
+            .enumerate()
+            .map(|(i, body)| Self {
+                phone_number_id: phone_number_id.map(str::to_owned),
+                part: u32::try_from(i).unwrap_or(u32::MAX),
+                parts: count,
+                ..Self::text(wa_id.clone(), in_reply_to.cloned(), body.clone(), at)
+            })
+            .collect()
+    }
+
     /// A one-part text reply.
     pub fn text(
         wa_id: WaId,
