@@ -20,7 +20,7 @@ use zaguan::agents::{self, AgentRegistry};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY, SLOW_DOWN};
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
-use zaguan::llm::{CallOutcome, ChatMessage, Llm, LlmCall, LlmError, LlmRequest, LlmResponse};
+use zaguan::llm::{CallOutcome, Llm, LlmCall, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
 use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, MessageRole, Store};
 
@@ -34,15 +34,7 @@ struct EchoLlm(AtomicUsize);
 impl Llm for EchoLlm {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         self.0.fetch_add(1, Ordering::SeqCst);
-        let last_human = request
-            .messages
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                ChatMessage::Human { content } => Some(content.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let last_human = common::last_human(request);
         Ok(LlmResponse {
             content: format!("Recibido: {last_human}"),
             ..LlmResponse::default()

@@ -32,15 +32,7 @@ struct DeskLlm;
 #[async_trait]
 impl Llm for DeskLlm {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let last_human = request
-            .messages
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                ChatMessage::Human { content } => Some(content.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let last_human = common::last_human(request);
         let after_tool = matches!(request.messages.last(), Some(ChatMessage::Tool { .. }));
         let offered = request.tools.iter().any(|t| t.name == "request_human");
         Ok(if after_tool {

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use common::{TestApp, text_notification};
 use zaguan::agents::{self, AgentRegistry};
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
-use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse};
+use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::Outbound;
 use zaguan::store::Store;
 
@@ -22,15 +22,7 @@ struct EchoLlm;
 #[async_trait]
 impl Llm for EchoLlm {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let last_human = request
-            .messages
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                ChatMessage::Human { content } => Some(content.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let last_human = common::last_human(request);
         // A little latency, so messages arrive while turns run and get merged.
         tokio::time::sleep(Duration::from_millis(5)).await;
         Ok(LlmResponse {

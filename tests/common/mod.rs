@@ -305,3 +305,17 @@ pub async fn assert_answered_once_in_order(
     }
     turns
 }
+
+/// The text of the last human message a model is asked about (empty when there is none): what
+/// the tests' echo models answer to.
+pub fn last_human(request: &zaguan::llm::LlmRequest) -> String {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            zaguan::llm::ChatMessage::Human { content } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
