@@ -272,6 +272,8 @@ pub struct StatusUpdate {
     pub at: Option<DateTime<Utc>>,
     pub recipient_id: Option<String>,
     pub errors: Vec<GraphError>,
+    /// The `biz_opaque_callback_data` the message was sent with, echoed by Meta.
+    pub callback_data: Option<String>,
 }
 
 #[cfg(test)]

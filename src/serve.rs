@@ -212,7 +212,11 @@ pub fn outbound(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Outbou
         store,
         graph,
         Limiters::new(&whatsapp.limits),
-        OutboundSettings::default(),
+        OutboundSettings {
+            // A call that timed out elsewhere has ended well before a part is sent again.
+            unconfirmed_grace: (whatsapp.api_timeout * 2).max(Duration::from_secs(30)),
+            ..OutboundSettings::default()
+        },
     ))
 }
 

@@ -358,6 +358,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Delivered parts recorded as sent only after the store came back",
     ),
     (
+        "zaguan_outbound_unconfirmed_resent_total",
+        Kind::Counter,
+        "Parts left sending by an earlier attempt that no status confirmed in the grace, sent again",
+    ),
+    (
         "zaguan_attempts_refunded_total",
         Kind::Counter,
         "Inbox attempts taken back because the turn stopped for the store (unavailable, lease lost)",

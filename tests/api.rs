@@ -248,6 +248,44 @@ async fn statuses_update_the_outbox_and_unknown_ones_are_ignored(app: TestApp) {
     assert_eq!(app.post_webhook(unknown).await, StatusCode::OK);
     let entry = app.store.outbox_by_wamid(&out).await.unwrap().unwrap();
     assert_eq!(entry.status, OutboxStatus::Delivered);
+
+    // A part handed to the Graph API whose answer was never recorded: its status names it by
+    // the callback data it was sent with, and records it sent.
+    let unrecorded = app
+        .store
+        .insert_outbox(&[NewOutbox::text(
+            WaId::parse("34600111222").unwrap(),
+            None,
+            "¿Te viene bien a las 10:00?",
+            chrono::Utc::now(),
+        )])
+        .await
+        .unwrap()
+        .remove(0);
+    let sending = zaguan::store::OutboxUpdate::Sending {
+        at: chrono::Utc::now(),
+    };
+    app.store
+        .update_outbox(&unrecorded, &sending)
+        .await
+        .unwrap();
+    let mut body: serde_json::Value =
+        serde_json::from_slice(&cloud_api_fixture("status_delivered")).unwrap();
+    let status = &mut body["entry"][0]["changes"][0]["value"]["statuses"][0];
+    status["id"] = "wamid.UNRECORDED".into();
+    status["biz_opaque_callback_data"] = unrecorded.callback_data().into();
+    assert_eq!(
+        app.post_webhook(serde_json::to_vec(&body).unwrap()).await,
+        StatusCode::OK
+    );
+    let entry = app
+        .store
+        .outbox_by_wamid(&wamid("wamid.UNRECORDED"))
+        .await
+        .unwrap()
+        .expect("the part took the status's wamid");
+    assert_eq!(entry.id, unrecorded);
+    assert_eq!(entry.status, OutboxStatus::Delivered);
 }
 
 async fn every_fixture_is_acknowledged(app: TestApp) {

@@ -1037,7 +1037,7 @@ impl Store for CrashingStore {
         self.write()?;
         self.inner.insert_outbox(e).await
     }
-    async fn update_outbox(&self, i: &OutboxId, u: &OutboxUpdate) -> StoreResult<()> {
+    async fn update_outbox(&self, i: &OutboxId, u: &OutboxUpdate) -> StoreResult<bool> {
         if matches!(u, OutboxUpdate::Sent { .. })
             && self
                 .unavailable_sent_records

@@ -2,7 +2,9 @@
 //! OpenAI-format LLM and a fake Graph API on loopback, and a TCP proxy in front of MongoDB, with
 //! one fault per scenario. Each scenario sends `conversations × 5` messages and checks, from the
 //! store and from what the fake Graph API delivered, that every inbound message was answered
-//! exactly once and in order and that nothing was lost.
+//! exactly once and in order and that nothing was lost. Like Meta, the fake Graph API posts a
+//! signed `sent` status webhook for each message it accepts, echoing its
+//! `biz_opaque_callback_data`, to any live instance until one takes it.
 //!
 //! Every scenario prints one line `faults: {json}` with messages sent, webhooks posted, replies
 //! delivered, duplicates, losses and out-of-order replies (and appends it to the file named by
@@ -147,11 +149,16 @@ struct Delivery {
 
 struct FakeGraph {
     fault: Mutex<GraphFault>,
+    /// The signed `sent` status webhook of each accepted message, to be posted to the service.
+    statuses: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
     /// Every text to this recipient is refused with 400 / 131026 (undeliverable).
     refused: Mutex<Option<String>>,
     delivered: Mutex<Vec<Delivery>>,
     requests: AtomicUsize,
     next: AtomicU64,
+    /// Milliseconds between accepting a message and answering: a process killed meanwhile
+    /// never learns its wamid.
+    answer_latency: AtomicU64,
 }
 
 async fn graph_messages(
@@ -206,10 +213,92 @@ async fn graph_messages(
         body: text,
         wamid: wamid.clone(),
     });
+    // ZAGUAN_FAULTS_NO_CALLBACK=1 drops the callback data from the statuses: the control run
+    // showing what it prevents (a part whose record died with its process is sent again).
+    let callback_data = body["biz_opaque_callback_data"]
+        .as_str()
+        .filter(|_| std::env::var_os("ZAGUAN_FAULTS_NO_CALLBACK").is_none());
+    let _ = graph.statuses.send(sent_status(&wamid, &to, callback_data));
+    let latency = graph.answer_latency.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(latency)).await;
     Json(json!({"messaging_product": "whatsapp",
                 "contacts": [{"input": to, "wa_id": to}],
                 "messages": [{"id": wamid}]}))
     .into_response()
+}
+
+/// The `sent` status notification Meta posts for a message it accepted.
+fn sent_status(wamid: &str, to: &str, callback_data: Option<&str>) -> Vec<u8> {
+    let mut status = json!({"id": wamid, "status": "sent", "timestamp": "1764100900",
+                            "recipient_id": to});
+    if let Some(data) = callback_data {
+        status["biz_opaque_callback_data"] = json!(data);
+    }
+    serde_json::to_vec(&json!({
+        "object": "whatsapp_business_account",
+        "entry": [{"id": "102290129340398", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "34910000000", "phone_number_id": "109876543210"},
+            "statuses": [status],
+        }}]}]
+    }))
+    .unwrap()
+}
+
+/// Posts each status webhook, concurrently, to the instances on `ports` (any of them, as
+/// Meta does) until one acknowledges it; counts those posted and those no instance took.
+fn post_statuses(
+    mut statuses: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    ports: Arc<Mutex<Vec<u16>>>,
+    counts: Arc<StatusCounts>,
+) {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    tokio::spawn(async move {
+        while let Some(body) = statuses.recv().await {
+            let (http, ports, counts) = (http.clone(), ports.clone(), counts.clone());
+            counts.pending.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let signature =
+                    zaguan::webhook::signature::sign(common::APP_SECRET.as_bytes(), &body);
+                let deadline = Instant::now() + Duration::from_secs(120);
+                let mut target = rand::rng().random_range(0..usize::MAX);
+                let taken = loop {
+                    let port = {
+                        let ports = ports.lock().unwrap();
+                        ports[target % ports.len()]
+                    };
+                    let response = http
+                        .post(format!("http://127.0.0.1:{port}/webhook"))
+                        .header("content-type", "application/json")
+                        .header("x-hub-signature-256", &signature)
+                        .body(body.clone())
+                        .send()
+                        .await;
+                    if response.is_ok_and(|r| r.status() == reqwest::StatusCode::OK) {
+                        break true;
+                    }
+                    if Instant::now() > deadline {
+                        break false;
+                    }
+                    target = target.wrapping_add(1);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                };
+                let count = if taken { &counts.posted } else { &counts.lost };
+                count.fetch_add(1, Ordering::SeqCst);
+                counts.pending.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+}
+
+#[derive(Default)]
+struct StatusCounts {
+    posted: AtomicUsize,
+    lost: AtomicUsize,
+    pending: AtomicUsize,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -302,8 +391,9 @@ struct Rig {
     graph_url: String,
     proxy: Proxy,
     instances: Mutex<Vec<Instance>>,
-    /// The scenario SIGKILLs instances (see `Tally::resent_after_kill`).
-    kills_expected: bool,
+    /// The instances' ports, for the status webhooks.
+    ports: Arc<Mutex<Vec<u16>>>,
+    statuses: Arc<StatusCounts>,
     http: reqwest::Client,
     posted: AtomicUsize,
 }
@@ -322,12 +412,18 @@ impl Rig {
                 .with_state(llm.clone()),
         )
         .await;
+        let (status_sender, status_receiver) = tokio::sync::mpsc::unbounded_channel();
+        let ports = Arc::new(Mutex::new(Vec::new()));
+        let statuses = Arc::new(StatusCounts::default());
+        post_statuses(status_receiver, ports.clone(), statuses.clone());
         let graph = Arc::new(FakeGraph {
             fault: Mutex::new(GraphFault::None),
+            statuses: status_sender,
             refused: Mutex::new(None),
             delivered: Mutex::new(Vec::new()),
             requests: AtomicUsize::new(0),
             next: AtomicU64::new(1),
+            answer_latency: AtomicU64::new(0),
         });
         let graph_url = common::serve_local(
             Router::new()
@@ -346,7 +442,8 @@ impl Rig {
             graph_url,
             proxy,
             instances: Mutex::new(Vec::new()),
-            kills_expected: name == "sigkill",
+            ports,
+            statuses,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(20))
                 .build()
@@ -358,9 +455,11 @@ impl Rig {
     /// Adds an instance (not started).
     fn add_instance(&self, env: &[(&str, &str)]) -> usize {
         let mut instances = self.instances.lock().unwrap();
+        let port = free_port();
+        self.ports.lock().unwrap().push(port);
         instances.push(Instance {
             child: None,
-            port: free_port(),
+            port,
             env: env
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -513,7 +612,8 @@ impl Rig {
         }
     }
 
-    /// Waits until nothing is open in the inbox and nothing waits in the outbox.
+    /// Waits until nothing is open in the inbox, nothing waits in the outbox and every status
+    /// webhook is posted.
     async fn wait_drained(&self) {
         let db = self.db.store.database();
         let inbox = db.collection::<bson::Document>("inbox");
@@ -529,7 +629,8 @@ impl Rig {
                 .count_documents(doc! {"status": {"$in": ["queued", "sending"]}})
                 .await
                 .unwrap();
-            quiet = if open == 0 && waiting == 0 {
+            let statuses = self.statuses.pending.load(Ordering::SeqCst);
+            quiet = if open == 0 && waiting == 0 && statuses == 0 {
                 quiet + 1
             } else {
                 0
@@ -589,9 +690,6 @@ struct Tally {
     /// Replies that are not the model's echo: the offline reply of a turn whose models failed.
     offline_replies: usize,
     duplicates: usize,
-    /// Replies delivered twice because a SIGKILL fell between the Graph API's answer and its
-    /// record (only where the scenario kills processes; elsewhere they are duplicates).
-    resent_after_kill: usize,
     losses: usize,
     out_of_order: usize,
     /// Messages of the recipient the Graph API refuses: their replies must fail once each,
@@ -599,6 +697,9 @@ struct Tally {
     refused_failed_once: usize,
     llm_calls: usize,
     graph_requests: usize,
+    /// `sent` status webhooks the fake Graph API posted, and those no instance took in 120 s.
+    statuses_posted: usize,
+    statuses_lost: usize,
     seconds: f64,
 }
 
@@ -612,11 +713,11 @@ async fn tally(rig: &Rig, started: Instant) -> Tally {
         webhooks_posted: rig.posted.load(Ordering::Relaxed),
         llm_calls: rig.llm.calls.load(Ordering::Relaxed),
         graph_requests: rig.graph.requests.load(Ordering::Relaxed),
+        statuses_posted: rig.statuses.posted.load(Ordering::SeqCst),
+        statuses_lost: rig.statuses.lost.load(Ordering::SeqCst),
         ..Tally::default()
     };
     let mut by_wamid: HashMap<String, (usize, WaMessageId)> = HashMap::new();
-    // (recipient, body) of parts that needed more than one attempt.
-    let mut retried = std::collections::HashSet::new();
     for c in 0..conversations() {
         let wa_id = WaId::parse(&phone(c)).unwrap();
         let is_refused = refused.as_deref() == Some(phone(c).as_str());
@@ -672,9 +773,6 @@ async fn tally(rig: &Rig, started: Instant) -> Tally {
                     part.wamid.as_ref().unwrap().as_str().to_owned(),
                     (turn, last.clone()),
                 );
-                if part.attempts > 1 {
-                    retried.insert((phone(c), part.body.clone()));
-                }
             }
         }
     }
@@ -683,14 +781,7 @@ async fn tally(rig: &Rig, started: Instant) -> Tally {
     let mut last_turn: HashMap<&str, usize> = HashMap::new();
     for delivery in &delivered {
         match by_wamid.get(&delivery.wamid) {
-            // A part the Graph API accepted whose record was lost with a killed process is
-            // sent again after the restart: the one duplicate the design allows (the API has
-            // no idempotency key), counted apart where the scenario kills processes.
-            None if rig.kills_expected
-                && retried.contains(&(delivery.to.clone(), delivery.body.clone())) =>
-            {
-                tally.resent_after_kill += 1
-            }
+            // Not the wamid its part recorded: the part was sent twice.
             None => tally.duplicates += 1,
             Some((turn, _)) => {
                 tally.replies_delivered += 1;
@@ -730,6 +821,7 @@ fn report(tally: &Tally) {
     assert_eq!(tally.duplicates, 0, "{line}");
     assert_eq!(tally.losses, 0, "{line}");
     assert_eq!(tally.out_of_order, 0, "{line}");
+    assert_eq!(tally.statuses_lost, 0, "{line}");
 }
 
 /// Runs a scenario's end: waits for the drain, stops the instances, checks and reports.
@@ -918,17 +1010,18 @@ async fn mongodb_down_at_start_and_restarted_under_load_loses_nothing() {
 
 /// One of two instances is SIGKILLed at random moments under load, 20 times or more, and
 /// restarted each time; its conversations are taken over when their leases expire. A kill
-/// between the Graph API accepting a reply and its record leaves the part `sending`, and it is
-/// sent again: reported as `resent_after_kill`, not failed on (the Graph API has no
-/// idempotency key; see docs/security.md).
+/// between the Graph API accepting a reply and its record leaves the part `sending`: its
+/// status webhook, naming it by its callback data, records it sent, and it is not sent again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_sigkills_under_load_lose_nothing_and_double_nothing() {
     let _serial = SERIAL.lock().await;
     let Some(rig) = Rig::new("sigkill", true).await else {
         return;
     };
-    // Turns long enough for kills to land inside them.
+    // Turns long enough for kills to land inside them, and sends long enough for kills to
+    // land between the Graph API accepting a reply and the process learning its wamid.
     rig.llm.latency.store(300, Ordering::Relaxed);
+    rig.graph.answer_latency.store(300, Ordering::Relaxed);
     let rig = Arc::new(rig);
     for _ in 0..2 {
         rig.launch(&[]).await;

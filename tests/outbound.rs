@@ -91,7 +91,7 @@ async fn replies(store: &dyn Store) -> Vec<OutboxEntry> {
 #[tokio::test]
 async fn a_reply_is_sent_as_whatsapp_expects_and_recorded_with_its_wamid() {
     let c = channel(vec![], SendLimits::default(), fast_retries()).await;
-    queue(c.store.as_ref(), &["¡Hola! ¿En qué te ayudo? 🏡"]).await;
+    let ids = queue(c.store.as_ref(), &["¡Hola! ¿En qué te ayudo? 🏡"]).await;
     c.outbound.flush(&wa()).await.unwrap();
     let received = c.graph.received();
     assert_eq!(received.len(), 1);
@@ -104,7 +104,8 @@ async fn a_reply_is_sent_as_whatsapp_expects_and_recorded_with_its_wamid() {
         received[0].body,
         json!({"messaging_product": "whatsapp", "recipient_type": "individual",
                "to": "34600111222", "type": "text",
-               "text": {"preview_url": false, "body": "¡Hola! ¿En qué te ayudo? 🏡"}})
+               "text": {"preview_url": false, "body": "¡Hola! ¿En qué te ayudo? 🏡"},
+               "biz_opaque_callback_data": format!("zaguan:outbox:{}", ids[0].0)})
     );
     let sent = &replies(c.store.as_ref()).await[0];
     assert_eq!(sent.status, OutboxStatus::Sent);
@@ -276,9 +277,11 @@ async fn a_crash_between_two_parts_resends_only_the_missing_one() {
         &["primera parte", "segunda parte", "tercera parte"],
     )
     .await;
-    // The first part went out before the crash; the second was being sent.
+    // The first part went out before the crash; the second was being sent, long enough ago
+    // for its status to have come had it been delivered.
+    let before = Utc::now() - chrono::Duration::minutes(5);
     c.store
-        .update_outbox(&ids[0], &OutboxUpdate::Sending)
+        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: before })
         .await
         .unwrap();
     c.store
@@ -291,7 +294,7 @@ async fn a_crash_between_two_parts_resends_only_the_missing_one() {
         .await
         .unwrap();
     c.store
-        .update_outbox(&ids[1], &OutboxUpdate::Sending)
+        .update_outbox(&ids[1], &OutboxUpdate::Sending { at: before })
         .await
         .unwrap();
     // After the restart the worker finds the conversation and flushes it.
@@ -310,6 +313,106 @@ async fn a_crash_between_two_parts_resends_only_the_missing_one() {
     // Flushing again sends nothing.
     c.outbound.flush(&wa()).await.unwrap();
     assert_eq!(c.graph.received().len(), 2);
+}
+
+/// A delivery status naming a part by its callback data: what Meta sends for a part whose
+/// wamid this process never learnt.
+fn status_for(id: &zaguan::store::OutboxId, wamid: &str) -> zaguan::domain::StatusUpdate {
+    zaguan::domain::StatusUpdate {
+        wamid: WaMessageId::parse(wamid).unwrap(),
+        status: "sent".into(),
+        at: Some(Utc::now()),
+        recipient_id: Some(wa().as_str().to_owned()),
+        errors: Vec::new(),
+        callback_data: Some(id.callback_data()),
+    }
+}
+
+#[tokio::test]
+async fn a_part_left_sending_by_a_crash_waits_for_its_status_and_is_not_sent_twice() {
+    let c = channel(vec![], SendLimits::default(), fast_retries()).await;
+    let ids = queue(c.store.as_ref(), &["primera parte", "segunda parte"]).await;
+    // A process handed the first part to the Graph API and died before recording the answer.
+    c.store
+        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
+        .await
+        .unwrap();
+    c.outbound.flush(&wa()).await.unwrap();
+    assert!(c.graph.received().is_empty(), "sent within the grace");
+    let parts = replies(c.store.as_ref()).await;
+    assert_eq!(parts[0].status, OutboxStatus::Sending);
+    assert_eq!(parts[1].next_attempt_at, None, "held, not pushed back");
+    // Meta's status webhook names the part by its callback data.
+    let outcome = c
+        .store
+        .apply_status(&status_for(&ids[0], "wamid.BEFORE"))
+        .await
+        .unwrap();
+    assert_eq!(outcome, zaguan::store::StatusOutcome::Reconciled);
+    // The status for another of its parts, or a second time, is not taken for this one.
+    let again = c
+        .store
+        .apply_status(&status_for(&ids[0], "wamid.OTHER"))
+        .await
+        .unwrap();
+    assert_eq!(again, zaguan::store::StatusOutcome::Unknown);
+    let parts = replies(c.store.as_ref()).await;
+    assert_eq!(parts[0].status, OutboxStatus::Sent);
+    assert_eq!(parts[0].wamid.as_ref().unwrap().as_str(), "wamid.BEFORE");
+    // Only the second part goes out, once the first is confirmed.
+    c.outbound.flush(&wa()).await.unwrap();
+    assert_eq!(c.graph.texts(), ["segunda parte"]);
+}
+
+#[tokio::test]
+async fn a_part_whose_status_never_comes_is_sent_again_after_the_grace() {
+    let settings = OutboundSettings {
+        unconfirmed_grace: Duration::from_millis(300),
+        ..fast_retries()
+    };
+    let c = channel(vec![], SendLimits::default(), settings).await;
+    let ids = queue(c.store.as_ref(), &["única parte"]).await;
+    c.store
+        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
+        .await
+        .unwrap();
+    c.outbound.flush(&wa()).await.unwrap();
+    assert!(c.graph.received().is_empty(), "sent within the grace");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    c.outbound.flush(&wa()).await.unwrap();
+    assert_eq!(c.graph.texts(), ["única parte"]);
+    let part = &replies(c.store.as_ref()).await[0];
+    assert_eq!(part.status, OutboxStatus::Sent);
+    assert_eq!(part.attempts, 2);
+}
+
+#[tokio::test]
+async fn a_status_arriving_before_the_senders_record_confirms_the_part() {
+    let c = channel(vec![], SendLimits::default(), fast_retries()).await;
+    let ids = queue(c.store.as_ref(), &["única parte"]).await;
+    // Meta's `sent` webhook can beat the Graph API's answer to the store.
+    c.store
+        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
+        .await
+        .unwrap();
+    let outcome = c
+        .store
+        .apply_status(&status_for(&ids[0], "wamid.EARLY"))
+        .await
+        .unwrap();
+    assert_eq!(outcome, zaguan::store::StatusOutcome::Reconciled);
+    // The sender's own record then changes nothing, and a retry no longer applies.
+    let sent = OutboxUpdate::Sent {
+        wamid: Some(WaMessageId::parse("wamid.EARLY").unwrap()),
+    };
+    assert!(c.store.update_outbox(&ids[0], &sent).await.unwrap());
+    let sending = OutboxUpdate::Sending { at: Utc::now() };
+    assert!(!c.store.update_outbox(&ids[0], &sending).await.unwrap());
+    c.outbound.flush(&wa()).await.unwrap();
+    assert!(c.graph.received().is_empty());
+    let part = &replies(c.store.as_ref()).await[0];
+    assert_eq!(part.status, OutboxStatus::Sent);
+    assert_eq!(part.attempts, 1);
 }
 
 #[tokio::test]

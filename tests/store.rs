@@ -63,6 +63,7 @@ fn status(wamid: &str, status: &str) -> StatusUpdate {
         } else {
             Vec::new()
         },
+        callback_data: None,
     }
 }
 
@@ -334,6 +335,67 @@ async fn a_failed_status_records_the_graph_error(store: Arc<dyn Store>) {
     assert_eq!(entry.error.unwrap().code, Some(131047));
 }
 
+/// A part whose wamid was never recorded (its sender died after the Graph API's answer) is
+/// found by the callback data it was sent with; a status naming a part that already has its
+/// wamid, or no part of ours, changes nothing.
+async fn a_status_finds_an_unrecorded_part_by_its_callback_data(store: Arc<dyn Store>) {
+    let ids = store
+        .insert_outbox(&[
+            NewOutbox::text(wa("34600111222"), None, "uno", at(50)),
+            NewOutbox::text(wa("34600111222"), None, "dos", at(51)),
+        ])
+        .await
+        .unwrap();
+    let sending = OutboxUpdate::Sending { at: at(52) };
+    assert!(store.update_outbox(&ids[0], &sending).await.unwrap());
+    let named = |wamid: &str, status_: &str, data: Option<String>| StatusUpdate {
+        callback_data: data,
+        ..status(wamid, status_)
+    };
+    assert_eq!(
+        store
+            .apply_status(&named("wamid.X", "sent", Some("zaguan:outbox:zzz".into())))
+            .await
+            .unwrap(),
+        StatusOutcome::Unknown,
+        "not one of our ids"
+    );
+    assert_eq!(
+        store
+            .apply_status(&named("wamid.A", "delivered", Some(ids[0].callback_data())))
+            .await
+            .unwrap(),
+        StatusOutcome::Reconciled
+    );
+    let entry = store
+        .outbox_by_wamid(&WaMessageId::parse("wamid.A").unwrap())
+        .await
+        .unwrap()
+        .expect("found by the wamid the status carried");
+    assert_eq!(entry.id, ids[0]);
+    assert_eq!(entry.status, OutboxStatus::Delivered);
+    assert_eq!(entry.sending_at, Some(at(52)));
+    assert!(store.unsent_outbox(&wa("34600111222")).await.unwrap().len() == 1);
+    // Later statuses find it by its wamid.
+    assert_eq!(
+        store
+            .apply_status(&named("wamid.A", "read", Some(ids[0].callback_data())))
+            .await
+            .unwrap(),
+        StatusOutcome::Applied
+    );
+    // Another wamid naming the same part does not take it over.
+    assert_eq!(
+        store
+            .apply_status(&named("wamid.B", "sent", Some(ids[0].callback_data())))
+            .await
+            .unwrap(),
+        StatusOutcome::Unknown
+    );
+    // Nor does a `sending` apply to a part a status confirmed.
+    assert!(!store.update_outbox(&ids[0], &sending).await.unwrap());
+}
+
 async fn rejected_updates_are_kept_for_operators(store: Arc<dyn Store>) {
     for i in 0..3 {
         store
@@ -578,7 +640,7 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
 
     // Part 0: sending, then sent.
     store
-        .update_outbox(&ids[0], &OutboxUpdate::Sending)
+        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
         .await
         .unwrap();
     let sending = &store.unsent_outbox(&conversation).await.unwrap()[0];
@@ -604,7 +666,7 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
         error_data: None,
     };
     store
-        .update_outbox(&ids[1], &OutboxUpdate::Sending)
+        .update_outbox(&ids[1], &OutboxUpdate::Sending { at: Utc::now() })
         .await
         .unwrap();
     store
@@ -671,7 +733,7 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
     );
     // A sent part is never taken back by a late `Sending` or `Retry`.
     store
-        .update_outbox(&ids[0], &OutboxUpdate::Sending)
+        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
         .await
         .unwrap();
     let sent = store.outbox_by_wamid(&wamid).await.unwrap().unwrap();
@@ -679,7 +741,7 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
     let missing = OutboxId("5f0000000000000000000000".into());
     assert!(
         store
-            .update_outbox(&missing, &OutboxUpdate::Sending)
+            .update_outbox(&missing, &OutboxUpdate::Sending { at: Utc::now() })
             .await
             .is_err()
     );
@@ -926,6 +988,7 @@ store_suite!(
     messages_get_increasing_seq_per_conversation,
     statuses_move_an_outbox_entry_forward_only,
     a_failed_status_records_the_graph_error,
+    a_status_finds_an_unrecorded_part_by_its_callback_data,
     rejected_updates_are_kept_for_operators,
     an_outbox_id_that_does_not_exist_is_an_error,
     a_lease_is_held_by_one_owner_until_it_expires,

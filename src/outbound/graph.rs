@@ -107,14 +107,19 @@ impl GraphClient {
         self.token.is_none()
     }
 
-    /// Sends one message; its Graph `wamid`, or `None` in a dry run.
+    /// Sends one message; its Graph `wamid`, or `None` in a dry run. `callback_data` (at most
+    /// 512 characters) comes back in the message's status webhooks.
     pub async fn send(
         &self,
         phone_number_id: &str,
         to: &WaId,
         message: &OutboundMessage<'_>,
+        callback_data: Option<&str>,
     ) -> Result<Option<WaMessageId>, SendError> {
-        let body = message_body(to, message);
+        let mut body = message_body(to, message);
+        if let Some(data) = callback_data {
+            body["biz_opaque_callback_data"] = json!(data);
+        }
         let Some(answer) = self.post(phone_number_id, &body).await? else {
             return Ok(None);
         };

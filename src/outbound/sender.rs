@@ -3,9 +3,12 @@
 //! and for conversations with retries due), so two processes never send the same part and a
 //! conversation's parts go out in order: a part waiting for a retry holds back the ones after it.
 //!
-//! Each part is marked `sending` before the call and `sent` with its wamid after; a crash in
-//! between leaves it `sending`, and it is sent again (the Graph API has no idempotency key: a
-//! duplicate is preferred to a lost reply). A part already `sent` is never sent again.
+//! Each part is marked `sending` before the call and `sent` with its wamid after, and carries
+//! its outbox id in `biz_opaque_callback_data`. A crash in between leaves it `sending`; Meta's
+//! status webhook for it names the part by that id and records it sent. A part still
+//! `sending` when another worker finds it waits `unconfirmed_grace` from its attempt for that
+//! status, and only then is sent again (the Graph API has no idempotency key: a duplicate is
+//! preferred to a lost reply). A part already `sent` is never sent again.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use rand::Rng as _;
 use super::graph::{GraphClient, OutboundMessage, SendError};
 use super::limits::Limiters;
 use crate::domain::{GraphError, WaId, WaMessageId};
-use crate::store::{OutboxEntry, OutboxId, OutboxUpdate, Store, StoreError};
+use crate::store::{OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate, Store, StoreError};
 
 /// How the sender retries.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +37,10 @@ pub struct OutboundSettings {
     pub token_retry: Duration,
     /// The typing indicator shows for 25 s; it is renewed this often while a turn runs.
     pub typing_renewal: Duration,
+    /// How long a part left `sending` (its process died or lost the lease during the call)
+    /// waits, from its attempt, for a status webhook to confirm it before it is sent again.
+    /// Longer than the Graph API timeout, so a call still running elsewhere ends first.
+    pub unconfirmed_grace: Duration,
 }
 
 impl Default for OutboundSettings {
@@ -45,6 +52,7 @@ impl Default for OutboundSettings {
             wait_in_place: Duration::from_secs(10),
             token_retry: Duration::from_secs(300),
             typing_renewal: Duration::from_secs(20),
+            unconfirmed_grace: Duration::from_secs(30),
         }
     }
 }
@@ -58,10 +66,10 @@ pub struct Outbound {
     graph: Arc<GraphClient>,
     limiters: Arc<Limiters>,
     settings: OutboundSettings,
-    /// Parts the Graph API accepted whose `sent` could not be recorded yet (the store failed
-    /// right after the call): their task keeps trying, and this process does not send them
-    /// again meanwhile.
-    recording: Arc<std::sync::Mutex<HashSet<OutboxId>>>,
+    /// Parts whose call (and the record of its answer) is running in this process, possibly
+    /// past the work that started it (its lease lost, or the store failing right after the
+    /// call): this process does not send them again meanwhile.
+    in_flight: InFlight,
 }
 
 impl Outbound {
@@ -76,7 +84,7 @@ impl Outbound {
             graph: Arc::new(graph),
             limiters: Arc::new(limiters),
             settings,
-            recording: Arc::default(),
+            in_flight: InFlight::default(),
         }
     }
 
@@ -110,8 +118,9 @@ impl Outbound {
     pub async fn flush(&self, wa_id: &WaId) -> Result<(), StoreError> {
         let mut unsent = self.store.unsent_outbox(wa_id).await?.into_iter();
         while let Some(entry) = unsent.next() {
-            if self.is_recording(&entry.id) {
-                // Delivered; its record is on its way. The parts behind it wait for it.
+            if self.in_flight.contains(&entry.id) || self.awaits_confirmation(&entry) {
+                // Its call or record is still running, or its status may still confirm it.
+                // The parts behind it wait for it; the worker looks again at its next poll.
                 break;
             }
             if let Some(due) = self.send_part(entry).await? {
@@ -131,11 +140,21 @@ impl Outbound {
         Ok(())
     }
 
-    fn is_recording(&self, id: &OutboxId) -> bool {
-        self.recording
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(id)
+    /// Whether a part left `sending` by an earlier attempt (its process died, or lost the lease,
+    /// before recording the answer) is still within the grace in which its status webhook may
+    /// confirm it.
+    fn awaits_confirmation(&self, entry: &OutboxEntry) -> bool {
+        if entry.status != OutboxStatus::Sending {
+            return false;
+        }
+        let grace = chrono::Duration::from_std(self.settings.unconfirmed_grace)
+            .unwrap_or(chrono::Duration::MAX);
+        let due = entry.sending_at.unwrap_or_default() + grace;
+        let waiting = due > Utc::now();
+        if waiting {
+            tracing::debug!(conversation.id = %entry.wa_id.masked(), part = entry.part, %due, "waiting for the status of a part's unconfirmed attempt");
+        }
+        waiting
     }
 
     /// The limits this process sends within (shared with the other instances).
@@ -182,6 +201,10 @@ impl Outbound {
     /// must wait until then for a scheduled retry (the parts after it wait too).
     async fn send_part(&self, mut entry: OutboxEntry) -> Result<Option<DateTime<Utc>>, StoreError> {
         let masked = entry.wa_id.masked();
+        if entry.status == OutboxStatus::Sending {
+            metrics::counter!("zaguan_outbound_unconfirmed_resent_total").increment(1);
+            tracing::warn!(conversation.id = %masked, part = entry.part, "no status confirmed a part's last attempt; sending it again");
+        }
         loop {
             if let Some(due) = entry.next_attempt_at {
                 let wait = (due - Utc::now()).to_std().unwrap_or_default();
@@ -206,29 +229,38 @@ impl Outbound {
             self.limiters
                 .until_send_allowed(&phone_number_id, entry.wa_id.as_str())
                 .await;
-            self.store
-                .update_outbox(&entry.id, &OutboxUpdate::Sending)
-                .await?;
+            let sending = OutboxUpdate::Sending { at: Utc::now() };
+            if !self.store.update_outbox(&entry.id, &sending).await? {
+                // A status webhook confirmed an earlier attempt meanwhile.
+                return Ok(None);
+            }
             entry.attempts += 1;
             // The call and the record of its success run to the end in a task of their own,
             // even when this work is dropped (its lease lost mid-send): a part delivered but
             // left `sending` would be sent again by the conversation's next owner.
             let call = {
                 let (graph, store, entry) = (self.graph.clone(), self.store.clone(), entry.clone());
-                let recording = self.recording.clone();
+                let in_flight = self.in_flight.enter(&entry.id);
                 tokio::spawn(async move {
+                    let callback_data = entry.id.callback_data();
                     let sent = graph
-                        .send(&phone_number_id, &entry.wa_id, &outbound_message(&entry))
+                        .send(
+                            &phone_number_id,
+                            &entry.wa_id,
+                            &outbound_message(&entry),
+                            Some(&callback_data),
+                        )
                         .await;
                     let recorded = match &sent {
                         Ok(wamid) => {
                             let update = OutboxUpdate::Sent {
                                 wamid: wamid.clone(),
                             };
-                            record_sent(store.as_ref(), &recording, &entry.id, &update).await
+                            record_sent(store.as_ref(), &entry.id, &update).await
                         }
                         Err(_) => Ok(()),
                     };
+                    drop(in_flight);
                     (sent, recorded)
                 })
             };
@@ -311,6 +343,7 @@ impl Outbound {
         self.store
             .update_outbox(&entry.id, &OutboxUpdate::Failed { error })
             .await
+            .map(drop)
     }
 
     /// `base · 2^(attempt-1)`, capped, with jitter over its upper half so retries of many
@@ -332,35 +365,54 @@ pub struct Typing(
     Option<tokio::sync::oneshot::Sender<()>>,
 );
 
+/// Parts whose call is running in this process.
+#[derive(Clone, Default)]
+struct InFlight(Arc<std::sync::Mutex<HashSet<OutboxId>>>);
+
+impl InFlight {
+    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<OutboxId>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn contains(&self, id: &OutboxId) -> bool {
+        self.set().contains(id)
+    }
+
+    /// Marks `id` in flight until the returned guard drops (also when its task panics).
+    fn enter(&self, id: &OutboxId) -> InFlightGuard {
+        self.set().insert(id.clone());
+        InFlightGuard(self.clone(), id.clone())
+    }
+}
+
+struct InFlightGuard(InFlight, OutboxId);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.set().remove(&self.1);
+    }
+}
+
 /// Records a delivered part as `sent`. While the store is unavailable it keeps trying, for up
-/// to [`RECORD_PATIENCE`], with the part in `recording` so this process does not send it again:
-/// left `sending`, it would go out twice once the store is back.
+/// to [`RECORD_PATIENCE`], the part still in flight so this process does not send it again:
+/// left `sending`, it would wait for its status webhook or go out twice.
 async fn record_sent(
     store: &dyn Store,
-    recording: &std::sync::Mutex<HashSet<OutboxId>>,
     id: &OutboxId,
     update: &OutboxUpdate,
 ) -> Result<(), StoreError> {
-    let mut result = store.update_outbox(id, update).await;
+    let mut result = store.update_outbox(id, update).await.map(drop);
     if !matches!(result, Err(StoreError::Unavailable(_))) {
         return result;
     }
-    recording
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(id.clone());
     let deadline = std::time::Instant::now() + RECORD_PATIENCE;
     let mut delay = Duration::from_millis(100);
     while matches!(result, Err(StoreError::Unavailable(_))) && std::time::Instant::now() < deadline
     {
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(5));
-        result = store.update_outbox(id, update).await;
+        result = store.update_outbox(id, update).await.map(drop);
     }
-    recording
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(id);
     if result.is_ok() {
         metrics::counter!("zaguan_outbound_late_records_total").increment(1);
     }

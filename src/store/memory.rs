@@ -630,6 +630,7 @@ impl Store for MemoryStore {
                 error: None,
                 attempts: 0,
                 at: entry.at,
+                sending_at: None,
                 status_at: None,
             });
             ids.push(id);
@@ -637,16 +638,18 @@ impl Store for MemoryStore {
         Ok(ids)
     }
 
-    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<()> {
+    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<bool> {
         let mut inner = self.lock();
         let Some(&index) = inner.outbox_by_id.get(id) else {
             return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
         };
         let entry = &mut inner.outbox[index];
         let unsent = matches!(entry.status, OutboxStatus::Queued | OutboxStatus::Sending);
+        let applied = unsent || matches!(update, OutboxUpdate::Sent { .. });
         match update {
-            OutboxUpdate::Sending if unsent => {
+            OutboxUpdate::Sending { at } if unsent => {
                 entry.status = OutboxStatus::Sending;
+                entry.sending_at = Some(*at);
                 entry.attempts += 1;
             }
             OutboxUpdate::Sent { wamid } => {
@@ -679,7 +682,7 @@ impl Store for MemoryStore {
         } else {
             inner.unsent.remove(&index);
         }
-        Ok(())
+        Ok(applied)
     }
 
     async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>> {
@@ -737,8 +740,27 @@ impl Store for MemoryStore {
             return Ok(StatusOutcome::Unrecognised);
         };
         let mut inner = self.lock();
-        let Some(&index) = inner.outbox_by_wamid.get(&update.wamid) else {
-            return Ok(StatusOutcome::Unknown);
+        let (index, outcome) = match inner.outbox_by_wamid.get(&update.wamid) {
+            Some(&index) => (index, StatusOutcome::Applied),
+            // Not by its wamid: the part the callback data names, if its wamid is not recorded.
+            None => {
+                let named = update
+                    .callback_data
+                    .as_deref()
+                    .and_then(OutboxId::from_callback_data)
+                    .and_then(|id| inner.outbox_by_id.get(&id).copied())
+                    .filter(|&index| inner.outbox[index].wamid.is_none());
+                let Some(index) = named else {
+                    return Ok(StatusOutcome::Unknown);
+                };
+                if !status.replaces().contains(&inner.outbox[index].status) {
+                    return Ok(StatusOutcome::Unknown);
+                }
+                inner.outbox[index].wamid = Some(update.wamid.clone());
+                inner.outbox[index].next_attempt_at = None;
+                inner.outbox_by_wamid.insert(update.wamid.clone(), index);
+                (index, StatusOutcome::Reconciled)
+            }
         };
         let entry = &mut inner.outbox[index];
         if !status.replaces().contains(&entry.status) {
@@ -752,6 +774,6 @@ impl Store for MemoryStore {
         if !matches!(status, OutboxStatus::Queued | OutboxStatus::Sending) {
             inner.unsent.remove(&index);
         }
-        Ok(StatusOutcome::Applied)
+        Ok(outcome)
     }
 }

@@ -222,10 +222,11 @@ pub trait Store: Send + Sync + 'static {
     /// Queues the parts of a reply, in one write; returns their ids in order.
     async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>>;
 
-    /// Records what the sender did with an entry. `Sending` and `Retry` only apply to an
-    /// entry not sent yet; `Sent` never moves a status back (a webhook status may have come
-    /// first). An unknown id is an error.
-    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<()>;
+    /// Records what the sender did with an entry. `Sending`, `Retry` and `Failed` only apply
+    /// to an entry not sent yet, and return `false` otherwise (a status webhook confirmed it
+    /// meanwhile); `Sent` never moves a status back (a webhook status may have come first) and
+    /// returns `true`. An unknown id is an error.
+    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<bool>;
 
     /// Records the Graph API's id for a sent reply.
     async fn mark_outbox_sent(&self, id: &OutboxId, wamid: &WaMessageId) -> StoreResult<()> {
@@ -236,6 +237,7 @@ pub trait Store: Send + Sync + 'static {
             },
         )
         .await
+        .map(drop)
     }
 
     /// The entries of a conversation not sent yet (`queued`, `sending`), in sending order.
@@ -254,7 +256,9 @@ pub trait Store: Send + Sync + 'static {
     /// The replies queued in answer to an inbound message, oldest first.
     async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>>;
 
-    /// Applies a delivery status to the outbox entry with that Graph id. Statuses only move
-    /// forward (`sent` → `delivered` → `read`): Meta may deliver them out of order.
+    /// Applies a delivery status to the outbox entry with that Graph id, or else to the entry
+    /// its callback data names if that one's wamid is not recorded (then recording it).
+    /// Statuses only move forward (`sent` → `delivered` → `read`): Meta may deliver them out of
+    /// order.
     async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome>;
 }

@@ -508,6 +508,7 @@ fn outbox_entry(doc: &Document) -> StoreResult<OutboxEntry> {
         error,
         attempts: f.int("attempts").unwrap_or(0).try_into().unwrap_or(0),
         at: f.date("at").unwrap_or_default(),
+        sending_at: f.date("sending_at"),
         status_at: f.date("status_at"),
     })
 }
@@ -1225,13 +1226,16 @@ impl Store for MongoStore {
         Ok(ids.iter().map(|id| OutboxId(id.to_hex())).collect())
     }
 
-    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<()> {
+    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<bool> {
         let filter = doc! {"_id": outbox_id(id)};
         let unsent = statuses(&[OutboxStatus::Queued, OutboxStatus::Sending]);
         let (condition, change) = match update {
-            OutboxUpdate::Sending => (
+            OutboxUpdate::Sending { at } => (
                 doc! {"status": {"$in": &unsent}},
-                doc! {"$set": {"status": OutboxStatus::Sending.as_str()}, "$inc": {"attempts": 1_i64}},
+                doc! {
+                    "$set": {"status": OutboxStatus::Sending.as_str(), "sending_at": date(*at)},
+                    "$inc": {"attempts": 1_i64},
+                },
             ),
             OutboxUpdate::Sent { wamid } => {
                 // The id first, unconditionally; the status only if no webhook status beat us.
@@ -1274,7 +1278,7 @@ impl Store for MongoStore {
                 return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
             }
         }
-        Ok(())
+        Ok(result.matched_count > 0 || matches!(update, OutboxUpdate::Sent { .. }))
     }
 
     async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>> {
@@ -1357,11 +1361,33 @@ impl Store for MongoStore {
                     {"status": {"$exists": false}},
                 ],
             },
-            doc! {"$set": set},
+            doc! {"$set": set.clone()},
         ))
         .await?;
         if result.matched_count > 0 {
             return Ok(StatusOutcome::Applied);
+        }
+        // Not by its wamid: the part the callback data names, if its wamid is not recorded.
+        if let Some(id) = update
+            .callback_data
+            .as_deref()
+            .and_then(OutboxId::from_callback_data)
+            && let Ok(oid) = ObjectId::parse_str(&id.0)
+        {
+            set.insert("wamid", update.wamid.as_str());
+            set.insert("next_attempt_at", Bson::Null);
+            let result = bounded(self.coll("outbox").update_one(
+                doc! {
+                    "_id": oid,
+                    "wamid": Bson::Null,
+                    "status": {"$in": statuses(status.replaces())},
+                },
+                doc! {"$set": set},
+            ))
+            .await?;
+            if result.matched_count > 0 {
+                return Ok(StatusOutcome::Reconciled);
+            }
         }
         let known = bounded(
             self.coll("outbox")

@@ -406,13 +406,33 @@ pub struct StoredMessage {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OutboxId(pub String);
 
+/// What a sent part carries in `biz_opaque_callback_data`, before its id: Meta echoes it in
+/// the part's status webhooks, which then find the part even when its wamid was never
+/// recorded (the process died between the Graph API's answer and the record).
+const CALLBACK_PREFIX: &str = "zaguan:outbox:";
+
+impl OutboxId {
+    /// The `biz_opaque_callback_data` a part is sent with.
+    pub fn callback_data(&self) -> String {
+        format!("{CALLBACK_PREFIX}{}", self.0)
+    }
+
+    /// The part a status webhook's `biz_opaque_callback_data` names, if it names one of ours.
+    pub fn from_callback_data(data: &str) -> Option<Self> {
+        let hex = data.strip_prefix(CALLBACK_PREFIX)?;
+        (hex.len() == 24 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| Self(hex.to_ascii_lowercase()))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OutboxStatus {
     Queued,
-    /// Handed to the Graph API; its answer not recorded yet. After a crash, an entry left here
-    /// is sent again: the one moment a reply may go out twice (the Graph API has no idempotency
-    /// key), against losing it.
+    /// Handed to the Graph API; its answer not recorded yet. An entry left here by a crash
+    /// waits for its status webhook (which names it by its callback data) for a grace period,
+    /// then is sent again: a reply whose call was accepted but whose record and statuses were
+    /// all lost goes out twice (the Graph API has no idempotency key), against losing it.
     Sending,
     Sent,
     Delivered,
@@ -539,8 +559,8 @@ pub struct Template {
 /// What the sender learnt about an outbox entry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OutboxUpdate {
-    /// About to call the Graph API (counts an attempt).
-    Sending,
+    /// About to call the Graph API at `at` (counts an attempt).
+    Sending { at: DateTime<Utc> },
     /// The Graph API accepted it; `None` in a dry run (no access token).
     Sent { wamid: Option<WaMessageId> },
     /// Not sent; try again at `at`.
@@ -572,6 +592,8 @@ pub struct OutboxEntry {
     pub error: Option<GraphError>,
     pub attempts: u32,
     pub at: DateTime<Utc>,
+    /// When the last attempt started (its `sending`).
+    pub sending_at: Option<DateTime<Utc>>,
     /// When the last status arrived.
     pub status_at: Option<DateTime<Utc>>,
 }
@@ -580,6 +602,9 @@ pub struct OutboxEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusOutcome {
     Applied,
+    /// Applied to the entry named by the status's callback data, whose wamid was not recorded
+    /// yet (the status came first, or the sender died before recording it).
+    Reconciled,
     /// The entry is already at or past this status.
     Stale,
     /// No outbox entry has that wamid (not ours, or sent by another system).

@@ -287,6 +287,8 @@ struct WireStatus {
     recipient_id: Option<String>,
     #[serde(default)]
     errors: Vec<GraphError>,
+    #[serde(default)]
+    biz_opaque_callback_data: Option<String>,
 }
 
 /// Everything one request carried, in the order Meta sent it.
@@ -358,6 +360,7 @@ fn read_messages_value(value: MessagesValue<'_>, updates: &mut Updates) {
                 at: wire.timestamp.as_deref().and_then(parse_timestamp),
                 recipient_id: wire.recipient_id,
                 errors: wire.errors,
+                callback_data: wire.biz_opaque_callback_data,
             }),
             Err(e) => updates.rejected.push(RejectedUpdate {
                 what: "status",

@@ -148,6 +148,7 @@ pub async fn store_updates(
     for (status, outcome) in updates.statuses.iter().zip(outcomes) {
         let outcome_label = match outcome {
             StatusOutcome::Applied => "applied",
+            StatusOutcome::Reconciled => "reconciled",
             StatusOutcome::Stale => "stale",
             StatusOutcome::Unknown => {
                 tracing::debug!(wamid = %status.wamid, "status for a message not in the outbox");
