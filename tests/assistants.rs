@@ -667,6 +667,68 @@ async fn visit_feedback_and_offers_are_recorded_only_once_confirmed() {
     assert_eq!(customer.llm.remaining(), 0);
 }
 
+/// The role is checked again when a confirmed action runs: a number that stopped being a
+/// prospect between the question and the yes (an operator made it an owner) cannot make the
+/// offer it asked for.
+#[tokio::test]
+async fn a_confirmed_action_is_checked_against_the_role_when_it_runs() {
+    let world = World::new().await;
+    let today = Utc::now()
+        .with_timezone(&chrono_tz::Europe::Madrid)
+        .date_naive();
+    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
+    let property = set
+        .properties
+        .iter()
+        .find(|p| {
+            p.status == zaguan::realestate::ListingStatus::Available
+                && p.operation == zaguan::realestate::Operation::Sale
+        })
+        .unwrap();
+    let customer = world
+        .customer(
+            "34611000301",
+            Role::Prospect,
+            ScriptedLlm::new()
+                .calls(
+                    "prospect_offer_assistant",
+                    "submit_offer",
+                    json!({"property_id": property.id, "amount": property.price * 9 / 10}),
+                )
+                .says("prospect_offer_assistant", "Confírmala con el botón.")
+                .says("prospect_offer_assistant", "No he podido enviarla."),
+        )
+        .await;
+    // The keywords route this message to the offer assistant without the primary's LLM.
+    customer.say("Quiero hacer una oferta").await;
+    let conversation = customer.store.conversation(&customer.wa_id).await.unwrap();
+    assert_eq!(
+        conversation.unwrap().pending_action.unwrap().tool,
+        "submit_offer"
+    );
+    world
+        .store
+        .set_user_role(&customer.wa_id, Role::Owner)
+        .await
+        .unwrap();
+    customer.press("btn_0", "Confirmar").await;
+    assert_eq!(
+        customer.last_tool_result().await,
+        "Error: the tool submit_offer is not available for this user."
+    );
+    assert!(
+        world
+            .realestate
+            .offers_for(&property.id)
+            .await
+            .unwrap()
+            .iter()
+            .all(|o| o.wa_id != customer.wa_id),
+        "no offer recorded"
+    );
+    assert_eq!(customer.llm.remaining(), 0);
+}
+
 #[tokio::test]
 async fn wrong_arguments_get_messages_the_model_can_act_on() {
     let world = World::new().await;

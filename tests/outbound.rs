@@ -16,7 +16,9 @@ use secrecy::SecretString;
 use serde_json::json;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
-use zaguan::store::{MemoryStore, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, Store};
+use zaguan::store::{
+    MemoryStore, NewOutbox, OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate, StatusOutcome, Store,
+};
 
 const TOKEN: &str = "EAAG-test-token";
 const PHONE_NUMBER_ID: &str = "109876543210";
@@ -62,7 +64,7 @@ fn wa() -> WaId {
 }
 
 /// Queues a reply of `parts` texts to `wa()`.
-async fn queue(store: &dyn Store, texts: &[&str]) -> Vec<zaguan::store::OutboxId> {
+async fn queue(store: &dyn Store, texts: &[&str]) -> Vec<OutboxId> {
     let parts: Vec<NewOutbox> = texts
         .iter()
         .enumerate()
@@ -315,47 +317,49 @@ async fn a_crash_between_two_parts_resends_only_the_missing_one() {
     assert_eq!(c.graph.received().len(), 2);
 }
 
-/// A delivery status naming a part by its callback data: what Meta sends for a part whose
-/// wamid this process never learnt.
-fn status_for(id: &zaguan::store::OutboxId, wamid: &str) -> zaguan::domain::StatusUpdate {
-    zaguan::domain::StatusUpdate {
+/// Queues `texts` and leaves the first part `sending`, as a process that handed it to the
+/// Graph API just now and died before recording the answer.
+async fn queue_first_unrecorded(store: &dyn Store, texts: &[&str]) -> Vec<OutboxId> {
+    let ids = queue(store, texts).await;
+    let sending = OutboxUpdate::Sending { at: Utc::now() };
+    assert!(store.update_outbox(&ids[0], &sending).await.unwrap());
+    ids
+}
+
+/// Applies the `sent` status Meta posts for message `wamid`, naming the part by its callback
+/// data (the part's wamid may never have been recorded).
+async fn confirm(store: &dyn Store, id: &OutboxId, wamid: &str) -> StatusOutcome {
+    let status = zaguan::domain::StatusUpdate {
         wamid: WaMessageId::parse(wamid).unwrap(),
         status: "sent".into(),
         at: Some(Utc::now()),
         recipient_id: Some(wa().as_str().to_owned()),
         errors: Vec::new(),
         callback_data: Some(id.callback_data()),
-    }
+    };
+    store.apply_status(&status).await.unwrap()
 }
 
 #[tokio::test]
 async fn a_part_left_sending_by_a_crash_waits_for_its_status_and_is_not_sent_twice() {
     let c = channel(vec![], SendLimits::default(), fast_retries()).await;
-    let ids = queue(c.store.as_ref(), &["primera parte", "segunda parte"]).await;
-    // A process handed the first part to the Graph API and died before recording the answer.
-    c.store
-        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
-        .await
-        .unwrap();
+    let ids = queue_first_unrecorded(c.store.as_ref(), &["primera parte", "segunda parte"]).await;
     c.outbound.flush(&wa()).await.unwrap();
     assert!(c.graph.received().is_empty(), "sent within the grace");
     let parts = replies(c.store.as_ref()).await;
     assert_eq!(parts[0].status, OutboxStatus::Sending);
     assert_eq!(parts[1].next_attempt_at, None, "held, not pushed back");
     // Meta's status webhook names the part by its callback data.
-    let outcome = c
-        .store
-        .apply_status(&status_for(&ids[0], "wamid.BEFORE"))
-        .await
-        .unwrap();
-    assert_eq!(outcome, zaguan::store::StatusOutcome::Reconciled);
-    // The status for another of its parts, or a second time, is not taken for this one.
-    let again = c
-        .store
-        .apply_status(&status_for(&ids[0], "wamid.OTHER"))
-        .await
-        .unwrap();
-    assert_eq!(again, zaguan::store::StatusOutcome::Unknown);
+    let store = c.store.as_ref();
+    assert_eq!(
+        confirm(store, &ids[0], "wamid.BEFORE").await,
+        StatusOutcome::Reconciled
+    );
+    // A status of another message naming the same part is not taken for it.
+    assert_eq!(
+        confirm(store, &ids[0], "wamid.OTHER").await,
+        StatusOutcome::Unknown
+    );
     let parts = replies(c.store.as_ref()).await;
     assert_eq!(parts[0].status, OutboxStatus::Sent);
     assert_eq!(parts[0].wamid.as_ref().unwrap().as_str(), "wamid.BEFORE");
@@ -371,11 +375,7 @@ async fn a_part_whose_status_never_comes_is_sent_again_after_the_grace() {
         ..fast_retries()
     };
     let c = channel(vec![], SendLimits::default(), settings).await;
-    let ids = queue(c.store.as_ref(), &["única parte"]).await;
-    c.store
-        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
-        .await
-        .unwrap();
+    queue_first_unrecorded(c.store.as_ref(), &["única parte"]).await;
     c.outbound.flush(&wa()).await.unwrap();
     assert!(c.graph.received().is_empty(), "sent within the grace");
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -389,18 +389,12 @@ async fn a_part_whose_status_never_comes_is_sent_again_after_the_grace() {
 #[tokio::test]
 async fn a_status_arriving_before_the_senders_record_confirms_the_part() {
     let c = channel(vec![], SendLimits::default(), fast_retries()).await;
-    let ids = queue(c.store.as_ref(), &["única parte"]).await;
     // Meta's `sent` webhook can beat the Graph API's answer to the store.
-    c.store
-        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
-        .await
-        .unwrap();
-    let outcome = c
-        .store
-        .apply_status(&status_for(&ids[0], "wamid.EARLY"))
-        .await
-        .unwrap();
-    assert_eq!(outcome, zaguan::store::StatusOutcome::Reconciled);
+    let ids = queue_first_unrecorded(c.store.as_ref(), &["única parte"]).await;
+    assert_eq!(
+        confirm(c.store.as_ref(), &ids[0], "wamid.EARLY").await,
+        StatusOutcome::Reconciled
+    );
     // The sender's own record then changes nothing, and a retry no longer applies.
     let sent = OutboxUpdate::Sent {
         wamid: Some(WaMessageId::parse("wamid.EARLY").unwrap()),
@@ -413,6 +407,57 @@ async fn a_status_arriving_before_the_senders_record_confirms_the_part() {
     let part = &replies(c.store.as_ref()).await[0];
     assert_eq!(part.status, OutboxStatus::Sent);
     assert_eq!(part.attempts, 1);
+}
+
+#[tokio::test]
+async fn an_answer_lost_after_the_request_left_is_not_sent_again_within_the_grace() {
+    // A success without a message id: the Graph API may have accepted the message.
+    let lost = (StatusCode::OK, json!({"messaging_product": "whatsapp"}), None);
+    let c = channel(vec![lost], SendLimits::default(), fast_retries()).await;
+    let ids = queue(c.store.as_ref(), &["primera parte", "segunda parte"]).await;
+    c.outbound.flush(&wa()).await.unwrap();
+    c.outbound.flush(&wa()).await.unwrap();
+    assert_eq!(c.graph.texts(), ["primera parte"], "sent once, not retried");
+    let parts = replies(c.store.as_ref()).await;
+    assert_eq!(parts[0].status, OutboxStatus::Sending);
+    assert_eq!(parts[0].attempts, 1);
+    // Its status confirms it; the next part follows.
+    assert_eq!(
+        confirm(c.store.as_ref(), &ids[0], "wamid.ACCEPTED").await,
+        StatusOutcome::Reconciled
+    );
+    c.outbound.flush(&wa()).await.unwrap();
+    assert_eq!(c.graph.texts(), ["primera parte", "segunda parte"]);
+}
+
+#[tokio::test]
+async fn a_graph_api_that_cannot_be_reached_is_retried_with_backoff() {
+    let client = GraphClient::new(
+        format!("http://127.0.0.1:{}/v21.0", common::free_port())
+            .parse()
+            .unwrap(),
+        Some(SecretString::from(TOKEN.to_owned())),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let settings = OutboundSettings {
+        wait_in_place: Duration::ZERO,
+        ..fast_retries()
+    };
+    let outbound = Outbound::new(
+        store.clone(),
+        client,
+        Limiters::new(&SendLimits::default()),
+        settings,
+    );
+    queue(store.as_ref(), &["única parte"]).await;
+    outbound.flush(&wa()).await.unwrap();
+    // Never reached the server: a plain retry, not a wait for a status.
+    let part = &replies(store.as_ref()).await[0];
+    assert_eq!(part.status, OutboxStatus::Queued);
+    assert!(part.next_attempt_at.is_some());
+    assert!(part.error.is_some());
 }
 
 #[tokio::test]

@@ -49,6 +49,11 @@ pub enum SendError {
         error: GraphError,
         retry_after: Option<Duration>,
     },
+    /// The request reached the Graph API but its answer was lost (a timeout or a broken
+    /// connection after sending, an unreadable success): the message may have been accepted.
+    /// Its status webhook says so; sending it again at once could deliver it twice.
+    #[error("sent, answer lost: {error}")]
+    Unconfirmed { error: GraphError },
     /// Never retried: outside the 24-hour window (131047), undeliverable (131026), a bad
     /// parameter (100), any other 4xx.
     #[error("refused: {error}")]
@@ -67,6 +72,7 @@ impl SendError {
     pub fn graph_error(&self) -> &GraphError {
         match self {
             SendError::Retry { error, .. }
+            | SendError::Unconfirmed { error }
             | SendError::Permanent { error }
             | SendError::Policy { error }
             | SendError::Token { error } => error,
@@ -123,18 +129,17 @@ impl GraphClient {
         let Some(answer) = self.post(phone_number_id, &body).await? else {
             return Ok(None);
         };
-        let answer: SendAnswer = serde_json::from_value(answer).map_err(|e| SendError::Retry {
-            error: local_error(format!("unreadable answer: {e}")),
-            retry_after: None,
-        })?;
+        let answer: SendAnswer =
+            serde_json::from_value(answer).map_err(|e| SendError::Unconfirmed {
+                error: local_error(format!("unreadable answer: {e}")),
+            })?;
         let wamid = answer
             .messages
             .into_iter()
             .next()
             .map(|m| WaMessageId::from(m.id))
-            .ok_or_else(|| SendError::Retry {
+            .ok_or_else(|| SendError::Unconfirmed {
                 error: local_error("answer without a message id".to_owned()),
-                retry_after: None,
             })?;
         Ok(Some(wamid))
     }
@@ -176,23 +181,35 @@ impl GraphClient {
             .json(body)
             .send()
             .await
-            .map_err(|e| SendError::Retry {
-                error: local_error(crate::transport::describe(&e.without_url())),
-                retry_after: None,
+            .map_err(|e| {
+                let connect = e.is_connect();
+                let error = local_error(crate::transport::describe(&e.without_url()));
+                if connect {
+                    // Never reached the server: safe to send again.
+                    SendError::Retry {
+                        error,
+                        retry_after: None,
+                    }
+                } else {
+                    SendError::Unconfirmed { error }
+                }
             })?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
-        let bytes = response.bytes().await.map_err(|e| SendError::Retry {
-            error: local_error(crate::transport::describe(&e.without_url())),
-            retry_after: None,
+        let bytes = response.bytes().await.map_err(|e| {
+            let error = local_error(crate::transport::describe(&e.without_url()));
+            if status.is_success() {
+                SendError::Unconfirmed { error }
+            } else {
+                SendError::Retry { error, retry_after }
+            }
         })?;
         tracing::trace!(http.status = status.as_u16(), body = %String::from_utf8_lossy(&bytes), "Graph API answer");
         if status.is_success() {
             return serde_json::from_slice(&bytes)
                 .map(Some)
-                .map_err(|e| SendError::Retry {
+                .map_err(|e| SendError::Unconfirmed {
                     error: local_error(format!("unreadable answer (HTTP {status}): {e}")),
-                    retry_after: None,
                 });
         }
         let error = serde_json::from_slice::<ErrorAnswer>(&bytes)

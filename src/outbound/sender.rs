@@ -123,16 +123,21 @@ impl Outbound {
                 // The parts behind it wait for it; the worker looks again at its next poll.
                 break;
             }
-            if let Some(due) = self.send_part(entry).await? {
-                // The parts behind wait as long, so the conversation is not picked up again
-                // before then only to find its first part still waiting.
-                for later in unsent.by_ref() {
-                    if later.next_attempt_at.is_none_or(|at| at < due) {
-                        let update = OutboxUpdate::Retry {
-                            at: due,
-                            error: later.error.clone(),
-                        };
-                        self.store.update_outbox(&later.id, &update).await?;
+            match self.send_part(entry).await? {
+                PartOutcome::Settled => continue,
+                // Its status may still confirm it: as above.
+                PartOutcome::Unconfirmed => break,
+                PartOutcome::WaitUntil(due) => {
+                    // The parts behind wait as long, so the conversation is not picked up
+                    // again before then only to find its first part still waiting.
+                    for later in unsent.by_ref() {
+                        if later.next_attempt_at.is_none_or(|at| at < due) {
+                            let update = OutboxUpdate::Retry {
+                                at: due,
+                                error: later.error.clone(),
+                            };
+                            self.store.update_outbox(&later.id, &update).await?;
+                        }
                     }
                 }
             }
@@ -197,9 +202,8 @@ impl Outbound {
         Typing(Some(stop))
     }
 
-    /// Sends one part, retrying in place while the wait is short. `Some(due)` when the part
-    /// must wait until then for a scheduled retry (the parts after it wait too).
-    async fn send_part(&self, mut entry: OutboxEntry) -> Result<Option<DateTime<Utc>>, StoreError> {
+    /// Sends one part, retrying in place while the wait is short.
+    async fn send_part(&self, mut entry: OutboxEntry) -> Result<PartOutcome, StoreError> {
         let masked = entry.wa_id.masked();
         if entry.status == OutboxStatus::Sending {
             metrics::counter!("zaguan_outbound_unconfirmed_resent_total").increment(1);
@@ -209,7 +213,7 @@ impl Outbound {
             if let Some(due) = entry.next_attempt_at {
                 let wait = (due - Utc::now()).to_std().unwrap_or_default();
                 if wait > self.settings.wait_in_place {
-                    return Ok(Some(due));
+                    return Ok(PartOutcome::WaitUntil(due));
                 }
                 tokio::time::sleep(wait).await;
             }
@@ -217,14 +221,14 @@ impl Outbound {
                 // Nothing to send it from: a reply written without an inbound message.
                 self.fail(&entry, local_error("no phone_number_id to send from"))
                     .await?;
-                return Ok(None);
+                return Ok(PartOutcome::Settled);
             };
             if entry.attempts >= self.settings.max_attempts {
                 let error = entry.error.clone().unwrap_or_else(|| {
                     local_error(&format!("gave up after {} attempts", entry.attempts))
                 });
                 self.fail(&entry, error).await?;
-                return Ok(None);
+                return Ok(PartOutcome::Settled);
             }
             self.limiters
                 .until_send_allowed(&phone_number_id, entry.wa_id.as_str())
@@ -232,7 +236,7 @@ impl Outbound {
             let sending = OutboxUpdate::Sending { at: Utc::now() };
             if !self.store.update_outbox(&entry.id, &sending).await? {
                 // A status webhook confirmed an earlier attempt meanwhile.
-                return Ok(None);
+                return Ok(PartOutcome::Settled);
             }
             entry.attempts += 1;
             // The call and the record of its success run to the end in a task of their own,
@@ -277,7 +281,7 @@ impl Outbound {
                     recorded?;
                     metrics::counter!("zaguan_outbound_sends_total", "status" => status, "code" => "none")
                         .increment(1);
-                    return Ok(None);
+                    return Ok(PartOutcome::Settled);
                 }
                 Err(error) => {
                     metrics::counter!("zaguan_outbound_sends_total",
@@ -293,6 +297,12 @@ impl Outbound {
                             entry.next_attempt_at = Some(at);
                             entry.error = Some(error);
                         }
+                        SendError::Unconfirmed { error } => {
+                            // Left `sending`: its status webhook may confirm it within the
+                            // grace; if none does, the part is sent again then.
+                            tracing::warn!(conversation.id = %masked, part = entry.part, "the Graph API's answer was lost; waiting for the part's status before sending it again: {error}");
+                            return Ok(PartOutcome::Unconfirmed);
+                        }
                         SendError::Token { error } => {
                             tracing::error!(conversation.id = %masked, "the Graph API refused the access token; replies wait until WHATSAPP_ACCESS_TOKEN is replaced: {error}");
                             metrics::counter!("zaguan_outbound_alerts_total", "reason" => "token")
@@ -302,19 +312,19 @@ impl Outbound {
                             let at = self
                                 .retry_later(&entry, self.settings.token_retry, &error)
                                 .await?;
-                            return Ok(Some(at));
+                            return Ok(PartOutcome::WaitUntil(at));
                         }
                         SendError::Policy { error } => {
                             tracing::error!(conversation.id = %masked, "WhatsApp quality or policy limit, reply dropped; check the account's quality rating: {error}");
                             metrics::counter!("zaguan_outbound_alerts_total", "reason" => "policy")
                                 .increment(1);
                             self.fail(&entry, error).await?;
-                            return Ok(None);
+                            return Ok(PartOutcome::Settled);
                         }
                         SendError::Permanent { error } => {
                             tracing::error!(conversation.id = %masked, part = entry.part, "reply refused, not retried: {error}");
                             self.fail(&entry, error).await?;
-                            return Ok(None);
+                            return Ok(PartOutcome::Settled);
                         }
                     }
                 }
@@ -357,6 +367,17 @@ impl Outbound {
         let half = exponential / 2;
         half + half.mul_f64(rand::rng().random::<f64>())
     }
+}
+
+/// What became of one part.
+enum PartOutcome {
+    /// Sent, failed for good, or already confirmed: the next part may go.
+    Settled,
+    /// A retry is scheduled then; the parts behind it wait as long.
+    WaitUntil(DateTime<Utc>),
+    /// The call's answer was lost; the part stays `sending` until its status confirms it or
+    /// the grace runs out. The parts behind it wait.
+    Unconfirmed,
 }
 
 /// The typing indicator while a turn runs; dropping it stops the renewals.
@@ -438,6 +459,7 @@ fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
 fn status_label(error: &SendError) -> &'static str {
     match error {
         SendError::Retry { .. } => "retry",
+        SendError::Unconfirmed { .. } => "unconfirmed",
         SendError::Permanent { .. } => "failed",
         SendError::Policy { .. } => "policy",
         SendError::Token { .. } => "token",
