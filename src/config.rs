@@ -512,6 +512,10 @@ mod tests {
         assert_eq!(config.llm.policy, CallPolicy::default());
         assert_eq!(config.llm.max_tokens, 1024);
         assert!(config.llm.fast_route);
+        assert_eq!(config.user_turns_per_minute, 12);
+        assert_eq!(config.daily_token_budget, 300_000);
+        assert_eq!(config.lease, Duration::from_secs(30));
+        assert_eq!(config.whatsapp.api_timeout, Duration::from_secs(15));
     }
 
     #[test]
@@ -578,13 +582,24 @@ mod tests {
     fn secrets_are_never_printed_by_debug() {
         let config = Config::from_vars(vars(&[
             ("WHATSAPP_APP_SECRET", "s3cr3t-app"),
+            ("WHATSAPP_VERIFY_TOKEN", "verify-tok"),
             ("WHATSAPP_ACCESS_TOKEN", "EAAG-token"),
+            ("OPENAI_API_KEY", "sk-openai-key"),
+            ("ANTHROPIC_API_KEY", "sk-ant-key"),
             ("MONGODB_URI", "mongodb://u:pw-in-uri@localhost/"),
             ("ZAGUAN_ADMIN_TOKEN", "admin-tok"),
         ]))
         .unwrap();
         let debug = format!("{config:?}");
-        for secret in ["s3cr3t-app", "EAAG-token", "pw-in-uri", "admin-tok"] {
+        for secret in [
+            "s3cr3t-app",
+            "verify-tok",
+            "EAAG-token",
+            "sk-openai-key",
+            "sk-ant-key",
+            "pw-in-uri",
+            "admin-tok",
+        ] {
             assert!(!debug.contains(secret), "{secret} leaked in {debug}");
         }
         assert_eq!(

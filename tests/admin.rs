@@ -478,6 +478,22 @@ async fn the_cli_forgets_a_user_on_mongodb() {
         })
         .await
         .unwrap();
+    // A business record: kept, and counted in the output.
+    let realestate = zaguan::realestate::MongoRealEstate::new(store.database().clone());
+    use zaguan::realestate::RealEstateStore as _;
+    realestate
+        .upsert_offers(&[zaguan::realestate::Offer {
+            id: "F-301".into(),
+            property_id: "P-001".into(),
+            wa_id: wa_id.clone(),
+            amount: 250_000,
+            currency: "EUR".into(),
+            conditions: None,
+            status: zaguan::realestate::OfferStatus::Submitted,
+            created_at: now,
+        }])
+        .await
+        .unwrap();
     assert!(
         store
             .claim_conversation(&wa_id, "worker-1", now, now + Duration::seconds(30))
@@ -513,6 +529,8 @@ async fn the_cli_forgets_a_user_on_mongodb() {
     assert_eq!(json["deleted"]["messages"], 1);
     assert_eq!(json["deleted"]["conversations"], 1);
     assert_eq!(json["kept"]["appointments"], 0);
+    assert_eq!(json["kept"]["offers"], 1);
+    assert_eq!(realestate.offers_of(&wa_id).await.unwrap().len(), 1, "kept");
     assert!(store.recent_messages(&wa_id, 10).await.unwrap().is_empty());
     assert!(store.conversation(&wa_id).await.unwrap().is_none());
     let again: Value = serde_json::from_slice(&zaguan(&["34600000301", "--json"]).stdout).unwrap();

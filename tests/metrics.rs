@@ -848,6 +848,35 @@ async fn metrics_after_a_scripted_conversation() {
     // Two primary calls failed and opened its breaker; the rest skipped it.
     assert_eq!(*primary_calls.lock().unwrap(), 2);
 
+    // A part whose sender died before recording its wamid: its status finds it by the
+    // callback data it was sent with.
+    let unrecorded = store
+        .insert_outbox(&[zaguan::store::NewOutbox::text(
+            zaguan::domain::WaId::parse(CUSTOMER_C).unwrap(),
+            None,
+            "¿Algo más?",
+            Utc::now(),
+        )])
+        .await
+        .unwrap()
+        .remove(0);
+    let sending = zaguan::store::OutboxUpdate::Sending { at: Utc::now() };
+    store.update_outbox(&unrecorded, &sending).await.unwrap();
+    let status = serde_json::json!({
+        "object": "whatsapp_business_account",
+        "entry": [{"id": "1", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "34910000000", "phone_number_id": "109876543210"},
+            "statuses": [{"id": "wamid.RECONCILED", "status": "sent", "timestamp": "1764100900",
+                          "recipient_id": CUSTOMER_C,
+                          "biz_opaque_callback_data": unrecorded.callback_data()}],
+        }}]}]
+    });
+    assert_eq!(
+        app.post_webhook(serde_json::to_vec(&status).unwrap()).await,
+        StatusCode::OK
+    );
+
     let (status, text) = app.get("/metrics").await;
     assert_eq!(status, StatusCode::OK);
     let metrics = Metrics(parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}")));
@@ -903,6 +932,14 @@ async fn metrics_after_a_scripted_conversation() {
             "{name} has no buckets"
         );
     }
+
+    assert_eq!(
+        metrics.value(
+            "zaguan_webhook_statuses_total",
+            &[("status", "sent"), ("outcome", "reconciled")]
+        ),
+        1.0
+    );
 
     // Inbound, by type.
     let inbound = "zaguan_inbound_messages_total";

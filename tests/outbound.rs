@@ -412,7 +412,11 @@ async fn a_status_arriving_before_the_senders_record_confirms_the_part() {
 #[tokio::test]
 async fn an_answer_lost_after_the_request_left_is_not_sent_again_within_the_grace() {
     // A success without a message id: the Graph API may have accepted the message.
-    let lost = (StatusCode::OK, json!({"messaging_product": "whatsapp"}), None);
+    let lost = (
+        StatusCode::OK,
+        json!({"messaging_product": "whatsapp"}),
+        None,
+    );
     let c = channel(vec![lost], SendLimits::default(), fast_retries()).await;
     let ids = queue(c.store.as_ref(), &["primera parte", "segunda parte"]).await;
     c.outbound.flush(&wa()).await.unwrap();

@@ -115,3 +115,31 @@ fn pywa_message_types_map_to_content() {
         }
     ));
 }
+
+/// Meta's envelope holds objects: an `entry` or `changes` item that is an array (or any other
+/// type) makes the notification unreadable (400, so Meta keeps it), never an empty update.
+#[test]
+fn entries_and_changes_that_are_not_objects_are_refused() {
+    let change = serde_json::json!({"field": "messages", "value": {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "34910000000", "phone_number_id": "109876543210"},
+        "messages": [{"from": "34600111222", "id": "wamid.X", "timestamp": "1764100800",
+                      "type": "text", "text": {"body": "hola"}}],
+    }});
+    let body = |entry: Value| {
+        serde_json::to_vec(
+            &serde_json::json!({"object": "whatsapp_business_account", "entry": entry}),
+        )
+        .unwrap()
+    };
+    let good = body(serde_json::json!([{"id": "1", "changes": [change.clone()]}]));
+    assert_eq!(payload::parse(&good).unwrap().messages.len(), 1);
+    for entry in [
+        serde_json::json!([[{"id": "1", "changes": [change.clone()]}]]),
+        serde_json::json!([{"id": "1", "changes": [[change.clone()]]}]),
+        serde_json::json!(["entry"]),
+        serde_json::json!([{"id": "1", "changes": [7]}]),
+    ] {
+        assert!(payload::parse(&body(entry.clone())).is_err(), "{entry}");
+    }
+}
