@@ -264,6 +264,7 @@ async fn statuses_update_the_outbox_and_unknown_ones_are_ignored(app: TestApp) {
         .remove(0);
     let sending = zaguan::store::OutboxUpdate::Sending {
         at: chrono::Utc::now(),
+        resend_at: chrono::Utc::now() + chrono::Duration::seconds(30),
     };
     app.store
         .update_outbox(&unrecorded, &sending)

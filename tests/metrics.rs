@@ -860,7 +860,10 @@ async fn metrics_after_a_scripted_conversation() {
         .await
         .unwrap()
         .remove(0);
-    let sending = zaguan::store::OutboxUpdate::Sending { at: Utc::now() };
+    let sending = zaguan::store::OutboxUpdate::Sending {
+        at: Utc::now(),
+        resend_at: Utc::now() + chrono::Duration::seconds(30),
+    };
     store.update_outbox(&unrecorded, &sending).await.unwrap();
     let status = serde_json::json!({
         "object": "whatsapp_business_account",

@@ -283,7 +283,13 @@ async fn a_crash_between_two_parts_resends_only_the_missing_one() {
     // for its status to have come had it been delivered.
     let before = Utc::now() - chrono::Duration::minutes(5);
     c.store
-        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: before })
+        .update_outbox(
+            &ids[0],
+            &OutboxUpdate::Sending {
+                at: before,
+                resend_at: before + chrono::Duration::seconds(30),
+            },
+        )
         .await
         .unwrap();
     c.store
@@ -296,7 +302,13 @@ async fn a_crash_between_two_parts_resends_only_the_missing_one() {
         .await
         .unwrap();
     c.store
-        .update_outbox(&ids[1], &OutboxUpdate::Sending { at: before })
+        .update_outbox(
+            &ids[1],
+            &OutboxUpdate::Sending {
+                at: before,
+                resend_at: before + chrono::Duration::seconds(30),
+            },
+        )
         .await
         .unwrap();
     // After the restart the worker finds the conversation and flushes it.
@@ -318,10 +330,18 @@ async fn a_crash_between_two_parts_resends_only_the_missing_one() {
 }
 
 /// Queues `texts` and leaves the first part `sending`, as a process that handed it to the
-/// Graph API just now and died before recording the answer.
-async fn queue_first_unrecorded(store: &dyn Store, texts: &[&str]) -> Vec<OutboxId> {
+/// Graph API just now and died before recording the answer; it may be sent again after
+/// `grace`.
+async fn queue_first_unrecorded(
+    store: &dyn Store,
+    texts: &[&str],
+    grace: Duration,
+) -> Vec<OutboxId> {
     let ids = queue(store, texts).await;
-    let sending = OutboxUpdate::Sending { at: Utc::now() };
+    let sending = OutboxUpdate::Sending {
+        at: Utc::now(),
+        resend_at: Utc::now() + chrono::Duration::from_std(grace).unwrap(),
+    };
     assert!(store.update_outbox(&ids[0], &sending).await.unwrap());
     ids
 }
@@ -343,7 +363,9 @@ async fn confirm(store: &dyn Store, id: &OutboxId, wamid: &str) -> StatusOutcome
 #[tokio::test]
 async fn a_part_left_sending_by_a_crash_waits_for_its_status_and_is_not_sent_twice() {
     let c = channel(vec![], SendLimits::default(), fast_retries()).await;
-    let ids = queue_first_unrecorded(c.store.as_ref(), &["primera parte", "segunda parte"]).await;
+    let grace = OutboundSettings::default().unconfirmed_grace;
+    let texts = ["primera parte", "segunda parte"];
+    let ids = queue_first_unrecorded(c.store.as_ref(), &texts, grace).await;
     c.outbound.flush(&wa()).await.unwrap();
     assert!(c.graph.received().is_empty(), "sent within the grace");
     let parts = replies(c.store.as_ref()).await;
@@ -375,9 +397,14 @@ async fn a_part_whose_status_never_comes_is_sent_again_after_the_grace() {
         ..fast_retries()
     };
     let c = channel(vec![], SendLimits::default(), settings).await;
-    queue_first_unrecorded(c.store.as_ref(), &["única parte"]).await;
+    let grace = Duration::from_millis(300);
+    queue_first_unrecorded(c.store.as_ref(), &["única parte"], grace).await;
     c.outbound.flush(&wa()).await.unwrap();
     assert!(c.graph.received().is_empty(), "sent within the grace");
+    // Not polled meanwhile: the conversation is due again when the grace ends.
+    let due = |at| c.store.conversations_with_unsent_outbox(at, 10);
+    assert!(due(Utc::now()).await.unwrap().is_empty());
+    assert_eq!(due(Utc::now() + grace).await.unwrap(), [wa()]);
     tokio::time::sleep(Duration::from_millis(400)).await;
     c.outbound.flush(&wa()).await.unwrap();
     assert_eq!(c.graph.texts(), ["única parte"]);
@@ -390,7 +417,8 @@ async fn a_part_whose_status_never_comes_is_sent_again_after_the_grace() {
 async fn a_status_arriving_before_the_senders_record_confirms_the_part() {
     let c = channel(vec![], SendLimits::default(), fast_retries()).await;
     // Meta's `sent` webhook can beat the Graph API's answer to the store.
-    let ids = queue_first_unrecorded(c.store.as_ref(), &["única parte"]).await;
+    let grace = Duration::from_secs(30);
+    let ids = queue_first_unrecorded(c.store.as_ref(), &["única parte"], grace).await;
     assert_eq!(
         confirm(c.store.as_ref(), &ids[0], "wamid.EARLY").await,
         StatusOutcome::Reconciled
@@ -400,7 +428,10 @@ async fn a_status_arriving_before_the_senders_record_confirms_the_part() {
         wamid: Some(WaMessageId::parse("wamid.EARLY").unwrap()),
     };
     assert!(c.store.update_outbox(&ids[0], &sent).await.unwrap());
-    let sending = OutboxUpdate::Sending { at: Utc::now() };
+    let sending = OutboxUpdate::Sending {
+        at: Utc::now(),
+        resend_at: Utc::now(),
+    };
     assert!(!c.store.update_outbox(&ids[0], &sending).await.unwrap());
     c.outbound.flush(&wa()).await.unwrap();
     assert!(c.graph.received().is_empty());

@@ -346,7 +346,7 @@ async fn a_status_finds_an_unrecorded_part_by_its_callback_data(store: Arc<dyn S
         ])
         .await
         .unwrap();
-    let sending = OutboxUpdate::Sending { at: at(52) };
+    let sending = sending(52);
     assert!(store.update_outbox(&ids[0], &sending).await.unwrap());
     let named = |wamid: &str, status_: &str, data: Option<String>| StatusUpdate {
         callback_data: data,
@@ -394,6 +394,35 @@ async fn a_status_finds_an_unrecorded_part_by_its_callback_data(store: Arc<dyn S
     );
     // Nor does a `sending` apply to a part a status confirmed.
     assert!(!store.update_outbox(&ids[0], &sending).await.unwrap());
+}
+
+/// `sending` at `t`, to be sent again at `t + 30` unless confirmed.
+fn sending(t: i64) -> OutboxUpdate {
+    OutboxUpdate::Sending {
+        at: at(t),
+        resend_at: at(t + 30),
+    }
+}
+
+/// A part `sending` is not due while its status may still confirm it, and due once the grace
+/// has run out without one.
+async fn a_part_sending_is_due_again_only_when_its_grace_ends(store: Arc<dyn Store>) {
+    let id = store
+        .insert_outbox(&[NewOutbox::text(wa("34600111222"), None, "uno", at(5))])
+        .await
+        .unwrap()
+        .remove(0);
+    assert!(store.update_outbox(&id, &sending(10)).await.unwrap());
+    for (now, due) in [(20, false), (39, false), (40, true)] {
+        let listed = store
+            .conversations_with_unsent_outbox(at(now), 10)
+            .await
+            .unwrap();
+        assert_eq!(!listed.is_empty(), due, "at {now}");
+    }
+    let entry = &store.unsent_outbox(&wa("34600111222")).await.unwrap()[0];
+    assert_eq!(entry.sending_at, Some(at(10)));
+    assert_eq!(entry.next_attempt_at, Some(at(40)));
 }
 
 async fn rejected_updates_are_kept_for_operators(store: Arc<dyn Store>) {
@@ -639,15 +668,9 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
     );
 
     // Part 0: sending, then sent.
-    store
-        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
-        .await
-        .unwrap();
-    let sending = &store.unsent_outbox(&conversation).await.unwrap()[0];
-    assert_eq!(
-        (sending.status, sending.attempts),
-        (OutboxStatus::Sending, 1)
-    );
+    store.update_outbox(&ids[0], &sending(10)).await.unwrap();
+    let first = &store.unsent_outbox(&conversation).await.unwrap()[0];
+    assert_eq!((first.status, first.attempts), (OutboxStatus::Sending, 1));
     let wamid = WaMessageId::parse("wamid.OUT9").unwrap();
     store
         .update_outbox(
@@ -665,10 +688,7 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
         message: Some("pair rate limit".into()),
         error_data: None,
     };
-    store
-        .update_outbox(&ids[1], &OutboxUpdate::Sending { at: Utc::now() })
-        .await
-        .unwrap();
+    store.update_outbox(&ids[1], &sending(10)).await.unwrap();
     store
         .update_outbox(
             &ids[1],
@@ -732,19 +752,11 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
         ]
     );
     // A sent part is never taken back by a late `Sending` or `Retry`.
-    store
-        .update_outbox(&ids[0], &OutboxUpdate::Sending { at: Utc::now() })
-        .await
-        .unwrap();
+    store.update_outbox(&ids[0], &sending(10)).await.unwrap();
     let sent = store.outbox_by_wamid(&wamid).await.unwrap().unwrap();
     assert_eq!((sent.status, sent.attempts), (OutboxStatus::Sent, 1));
     let missing = OutboxId("5f0000000000000000000000".into());
-    assert!(
-        store
-            .update_outbox(&missing, &OutboxUpdate::Sending { at: Utc::now() })
-            .await
-            .is_err()
-    );
+    assert!(store.update_outbox(&missing, &sending(10)).await.is_err());
 }
 
 async fn the_backlog_and_the_leases_are_counted(store: Arc<dyn Store>) {
@@ -989,6 +1001,7 @@ store_suite!(
     statuses_move_an_outbox_entry_forward_only,
     a_failed_status_records_the_graph_error,
     a_status_finds_an_unrecorded_part_by_its_callback_data,
+    a_part_sending_is_due_again_only_when_its_grace_ends,
     rejected_updates_are_kept_for_operators,
     an_outbox_id_that_does_not_exist_is_an_error,
     a_lease_is_held_by_one_owner_until_it_expires,

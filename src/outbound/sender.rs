@@ -152,14 +152,19 @@ impl Outbound {
         if entry.status != OutboxStatus::Sending {
             return false;
         }
-        let grace = chrono::Duration::from_std(self.settings.unconfirmed_grace)
-            .unwrap_or(chrono::Duration::MAX);
-        let due = entry.sending_at.unwrap_or_default() + grace;
+        // Before `resend_at` was recorded (an older document), the grace from `sending_at`.
+        let due = entry
+            .next_attempt_at
+            .unwrap_or_else(|| entry.sending_at.unwrap_or_default() + self.grace());
         let waiting = due > Utc::now();
         if waiting {
             tracing::debug!(conversation.id = %entry.wa_id.masked(), part = entry.part, %due, "waiting for the status of a part's unconfirmed attempt");
         }
         waiting
+    }
+
+    fn grace(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.settings.unconfirmed_grace).unwrap_or(chrono::Duration::MAX)
     }
 
     /// The limits this process sends within (shared with the other instances).
@@ -233,7 +238,11 @@ impl Outbound {
             self.limiters
                 .until_send_allowed(&phone_number_id, entry.wa_id.as_str())
                 .await;
-            let sending = OutboxUpdate::Sending { at: Utc::now() };
+            let now = Utc::now();
+            let sending = OutboxUpdate::Sending {
+                at: now,
+                resend_at: now + self.grace(),
+            };
             if !self.store.update_outbox(&entry.id, &sending).await? {
                 // A status webhook confirmed an earlier attempt meanwhile.
                 return Ok(PartOutcome::Settled);

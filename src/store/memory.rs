@@ -647,9 +647,10 @@ impl Store for MemoryStore {
         let unsent = matches!(entry.status, OutboxStatus::Queued | OutboxStatus::Sending);
         let applied = unsent || matches!(update, OutboxUpdate::Sent { .. });
         match update {
-            OutboxUpdate::Sending { at } if unsent => {
+            OutboxUpdate::Sending { at, resend_at } if unsent => {
                 entry.status = OutboxStatus::Sending;
                 entry.sending_at = Some(*at);
+                entry.next_attempt_at = Some(*resend_at);
                 entry.attempts += 1;
             }
             OutboxUpdate::Sent { wamid } => {
@@ -708,9 +709,7 @@ impl Store for MemoryStore {
             .unsent
             .iter()
             .map(|&i| &inner.outbox[i])
-            .filter(|e| {
-                e.status == OutboxStatus::Sending || e.next_attempt_at.is_none_or(|at| at <= now)
-            })
+            .filter(|e| e.next_attempt_at.is_none_or(|at| at <= now))
             .collect();
         due.sort_by_key(|e| e.at);
         Ok(first_distinct(due.iter().map(|e| e.wa_id.clone()), limit))

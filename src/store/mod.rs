@@ -243,8 +243,8 @@ pub trait Store: Send + Sync + 'static {
     /// The entries of a conversation not sent yet (`queued`, `sending`), in sending order.
     async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>>;
 
-    /// Conversations with an entry to send now (`queued` and due, or `sending` left by a
-    /// crash), oldest first.
+    /// Conversations with an entry to send now (`queued` and due, or `sending` whose grace
+    /// ran out without an answer or a status), oldest first.
     async fn conversations_with_unsent_outbox(
         &self,
         now: DateTime<Utc>,

@@ -1230,10 +1230,14 @@ impl Store for MongoStore {
         let filter = doc! {"_id": outbox_id(id)};
         let unsent = statuses(&[OutboxStatus::Queued, OutboxStatus::Sending]);
         let (condition, change) = match update {
-            OutboxUpdate::Sending { at } => (
+            OutboxUpdate::Sending { at, resend_at } => (
                 doc! {"status": {"$in": &unsent}},
                 doc! {
-                    "$set": {"status": OutboxStatus::Sending.as_str(), "sending_at": date(*at)},
+                    "$set": {
+                        "status": OutboxStatus::Sending.as_str(),
+                        "sending_at": date(*at),
+                        "next_attempt_at": date(*resend_at),
+                    },
                     "$inc": {"attempts": 1_i64},
                 },
             ),
@@ -1302,11 +1306,13 @@ impl Store for MongoStore {
     ) -> StoreResult<Vec<WaId>> {
         let cursor = bounded(
             self.coll("outbox")
-                .find(doc! {"$or": [
-                    {"status": OutboxStatus::Sending.as_str()},
-                    {"status": OutboxStatus::Queued.as_str(), "next_attempt_at": Bson::Null},
-                    {"status": OutboxStatus::Queued.as_str(), "next_attempt_at": {"$lte": date(now)}},
-                ]})
+                .find(doc! {
+                    "status": {"$in": statuses(&[OutboxStatus::Queued, OutboxStatus::Sending])},
+                    "$or": [
+                        {"next_attempt_at": Bson::Null},
+                        {"next_attempt_at": {"$lte": date(now)}},
+                    ],
+                })
                 .projection(doc! {"wa_id": 1})
                 .sort(doc! {"at": 1, "_id": 1})
                 .limit(i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX)),

@@ -559,8 +559,12 @@ pub struct Template {
 /// What the sender learnt about an outbox entry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OutboxUpdate {
-    /// About to call the Graph API at `at` (counts an attempt).
-    Sending { at: DateTime<Utc> },
+    /// About to call the Graph API at `at` (counts an attempt). Unless its answer or a status
+    /// confirms it by `resend_at`, the part may be sent again then (`next_attempt_at`).
+    Sending {
+        at: DateTime<Utc>,
+        resend_at: DateTime<Utc>,
+    },
     /// The Graph API accepted it; `None` in a dry run (no access token).
     Sent { wamid: Option<WaMessageId> },
     /// Not sent; try again at `at`.
@@ -585,7 +589,8 @@ pub struct OutboxEntry {
     pub part: u32,
     pub parts: u32,
     pub status: OutboxStatus,
-    /// Not to be sent before then (a retry's backoff).
+    /// Not to be sent before then: a retry's backoff, or for a part `sending`, the end of the
+    /// grace its status has to confirm it.
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// The Graph API's id, once sent.
     pub wamid: Option<WaMessageId>,
