@@ -305,9 +305,9 @@ impl AgentRegistry {
         self.bodies.iter().map(String::as_str)
     }
 
-    /// Every agent's system prompt rendered as each role would see it, for `business_name`: the leak guard's view of what a model may quote. The
-    /// per-turn values (date, name, what we know) are left empty, so only text every
-    /// conversation shares is matched.
+    /// Every agent's system prompt rendered as each role would see it, for `business_name`:
+    /// the leak guard's view of what a model may quote. The per-turn values (date, name, what
+    /// we know) are left empty, so only text every conversation shares is matched.
     pub fn prompt_renderings(&self, business_name: &str) -> Vec<String> {
         let mut rendered = Vec::new();
         for agent in &self.agents {

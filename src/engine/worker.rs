@@ -238,8 +238,6 @@ impl Worker<'_> {
         }
     }
 
-    /// Sends what the conversation still owes, then runs turns until its inbox is empty, sending
-    /// each turn's reply before the next turn. Stops after a turn when the process drains.
     /// Takes back the attempt of `taken`'s entries (best effort: the store is struggling).
     async fn refund(&self, wa_id: &WaId, taken: &Mutex<Vec<WaMessageId>>) {
         let ids = std::mem::take(&mut *taken.lock().unwrap_or_else(|e| e.into_inner()));
@@ -256,6 +254,8 @@ impl Worker<'_> {
         }
     }
 
+    /// Sends what the conversation still owes, then runs turns until its inbox is empty, sending
+    /// each turn's reply before the next turn. Stops after a turn when the process drains.
     async fn serve_conversation(
         &self,
         wa_id: &WaId,

@@ -152,7 +152,8 @@ impl Outbound {
         if entry.status != OutboxStatus::Sending {
             return false;
         }
-        // Before `resend_at` was recorded (an older document), the grace from `sending_at`.
+        // Each attempt records its grace's end as `next_attempt_at`. MongoDB records `sent` in
+        // two writes, the first clearing it: read between them, the grace from `sending_at`.
         let due = entry
             .next_attempt_at
             .unwrap_or_else(|| entry.sending_at.unwrap_or_default() + self.grace());

@@ -748,13 +748,13 @@ impl Store for MemoryStore {
                     .as_deref()
                     .and_then(OutboxId::from_callback_data)
                     .and_then(|id| inner.outbox_by_id.get(&id).copied())
-                    .filter(|&index| inner.outbox[index].wamid.is_none());
+                    .filter(|&index| {
+                        let entry = &inner.outbox[index];
+                        entry.wamid.is_none() && status.replaces().contains(&entry.status)
+                    });
                 let Some(index) = named else {
                     return Ok(StatusOutcome::Unknown);
                 };
-                if !status.replaces().contains(&inner.outbox[index].status) {
-                    return Ok(StatusOutcome::Unknown);
-                }
                 inner.outbox[index].wamid = Some(update.wamid.clone());
                 inner.outbox[index].next_attempt_at = None;
                 inner.outbox_by_wamid.insert(update.wamid.clone(), index);
