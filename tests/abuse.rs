@@ -22,7 +22,7 @@ use zaguan::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY, SLOW_DOWN};
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
 use zaguan::llm::{CallOutcome, Llm, LlmCall, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
-use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, MessageRole, Store};
+use zaguan::store::{InboxStatus, MemoryStore, MessageRole, Store};
 
 const CUSTOMER: &str = "34611222333";
 
@@ -200,19 +200,7 @@ async fn a_conversation_past_its_daily_budget_gets_the_fixed_reply(store: Arc<dy
     let mut n = 0;
     let mut say = async |text: &str| {
         n += 1;
-        let entry = InboxEntry {
-            wamid: WaMessageId::parse(&format!("wamid.B{n}")).unwrap(),
-            wa_id: wa_id.clone(),
-            phone_number_id: "109876543210".into(),
-            kind: "text".into(),
-            text: Some(text.into()),
-            payload: "{}".into(),
-            context_id: None,
-            sent_at: None,
-            status: InboxStatus::Pending,
-            received_at: Utc::now(),
-            attempts: 0,
-        };
+        let entry = common::inbox_entry(&format!("wamid.B{n}"), &wa_id, text, InboxStatus::Pending);
         store.insert_inbox(&[entry]).await.unwrap();
         let open = store.open_inbox(&wa_id).await.unwrap();
         let reply = engine.run_turn(&wa_id, &open).await.unwrap().reply;

@@ -35,15 +35,9 @@ struct World {
 impl World {
     async fn new() -> Self {
         let realestate = Arc::new(MemoryRealEstate::new());
-        let today = Utc::now()
-            .with_timezone(&chrono_tz::Europe::Madrid)
-            .date_naive();
-        demo::seed(
-            realestate.as_ref(),
-            &demo::demo_set(today, chrono_tz::Europe::Madrid),
-        )
-        .await
-        .unwrap();
+        demo::seed(realestate.as_ref(), &demo_set_today())
+            .await
+            .unwrap();
         Self {
             store: Arc::new(MemoryStore::new()),
             realestate,
@@ -577,26 +571,35 @@ async fn the_property_assistant_answers_from_the_listing() {
     assert!(card.contains(&listing.address), "{card}");
 }
 
-#[tokio::test]
-async fn visit_feedback_and_offers_are_recorded_only_once_confirmed() {
-    let world = World::new().await;
+/// The demo set as of today (what `World::new` seeds).
+fn demo_set_today() -> demo::DemoSet {
     let today = Utc::now()
         .with_timezone(&chrono_tz::Europe::Madrid)
         .date_naive();
-    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
-    let visit = set
-        .visits
-        .iter()
-        .find(|v| v.feedback.is_none())
-        .expect("a demo visit without feedback");
-    let property = set
-        .properties
+    demo::demo_set(today, chrono_tz::Europe::Madrid)
+}
+
+/// A demo property on sale that takes offers.
+fn for_sale(set: &demo::DemoSet) -> &zaguan::realestate::Property {
+    set.properties
         .iter()
         .find(|p| {
             p.status == zaguan::realestate::ListingStatus::Available
                 && p.operation == zaguan::realestate::Operation::Sale
         })
-        .unwrap();
+        .expect("a demo property for sale")
+}
+
+#[tokio::test]
+async fn visit_feedback_and_offers_are_recorded_only_once_confirmed() {
+    let world = World::new().await;
+    let set = demo_set_today();
+    let visit = set
+        .visits
+        .iter()
+        .find(|v| v.feedback.is_none())
+        .expect("a demo visit without feedback");
+    let property = for_sale(&set);
     let offer = property.price * 95 / 100;
     let customer = world
         .customer(
@@ -673,18 +676,8 @@ async fn visit_feedback_and_offers_are_recorded_only_once_confirmed() {
 #[tokio::test]
 async fn a_confirmed_action_is_checked_against_the_role_when_it_runs() {
     let world = World::new().await;
-    let today = Utc::now()
-        .with_timezone(&chrono_tz::Europe::Madrid)
-        .date_naive();
-    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
-    let property = set
-        .properties
-        .iter()
-        .find(|p| {
-            p.status == zaguan::realestate::ListingStatus::Available
-                && p.operation == zaguan::realestate::Operation::Sale
-        })
-        .unwrap();
+    let set = demo_set_today();
+    let property = for_sale(&set);
     let customer = world
         .customer(
             "34611000301",

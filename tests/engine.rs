@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
+use common::inbox_entry;
 use serde_json::json;
 use zaguan::agents::{AgentKind, AgentRegistry};
 use zaguan::domain::{WaId, WaMessageId};
@@ -1213,23 +1214,6 @@ async fn mongo_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
     let make = async || emptied(&db).await;
     a_turn_cut_after_any_node_resumes_to_exactly_one_reply(make).await;
     db.drop().await;
-}
-
-/// An open inbox entry of `wa_id` received now.
-fn inbox_entry(wamid: &str, wa_id: &WaId, text: &str, status: InboxStatus) -> InboxEntry {
-    InboxEntry {
-        wamid: WaMessageId::parse(wamid).unwrap(),
-        wa_id: wa_id.clone(),
-        phone_number_id: "1".into(),
-        kind: "text".into(),
-        text: Some(text.into()),
-        payload: "{}".into(),
-        context_id: None,
-        sent_at: None,
-        status,
-        received_at: Utc::now(),
-        attempts: u32::from(status == InboxStatus::Processing),
-    }
 }
 
 /// A turn cut short, then a second message before the workers resume it: the cut turn is

@@ -319,3 +319,26 @@ pub fn last_human(request: &zaguan::llm::LlmRequest) -> String {
         })
         .unwrap_or_default()
 }
+
+/// A text inbox entry of `wa_id` received now, in `status` (a `processing` one has had its
+/// attempt counted).
+pub fn inbox_entry(
+    wamid: &str,
+    wa_id: &zaguan::domain::WaId,
+    text: &str,
+    status: zaguan::store::InboxStatus,
+) -> zaguan::store::InboxEntry {
+    zaguan::store::InboxEntry {
+        wamid: zaguan::domain::WaMessageId::parse(wamid).unwrap(),
+        wa_id: wa_id.clone(),
+        phone_number_id: "109876543210".into(),
+        kind: "text".into(),
+        text: Some(text.into()),
+        payload: "{}".into(),
+        context_id: None,
+        sent_at: None,
+        status,
+        received_at: chrono::Utc::now(),
+        attempts: u32::from(status == zaguan::store::InboxStatus::Processing),
+    }
+}
