@@ -27,6 +27,10 @@
 //! at k/R s and goes to user k mod N (after that user's pending reply, if any: `user_waits`);
 //! ack and end-to-end latency are measured from the due time, so a slow service is not hidden
 //! by coordinated omission. `--duration S` bounds the run, else N × M messages are sent.
+//! `--batch B` sends the users' first messages B to a webhook (the backlog Meta replays after
+//! an outage comes as up to 1,000 messages per POST), `--pad BYTES` makes each message that
+//! long, and `--probe-after S` keeps the last user out of the batch and has it write alone S
+//! seconds in: how long a plain message waits behind a backlog. `/readyz` is watched all along.
 //!
 //! Figures: webhook acks/s and ack latency p50/p99/p99.9; turns completed and turns/s (replies
 //! received by the fake Graph API over the time from the first send to the last reply);
@@ -34,7 +38,8 @@
 //! the fake LLM spent answering that turn's calls (its own measured latency, i.e. ≥
 //! `--llm-latency-ms` per call), p50/p99; LLM and Graph calls; CPU seconds of the service
 //! (utime + stime from `/proc/PID/stat`) in all and per turn; its peak RSS (`VmHWM`); with
-//! MongoDB, the CPU of the `ferretdb`/`mongod` process found (or `--store-pid`). Errors, replies
+//! MongoDB, the CPU of the `ferretdb`/`mongod` process found (or `--store-pid`) plus any
+//! `postgres` processes (FerretDB's PostgreSQL backend). Errors, `/readyz` not answering 200, replies
 //! nobody was waiting for (duplicates), wrong reply texts and turns not completed within
 //! `--drain-timeout` of the last progress are reported; any of them makes the exit status 1.
 //!
@@ -44,6 +49,7 @@
 //! cargo run --release --example turn_load -- --smoke             # 20 users × 2 messages
 //! cargo run --release --example turn_load -- --users 10000 --llm-latency-ms 1000
 //! cargo run --release --example turn_load -- --rate 20 --duration 20 --users 200
+//! cargo run --release --example turn_load -- --users 1001 --batch 1000 --pad 2300 --probe-after 10
 //! ```
 //!
 //! Prints a summary and one JSON line starting with `{"bench":"turn_load"`.
@@ -149,6 +155,17 @@ struct Args {
     /// CI check: 20 users × 2 messages, no LLM latency; fails unless every turn completes once.
     #[arg(long)]
     smoke: bool,
+    /// Flat out: the users' first messages go in webhooks of this many messages each (Meta
+    /// batches up to 1,000 updates per POST when it replays a backlog).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    batch: u64,
+    /// Pad each message's text to about this many bytes (a long voice-to-text run-on).
+    #[arg(long, default_value_t = 0)]
+    pad: usize,
+    /// Keep the last user out of the batch and send its message alone this many seconds after
+    /// the load starts: how long a plain «Hola» waits behind a backlog.
+    #[arg(long, value_parser = |s: &str| number(s, 0.0..1e6))]
+    probe_after: Option<f64>,
 }
 
 fn number(s: &str, range: impl RangeBounds<f64> + Debug) -> Result<f64, String> {
@@ -201,6 +218,8 @@ struct Figures {
     last_reply: Option<Instant>,
     /// A few examples of what went wrong, for the summary.
     samples: Vec<String>,
+    /// The probe user's wait from its send to its reply.
+    probe: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -232,6 +251,9 @@ struct Counters {
     unknown_routes: AtomicU64,
     /// µs since `epoch` of the last ack or reply.
     last_progress: AtomicU64,
+    /// `/readyz` polls during the run, and those not answered 200 within 2 s.
+    ready_checks: AtomicU64,
+    not_ready: AtomicU64,
 }
 
 struct Shared {
@@ -305,25 +327,53 @@ impl Shared {
 
     /// Sends message `seq` of `user` (already marked pending) in a task of its own.
     fn dispatch(self: &Arc<Self>, user: usize, seq: u32, start: Instant) {
-        self.counters.dispatched.fetch_add(1, Ordering::Relaxed);
-        let shared = self.clone();
-        tokio::spawn(async move { shared.send_webhook(user, seq, start).await });
+        self.dispatch_batch(vec![(user, seq)], start);
     }
 
-    fn notification(&self, user: usize, seq: u32) -> String {
-        let wa_id = self.wa_id(user);
+    /// Sends the messages of `batch` (each already marked pending) in one webhook.
+    fn dispatch_batch(self: &Arc<Self>, batch: Vec<(usize, u32)>, start: Instant) {
+        self.counters
+            .dispatched
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let shared = self.clone();
+        tokio::spawn(async move { shared.send_webhook(batch, start).await });
+    }
+
+    /// One notification carrying message `seq` of each `(user, seq)`, from as many senders.
+    fn notification(&self, batch: &[(usize, u32)]) -> String {
         let ts = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
-        let wamid = format!("wamid.LOAD{:016X}{user:06}{seq:06}", self.nonce);
+        let mut contacts = Vec::with_capacity(batch.len());
+        let mut messages = Vec::with_capacity(batch.len());
+        for &(user, seq) in batch {
+            let wa_id = self.wa_id(user);
+            let wamid = format!("wamid.LOAD{:016X}{user:06}{seq:06}", self.nonce);
+            let mut text = format!("{ASK} {user}");
+            if self.args.pad > text.len() {
+                // Words, as a long dictated message would have; the number stays right after ASK.
+                text.push_str(" y");
+                while text.len() + 12 < self.args.pad {
+                    text.push_str(" por favor");
+                }
+            }
+            contacts.push(format!(
+                r#"{{"profile":{{"name":"Lucía Fernández"}},"wa_id":"{wa_id}"}}"#
+            ));
+            messages.push(format!(
+                r#"{{"from":"{wa_id}","id":"{wamid}","timestamp":"{ts}","type":"text","text":{{"body":"{text}"}}}}"#
+            ));
+        }
         format!(
-            r#"{{"object":"whatsapp_business_account","entry":[{{"id":"102290129340398","changes":[{{"field":"messages","value":{{"messaging_product":"whatsapp","metadata":{{"display_phone_number":"34910000000","phone_number_id":"{PHONE_NUMBER_ID}"}},"contacts":[{{"profile":{{"name":"Lucía Fernández"}},"wa_id":"{wa_id}"}}],"messages":[{{"from":"{wa_id}","id":"{wamid}","timestamp":"{ts}","type":"text","text":{{"body":"{ASK} {user}"}}}}]}}}}]}}]}}"#
+            r#"{{"object":"whatsapp_business_account","entry":[{{"id":"102290129340398","changes":[{{"field":"messages","value":{{"messaging_product":"whatsapp","metadata":{{"display_phone_number":"34910000000","phone_number_id":"{PHONE_NUMBER_ID}"}},"contacts":[{}],"messages":[{}]}}}}]}}]}}"#,
+            contacts.join(","),
+            messages.join(",")
         )
     }
 
-    async fn send_webhook(self: Arc<Self>, user: usize, seq: u32, start: Instant) {
-        let body = Bytes::from(self.notification(user, seq));
+    async fn send_webhook(self: Arc<Self>, batch: Vec<(usize, u32)>, start: Instant) {
+        let body = Bytes::from(self.notification(&batch));
         let signature = zaguan::webhook::signature::sign(self.args.secret.as_bytes(), &body);
         let request = Request::post("/webhook")
             .header(HOST, self.host.clone())
@@ -340,10 +390,12 @@ impl Shared {
         let start = match self.args.rate {
             Some(_) => start,
             None => {
-                if let Some(p) = self.users[user].lock().unwrap().pending.as_mut()
-                    && p.seq == seq
-                {
-                    p.start = now;
+                for &(user, seq) in &batch {
+                    if let Some(p) = self.users[user].lock().unwrap().pending.as_mut()
+                        && p.seq == seq
+                    {
+                        p.start = now;
+                    }
                 }
                 now
             }
@@ -361,9 +413,10 @@ impl Shared {
         }
         drop(permit);
         let c = &self.counters;
+        let n = batch.len() as u64;
         let failure = match outcome {
             Ok(Ok(200..=299)) => {
-                c.acks.fetch_add(1, Ordering::Relaxed);
+                c.acks.fetch_add(n, Ordering::Relaxed);
                 let mut figures = self.figures.lock().unwrap();
                 let micros = done.saturating_duration_since(start).as_micros() as u64;
                 figures
@@ -381,22 +434,29 @@ impl Shared {
             Ok(Err(e)) => (&c.send_errors, format!("webhook not sent: {e}")),
             Err(_) => (&c.send_errors, "webhook timed out".to_owned()),
         };
-        failure.0.fetch_add(1, Ordering::Relaxed);
+        failure.0.fetch_add(n, Ordering::Relaxed);
         self.sample(failure.1);
-        // No reply will come for it: the user goes on with their next message.
-        let next = {
-            let mut state = self.users[user].lock().unwrap();
-            match &state.pending {
-                Some(p) if p.seq == seq => {
-                    state.pending = None;
-                    self.next_message(&mut state, done)
+        // No reply will come for them: the users go on with their next message.
+        for (user, seq) in batch {
+            let next = {
+                let mut state = self.users[user].lock().unwrap();
+                match &state.pending {
+                    Some(p) if p.seq == seq => {
+                        state.pending = None;
+                        self.next_message(&mut state, done)
+                    }
+                    _ => None,
                 }
-                _ => None,
+            };
+            if let Some((seq, start)) = next {
+                self.dispatch(user, seq, start);
             }
-        };
-        if let Some((seq, start)) = next {
-            self.dispatch(user, seq, start);
         }
+    }
+
+    /// The user kept out of the batch to measure the wait behind it, if any.
+    fn probe_user(&self) -> Option<usize> {
+        self.args.probe_after.map(|_| self.users.len() - 1)
     }
 
     /// A text reached the fake Graph API for `to` at `at`.
@@ -435,6 +495,9 @@ impl Shared {
         }
         let e2e = at.saturating_duration_since(pending.start);
         let mut figures = self.figures.lock().unwrap();
+        if Some(user) == self.probe_user() && pending.seq == 0 {
+            figures.probe = Some(e2e);
+        }
         let micros = |d: Duration| d.as_micros() as u64;
         figures
             .e2e
@@ -682,6 +745,39 @@ fn find_store_process() -> Option<(u32, String)> {
             (comm.starts_with("ferretdb") || comm == "mongod").then_some((pid, comm))
         })
         .max_by_key(|(pid, _)| *pid)
+}
+
+/// CPU seconds of every `postgres` process (FerretDB's PostgreSQL backend), with what the
+/// postmaster has reaped of backends that exited (cutime + cstime).
+fn postgres_cpu_seconds(ticks: f64) -> Option<f64> {
+    let mut total = 0.0;
+    let mut found = false;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() != "postgres" {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let sum: f64 = (11..=14)
+            .filter_map(|i| fields.get(i)?.parse::<f64>().ok())
+            .sum();
+        total += sum / ticks;
+        found = true;
+    }
+    found.then_some(total)
 }
 
 fn open_files_limit() -> Option<u64> {
@@ -996,6 +1092,7 @@ async fn main() -> Result<(), BoxError> {
     let cpu = |pid: Option<u32>| pid.and_then(|pid| cpu_seconds(pid, ticks));
     let service_before = cpu(pid);
     let store_before = cpu(store.as_ref().map(|s| s.0));
+    let postgres_before = mongo.as_ref().and_then(|_| postgres_cpu_seconds(ticks));
     let self_before = cpu(Some(std::process::id()));
 
     // ---- load ----
@@ -1053,17 +1150,62 @@ async fn main() -> Result<(), BoxError> {
         }
         None => {
             sleep(start.saturating_duration_since(Instant::now())).await;
-            for user in 0..shared.users.len() {
+            let probe = shared.probe_user();
+            let mut batch = Vec::new();
+            for user in (0..shared.users.len()).filter(|u| Some(*u) != probe) {
                 let next = {
                     let mut state = shared.users[user].lock().unwrap();
                     shared.next_message(&mut state, Instant::now())
                 };
                 if let Some((seq, start)) = next {
-                    shared.dispatch(user, seq, start);
+                    batch.push((user, seq));
+                    if batch.len() as u64 >= a.batch {
+                        shared.dispatch_batch(std::mem::take(&mut batch), start);
+                    }
                 }
+            }
+            if !batch.is_empty() {
+                shared.dispatch_batch(batch, Instant::now());
+            }
+            if let (Some(user), Some(after)) = (probe, a.probe_after) {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    sleep(Duration::from_secs_f64(after)).await;
+                    let next = {
+                        let mut state = shared.users[user].lock().unwrap();
+                        shared.next_message(&mut state, Instant::now())
+                    };
+                    if let Some((seq, start)) = next {
+                        shared.dispatch(user, seq, start);
+                    }
+                });
             }
         }
     }
+    // "Ready throughout": /readyz is watched for the whole run.
+    let watcher = {
+        let (shared, base) = (shared.clone(), base.clone());
+        tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(2))
+                .build()
+                .expect("a plain HTTP client");
+            loop {
+                let ok = client
+                    .get(format!("{base}/readyz"))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success());
+                let c = &shared.counters;
+                c.ready_checks.fetch_add(1, Ordering::Relaxed);
+                if !ok {
+                    c.not_ready.fetch_add(1, Ordering::Relaxed);
+                    shared.sample("/readyz did not answer 200 within 2 s".to_owned());
+                }
+                sleep(Duration::from_millis(250)).await;
+            }
+        })
+    };
 
     // ---- drain ----
     let drain = Duration::from_secs_f64(a.drain_timeout);
@@ -1106,8 +1248,10 @@ async fn main() -> Result<(), BoxError> {
         }
     };
     let finished = Instant::now();
+    watcher.abort();
     let service_after = cpu(pid);
     let store_after = cpu(store.as_ref().map(|s| s.0));
+    let postgres_after = mongo.as_ref().and_then(|_| postgres_cpu_seconds(ticks));
     let self_after = cpu(Some(std::process::id()));
     let peak_rss = pid.and_then(peak_rss_mib);
     // Late duplicates show up here.
@@ -1142,6 +1286,7 @@ async fn main() -> Result<(), BoxError> {
             released: released.load(Ordering::Relaxed),
             service_cpu: service_before.zip(service_after).map(|(b, a)| a - b),
             store_cpu: store_before.zip(store_after).map(|(b, a)| a - b),
+            postgres_cpu: postgres_before.zip(postgres_after).map(|(b, a)| a - b),
             store,
             harness_cpu: self_before.zip(self_after).map(|(b, a)| a - b),
             peak_rss,
@@ -1164,6 +1309,8 @@ struct Outcome {
     released: u64,
     service_cpu: Option<f64>,
     store_cpu: Option<f64>,
+    /// FerretDB's PostgreSQL backend, when one runs on this machine.
+    postgres_cpu: Option<f64>,
     store: Option<(u32, String)>,
     harness_cpu: Option<f64>,
     peak_rss: Option<f64>,
@@ -1218,10 +1365,16 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
         .service_cpu
         .filter(|_| replies > 0)
         .map(|s| s * 1e6 / replies as f64);
-    let store_per_turn_us = outcome
-        .store_cpu
+    // The database's CPU: the MongoDB-compatible server, and PostgreSQL behind FerretDB.
+    let database_cpu = match (outcome.store_cpu, outcome.postgres_cpu) {
+        (Some(store), Some(pg)) => Some(store + pg),
+        (store, pg) => store.or(pg),
+    };
+    let store_per_turn_us = database_cpu
         .filter(|_| replies > 0)
         .map(|s| s * 1e6 / replies as f64);
+    let (ready_checks, not_ready) = (load(&c.ready_checks), load(&c.not_ready));
+    let probe = figures.probe.map(|d| d.as_secs_f64());
     let warnings = outcome
         .log_tail
         .lines()
@@ -1253,7 +1406,7 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
          minus LLM   p50 {:.1} ms, p99 {:.1} ms, p99.9 {:.1} ms, max {:.1} ms\n\
          LLM calls   {llm_calls} ({llm_per_turn:.2}/turn, {} delegations, {} unattributed, {llm_request_kib:.1} KiB each); Graph calls {} ({} texts, {} read marks)\n\
          replies     {unexpected} with nothing pending (duplicates?), {wrong} with another text, {strangers} to unknown recipients; {} user waits\n\
-         service     CPU {} ({} per turn), peak RSS {}; harness CPU {}\n\
+         service     CPU {} ({} per turn), peak RSS {}; harness CPU {}; /readyz {not_ready} of {ready_checks} checks not ready{}\n\
          store       {}",
         a.users,
         a.llm_latency_ms,
@@ -1284,10 +1437,20 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
         opt(cpu_per_turn_us, " µs"),
         opt(outcome.peak_rss, " MiB"),
         opt(outcome.harness_cpu, " s"),
+        match (a.probe_after, probe) {
+            (Some(after), Some(waited)) => {
+                format!("; probe sent at {after} s answered after {waited:.2} s")
+            }
+            (Some(after), None) => format!("; probe sent at {after} s never answered"),
+            (None, _) => String::new(),
+        },
         match &outcome.store {
             Some((pid, name)) => format!(
-                "{name} (pid {pid}) CPU {} ({} per turn)",
+                "{name} (pid {pid}) CPU {}{} ({} per turn)",
                 opt(outcome.store_cpu, " s"),
+                outcome
+                    .postgres_cpu
+                    .map_or(String::new(), |pg| format!(" + PostgreSQL {pg:.2} s")),
                 opt(store_per_turn_us, " µs")
             ),
             None => "no store process measured".to_owned(),
@@ -1387,6 +1550,16 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
         ("store_process", json!(outcome.store.as_ref().map(|s| &s.1))),
         ("store_cpu_s", json!(outcome.store_cpu.map(|v| round(v, 3)))),
         (
+            "postgres_cpu_s",
+            json!(outcome.postgres_cpu.map(|v| round(v, 3))),
+        ),
+        ("batch", json!(a.batch)),
+        ("pad_bytes", json!(a.pad)),
+        ("probe_after_s", json!(a.probe_after)),
+        ("probe_reply_s", json!(probe.map(|v| round(v, 3)))),
+        ("ready_checks", json!(ready_checks)),
+        ("not_ready", json!(not_ready)),
+        (
             "store_cpu_us_per_turn",
             json!(store_per_turn_us.map(|v| round(v, 1))),
         ),
@@ -1406,7 +1579,9 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
         + wrong
         + strangers
         + load(&c.llm_bad_requests)
-        + load(&c.unknown_routes);
+        + load(&c.unknown_routes)
+        + not_ready
+        + u64::from(a.probe_after.is_some() && probe.is_none());
     if problems > 0 || replies == 0 {
         if let Some(path) = &outcome.log_path {
             println!("service log kept: {}", path.display());
