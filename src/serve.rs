@@ -20,7 +20,7 @@ use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, 
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
 use crate::realestate::reminders::{ReminderSettings, Reminders};
 use crate::realestate::{MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
-use crate::store::{MemoryStore, MongoStore, Store};
+use crate::store::{MemoryStore, MongoPool, MongoStore, Store};
 use crate::telemetry;
 
 #[derive(Debug, Args)]
@@ -35,9 +35,10 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
             telemetry::metrics_handle().run_upkeep();
         }
     });
-    let store = open_store(&config).await?;
+    let pool = open_pool(&config).await?;
+    let store = open_store(pool.as_ref());
     let usage = UsageRecorder::spawn(store.clone());
-    let realestate = open_realestate(&config).await?;
+    let realestate = open_realestate(&config, pool.as_ref()).await?;
     let engine = Arc::new(build_engine(
         &config,
         store.clone(),
@@ -280,18 +281,28 @@ pub fn llm_chain(config: &Config, usage: Option<UsageRecorder>) -> anyhow::Resul
     }))
 }
 
-/// MongoDB when configured (indexes created in the background, retried until the server
-/// answers), else the in-memory store.
-pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+/// The process's one MongoDB client (shared by the conversation store and the agency's data,
+/// so one gate bounds everything the process asks of the database), when `MONGODB_URI` is set.
+pub async fn open_pool(config: &Config) -> anyhow::Result<Option<MongoPool>> {
     let Some(mongo) = &config.mongodb else {
+        return Ok(None);
+    };
+    let pool = MongoPool::connect(mongo, None).await?;
+    tracing::info!(database = %mongo.database, lanes = ?pool.lane_sizes(), "using MongoDB");
+    Ok(Some(pool))
+}
+
+/// MongoDB over `pool` (indexes created in the background, retried until the server
+/// answers), else the in-memory store.
+pub fn open_store(pool: Option<&MongoPool>) -> Arc<dyn Store> {
+    let Some(pool) = pool else {
         tracing::warn!(
             "MONGODB_URI is unset: using the in-memory store; nothing is durable, \
              conversations are lost on restart"
         );
-        return Ok(Arc::new(MemoryStore::new()));
+        return Arc::new(MemoryStore::new());
     };
-    let store = MongoStore::connect(mongo).await?;
-    tracing::info!(database = %mongo.database, "using MongoDB");
+    let store = MongoStore::over(pool.clone());
     let indexer = store.clone();
     tokio::spawn(async move {
         let mut delay = Duration::from_secs(1);
@@ -311,14 +322,17 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
             }
         }
     });
-    Ok(Arc::new(store))
+    Arc::new(store)
 }
 
-/// The business's data: MongoDB when configured (indexes created in the background), else an
+/// The business's data: MongoDB over `pool` (indexes created in the background), else an
 /// in-memory store loaded with the demo data set, so a fresh machine has properties to talk
 /// about (nothing of it is kept).
-pub async fn open_realestate(config: &Config) -> anyhow::Result<Arc<dyn RealEstateStore>> {
-    let Some(mongo) = &config.mongodb else {
+pub async fn open_realestate(
+    config: &Config,
+    pool: Option<&MongoPool>,
+) -> anyhow::Result<Arc<dyn RealEstateStore>> {
+    let Some(pool) = pool else {
         let store = MemoryRealEstate::new();
         let today = chrono::Utc::now()
             .with_timezone(&config.timezone)
@@ -331,7 +345,7 @@ pub async fn open_realestate(config: &Config) -> anyhow::Result<Arc<dyn RealEsta
         );
         return Ok(Arc::new(store));
     };
-    let store = MongoRealEstate::new(MongoStore::connect(mongo).await?.database().clone());
+    let store = MongoRealEstate::new(pool.clone());
     let indexer = store.clone();
     tokio::spawn(async move {
         if let Err(error) = indexer.ensure_indexes().await {

@@ -479,7 +479,7 @@ async fn the_cli_forgets_a_user_on_mongodb() {
         .await
         .unwrap();
     // A business record: kept, and counted in the output.
-    let realestate = zaguan::realestate::MongoRealEstate::new(store.database().clone());
+    let realestate = zaguan::realestate::MongoRealEstate::new(store.pool().clone());
     use zaguan::realestate::RealEstateStore as _;
     realestate
         .upsert_offers(&[zaguan::realestate::Offer {

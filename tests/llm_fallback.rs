@@ -125,7 +125,7 @@ async fn service(
     let config = Config::from_vars(vars).unwrap();
     let app = TestApp::with_store(store.clone());
     let usage = UsageRecorder::spawn(store.clone());
-    let realestate = zaguan::serve::open_realestate(&config).await.unwrap();
+    let realestate = zaguan::serve::open_realestate(&config, None).await.unwrap();
     let engine =
         Arc::new(build_engine(&config, store.clone(), realestate, Some(usage.clone())).unwrap());
     let workers = Workers::spawn(

@@ -744,7 +744,7 @@ async fn metrics_after_a_scripted_conversation() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let app = TestApp::with_store(store.clone());
     let usage = UsageRecorder::spawn(store.clone());
-    let realestate = zaguan::serve::open_realestate(&config).await.unwrap();
+    let realestate = zaguan::serve::open_realestate(&config, None).await.unwrap();
     let engine = Arc::new(
         zaguan::serve::build_engine(&config, store.clone(), realestate, Some(usage.clone()))
             .unwrap(),
@@ -1164,7 +1164,7 @@ async fn logged_turn(level: &str, wa_id: &str, wamid: &str) -> Vec<Value> {
     let config = Config::from_vars(vars).unwrap();
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let app = TestApp::with_store(store.clone());
-    let realestate = zaguan::serve::open_realestate(&config).await.unwrap();
+    let realestate = zaguan::serve::open_realestate(&config, None).await.unwrap();
     let engine =
         Arc::new(zaguan::serve::build_engine(&config, store.clone(), realestate, None).unwrap());
     // No access token: a dry run, the reply only logged.

@@ -638,7 +638,7 @@ realestate_suite!(
 
 /// The real-estate store on the test's database, its indexes created (twice: it is idempotent).
 async fn mongo_store(db: &common::TestMongo) -> MongoRealEstate {
-    let store = MongoRealEstate::new(db.store.database().clone());
+    let store = MongoRealEstate::new(db.store.pool().clone());
     store.ensure_indexes().await.unwrap();
     store.ensure_indexes().await.unwrap();
     store
@@ -751,7 +751,7 @@ async fn a_listing_edited_into_nonsense_is_skipped_not_fatal() {
 #[tokio::test]
 async fn an_unreachable_mongodb_is_reported_as_unavailable() {
     let unreachable = common::unreachable_mongo().await;
-    let store = MongoRealEstate::new(unreachable.database().clone());
+    let store = MongoRealEstate::new(unreachable.pool().clone());
     assert!(matches!(
         store.property("P-1001").await,
         Err(StoreError::Unavailable(_))

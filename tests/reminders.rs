@@ -144,7 +144,7 @@ async fn mongo_reminders_go_out_once_as_text_or_template() {
     let Some(db) = common::TestMongo::new().await else {
         return;
     };
-    let realestate = Arc::new(MongoRealEstate::new(db.store.database().clone()));
+    let realestate = Arc::new(MongoRealEstate::new(db.store.pool().clone()));
     reminders_go_out_once_as_text_or_template(Arc::new(db.store.clone()), realestate).await;
     db.drop().await;
 }

@@ -369,6 +369,7 @@ async fn mongo_store_round_trips_of_one_turn() {
             database: db.store.database().name().to_owned(),
         },
         move |options| {
+            let seen = seen.clone();
             options.command_event_handler = Some(EventHandler::callback(move |event| {
                 if let CommandEvent::Started(started) = event {
                     let collection = started

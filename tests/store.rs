@@ -1052,3 +1052,69 @@ async fn a_status_lands_on_an_outbox_document_written_by_hand() {
     assert_eq!(entry.status, OutboxStatus::Delivered);
     db.drop().await;
 }
+
+/// The wedge of a slow database: a burst of calls far beyond the client's connections while
+/// every answer is slow, then the database is fast again. The client must serve again within
+/// seconds — before the fix, calls that gave up left their places in the driver's wait queue,
+/// which serves one place per event, and every later call waited behind them until it gave up
+/// too: the process never recovered without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_a_slow_database_never_wedges_the_client() {
+    use common::proxy::{Mode, MongoProxy};
+    use std::time::{Duration, Instant};
+
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let upstream = MongoProxy::host_of(&std::env::var("MONGODB_URI").unwrap());
+    let proxy = MongoProxy::start(upstream).await;
+    let store = Arc::new(
+        MongoStore::connect(&zaguan::config::MongoConfig {
+            uri: secrecy::SecretString::from(proxy.uri("")),
+            database: db.store.database().name().to_owned(),
+        })
+        .await
+        .unwrap(),
+    );
+    store.ping().await.unwrap();
+    let missing = WaMessageId::parse("wamid.NOT_THERE").unwrap();
+
+    // Slow answers, and a burst of 600 reads at once.
+    proxy.set(Mode::Slow(Duration::from_millis(300)));
+    let burst: Vec<_> = (0..600)
+        .map(|_| {
+            let (store, missing) = (store.clone(), missing.clone());
+            tokio::spawn(async move { store.inbox_entry(&missing).await })
+        })
+        .collect();
+    let mut unexpected = 0;
+    for call in burst {
+        // Unavailable is allowed while the database is slow; anything else is not.
+        if let Err(StoreError::Unexpected(error)) = call.await.unwrap() {
+            eprintln!("{error:#}");
+            unexpected += 1;
+        }
+    }
+    assert_eq!(unexpected, 0);
+
+    // The database is fast again: within 10 s, calls answer.
+    proxy.set(Mode::Pass);
+    let recovered = Instant::now();
+    loop {
+        let answered = tokio::time::timeout(Duration::from_secs(2), async {
+            store.ping().await?;
+            store.inbox_entry(&missing).await
+        })
+        .await;
+        if let Ok(Ok(None)) = answered {
+            break;
+        }
+        assert!(
+            recovered.elapsed() < Duration::from_secs(10),
+            "the client still does not answer {:?} after the database recovered: {answered:?}",
+            recovered.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    db.drop().await;
+}

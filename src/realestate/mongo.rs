@@ -12,17 +12,16 @@
 //! The only atomic primitive used is the insert of a unique `_id`: FerretDB's conditional updates
 //! and findAndModify are not atomic, so a slot or a reminder is claimed by inserting a document
 //! keyed by it, and a duplicate key means someone else got there first. Like the conversation
-//! store, every call is bounded by a timeout (5 s) so a stalled database answers
-//! [`StoreError::Unavailable`] rather than hanging.
+//! store, every call goes through the process's [`MongoPool`] (its gate, its timeouts), so a
+//! stalled database answers [`StoreError::Unavailable`] rather than hanging.
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use bson::{Bson, Document, doc};
 use chrono::{DateTime, Utc};
 use futures::{StreamExt as _, TryStreamExt as _};
-use mongodb::{Collection, Database, IndexModel};
+use mongodb::IndexModel;
 use serde::de::DeserializeOwned;
 
 use super::model::{
@@ -30,13 +29,8 @@ use super::model::{
 };
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
-use crate::store::{StoreError, StoreResult, bounded, classify};
-
-/// Longest a single driver call may take before the store counts as unavailable.
-const CALL_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// MongoDB's duplicate-key error code.
-const DUPLICATE_KEY: i32 = 11000;
+use crate::store::pool::Find;
+use crate::store::{Lane, MongoPool, StoreError, StoreResult};
 
 /// Upserts of one batch in flight at once: loading a few thousand slots takes seconds, not
 /// minutes, without flooding the connection pool.
@@ -44,13 +38,13 @@ const UPSERT_CONCURRENCY: usize = 8;
 
 #[derive(Clone)]
 pub struct MongoRealEstate {
-    db: Database,
+    pool: MongoPool,
 }
 
 impl MongoRealEstate {
-    /// Uses `db` as it is: the client connects lazily, so this never waits for the server.
-    pub fn new(db: Database) -> Self {
-        Self { db }
+    /// Uses `pool` as it is: the client connects lazily, so this never waits for the server.
+    pub fn new(pool: MongoPool) -> Self {
+        Self { pool }
     }
 
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
@@ -68,19 +62,21 @@ impl MongoRealEstate {
         ];
         for (collection, keys) in indexes {
             let model = IndexModel::builder().keys(keys).build();
-            bounded(self.coll(collection).create_index(model)).await?;
+            let collection = collection.to_owned();
+            self.pool
+                .run(Lane::Work, move |db| async move {
+                    db.collection::<Document>(&collection)
+                        .create_index(model)
+                        .await
+                })
+                .await?;
         }
         Ok(())
-    }
-
-    fn coll(&self, name: &str) -> Collection<Document> {
-        self.db.collection(name)
     }
 
     /// Inserts or replaces each document by `_id`; of two with one `_id` in a batch, the later
     /// wins, as in memory.
     async fn upsert_all(&self, collection: &str, documents: Vec<Document>) -> StoreResult<()> {
-        let collection = self.coll(collection);
         let mut seen = HashSet::new();
         let latest: Vec<Document> = documents
             .into_iter()
@@ -88,7 +84,7 @@ impl MongoRealEstate {
             .filter(|d| seen.insert(d.get("_id").cloned().unwrap_or(Bson::Null).to_string()))
             .collect();
         futures::stream::iter(latest)
-            .map(|document| replace_by_id(&collection, document))
+            .map(|document| replace_by_id(&self.pool, collection, document))
             .buffer_unordered(UPSERT_CONCURRENCY)
             .try_collect()
             .await
@@ -100,7 +96,8 @@ impl MongoRealEstate {
         id: &str,
         read: fn(&Document) -> StoreResult<T>,
     ) -> StoreResult<Option<T>> {
-        bounded(self.coll(collection).find_one(doc! {"_id": id}))
+        self.pool
+            .find_one(Lane::Work, collection, doc! {"_id": id}, Find::default())
             .await?
             .as_ref()
             .map(read)
@@ -116,8 +113,10 @@ impl MongoRealEstate {
         sort: Document,
         read: fn(&Document) -> StoreResult<T>,
     ) -> StoreResult<Vec<T>> {
-        let cursor = bounded(self.coll(collection).find(filter).sort(sort)).await?;
-        let documents: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let documents = self
+            .pool
+            .find(Lane::Work, collection, filter, Find::sorted(sort))
+            .await?;
         Ok(documents
             .iter()
             .filter_map(|document| match read(document) {
@@ -137,29 +136,7 @@ impl MongoRealEstate {
 
     /// Inserts `claim`: `false` when a document with its `_id` already exists.
     async fn insert_claim(&self, collection: &str, claim: Document) -> StoreResult<bool> {
-        match within_timeout(self.coll(collection).insert_one(claim)).await? {
-            Ok(_) => Ok(true),
-            Err(error) if is_duplicate_key(&error) => Ok(false),
-            Err(error) => Err(classify(error)),
-        }
-    }
-}
-
-/// Runs a driver call within [`CALL_TIMEOUT`]; the driver's own error is left to the caller.
-async fn within_timeout<T>(
-    call: impl std::future::IntoFuture<Output = mongodb::error::Result<T>>,
-) -> StoreResult<mongodb::error::Result<T>> {
-    tokio::time::timeout(CALL_TIMEOUT, call.into_future())
-        .await
-        .map_err(|_| StoreError::Unavailable(format!("no answer within {CALL_TIMEOUT:?}")))
-}
-
-fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
-    use mongodb::error::{ErrorKind, WriteFailure};
-    match &*error.kind {
-        ErrorKind::Write(WriteFailure::WriteError(e)) => e.code == DUPLICATE_KEY,
-        ErrorKind::Command(e) => e.code == DUPLICATE_KEY,
-        _ => false,
+        self.pool.insert_unique(Lane::Work, collection, claim).await
     }
 }
 
@@ -167,19 +144,24 @@ fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
 /// concurrent upserts of one `_id` may both try to insert and the loser fail with a duplicate
 /// key (MongoDB retries some of these itself, FerretDB does not); once retried, it replaces the
 /// document the winner created.
-async fn replace_by_id(collection: &Collection<Document>, document: Document) -> StoreResult<()> {
+async fn replace_by_id(pool: &MongoPool, collection: &str, document: Document) -> StoreResult<()> {
     let filter = doc! {"_id": document.get("_id").cloned().unwrap_or(Bson::Null)};
-    let attempt = || {
-        within_timeout(
-            collection
-                .replace_one(filter.clone(), document.clone())
-                .upsert(true),
-        )
-    };
-    match attempt().await? {
-        Err(error) if is_duplicate_key(&error) => attempt().await?.map(drop).map_err(classify),
-        other => other.map(drop).map_err(classify),
+    for attempt in 0..2 {
+        let (name, filter, document) = (collection.to_owned(), filter.clone(), document.clone());
+        let result = pool
+            .run_raw(Lane::Work, move |db| async move {
+                db.collection::<Document>(&name)
+                    .replace_one(filter, document)
+                    .upsert(true)
+                    .await
+            })
+            .await?;
+        match result {
+            Err(error) if attempt == 0 && crate::store::pool::is_duplicate_key(&error) => continue,
+            other => return other.map(drop).map_err(crate::store::pool::classify),
+        }
     }
+    unreachable!("the second attempt returns")
 }
 
 fn date(at: DateTime<Utc>) -> bson::DateTime {
@@ -576,13 +558,15 @@ impl RealEstateStore for MongoRealEstate {
         if slot_ids.is_empty() {
             return Ok(HashSet::new());
         }
-        let cursor = bounded(
-            self.coll("slot_claims")
-                .find(doc! {"_id": {"$in": slot_ids}})
-                .projection(doc! {"_id": 1}),
-        )
-        .await?;
-        let claims: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let claims = self
+            .pool
+            .find(
+                Lane::Work,
+                "slot_claims",
+                doc! {"_id": {"$in": slot_ids}},
+                Find::default().projection(doc! {"_id": 1}),
+            )
+            .await?;
         Ok(claims
             .iter()
             .filter_map(|claim| claim.get_str("_id").ok().map(str::to_owned))
@@ -597,7 +581,15 @@ impl RealEstateStore for MongoRealEstate {
         // Taken — possibly by this very appointment, when an earlier attempt landed but its
         // answer was lost: a retry must not turn the customer's own booking into a conflict.
         // The holder of a claim never changes (it is only ever deleted), so reading it is safe.
-        let holder = bounded(self.coll("slot_claims").find_one(doc! {"_id": slot_id})).await?;
+        let holder = self
+            .pool
+            .find_one(
+                Lane::Work,
+                "slot_claims",
+                doc! {"_id": slot_id},
+                Find::default(),
+            )
+            .await?;
         Ok(holder.is_some_and(|claim| {
             claim
                 .get_str("appointment_id")
@@ -606,16 +598,18 @@ impl RealEstateStore for MongoRealEstate {
     }
 
     async fn release_slot(&self, slot_id: &str, appointment_id: &str) -> StoreResult<()> {
-        bounded(
-            self.coll("slot_claims")
-                .delete_one(doc! {"_id": slot_id, "appointment_id": appointment_id}),
-        )
-        .await
-        .map(drop)
+        self.pool
+            .delete_many(
+                Lane::Work,
+                "slot_claims",
+                doc! {"_id": slot_id, "appointment_id": appointment_id},
+            )
+            .await
+            .map(drop)
     }
 
     async fn save_appointment(&self, appointment: &Appointment) -> StoreResult<()> {
-        replace_by_id(&self.coll("appointments"), appointment_doc(appointment)).await
+        replace_by_id(&self.pool, "appointments", appointment_doc(appointment)).await
     }
 
     async fn appointment(&self, id: &str) -> StoreResult<Option<Appointment>> {
@@ -656,11 +650,15 @@ impl RealEstateStore for MongoRealEstate {
         }
         // For operators reading the appointment; `reminders` is what decides. The claim is
         // taken either way, so a failure here must not make the caller think it is not theirs.
-        let noted = bounded(self.coll("appointments").update_one(
-            doc! {"_id": appointment_id},
-            doc! {"$set": {"reminder_sent_at": date(at)}},
-        ))
-        .await;
+        let noted = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "appointments",
+                doc! {"_id": appointment_id},
+                doc! {"$set": {"reminder_sent_at": date(at)}},
+            )
+            .await;
         if let Err(error) = noted {
             tracing::warn!(appointment_id, error = %error, "reminder_sent_at not recorded");
         }

@@ -7,6 +7,7 @@
 
 mod memory;
 mod mongo;
+pub mod pool;
 mod records;
 
 use async_trait::async_trait;
@@ -14,7 +15,7 @@ use chrono::{DateTime, Utc};
 
 pub use memory::MemoryStore;
 pub use mongo::MongoStore;
-pub(crate) use mongo::{bounded, classify};
+pub use pool::{Lane, MongoPool, Pressure};
 pub use records::*;
 
 use crate::domain::{StatusUpdate, WaId, WaMessageId};

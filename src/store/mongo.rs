@@ -2,8 +2,9 @@
 //! the same wire protocol. Only single-document operations are used, so a replica set or a
 //! sharded cluster scales it without transactions.
 //!
-//! The client connects lazily: the service starts, and `/readyz` says 503, while MongoDB is
-//! down. Every call is bounded by [`CALL_TIMEOUT`] so a stalled database answers 503, not a hang.
+//! Every call goes through the [`MongoPool`]'s gate: the client connects lazily (the service
+//! starts, and `/readyz` says 503, while MongoDB is down), no more calls reach the driver than
+//! it has connections, and a stalled database answers [`StoreError::Unavailable`], not a hang.
 
 use std::time::Duration;
 
@@ -11,20 +12,14 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use bson::{Bson, Document, doc, oid::ObjectId};
 use chrono::{DateTime, Utc};
-use futures::TryStreamExt;
-use mongodb::options::{ClientOptions, IndexOptions};
-use mongodb::{Client, Collection, Database, IndexModel};
-use secrecy::ExposeSecret;
+use mongodb::IndexModel;
+use mongodb::options::IndexOptions;
 
+use super::pool::{Adjust, DUPLICATE_KEY, Find, Lane, MongoPool, classify};
 use super::*;
 use crate::config::MongoConfig;
 use crate::domain::{GraphError, StatusUpdate, WaId, WaMessageId};
 use crate::llm::usage::CallOutcome;
-
-/// Longest a single store call may take before it counts as unavailable.
-const CALL_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long the driver looks for a server before giving up on a call.
-const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Inbox statuses of entries not yet answered.
 const OPEN_INBOX: [&str; 2] = ["pending", "processing"];
@@ -32,41 +27,35 @@ const OPEN_INBOX: [&str; 2] = ["pending", "processing"];
 /// Retries of an insert that lost a race for a unique key.
 const MAX_INSERT_RACES: usize = 5;
 
-/// MongoDB's duplicate-key error code.
-const DUPLICATE_KEY: i32 = 11000;
-
 #[derive(Clone)]
 pub struct MongoStore {
-    db: Database,
+    pool: MongoPool,
 }
 
 impl MongoStore {
     /// Parses the URI and builds the client; does not wait for the server.
     pub async fn connect(config: &MongoConfig) -> anyhow::Result<Self> {
-        Self::connect_with(config, |_| {}).await
+        Ok(Self::over(MongoPool::connect(config, None).await?))
     }
 
     /// [`connect`](Self::connect), letting `adjust` change the client options first (tests
     /// count the commands a turn sends with a command event handler).
     pub async fn connect_with(
         config: &MongoConfig,
-        adjust: impl FnOnce(&mut ClientOptions),
+        adjust: impl Fn(&mut mongodb::options::ClientOptions) + Send + Sync + 'static,
     ) -> anyhow::Result<Self> {
-        let mut options = ClientOptions::parse(config.uri.expose_secret())
-            .await
-            .context("MONGODB_URI could not be parsed")?;
-        adjust(&mut options);
-        options.app_name.get_or_insert_with(|| "zaguan".to_owned());
-        options
-            .server_selection_timeout
-            .get_or_insert(SERVER_SELECTION_TIMEOUT);
-        options
-            .connect_timeout
-            .get_or_insert(SERVER_SELECTION_TIMEOUT);
-        let client = Client::with_options(options).context("MongoDB client options rejected")?;
-        Ok(Self {
-            db: client.database(&config.database),
-        })
+        let adjust: Adjust = std::sync::Arc::new(adjust);
+        Ok(Self::over(MongoPool::connect(config, Some(adjust)).await?))
+    }
+
+    /// The store over a pool the process shares (with the agency's data).
+    pub fn over(pool: MongoPool) -> Self {
+        Self { pool }
+    }
+
+    /// The connections this store uses.
+    pub fn pool(&self) -> &MongoPool {
+        &self.pool
     }
 
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
@@ -90,28 +79,28 @@ impl MongoStore {
         ];
         for (collection, keys, options) in indexes {
             let model = IndexModel::builder().keys(keys).options(options).build();
-            bounded(
-                self.db
-                    .collection::<Document>(collection)
-                    .create_index(model),
-            )
-            .await?;
+            let collection = collection.to_owned();
+            self.pool
+                .run(Lane::Work, move |db| async move {
+                    db.collection::<Document>(&collection)
+                        .create_index(model)
+                        .await
+                })
+                .await?;
         }
         Ok(())
     }
 
     /// The database, for operator tools and tests that read documents as mongosh would.
-    pub fn database(&self) -> &Database {
-        &self.db
+    pub fn database(&self) -> mongodb::Database {
+        self.pool.database()
     }
 
     /// Drops the whole database. For tests, which each use a database of their own.
     pub async fn drop_database(&self) -> StoreResult<()> {
-        bounded(self.db.drop()).await
-    }
-
-    fn coll(&self, name: &str) -> Collection<Document> {
-        self.db.collection(name)
+        self.pool
+            .run(Lane::Work, |db| async move { db.drop().await })
+            .await
     }
 
     /// `lease_owner` / `lease_until` on the conversation, for operators reading it in mongosh.
@@ -128,74 +117,14 @@ impl MongoStore {
             },
             None => doc! {"$unset": {"lease_owner": "", "lease_until": ""}},
         };
-        upsert_one(
-            &self.coll("conversations"),
-            doc! {"_id": wa_id.as_str()},
-            update,
-        )
-        .await
-    }
-}
-
-/// Runs a driver call within [`CALL_TIMEOUT`], sorting its failure into [`StoreError`].
-pub(crate) async fn bounded<T>(
-    call: impl std::future::IntoFuture<Output = mongodb::error::Result<T>>,
-) -> StoreResult<T> {
-    match tokio::time::timeout(CALL_TIMEOUT, call.into_future()).await {
-        Ok(result) => result.map_err(classify),
-        Err(_) => Err(StoreError::Unavailable(format!(
-            "no answer within {CALL_TIMEOUT:?}"
-        ))),
-    }
-}
-
-/// Unavailable (retry later) or unexpected (a bug, bad data).
-pub(crate) fn classify(error: mongodb::error::Error) -> StoreError {
-    use mongodb::error::ErrorKind;
-    let unavailable = matches!(
-        *error.kind,
-        ErrorKind::ServerSelection { .. }
-            | ErrorKind::Io(_)
-            | ErrorKind::ConnectionPoolCleared { .. }
-    ) || error.contains_label("RetryableWriteError")
-        || error.contains_label("SystemOverloadedError");
-    if unavailable {
-        StoreError::Unavailable(error.to_string())
-    } else {
-        StoreError::Unexpected(anyhow::Error::new(error).context("MongoDB call failed"))
-    }
-}
-
-/// Two concurrent upserts of one `_id` may both try to insert; the loser fails with a
-/// duplicate key (MongoDB retries some of these itself, FerretDB does not). Retrying once then
-/// updates the document the winner created.
-async fn upsert_one(
-    collection: &Collection<Document>,
-    filter: Document,
-    update: Document,
-) -> StoreResult<()> {
-    let attempt = || {
-        bounded(
-            collection
-                .update_one(filter.clone(), update.clone())
-                .upsert(true),
-        )
-    };
-    match attempt().await {
-        Err(StoreError::Unexpected(error)) if is_duplicate_key(&error) => attempt().await.map(drop),
-        other => other.map(drop),
-    }
-}
-
-fn is_duplicate_key(error: &anyhow::Error) -> bool {
-    use mongodb::error::{ErrorKind, WriteFailure};
-    let Some(error) = error.downcast_ref::<mongodb::error::Error>() else {
-        return false;
-    };
-    match &*error.kind {
-        ErrorKind::Write(WriteFailure::WriteError(e)) => e.code == DUPLICATE_KEY,
-        ErrorKind::Command(e) => e.code == DUPLICATE_KEY,
-        _ => false,
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                update,
+            )
+            .await
     }
 }
 
@@ -520,7 +449,10 @@ fn outbox_id(id: &OutboxId) -> Bson {
 #[async_trait]
 impl Store for MongoStore {
     async fn ping(&self) -> StoreResult<()> {
-        bounded(self.db.run_command(doc! {"ping": 1}))
+        self.pool
+            .run(Lane::Control, |db| async move {
+                db.run_command(doc! {"ping": 1}).await
+            })
             .await
             .map(drop)
     }
@@ -538,7 +470,9 @@ impl Store for MongoStore {
         if !user_set.is_empty() {
             user_update.insert("$set", user_set);
         }
-        upsert_one(&self.coll("users"), doc! {"_id": key}, user_update).await?;
+        self.pool
+            .upsert_one(Lane::Ingress, "users", doc! {"_id": key}, user_update)
+            .await?;
 
         let mut conversation_set = doc! {"updated_at": seen};
         for (field, value) in [("wa_id", &contact.phone), ("user_id", &contact.user_id)] {
@@ -546,16 +480,18 @@ impl Store for MongoStore {
                 conversation_set.insert(field, value);
             }
         }
-        upsert_one(
-            &self.coll("conversations"),
-            doc! {"_id": key},
-            doc! {
-                "$set": conversation_set,
-                "$max": {"last_inbound_at": seen},
-                "$setOnInsert": {"dialog_state": []},
-            },
-        )
-        .await
+        self.pool
+            .upsert_one(
+                Lane::Ingress,
+                "conversations",
+                doc! {"_id": key},
+                doc! {
+                    "$set": conversation_set,
+                    "$max": {"last_inbound_at": seen},
+                    "$setOnInsert": {"dialog_state": []},
+                },
+            )
+            .await
     }
 
     async fn insert_inbox(&self, messages: &[InboxEntry]) -> StoreResult<InboxInsert> {
@@ -563,15 +499,15 @@ impl Store for MongoStore {
             return Ok(InboxInsert::default());
         }
         let docs: Vec<Document> = messages.iter().map(inbox_doc).collect();
-        let result = tokio::time::timeout(
-            CALL_TIMEOUT,
-            self.coll("inbox")
-                .insert_many(docs)
-                .ordered(false)
-                .into_future(),
-        )
-        .await
-        .map_err(|_| StoreError::Unavailable(format!("no answer within {CALL_TIMEOUT:?}")))?;
+        let result = self
+            .pool
+            .run_raw(Lane::Ingress, move |db| async move {
+                db.collection::<Document>("inbox")
+                    .insert_many(docs)
+                    .ordered(false)
+                    .await
+            })
+            .await?;
         match result {
             Ok(done) => Ok(InboxInsert {
                 inserted: done.inserted_ids.len(),
@@ -596,7 +532,13 @@ impl Store for MongoStore {
     }
 
     async fn inbox_entry(&self, wamid: &WaMessageId) -> StoreResult<Option<InboxEntry>> {
-        bounded(self.coll("inbox").find_one(doc! {"_id": wamid.as_str()}))
+        self.pool
+            .find_one(
+                Lane::Work,
+                "inbox",
+                doc! {"_id": wamid.as_str()},
+                Find::default(),
+            )
             .await?
             .as_ref()
             .map(inbox_entry)
@@ -604,74 +546,79 @@ impl Store for MongoStore {
     }
 
     async fn pending_inbox(&self, limit: usize) -> StoreResult<Vec<InboxEntry>> {
-        let cursor = bounded(
-            self.coll("inbox")
-                .find(doc! {"status": InboxStatus::Pending.as_str()})
-                .sort(doc! {"received_at": 1, "_id": 1})
-                .limit(i64::try_from(limit).unwrap_or(i64::MAX)),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "inbox",
+                doc! {"status": InboxStatus::Pending.as_str()},
+                Find::sorted(doc! {"received_at": 1, "_id": 1}).limit(limit),
+            )
+            .await?;
         docs.iter().map(inbox_entry).collect()
     }
 
     async fn record_rejected(&self, rejected: &RejectedEntry) -> StoreResult<()> {
-        bounded(self.coll("webhook_rejects").insert_one(doc! {
-            "what": &rejected.what,
-            "reason": &rejected.reason,
-            "raw": &rejected.raw,
-            "at": date(rejected.at),
-        }))
-        .await
-        .map(drop)
+        self.pool
+            .insert_one(
+                Lane::Ingress,
+                "webhook_rejects",
+                doc! {
+                    "what": &rejected.what,
+                    "reason": &rejected.reason,
+                    "raw": &rejected.raw,
+                    "at": date(rejected.at),
+                },
+            )
+            .await
     }
 
     async fn insert_llm_calls(&self, calls: &[LlmCall]) -> StoreResult<()> {
         if calls.is_empty() {
             return Ok(());
         }
-        let docs = calls.iter().map(|call| {
-            let mut doc = doc! {
-                "agent": &call.agent,
-                "provider": &call.provider,
-                "model": &call.model,
-                "outcome": call.outcome.as_str(),
-                "input_tokens": i64::try_from(call.input_tokens).unwrap_or(i64::MAX),
-                "output_tokens": i64::try_from(call.output_tokens).unwrap_or(i64::MAX),
-                "latency_ms": i64::try_from(call.latency.as_millis()).unwrap_or(i64::MAX),
-                "at": date(call.at),
-            };
-            if let Some(conversation) = &call.conversation {
-                doc.insert("wa_id", conversation);
-            }
-            if let Some(error) = &call.error {
-                doc.insert("error", error);
-            }
-            doc
-        });
-        bounded(self.coll("llm_calls").insert_many(docs))
-            .await
-            .map(drop)
+        let docs = calls
+            .iter()
+            .map(|call| {
+                let mut doc = doc! {
+                    "agent": &call.agent,
+                    "provider": &call.provider,
+                    "model": &call.model,
+                    "outcome": call.outcome.as_str(),
+                    "input_tokens": i64::try_from(call.input_tokens).unwrap_or(i64::MAX),
+                    "output_tokens": i64::try_from(call.output_tokens).unwrap_or(i64::MAX),
+                    "latency_ms": i64::try_from(call.latency.as_millis()).unwrap_or(i64::MAX),
+                    "at": date(call.at),
+                };
+                if let Some(conversation) = &call.conversation {
+                    doc.insert("wa_id", conversation);
+                }
+                if let Some(error) = &call.error {
+                    doc.insert("error", error);
+                }
+                doc
+            })
+            .collect();
+        self.pool.insert_many(Lane::Work, "llm_calls", docs).await
     }
 
     async fn llm_calls(&self, conversation: &str, limit: usize) -> StoreResult<Vec<LlmCall>> {
-        let cursor = bounded(
-            self.coll("llm_calls")
-                .find(doc! {"wa_id": conversation})
-                .sort(doc! {"at": -1, "_id": -1})
-                .limit(i64::try_from(limit).unwrap_or(i64::MAX)),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "llm_calls",
+                doc! {"wa_id": conversation},
+                Find::sorted(doc! {"at": -1, "_id": -1}).limit(limit),
+            )
+            .await?;
         docs.iter().rev().map(llm_call).collect()
     }
 
     async fn forget(&self, wa_id: &WaId) -> StoreResult<ForgetCounts> {
         let key = wa_id.as_str();
-        let delete = |collection: &'static str, filter: Document| async move {
-            bounded(self.coll(collection).delete_many(filter))
-                .await
-                .map(|result| result.deleted_count)
+        let delete = |collection: &'static str, filter: Document| {
+            self.pool.delete_many(Lane::Work, collection, filter)
         };
         // The inbox first: no worker starts a turn for a conversation with nothing open.
         let inbox = delete("inbox", doc! {"wa_id": key}).await?;
@@ -697,13 +644,15 @@ impl Store for MongoStore {
     async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64> {
         // Summed here rather than by `$group`: a day's calls of one conversation are few, and
         // every MongoDB-compatible server answers a plain find.
-        let cursor = bounded(
-            self.coll("llm_calls")
-                .find(doc! {"wa_id": conversation, "at": {"$gte": date(since)}})
-                .projection(doc! {"_id": 0, "input_tokens": 1, "output_tokens": 1}),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "llm_calls",
+                doc! {"wa_id": conversation, "at": {"$gte": date(since)}},
+                Find::default().projection(doc! {"_id": 0, "input_tokens": 1, "output_tokens": 1}),
+            )
+            .await?;
         Ok(docs
             .iter()
             .map(|d| {
@@ -716,14 +665,15 @@ impl Store for MongoStore {
     }
 
     async fn rejected(&self, limit: usize) -> StoreResult<Vec<RejectedEntry>> {
-        let cursor = bounded(
-            self.coll("webhook_rejects")
-                .find(doc! {})
-                .sort(doc! {"_id": -1})
-                .limit(i64::try_from(limit).unwrap_or(i64::MAX)),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "webhook_rejects",
+                doc! {},
+                Find::sorted(doc! {"_id": -1}).limit(limit),
+            )
+            .await?;
         Ok(docs
             .iter()
             .rev()
@@ -740,7 +690,15 @@ impl Store for MongoStore {
     }
 
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>> {
-        let Some(doc) = bounded(self.coll("users").find_one(doc! {"_id": wa_id.as_str()})).await?
+        let Some(doc) = self
+            .pool
+            .find_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": wa_id.as_str()},
+                Find::default(),
+            )
+            .await?
         else {
             return Ok(None);
         };
@@ -755,23 +713,28 @@ impl Store for MongoStore {
     }
 
     async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
-        upsert_one(
-            &self.coll("users"),
-            doc! {"_id": wa_id.as_str()},
-            doc! {"$set": {"role": role.as_str()}},
-        )
-        .await
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": wa_id.as_str()},
+                doc! {"$set": {"role": role.as_str()}},
+            )
+            .await
     }
 
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>> {
-        bounded(
-            self.coll("conversations")
-                .find_one(doc! {"_id": wa_id.as_str()}),
-        )
-        .await?
-        .as_ref()
-        .map(conversation)
-        .transpose()
+        self.pool
+            .find_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                Find::default(),
+            )
+            .await?
+            .as_ref()
+            .map(conversation)
+            .transpose()
     }
 
     async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage> {
@@ -779,63 +742,67 @@ impl Store for MongoStore {
         // lets exactly one writer have each number. (A read-modify-write counter is not atomic
         // on every MongoDB-compatible server; a unique insert is.)
         for _ in 0..MAX_INSERT_RACES {
-            let last = bounded(
-                self.coll("messages")
-                    .find_one(doc! {"wa_id": message.wa_id.as_str()})
-                    .projection(doc! {"seq": 1})
-                    .sort(doc! {"seq": -1}),
-            )
-            .await?;
+            let last = self
+                .pool
+                .find_one(
+                    Lane::Work,
+                    "messages",
+                    doc! {"wa_id": message.wa_id.as_str()},
+                    Find::sorted(doc! {"seq": -1}).projection(doc! {"seq": 1}),
+                )
+                .await?;
             let seq = last.and_then(|d| Fields(&d).int("seq")).unwrap_or(0) + 1;
-            match bounded(
-                self.coll("messages")
-                    .insert_one(message_doc(seq, &message)?),
-            )
-            .await
+            if self
+                .pool
+                .insert_unique(Lane::Work, "messages", message_doc(seq, &message)?)
+                .await?
             {
-                Ok(_) => return Ok(StoredMessage { seq, message }),
-                Err(StoreError::Unexpected(error)) if is_duplicate_key(&error) => continue,
-                Err(error) => return Err(error),
+                return Ok(StoredMessage { seq, message });
             }
         }
         Err(anyhow::anyhow!("{MAX_INSERT_RACES} concurrent writers took every next seq").into())
     }
 
     async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>> {
-        let cursor = bounded(
-            self.coll("messages")
-                .find(doc! {"wa_id": wa_id.as_str()})
-                .sort(doc! {"seq": -1})
-                .limit(i64::try_from(limit).unwrap_or(i64::MAX)),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "messages",
+                doc! {"wa_id": wa_id.as_str()},
+                Find::sorted(doc! {"seq": -1}).limit(limit),
+            )
+            .await?;
         docs.iter().rev().map(stored_message).collect()
     }
 
     async fn open_inbox(&self, wa_id: &WaId) -> StoreResult<Vec<InboxEntry>> {
-        let cursor = bounded(
-            self.coll("inbox")
-                .find(doc! {"wa_id": wa_id.as_str(), "status": {"$in": &OPEN_INBOX[..]}})
-                .sort(doc! {"received_at": 1, "_id": 1}),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "inbox",
+                doc! {"wa_id": wa_id.as_str(), "status": {"$in": &OPEN_INBOX[..]}},
+                Find::sorted(doc! {"received_at": 1, "_id": 1}),
+            )
+            .await?;
         docs.iter().map(inbox_entry).collect()
     }
 
     async fn conversations_with_open_inbox(&self, limit: usize) -> StoreResult<Vec<WaId>> {
         // Oldest open entries first; several may belong to one conversation, so read a few
         // times `limit` and keep the first occurrence of each.
-        let cursor = bounded(
-            self.coll("inbox")
-                .find(doc! {"status": {"$in": &OPEN_INBOX[..]}})
-                .projection(doc! {"wa_id": 1})
-                .sort(doc! {"received_at": 1, "_id": 1})
-                .limit(i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX)),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "inbox",
+                doc! {"status": {"$in": &OPEN_INBOX[..]}},
+                Find::sorted(doc! {"received_at": 1, "_id": 1})
+                    .projection(doc! {"wa_id": 1})
+                    .limit(limit.saturating_mul(4)),
+            )
+            .await?;
         let keys = docs
             .iter()
             .map(|doc| Fields(doc).wa_id("wa_id"))
@@ -853,22 +820,23 @@ impl Store for MongoStore {
         if status == InboxStatus::Processing {
             update.insert("$inc", doc! {"attempts": 1_i64});
         }
-        bounded(
-            self.coll("inbox")
-                .update_many(doc! {"_id": {"$in": ids}}, update),
-        )
-        .await
-        .map(drop)
+        self.pool
+            .update_many(Lane::Work, "inbox", doc! {"_id": {"$in": ids}}, update)
+            .await
+            .map(drop)
     }
 
     async fn refund_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()> {
         let ids: Vec<&str> = wamids.iter().map(|w| w.as_str()).collect();
-        bounded(self.coll("inbox").update_many(
-            doc! {"_id": {"$in": ids}, "attempts": {"$gt": 0}},
-            doc! {"$inc": {"attempts": -1_i64}},
-        ))
-        .await
-        .map(drop)
+        self.pool
+            .update_many(
+                Lane::Work,
+                "inbox",
+                doc! {"_id": {"$in": ids}, "attempts": {"$gt": 0}},
+                doc! {"$inc": {"attempts": -1_i64}},
+            )
+            .await
+            .map(drop)
     }
 
     async fn claim_conversation(
@@ -882,13 +850,15 @@ impl Store for MongoStore {
         // Taking over (free, released or expired) is inserting generation n + 1: the unique
         // `_id` makes exactly one claimant win, on MongoDB and on servers whose conditional
         // updates are not atomic. Renewing touches only the holder's own document.
-        let leases = self.coll("leases");
-        let current = bounded(
-            leases
-                .find_one(doc! {"wa_id": wa_id.as_str()})
-                .sort(doc! {"generation": -1}),
-        )
-        .await?;
+        let current = self
+            .pool
+            .find_one(
+                Lane::Work,
+                "leases",
+                doc! {"wa_id": wa_id.as_str()},
+                Find::sorted(doc! {"generation": -1}),
+            )
+            .await?;
         let generation = match &current {
             Some(lease) => {
                 let f = Fields(lease);
@@ -896,11 +866,14 @@ impl Store for MongoStore {
                 let expired = f.date("until").is_none_or(|until| until <= now);
                 let released = lease.get_bool("released").unwrap_or(false);
                 if holder == owner && !released && !expired {
-                    bounded(leases.update_one(
-                        doc! {"_id": lease.get("_id").cloned().unwrap_or(Bson::Null)},
-                        doc! {"$set": {"until": date(until)}},
-                    ))
-                    .await?;
+                    self.pool
+                        .update_one(
+                            Lane::Work,
+                            "leases",
+                            doc! {"_id": lease.get("_id").cloned().unwrap_or(Bson::Null)},
+                            doc! {"$set": {"until": date(until)}},
+                        )
+                        .await?;
                     self.mirror_lease(wa_id, Some((owner, until))).await?;
                     return Ok(true);
                 }
@@ -919,26 +892,30 @@ impl Store for MongoStore {
             "until": date(until),
             "released": false,
         };
-        match bounded(leases.insert_one(claim)).await {
-            Ok(_) => {}
-            Err(StoreError::Unexpected(error)) if is_duplicate_key(&error) => return Ok(false),
-            Err(error) => return Err(error),
+        if !self.pool.insert_unique(Lane::Work, "leases", claim).await? {
+            return Ok(false);
         }
         // Older generations are history; dropping them keeps the collection small.
-        bounded(
-            leases.delete_many(doc! {"wa_id": wa_id.as_str(), "generation": {"$lt": generation}}),
-        )
-        .await?;
+        self.pool
+            .delete_many(
+                Lane::Work,
+                "leases",
+                doc! {"wa_id": wa_id.as_str(), "generation": {"$lt": generation}},
+            )
+            .await?;
         self.mirror_lease(wa_id, Some((owner, until))).await?;
         Ok(true)
     }
 
     async fn release_conversation(&self, wa_id: &WaId, owner: &str) -> StoreResult<()> {
-        bounded(self.coll("leases").update_many(
-            doc! {"wa_id": wa_id.as_str(), "owner": owner, "released": false},
-            doc! {"$set": {"released": true}},
-        ))
-        .await?;
+        self.pool
+            .update_many(
+                Lane::Work,
+                "leases",
+                doc! {"wa_id": wa_id.as_str(), "owner": owner, "released": false},
+                doc! {"$set": {"released": true}},
+            )
+            .await?;
         self.mirror_lease(wa_id, None).await
     }
 
@@ -948,30 +925,46 @@ impl Store for MongoStore {
         dialog_state: &[String],
         at: DateTime<Utc>,
     ) -> StoreResult<()> {
-        upsert_one(
-            &self.coll("conversations"),
-            doc! {"_id": wa_id.as_str()},
-            doc! {"$set": {
-                "dialog_state": dialog_state,
-                "state_entered_at": date(at),
-                "updated_at": date(at),
-            }},
-        )
-        .await
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                doc! {"$set": {
+                    "dialog_state": dialog_state,
+                    "state_entered_at": date(at),
+                    "updated_at": date(at),
+                }},
+            )
+            .await
     }
 
     async fn inbox_backlog(&self) -> StoreResult<InboxBacklog> {
-        let inbox = self.coll("inbox");
-        let open =
-            bounded(inbox.count_documents(doc! {"status": {"$in": &OPEN_INBOX[..]}})).await?;
-        let failed =
-            bounded(inbox.count_documents(doc! {"status": InboxStatus::Failed.as_str()})).await?;
-        let oldest = bounded(
-            inbox
-                .find_one(doc! {"status": {"$in": &OPEN_INBOX[..]}})
-                .sort(doc! {"received_at": 1}),
-        )
-        .await?;
+        let open = self
+            .pool
+            .count(
+                Lane::Work,
+                "inbox",
+                doc! {"status": {"$in": &OPEN_INBOX[..]}},
+            )
+            .await?;
+        let failed = self
+            .pool
+            .count(
+                Lane::Work,
+                "inbox",
+                doc! {"status": InboxStatus::Failed.as_str()},
+            )
+            .await?;
+        let oldest = self
+            .pool
+            .find_one(
+                Lane::Work,
+                "inbox",
+                doc! {"status": {"$in": &OPEN_INBOX[..]}},
+                Find::sorted(doc! {"received_at": 1}),
+            )
+            .await?;
         Ok(InboxBacklog {
             open,
             oldest_received_at: oldest.as_ref().and_then(|d| Fields(d).date("received_at")),
@@ -980,11 +973,13 @@ impl Store for MongoStore {
     }
 
     async fn active_leases(&self, now: DateTime<Utc>) -> StoreResult<u64> {
-        bounded(
-            self.coll("conversations")
-                .count_documents(doc! {"lease_until": {"$gt": date(now)}}),
-        )
-        .await
+        self.pool
+            .count(
+                Lane::Work,
+                "conversations",
+                doc! {"lease_until": {"$gt": date(now)}},
+            )
+            .await
     }
 
     async fn list_conversations(
@@ -1004,8 +999,10 @@ impl Store for MongoStore {
             }
             None => {}
         }
-        let cursor = bounded(self.coll("conversations").find(filter)).await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let docs = self
+            .pool
+            .find(Lane::Work, "conversations", filter, Find::default())
+            .await?;
         let conversations = docs
             .iter()
             .filter_map(|doc| {
@@ -1023,20 +1020,24 @@ impl Store for MongoStore {
         by: &str,
         at: DateTime<Utc>,
     ) -> StoreResult<bool> {
-        let result = bounded(self.coll("conversations").update_one(
-            doc! {"_id": wa_id.as_str()},
-            doc! {
-                "$set": {
-                    "dialog_state": Bson::Array(Vec::new()),
-                    "state_entered_at": date(at),
-                    "updated_at": date(at),
-                    "reset_by": by,
-                    "reset_at": date(at),
+        let result = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                doc! {
+                    "$set": {
+                        "dialog_state": Bson::Array(Vec::new()),
+                        "state_entered_at": date(at),
+                        "updated_at": date(at),
+                        "reset_by": by,
+                        "reset_at": date(at),
+                    },
+                    "$unset": {"pending_action": ""},
                 },
-                "$unset": {"pending_action": ""},
-            },
-        ))
-        .await?;
+            )
+            .await?;
         Ok(result.matched_count > 0)
     }
 
@@ -1046,26 +1047,33 @@ impl Store for MongoStore {
         now: DateTime<Utc>,
         alive_since: DateTime<Utc>,
     ) -> StoreResult<u64> {
-        let instances = self.coll("instances");
-        upsert_one(
-            &instances,
-            doc! {"_id": owner},
-            doc! {"$set": {"seen_at": date(now)}},
-        )
-        .await?;
-        bounded(instances.count_documents(doc! {"seen_at": {"$gte": date(alive_since)}})).await
+        self.pool
+            .upsert_one(
+                Lane::Control,
+                "instances",
+                doc! {"_id": owner},
+                doc! {"$set": {"seen_at": date(now)}},
+            )
+            .await?;
+        self.pool
+            .count(
+                Lane::Control,
+                "instances",
+                doc! {"seen_at": {"$gte": date(alive_since)}},
+            )
+            .await
     }
 
     async fn instance_left(&self, owner: &str) -> StoreResult<()> {
-        bounded(self.coll("instances").delete_one(doc! {"_id": owner})).await?;
-        Ok(())
+        self.pool
+            .delete_many(Lane::Control, "instances", doc! {"_id": owner})
+            .await
+            .map(drop)
     }
 
     async fn purge(&self, before: &PurgeBefore) -> StoreResult<PurgeCounts> {
-        let delete = |collection: &'static str, filter: Document| async move {
-            bounded(self.coll(collection).delete_many(filter))
-                .await
-                .map(|result| result.deleted_count)
+        let delete = |collection: &'static str, filter: Document| {
+            self.pool.delete_many(Lane::Work, collection, filter)
         };
         let mut counts = PurgeCounts::default();
         if let Some(at) = before.inbox {
@@ -1120,31 +1128,43 @@ impl Store for MongoStore {
             },
             None => doc! {"$unset": {"handoff": ""}},
         };
-        let result = bounded(
-            self.coll("conversations")
-                .update_one(doc! {"_id": wa_id.as_str()}, update),
-        )
-        .await?;
+        let result = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                update,
+            )
+            .await?;
         Ok(result.matched_count > 0)
     }
 
     async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()> {
         let requested = doc! {"at": date(request.at), "reason": &request.reason};
-        upsert_one(
-            &self.coll("conversations"),
-            doc! {"_id": wa_id.as_str()},
-            doc! {"$set": {"handoff_requested": requested}},
-        )
-        .await
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                doc! {
+                    "$set": {"handoff_requested": requested},
+                    "$setOnInsert": {"dialog_state": []},
+                },
+            )
+            .await
     }
 
     async fn latest_inbox(&self, wa_id: &WaId) -> StoreResult<Option<InboxEntry>> {
-        let found = bounded(
-            self.coll("inbox")
-                .find_one(doc! {"wa_id": wa_id.as_str()})
-                .sort(doc! {"received_at": -1, "_id": -1}),
-        )
-        .await?;
+        let found = self
+            .pool
+            .find_one(
+                Lane::Work,
+                "inbox",
+                doc! {"wa_id": wa_id.as_str()},
+                Find::sorted(doc! {"received_at": -1, "_id": -1}),
+            )
+            .await?;
         found.as_ref().map(inbox_entry).transpose()
     }
 
@@ -1154,21 +1174,26 @@ impl Store for MongoStore {
         action: Option<&PendingAction>,
     ) -> StoreResult<()> {
         let update = match action {
-            Some(action) => doc! {"$set": {"pending_action": {
-                "tool": &action.tool,
-                "args": bson::to_bson(&action.args).context("tool arguments to BSON")?,
-                "summary": &action.summary,
-                "agent": &action.agent,
-                "created_at": date(action.created_at),
-            }}},
+            Some(action) => doc! {
+                "$set": {"pending_action": {
+                    "tool": &action.tool,
+                    "args": bson::to_bson(&action.args).context("tool arguments to BSON")?,
+                    "summary": &action.summary,
+                    "agent": &action.agent,
+                    "created_at": date(action.created_at),
+                }},
+                "$setOnInsert": {"dialog_state": []},
+            },
             None => doc! {"$unset": {"pending_action": ""}},
         };
-        upsert_one(
-            &self.coll("conversations"),
-            doc! {"_id": wa_id.as_str()},
-            update,
-        )
-        .await
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                update,
+            )
+            .await
     }
 
     async fn set_conversation_location(
@@ -1176,24 +1201,31 @@ impl Store for MongoStore {
         wa_id: &WaId,
         location: crate::realestate::GeoPoint,
     ) -> StoreResult<()> {
-        upsert_one(
-            &self.coll("conversations"),
-            doc! {"_id": wa_id.as_str()},
-            doc! {"$set": {"location": {
-                "type": "Point",
-                "coordinates": [location.lon, location.lat],
-            }}},
-        )
-        .await
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                doc! {
+                    "$set": {"location": {
+                        "type": "Point",
+                        "coordinates": [location.lon, location.lat],
+                    }},
+                    "$setOnInsert": {"dialog_state": []},
+                },
+            )
+            .await
     }
 
     async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()> {
-        upsert_one(
-            &self.coll("conversations"),
-            doc! {"_id": wa_id.as_str()},
-            doc! {"$set": {"lang": lang}},
-        )
-        .await
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                doc! {"$set": {"lang": lang}, "$setOnInsert": {"dialog_state": []}},
+            )
+            .await
     }
 
     async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
@@ -1201,28 +1233,32 @@ impl Store for MongoStore {
             return Ok(Vec::new());
         }
         let ids: Vec<ObjectId> = entries.iter().map(|_| ObjectId::new()).collect();
-        let docs = entries.iter().zip(&ids).map(|(entry, id)| {
-            doc! {
-                "_id": id,
-                "wa_id": entry.wa_id.as_str(),
-                "in_reply_to": entry.in_reply_to.as_ref().map(|w| w.as_str()),
-                "phone_number_id": opt_str(&entry.phone_number_id),
-                "body": &entry.body,
-                "buttons": &entry.buttons,
-                "template": entry.template.as_ref().map(|t| doc! {
-                    "name": &t.name,
-                    "language": &t.language,
-                    "parameters": &t.parameters,
-                }),
-                "part": i64::from(entry.part),
-                "parts": i64::from(entry.parts),
-                "status": OutboxStatus::Queued.as_str(),
-                "attempts": 0_i64,
-                "at": date(entry.at),
-            }
-        });
+        let docs = entries
+            .iter()
+            .zip(&ids)
+            .map(|(entry, id)| {
+                doc! {
+                    "_id": id,
+                    "wa_id": entry.wa_id.as_str(),
+                    "in_reply_to": entry.in_reply_to.as_ref().map(|w| w.as_str()),
+                    "phone_number_id": opt_str(&entry.phone_number_id),
+                    "body": &entry.body,
+                    "buttons": &entry.buttons,
+                    "template": entry.template.as_ref().map(|t| doc! {
+                        "name": &t.name,
+                        "language": &t.language,
+                        "parameters": &t.parameters,
+                    }),
+                    "part": i64::from(entry.part),
+                    "parts": i64::from(entry.parts),
+                    "status": OutboxStatus::Queued.as_str(),
+                    "attempts": 0_i64,
+                    "at": date(entry.at),
+                }
+            })
+            .collect();
         // One ordered write: the parts of a reply are queued together.
-        bounded(self.coll("outbox").insert_many(docs)).await?;
+        self.pool.insert_many(Lane::Work, "outbox", docs).await?;
         Ok(ids.iter().map(|id| OutboxId(id.to_hex())).collect())
     }
 
@@ -1244,11 +1280,15 @@ impl Store for MongoStore {
             OutboxUpdate::Sent { wamid } => {
                 // The id first, unconditionally; the status only if no webhook status beat us.
                 let wamid = wamid.as_ref().map(|w| w.as_str());
-                let result = bounded(self.coll("outbox").update_one(
-                    filter.clone(),
-                    doc! {"$set": {"wamid": wamid, "next_attempt_at": Bson::Null}},
-                ))
-                .await?;
+                let result = self
+                    .pool
+                    .update_one(
+                        Lane::Work,
+                        "outbox",
+                        filter.clone(),
+                        doc! {"$set": {"wamid": wamid, "next_attempt_at": Bson::Null}},
+                    )
+                    .await?;
                 if result.matched_count == 0 {
                     return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
                 }
@@ -1275,9 +1315,12 @@ impl Store for MongoStore {
         };
         let mut conditional = filter.clone();
         conditional.extend(condition);
-        let result = bounded(self.coll("outbox").update_one(conditional, change)).await?;
+        let result = self
+            .pool
+            .update_one(Lane::Work, "outbox", conditional, change)
+            .await?;
         if result.matched_count == 0 && !matches!(update, OutboxUpdate::Sent { .. }) {
-            let exists = bounded(self.coll("outbox").count_documents(filter)).await?;
+            let exists = self.pool.count(Lane::Work, "outbox", filter).await?;
             if exists == 0 {
                 return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
             }
@@ -1286,16 +1329,18 @@ impl Store for MongoStore {
     }
 
     async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>> {
-        let cursor = bounded(
-            self.coll("outbox")
-                .find(doc! {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "outbox",
+                doc! {
                     "wa_id": wa_id.as_str(),
                     "status": {"$in": statuses(&[OutboxStatus::Queued, OutboxStatus::Sending])},
-                })
-                .sort(doc! {"at": 1, "part": 1, "_id": 1}),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+                },
+                Find::sorted(doc! {"at": 1, "part": 1, "_id": 1}),
+            )
+            .await?;
         docs.iter().map(outbox_entry).collect()
     }
 
@@ -1304,21 +1349,23 @@ impl Store for MongoStore {
         now: DateTime<Utc>,
         limit: usize,
     ) -> StoreResult<Vec<WaId>> {
-        let cursor = bounded(
-            self.coll("outbox")
-                .find(doc! {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "outbox",
+                doc! {
                     "status": {"$in": statuses(&[OutboxStatus::Queued, OutboxStatus::Sending])},
                     "$or": [
                         {"next_attempt_at": Bson::Null},
                         {"next_attempt_at": {"$lte": date(now)}},
                     ],
-                })
-                .projection(doc! {"wa_id": 1})
-                .sort(doc! {"at": 1, "_id": 1})
-                .limit(i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX)),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+                },
+                Find::sorted(doc! {"at": 1, "_id": 1})
+                    .projection(doc! {"wa_id": 1})
+                    .limit(limit.saturating_mul(4)),
+            )
+            .await?;
         let keys = docs
             .iter()
             .map(|doc| Fields(doc).wa_id("wa_id"))
@@ -1327,7 +1374,13 @@ impl Store for MongoStore {
     }
 
     async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {
-        bounded(self.coll("outbox").find_one(doc! {"wamid": wamid.as_str()}))
+        self.pool
+            .find_one(
+                Lane::Work,
+                "outbox",
+                doc! {"wamid": wamid.as_str()},
+                Find::default(),
+            )
             .await?
             .as_ref()
             .map(outbox_entry)
@@ -1335,13 +1388,15 @@ impl Store for MongoStore {
     }
 
     async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>> {
-        let cursor = bounded(
-            self.coll("outbox")
-                .find(doc! {"in_reply_to": wamid.as_str()})
-                .sort(doc! {"_id": 1}),
-        )
-        .await?;
-        let docs: Vec<Document> = bounded(cursor.try_collect()).await?;
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "outbox",
+                doc! {"in_reply_to": wamid.as_str()},
+                Find::sorted(doc! {"_id": 1}),
+            )
+            .await?;
         docs.iter().map(outbox_entry).collect()
     }
 
@@ -1358,18 +1413,22 @@ impl Store for MongoStore {
                 bson::to_bson(error).context("Graph error to BSON")?,
             );
         }
-        let result = bounded(self.coll("outbox").update_one(
-            doc! {
-                "wamid": update.wamid.as_str(),
-                // A document written by hand without a status counts as queued.
-                "$or": [
-                    {"status": {"$in": statuses(status.replaces())}},
-                    {"status": {"$exists": false}},
-                ],
-            },
-            doc! {"$set": set.clone()},
-        ))
-        .await?;
+        let result = self
+            .pool
+            .update_one(
+                Lane::Ingress,
+                "outbox",
+                doc! {
+                    "wamid": update.wamid.as_str(),
+                    // A document written by hand without a status counts as queued.
+                    "$or": [
+                        {"status": {"$in": statuses(status.replaces())}},
+                        {"status": {"$exists": false}},
+                    ],
+                },
+                doc! {"$set": set.clone()},
+            )
+            .await?;
         if result.matched_count > 0 {
             return Ok(StatusOutcome::Applied);
         }
@@ -1382,26 +1441,33 @@ impl Store for MongoStore {
         {
             set.insert("wamid", update.wamid.as_str());
             set.insert("next_attempt_at", Bson::Null);
-            let result = bounded(self.coll("outbox").update_one(
-                doc! {
-                    "_id": oid,
-                    "wamid": Bson::Null,
-                    "status": {"$in": statuses(status.replaces())},
-                },
-                doc! {"$set": set},
-            ))
-            .await?;
+            let result = self
+                .pool
+                .update_one(
+                    Lane::Ingress,
+                    "outbox",
+                    doc! {
+                        "_id": oid,
+                        "wamid": Bson::Null,
+                        "status": {"$in": statuses(status.replaces())},
+                    },
+                    doc! {"$set": set},
+                )
+                .await?;
             if result.matched_count > 0 {
                 return Ok(StatusOutcome::Reconciled);
             }
         }
-        let known = bounded(
-            self.coll("outbox")
-                .count_documents(doc! {"wamid": update.wamid.as_str()})
-                .limit(1),
-        )
-        .await?;
-        Ok(if known > 0 {
+        let known = self
+            .pool
+            .find_one(
+                Lane::Ingress,
+                "outbox",
+                doc! {"wamid": update.wamid.as_str()},
+                Find::default().projection(doc! {"_id": 1}),
+            )
+            .await?;
+        Ok(if known.is_some() {
             StatusOutcome::Stale
         } else {
             StatusOutcome::Unknown

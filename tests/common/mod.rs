@@ -6,6 +6,7 @@
 )]
 
 pub mod graph;
+pub mod proxy;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use crate::config::Config;
 use crate::domain::{WaId, WaMessageId};
 use crate::llm::UsageRecorder;
-use crate::serve::{build_engine, open_realestate, open_store};
+use crate::serve::{build_engine, open_pool, open_realestate, open_store};
 use crate::store::{InboxEntry, InboxStatus, Role, Store};
 
 #[derive(Debug, Args)]
@@ -27,13 +27,14 @@ pub struct ChatArgs {
 
 pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
     let wa_id = WaId::parse(&args.wa_id).map_err(|e| anyhow::anyhow!("--wa-id: {e}"))?;
-    let store = open_store(&config).await?;
+    let pool = open_pool(&config).await?;
+    let store = open_store(pool.as_ref());
     store
         .set_user_role(&wa_id, Role::parse(&args.role))
         .await
         .context("cannot record the role")?;
     let usage = UsageRecorder::spawn(store.clone());
-    let realestate = open_realestate(&config).await?;
+    let realestate = open_realestate(&config, pool.as_ref()).await?;
     let engine = build_engine(&config, store.clone(), realestate, Some(usage.clone()))?;
 
     let mut lines = BufReader::new(tokio::io::stdin()).lines();

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::admin::api::{self, ListParams};
 use crate::config::Config;
-use crate::serve::open_store;
+use crate::serve::{open_pool, open_store};
 
 #[derive(Debug, Args)]
 pub struct ConversationsArgs {
@@ -76,7 +76,7 @@ pub enum ConversationsCommand {
 }
 
 pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> {
-    let store = open_store(&config).await?;
+    let store = open_store(open_pool(&config).await?.as_ref());
     let store = store.as_ref();
     let value = match &args.command {
         ConversationsCommand::List {

@@ -8,7 +8,7 @@ use chrono::Utc;
 
 use crate::config::Config;
 use crate::realestate::demo::{self, DEMO_CUSTOMERS, DemoSet, SeedCounts};
-use crate::serve::open_realestate;
+use crate::serve::{open_pool, open_realestate};
 
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
@@ -33,7 +33,8 @@ async fn seed(config: &Config) -> anyhow::Result<()> {
         Some(mongo) => format!("MongoDB {}", mongo.database),
         None => "in-memory store: nothing is kept after this command exits".to_owned(),
     };
-    let store = open_realestate(config)
+    let pool = open_pool(config).await?;
+    let store = open_realestate(config, pool.as_ref())
         .await
         .with_context(|| format!("cannot open the real-estate store ({target})"))?;
     let today = Utc::now().with_timezone(&config.timezone).date_naive();

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 
 use crate::config::Config;
 use crate::domain::WaId;
-use crate::serve::{open_realestate, open_store};
+use crate::serve::{open_pool, open_realestate, open_store};
 
 #[derive(Debug, Args)]
 pub struct UsersArgs {
@@ -33,7 +33,8 @@ const FORGETTER: &str = "zaguan-users-forget";
 pub async fn run(args: UsersArgs, config: Config) -> anyhow::Result<()> {
     let UsersCommand::Forget { wa_id, json } = args.command;
     let wa_id = WaId::parse(&wa_id).map_err(|e| anyhow::anyhow!("`{wa_id}`: {e}"))?;
-    let store = open_store(&config).await?;
+    let pool = open_pool(&config).await?;
+    let store = open_store(pool.as_ref());
     let now = chrono::Utc::now();
     if !store
         .claim_conversation(&wa_id, FORGETTER, now, now + chrono::Duration::minutes(5))
@@ -45,7 +46,7 @@ pub async fn run(args: UsersArgs, config: Config) -> anyhow::Result<()> {
         );
     }
     let counts = store.forget(&wa_id).await?;
-    let realestate = open_realestate(&config).await?;
+    let realestate = open_realestate(&config, pool.as_ref()).await?;
     let kept = serde_json::json!({
         "appointments": realestate.appointments_of(&wa_id).await?.len(),
         "visits": realestate.visits_of(&wa_id).await?.len(),

@@ -1,0 +1,648 @@
+//! The process's MongoDB connections, and the gate in front of them.
+//!
+//! Why a gate: the driver queues checkouts beyond its pool, and its pool worker serves that
+//! queue one place per event. A caller that gives up (a timeout dropping its future) leaves its
+//! place behind. Under a burst — 256 workers over a pool of 10, a slow database — thousands of
+//! abandoned places piled up, every new call (`/readyz`'s ping included) waited behind them
+//! longer than its own timeout and was abandoned in turn, and the client never recovered while
+//! the database sat idle. So no more calls reach the driver at once than it has connections:
+//! callers wait here, in a semaphore that forgets a caller the moment it leaves, and a call that
+//! reached the driver runs to its end in a task of its own (its caller may stop waiting; the
+//! connection is not thrown away mid-command, and its permit is held until the database has
+//! really answered).
+//!
+//! The connections are split in lanes so the service's own heartbeat and the webhook are never
+//! queued behind the workers: `Control` (readiness, instance heartbeats), `Ingress` (what a
+//! webhook stores before its 200), `Work` (turns, sending, operators, jobs).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use bson::Document;
+use mongodb::options::ClientOptions;
+use mongodb::results::UpdateResult;
+use mongodb::{Client, Collection, Database};
+use secrecy::ExposeSecret;
+use tokio::sync::Semaphore;
+
+use super::{StoreError, StoreResult};
+use crate::config::MongoConfig;
+
+/// Connections of the pool when `MONGODB_URI` does not say (`maxPoolSize`); the driver's own
+/// default is 10.
+pub const DEFAULT_POOL_SIZE: u32 = 32;
+/// How long the driver looks for a server before giving up on a call.
+const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(3);
+/// A call whose database has not answered by then is dropped (its connection closed) so its
+/// permit comes back even from a socket that will never answer.
+const ABANDON_AFTER: Duration = Duration::from_secs(60);
+/// A call slower than this (waiting included) counts as a sign of a loaded database.
+pub const SLOW_CALL: Duration = Duration::from_millis(250);
+
+/// Which share of the connections a call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Readiness and instance heartbeats: few, small, never behind anything.
+    Control,
+    /// What a webhook stores before it answers Meta.
+    Ingress,
+    /// Everything else: turns, sending, operator commands, background jobs.
+    Work,
+}
+
+impl Lane {
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Lane::Control => "control",
+            Lane::Ingress => "ingress",
+            Lane::Work => "work",
+        }
+    }
+
+    /// Longest a call waits for a connection of its lane.
+    fn wait_limit(self) -> Duration {
+        match self {
+            Lane::Control => Duration::from_secs(2),
+            Lane::Ingress => Duration::from_secs(10),
+            Lane::Work => Duration::from_secs(30),
+        }
+    }
+
+    /// Longest a caller waits for the database's answer once its call is sent.
+    fn answer_limit(self) -> Duration {
+        match self {
+            Lane::Control => Duration::from_secs(5),
+            Lane::Ingress => Duration::from_secs(10),
+            Lane::Work => Duration::from_secs(30),
+        }
+    }
+}
+
+/// How the work lane fared since it was last asked: what the workers' concurrency adapts to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pressure {
+    /// Calls finished (answered or given up).
+    pub calls: u64,
+    /// Calls that took longer than [`SLOW_CALL`], waiting for a connection included.
+    pub slow: u64,
+    /// Calls that got no answer in time, or no connection.
+    pub unavailable: u64,
+    /// Calls waiting for a connection right now.
+    pub waiting: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    calls: AtomicU64,
+    slow: AtomicU64,
+    unavailable: AtomicU64,
+    waiting: AtomicU64,
+}
+
+/// One MongoDB client for the process (shared by the conversation store and the agency's
+/// data), behind the gate. Cheap to clone.
+#[derive(Clone)]
+pub struct MongoPool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    database: RwLock<Database>,
+    config: MongoConfig,
+    adjust: Option<Adjust>,
+    lanes: [Arc<Semaphore>; 3],
+    sizes: [usize; 3],
+    work: Counters,
+    rebuilds: AtomicU64,
+}
+
+/// Changes the client options before a client is built (tests count commands with it).
+pub type Adjust = Arc<dyn Fn(&mut ClientOptions) + Send + Sync>;
+
+impl MongoPool {
+    /// Parses the URI and builds the client; does not wait for the server (it connects
+    /// lazily, so the service starts, and `/readyz` says 503, while MongoDB is down).
+    pub async fn connect(config: &MongoConfig, adjust: Option<Adjust>) -> anyhow::Result<Self> {
+        let (client, pool_size) = build_client(config, adjust.as_ref()).await?;
+        let sizes = lane_sizes(pool_size);
+        tracing::debug!(pool_size, ?sizes, "MongoDB connection lanes");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                database: RwLock::new(client.database(&config.database)),
+                config: config.clone(),
+                adjust,
+                lanes: sizes.map(|n| Arc::new(Semaphore::new(n))),
+                sizes,
+                work: Counters::default(),
+                rebuilds: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The database as the client sees it now.
+    pub fn database(&self) -> Database {
+        self.inner
+            .database
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn collection(&self, name: &str) -> Collection<Document> {
+        self.database().collection(name)
+    }
+
+    /// Connections per lane: control, ingress, work.
+    pub fn lane_sizes(&self) -> [usize; 3] {
+        self.inner.sizes
+    }
+
+    /// Runs `op` against the database through `lane`: waits for a connection of the lane (at
+    /// most the lane's wait), then lets the call run to its end in a task of its own and waits
+    /// for its answer (at most the lane's answer time). Either limit passed is
+    /// [`StoreError::Unavailable`]; the driver's errors are sorted by [`classify`].
+    pub async fn run<T, F, Fut>(&self, lane: Lane, op: F) -> StoreResult<T>
+    where
+        F: FnOnce(Database) -> Fut,
+        Fut: Future<Output = mongodb::error::Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run_raw(lane, op).await?.map_err(classify)
+    }
+
+    /// [`run`](Self::run), handing the driver's own result to the caller (to tell a duplicate
+    /// key from other failures).
+    pub async fn run_raw<T, F, Fut>(&self, lane: Lane, op: F) -> StoreResult<T>
+    where
+        F: FnOnce(Database) -> Fut,
+        Fut: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let asked = Instant::now();
+        let counters = (lane == Lane::Work).then_some(&self.inner.work);
+        let result = self.gated(lane, op).await;
+        let elapsed = asked.elapsed();
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(StoreError::Unavailable(_)) => "unavailable",
+            Err(StoreError::Unexpected(_)) => "error",
+        };
+        metrics::counter!("zaguan_store_calls_total", "lane" => lane.label(), "outcome" => outcome)
+            .increment(1);
+        metrics::histogram!("zaguan_store_call_seconds", "lane" => lane.label())
+            .record(elapsed.as_secs_f64());
+        if let Some(counters) = counters {
+            counters.calls.fetch_add(1, Ordering::Relaxed);
+            if elapsed > SLOW_CALL {
+                counters.slow.fetch_add(1, Ordering::Relaxed);
+            }
+            if matches!(result, Err(StoreError::Unavailable(_))) {
+                counters.unavailable.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        result
+    }
+
+    async fn gated<T, F, Fut>(&self, lane: Lane, op: F) -> StoreResult<T>
+    where
+        F: FnOnce(Database) -> Fut,
+        Fut: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let semaphore = self.inner.lanes[lane.index()].clone();
+        let waiting = (lane == Lane::Work).then(|| WaitingGuard::enter(&self.inner.work));
+        let permit = match tokio::time::timeout(lane.wait_limit(), semaphore.acquire_owned()).await
+        {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(StoreError::Unavailable("store closed".to_owned())),
+            Err(_) => {
+                return Err(StoreError::Unavailable(format!(
+                    "no MongoDB connection free within {:?} ({} lane busy)",
+                    lane.wait_limit(),
+                    lane.label()
+                )));
+            }
+        };
+        drop(waiting);
+        let call = op(self.database());
+        let mut task = tokio::spawn(async move {
+            // The permit goes back when the database has answered, not when the caller stops
+            // waiting: the gate counts what the database is really doing.
+            let answer = tokio::time::timeout(ABANDON_AFTER, call).await;
+            drop(permit);
+            answer
+        });
+        match tokio::time::timeout(lane.answer_limit(), &mut task).await {
+            Ok(Ok(Ok(answer))) => Ok(answer),
+            Ok(Ok(Err(_))) => Err(StoreError::Unavailable(format!(
+                "no answer within {ABANDON_AFTER:?}"
+            ))),
+            Ok(Err(join)) => Err(StoreError::Unexpected(anyhow::anyhow!(
+                "MongoDB call task failed: {join}"
+            ))),
+            Err(_) => Err(StoreError::Unavailable(format!(
+                "no answer within {:?}",
+                lane.answer_limit()
+            ))),
+        }
+    }
+
+    /// How the work lane fared since the last call (counters reset), and how many wait now.
+    pub fn pressure(&self) -> Pressure {
+        let work = &self.inner.work;
+        Pressure {
+            calls: work.calls.swap(0, Ordering::Relaxed),
+            slow: work.slow.swap(0, Ordering::Relaxed),
+            unavailable: work.unavailable.swap(0, Ordering::Relaxed),
+            waiting: work.waiting.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Replaces the client by a new one built from the same configuration; calls in flight on
+    /// the old one finish there. For a client that no longer answers while the database does.
+    pub async fn rebuild(&self) -> anyhow::Result<()> {
+        let (client, _) = build_client(&self.inner.config, self.inner.adjust.as_ref()).await?;
+        let database = client.database(&self.inner.config.database);
+        *self
+            .inner
+            .database
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = database;
+        self.inner.rebuilds.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("zaguan_store_client_rebuilds_total").increment(1);
+        Ok(())
+    }
+
+    /// Client rebuilds so far.
+    pub fn rebuilds(&self) -> u64 {
+        self.inner.rebuilds.load(Ordering::Relaxed)
+    }
+
+    /// Whether a client of its own, built now, gets an answer to a ping within `within`: tells
+    /// a database that is down from a client of ours that is stuck.
+    pub async fn fresh_client_answers(&self, within: Duration) -> bool {
+        let Ok((client, _)) = build_client(&self.inner.config, None).await else {
+            return false;
+        };
+        let database = client.database(&self.inner.config.database);
+        let answered = tokio::time::timeout(within, database.run_command(bson::doc! {"ping": 1}))
+            .await
+            .is_ok_and(|answer| answer.is_ok());
+        // Its background tasks end with it; nothing of it is shared.
+        drop(client);
+        answered
+    }
+}
+
+/// How a find sorts, projects and limits its documents.
+#[derive(Debug, Clone, Default)]
+pub struct Find {
+    pub sort: Option<Document>,
+    pub projection: Option<Document>,
+    pub limit: Option<i64>,
+}
+
+impl Find {
+    pub fn sorted(sort: Document) -> Self {
+        Self {
+            sort: Some(sort),
+            ..Self::default()
+        }
+    }
+
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(i64::try_from(limit).unwrap_or(i64::MAX));
+        self
+    }
+
+    pub fn projection(mut self, projection: Document) -> Self {
+        self.projection = Some(projection);
+        self
+    }
+}
+
+/// The common calls, each owning what it sends (the call runs in a task of its own).
+impl MongoPool {
+    pub async fn find_one(
+        &self,
+        lane: Lane,
+        collection: &str,
+        filter: Document,
+        options: Find,
+    ) -> StoreResult<Option<Document>> {
+        let collection = collection.to_owned();
+        self.run(lane, move |db| async move {
+            let collection = db.collection::<Document>(&collection);
+            let mut find = collection.find_one(filter);
+            if let Some(sort) = options.sort {
+                find = find.sort(sort);
+            }
+            if let Some(projection) = options.projection {
+                find = find.projection(projection);
+            }
+            find.await
+        })
+        .await
+    }
+
+    pub async fn find(
+        &self,
+        lane: Lane,
+        collection: &str,
+        filter: Document,
+        options: Find,
+    ) -> StoreResult<Vec<Document>> {
+        use futures::TryStreamExt as _;
+        let collection = collection.to_owned();
+        self.run(lane, move |db| async move {
+            let collection = db.collection::<Document>(&collection);
+            let mut find = collection.find(filter);
+            if let Some(sort) = options.sort {
+                find = find.sort(sort);
+            }
+            if let Some(projection) = options.projection {
+                find = find.projection(projection);
+            }
+            if let Some(limit) = options.limit {
+                find = find.limit(limit);
+            }
+            find.await?.try_collect().await
+        })
+        .await
+    }
+
+    pub async fn count(&self, lane: Lane, collection: &str, filter: Document) -> StoreResult<u64> {
+        let collection = collection.to_owned();
+        self.run(lane, move |db| async move {
+            db.collection::<Document>(&collection)
+                .count_documents(filter)
+                .await
+        })
+        .await
+    }
+
+    pub async fn update_one(
+        &self,
+        lane: Lane,
+        collection: &str,
+        filter: Document,
+        update: Document,
+    ) -> StoreResult<UpdateResult> {
+        let collection = collection.to_owned();
+        self.run(lane, move |db| async move {
+            db.collection::<Document>(&collection)
+                .update_one(filter, update)
+                .await
+        })
+        .await
+    }
+
+    pub async fn update_many(
+        &self,
+        lane: Lane,
+        collection: &str,
+        filter: Document,
+        update: Document,
+    ) -> StoreResult<UpdateResult> {
+        let collection = collection.to_owned();
+        self.run(lane, move |db| async move {
+            db.collection::<Document>(&collection)
+                .update_many(filter, update)
+                .await
+        })
+        .await
+    }
+
+    /// An upsert. Two concurrent upserts of one `_id` may both try to insert and the loser
+    /// fail with a duplicate key (MongoDB retries some of these itself, FerretDB does not);
+    /// retried once, it updates the document the winner created.
+    pub async fn upsert_one(
+        &self,
+        lane: Lane,
+        collection: &str,
+        filter: Document,
+        update: Document,
+    ) -> StoreResult<()> {
+        for attempt in 0..2 {
+            let (name, filter, update) = (collection.to_owned(), filter.clone(), update.clone());
+            let result = self
+                .run_raw(lane, move |db| async move {
+                    db.collection::<Document>(&name)
+                        .update_one(filter, update)
+                        .upsert(true)
+                        .await
+                })
+                .await?;
+            match result {
+                Err(error) if attempt == 0 && is_duplicate_key(&error) => continue,
+                other => return other.map(drop).map_err(classify),
+            }
+        }
+        unreachable!("the second attempt returns")
+    }
+
+    /// Inserts `document`: `false` when one with its `_id` (or another unique key) exists.
+    pub async fn insert_unique(
+        &self,
+        lane: Lane,
+        collection: &str,
+        document: Document,
+    ) -> StoreResult<bool> {
+        let collection = collection.to_owned();
+        let result = self
+            .run_raw(lane, move |db| async move {
+                db.collection::<Document>(&collection)
+                    .insert_one(document)
+                    .await
+            })
+            .await?;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error) if is_duplicate_key(&error) => Ok(false),
+            Err(error) => Err(classify(error)),
+        }
+    }
+
+    pub async fn insert_one(
+        &self,
+        lane: Lane,
+        collection: &str,
+        document: Document,
+    ) -> StoreResult<()> {
+        let collection = collection.to_owned();
+        self.run(lane, move |db| async move {
+            db.collection::<Document>(&collection)
+                .insert_one(document)
+                .await
+        })
+        .await
+        .map(drop)
+    }
+
+    /// An ordered insert of several documents, in one call.
+    pub async fn insert_many(
+        &self,
+        lane: Lane,
+        collection: &str,
+        documents: Vec<Document>,
+    ) -> StoreResult<()> {
+        let collection = collection.to_owned();
+        self.run(lane, move |db| async move {
+            db.collection::<Document>(&collection)
+                .insert_many(documents)
+                .await
+        })
+        .await
+        .map(drop)
+    }
+
+    pub async fn delete_many(
+        &self,
+        lane: Lane,
+        collection: &str,
+        filter: Document,
+    ) -> StoreResult<u64> {
+        let collection = collection.to_owned();
+        self.run(lane, move |db| async move {
+            db.collection::<Document>(&collection)
+                .delete_many(filter)
+                .await
+        })
+        .await
+        .map(|result| result.deleted_count)
+    }
+}
+
+/// MongoDB's duplicate-key error code.
+pub const DUPLICATE_KEY: i32 = 11000;
+
+/// A write refused because a unique key is taken.
+pub fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    match &*error.kind {
+        ErrorKind::Write(WriteFailure::WriteError(e)) => e.code == DUPLICATE_KEY,
+        ErrorKind::Command(e) => e.code == DUPLICATE_KEY,
+        ErrorKind::InsertMany(failure) => {
+            failure.write_concern_error.is_none()
+                && failure
+                    .write_errors
+                    .as_deref()
+                    .is_some_and(|errors| errors.iter().all(|e| e.code == DUPLICATE_KEY))
+        }
+        _ => false,
+    }
+}
+
+/// Counts a caller as waiting for a connection while it exists.
+struct WaitingGuard<'a>(&'a Counters);
+
+impl<'a> WaitingGuard<'a> {
+    fn enter(counters: &'a Counters) -> Self {
+        counters.waiting.fetch_add(1, Ordering::Relaxed);
+        Self(counters)
+    }
+}
+
+impl Drop for WaitingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Control gets 2 (1 in a pool under 8), ingress a quarter (at least 1), work the rest (at
+/// least 1). A pool is never smaller than 3.
+fn lane_sizes(pool_size: u32) -> [usize; 3] {
+    let pool = usize::try_from(pool_size).unwrap_or(usize::MAX).max(3);
+    let control = if pool >= 8 { 2 } else { 1 };
+    let ingress = (pool / 4).clamp(1, pool - control - 1);
+    let work = pool - control - ingress;
+    [control, ingress, work]
+}
+
+async fn build_client(
+    config: &MongoConfig,
+    adjust: Option<&Adjust>,
+) -> anyhow::Result<(Client, u32)> {
+    let mut options = ClientOptions::parse(config.uri.expose_secret())
+        .await
+        .context("MONGODB_URI could not be parsed")?;
+    if let Some(adjust) = adjust {
+        adjust(&mut options);
+    }
+    options.app_name.get_or_insert_with(|| "zaguan".to_owned());
+    options
+        .server_selection_timeout
+        .get_or_insert(SERVER_SELECTION_TIMEOUT);
+    options
+        .connect_timeout
+        .get_or_insert(SERVER_SELECTION_TIMEOUT);
+    // No more calls go to the driver at once than it has connections (see the module's doc).
+    let pool_size = options.max_pool_size.unwrap_or(DEFAULT_POOL_SIZE).max(3);
+    options.max_pool_size = Some(pool_size);
+    if options.cmap_event_handler.is_none() {
+        options.cmap_event_handler = Some(mongodb::event::EventHandler::callback(pool_event));
+    }
+    let client = Client::with_options(options).context("MongoDB client options rejected")?;
+    Ok((client, pool_size))
+}
+
+/// The driver's pool events, as metrics and logs: a cleared pool is worth a warning.
+fn pool_event(event: mongodb::event::cmap::CmapEvent) {
+    use mongodb::event::cmap::CmapEvent;
+    match event {
+        CmapEvent::PoolCleared(cleared) => {
+            tracing::warn!(address = %cleared.address, "MongoDB connection pool cleared (the server was unreachable or reset)");
+            metrics::counter!("zaguan_store_pool_cleared_total").increment(1);
+        }
+        CmapEvent::ConnectionCreated(_) => {
+            metrics::counter!("zaguan_store_connections_total", "event" => "created").increment(1);
+        }
+        CmapEvent::ConnectionClosed(closed) => {
+            tracing::debug!(reason = ?closed.reason, "MongoDB connection closed");
+            metrics::counter!("zaguan_store_connections_total", "event" => "closed").increment(1);
+        }
+        _ => {}
+    }
+}
+
+/// Unavailable (retry later) or unexpected (a bug, bad data).
+pub(crate) fn classify(error: mongodb::error::Error) -> StoreError {
+    use mongodb::error::ErrorKind;
+    let unavailable = matches!(
+        *error.kind,
+        ErrorKind::ServerSelection { .. }
+            | ErrorKind::Io(_)
+            | ErrorKind::ConnectionPoolCleared { .. }
+    ) || error.contains_label("RetryableWriteError")
+        || error.contains_label("SystemOverloadedError");
+    if unavailable {
+        StoreError::Unavailable(error.to_string())
+    } else {
+        StoreError::Unexpected(anyhow::Error::new(error).context("MongoDB call failed"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_share_the_pool() {
+        assert_eq!(lane_sizes(32), [2, 8, 22]);
+        assert_eq!(lane_sizes(10), [2, 2, 6]);
+        assert_eq!(lane_sizes(4), [1, 1, 2]);
+        assert_eq!(lane_sizes(1), [1, 1, 1]);
+        for size in 1..200 {
+            let lanes = lane_sizes(size);
+            assert!(lanes.iter().all(|n| *n >= 1), "{size}: {lanes:?}");
+            assert_eq!(lanes.iter().sum::<usize>(), (size as usize).max(3));
+        }
+    }
+}
