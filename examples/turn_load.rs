@@ -734,17 +734,35 @@ fn peak_rss_mib(pid: u32) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// The newest `ferretdb*` or `mongod` process, as `pgrep -n` would find it.
-fn find_store_process() -> Option<(u32, String)> {
-    std::fs::read_dir("/proc")
+/// The `ferretdb*` or `mongod` process listening on `port` (the one whose command line names
+/// it), else the newest one, as `pgrep -n` would find it.
+fn find_store_process(port: Option<u16>) -> Option<(u32, String)> {
+    let candidates: Vec<(u32, String, String)> = std::fs::read_dir("/proc")
         .ok()?
         .filter_map(|entry| {
             let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
             let comm = comm.trim().to_owned();
-            (comm.starts_with("ferretdb") || comm == "mongod").then_some((pid, comm))
+            let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                .unwrap_or_default()
+                .replace('\0', " ");
+            (comm.starts_with("ferretdb") || comm == "mongod").then_some((pid, comm, cmdline))
         })
-        .max_by_key(|(pid, _)| *pid)
+        .collect();
+    let listening = port.and_then(|port| {
+        candidates
+            .iter()
+            .find(|(_, _, cmdline)| {
+                cmdline.contains(&format!(":{port} ")) || cmdline.ends_with(&format!(":{port}"))
+            })
+            .map(|(pid, comm, _)| (*pid, comm.clone()))
+    });
+    listening.or_else(|| {
+        candidates
+            .into_iter()
+            .max_by_key(|(pid, ..)| *pid)
+            .map(|(pid, comm, _)| (pid, comm))
+    })
 }
 
 /// CPU seconds of every `postgres` process (FerretDB's PostgreSQL backend), with what the
@@ -1088,7 +1106,13 @@ async fn main() -> Result<(), BoxError> {
         .args
         .store_pid
         .map(|pid| (pid, "--store-pid".to_owned()))
-        .or_else(|| mongo.as_ref().and_then(|_| find_store_process()));
+        .or_else(|| {
+            let port = mongo.as_deref().and_then(|uri| {
+                let hosts = uri.strip_prefix("mongodb://")?.split(['/', '?']).next()?;
+                hosts.rsplit('@').next()?.rsplit_once(':')?.1.parse().ok()
+            });
+            mongo.as_ref().and_then(|_| find_store_process(port))
+        });
     let cpu = |pid: Option<u32>| pid.and_then(|pid| cpu_seconds(pid, ticks));
     let service_before = cpu(pid);
     let store_before = cpu(store.as_ref().map(|s| s.0));

@@ -1,6 +1,7 @@
 //! The HTTP application: shared state and the router (ARCHITECTURE.md §4).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -8,10 +9,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::get;
 use secrecy::SecretString;
-use tokio::sync::Notify;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
-use crate::engine::PromptReloader;
+use crate::engine::{Arrivals, PromptReloader};
 use crate::store::Store;
 use crate::{admin, health, telemetry, webhook};
 
@@ -23,8 +23,8 @@ pub struct AppState {
     pub verify_token: Option<Arc<SecretString>>,
     /// `WHATSAPP_APP_SECRET`; `None` refuses every `POST /webhook`.
     pub app_secret: Option<Arc<SecretString>>,
-    /// Woken when new messages land in the inbox, so workers need not poll tightly.
-    pub inbox_signal: Arc<Notify>,
+    /// New messages the webhook stored, handed to this process's workers (no poll needed).
+    pub arrivals: Arc<Arrivals>,
     /// Senders written recently, so bursts do not rewrite the same contact.
     pub recent_contacts: Arc<webhook::RecentContacts>,
     /// `ZAGUAN_ADMIN_TOKEN`; `None`: the admin API answers 404.
@@ -34,6 +34,12 @@ pub struct AppState {
     pub prompts: Option<Arc<PromptReloader>>,
     /// How long an operator's handoff lasts unless they say otherwise (`ZAGUAN_HANDOFF_TTL`).
     pub handoff_ttl: Duration,
+    /// The workers run (`zaguan serve` sets it once the process is its instance); until then
+    /// `/readyz` answers 503.
+    pub started: Arc<AtomicBool>,
+    /// The process's store client works (see [`crate::health::StoreDoctor`]); `/healthz`
+    /// answers 503 otherwise, so an orchestrator restarts it.
+    pub healthy: Arc<AtomicBool>,
 }
 
 impl AppState {
@@ -46,12 +52,25 @@ impl AppState {
             store,
             verify_token: verify_token.map(Arc::new),
             app_secret: app_secret.map(Arc::new),
-            inbox_signal: Arc::new(Notify::new()),
+            arrivals: Arc::new(Arrivals::new()),
             recent_contacts: Arc::new(webhook::RecentContacts::new()),
             admin_token: None,
             prompts: None,
             handoff_ttl: crate::engine::handoff::DEFAULT_HANDOFF_TTL,
+            started: Arc::new(AtomicBool::new(true)),
+            healthy: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// Not ready until [`started`](Self::started) says so.
+    pub fn starting(mut self) -> Self {
+        self.started = Arc::new(AtomicBool::new(false));
+        self
+    }
+
+    /// The workers run: ready once the store answers too.
+    pub fn started(&self) {
+        self.started.store(true, Ordering::SeqCst);
     }
 
     /// Shows and reloads the prompt set through the admin API.

@@ -53,6 +53,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_USER_TURNS_PER_MINUTE",
     "ZAGUAN_DAILY_TOKEN_BUDGET",
     "ZAGUAN_LEASE",
+    "ZAGUAN_INSTANCE_ID",
     "ZAGUAN_WORKER_CONCURRENCY",
     "ZAGUAN_DRAIN_TIMEOUT",
     "ZAGUAN_RETENTION_INBOX",
@@ -99,9 +100,12 @@ pub struct Config {
     /// LLM tokens one conversation may use per UTC day before it is answered with a fixed
     /// reply and flagged for a person; 0 is no budget.
     pub daily_token_budget: u64,
-    /// How long a process's claim on a conversation lasts without renewal: after a crash, its
-    /// conversations are taken over this long after its last renewal.
+    /// An instance whose heartbeat stops this long is gone: its conversations are taken over
+    /// (it stops itself well before, at 3/5 of it).
     pub lease: Duration,
+    /// This process's stable identity (`ZAGUAN_INSTANCE_ID`, by default the host name): a
+    /// restart under it takes its conversations back at once.
+    pub instance_id: String,
     /// Conversations this process runs turns for at once (each mostly waiting on the LLM).
     pub worker_concurrency: usize,
     /// On SIGTERM, how long in-flight turns may take to finish before the process exits.
@@ -256,7 +260,8 @@ impl Config {
             env.count("ZAGUAN_USER_TURNS_PER_MINUTE", 12, 0..=10_000, "turns");
         let daily_token_budget =
             env.count("ZAGUAN_DAILY_TOKEN_BUDGET", 300_000, 0..=u32::MAX, "tokens");
-        let lease = env.duration("ZAGUAN_LEASE", "30s");
+        let lease = env.duration("ZAGUAN_LEASE", "10s");
+        let instance_id = env.instance_id();
         let worker_concurrency = env.count(
             "ZAGUAN_WORKER_CONCURRENCY",
             256,
@@ -360,6 +365,7 @@ impl Config {
             user_turns_per_minute: user_turns_per_minute.expect(checked),
             daily_token_budget: u64::from(daily_token_budget.expect(checked)),
             lease: lease.expect(checked),
+            instance_id: instance_id.expect(checked),
             worker_concurrency: worker_concurrency.expect(checked) as usize,
             drain_timeout: drain_timeout.expect(checked),
             retention,
@@ -435,6 +441,24 @@ impl Env {
                 "`{v}` is not a duration like `30s`, `90m` or `24h`: {e}"
             )),
         })
+    }
+
+    /// `ZAGUAN_INSTANCE_ID`, else the host name (`HOSTNAME`, `/etc/hostname`), else `zaguan`.
+    fn instance_id(&mut self) -> Option<String> {
+        let id = match self.get("ZAGUAN_INSTANCE_ID") {
+            Some(id) => id.to_owned(),
+            None => self
+                .get("HOSTNAME")
+                .map(str::to_owned)
+                .unwrap_or_else(crate::engine::instances::default_instance_id),
+        };
+        if id.len() > 128 || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            self.problems.push(format!(
+                "ZAGUAN_INSTANCE_ID: `{id}` is not a name (at most 128 characters, no spaces)"
+            ));
+            return None;
+        }
+        Some(id)
     }
 
     /// A retention period; `0` keeps forever.
@@ -514,7 +538,8 @@ mod tests {
         assert!(config.llm.fast_route);
         assert_eq!(config.user_turns_per_minute, 12);
         assert_eq!(config.daily_token_budget, 300_000);
-        assert_eq!(config.lease, Duration::from_secs(30));
+        assert_eq!(config.lease, Duration::from_secs(10));
+        assert!(!config.instance_id.is_empty());
         assert_eq!(config.whatsapp.api_timeout, Duration::from_secs(15));
     }
 

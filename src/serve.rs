@@ -12,10 +12,11 @@ use crate::app::{self, AppState};
 use crate::config::Config;
 use crate::config::LlmProvider;
 use crate::engine::handoff::RequestHuman;
-use crate::engine::instances::Membership;
+use crate::engine::instances::{IdentityError, Membership, MembershipTask};
 use crate::engine::monitor::Monitor;
 use crate::engine::retention::Cleanup;
 use crate::engine::{Engine, EngineSettings, PromptReloader, WorkerSettings, Workers};
+use crate::health::StoreDoctor;
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
 use crate::realestate::reminders::{ReminderSettings, Reminders};
@@ -83,27 +84,27 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     .with_admin_token(config.admin_token.clone())
     .with_prompts(prompts)
     .with_handoff_ttl(config.handoff_ttl);
-    let monitor =
-        Monitor::new(state.store.clone(), config.stuck_after).spawn(Duration::from_secs(30));
     let worker_settings = WorkerSettings {
+        owner: config.instance_id.clone(),
         lease: config.lease,
         concurrency: config.worker_concurrency,
         user_turns: std::num::NonZeroU32::new(config.user_turns_per_minute)
             .map(governor::Quota::per_minute),
         ..WorkerSettings::default()
     };
-    let membership = Membership::new(
-        state.store.clone(),
-        worker_settings.owner.clone(),
-        outbound.limiters().clone(),
-    )
-    .spawn();
-    let workers = Workers::spawn(
+    // The workers start once this process is its instance (the store must answer for that);
+    // until then `/readyz` says so.
+    let state = state.starting();
+    let starter = tokio::spawn(start_instance(
+        state.clone(),
+        config.clone(),
         engine,
         outbound,
-        state.inbox_signal.clone(),
         worker_settings,
-    );
+    ));
+    let doctor = pool
+        .clone()
+        .map(|pool| StoreDoctor::new(pool, state.clone()).spawn());
     let cleanup = Cleanup::new(state.store.clone(), config.retention).spawn(CLEANUP_EVERY);
     let listener = tokio::net::TcpListener::bind(config.bind_addr)
         .await
@@ -119,18 +120,45 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
             })
             .into_future(),
     );
-    tokio::select! {
-        () = shutdown_signal() => {}
-        served = &mut http => {
-            // The server stopped by itself: that is a failure, not a shutdown.
-            served.context("HTTP server panicked")?.context("HTTP server failed")?;
+    let mut starter = starter;
+    let mut running: Option<Running> = None;
+    let failure = loop {
+        tokio::select! {
+            () = shutdown_signal() => break None,
+            served = &mut http => {
+                // The server stopped by itself: that is a failure, not a shutdown.
+                served.context("HTTP server panicked")?.context("HTTP server failed")?;
+                break None;
+            }
+            started = &mut starter, if running.is_none() => {
+                match started.context("instance start-up panicked")? {
+                    Ok(started) => running = Some(started),
+                    Err(error) => break Some(error),
+                }
+            }
+            () = superseded(running.as_ref()), if running.is_some() => {
+                break Some(anyhow::anyhow!(
+                    "another process took ZAGUAN_INSTANCE_ID `{}`: this one stops",
+                    config.instance_id
+                ));
+            }
         }
-    }
+    };
     let deadline = tokio::time::Instant::now() + config.drain_timeout;
     let _ = stopping.send(true);
-    if workers.drain(config.drain_timeout).await {
-        tracing::info!("in-flight turns finished, leases released");
-    }
+    let membership = match running {
+        Some(running) => {
+            if running.workers.drain(config.drain_timeout).await {
+                tracing::info!("in-flight turns finished, leases released");
+            }
+            running.monitor.abort();
+            Some(running.membership)
+        }
+        None => {
+            starter.abort();
+            None
+        }
+    };
     match tokio::time::timeout_at(deadline, &mut http).await {
         Ok(served) => served
             .context("HTTP server panicked")?
@@ -141,16 +169,91 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         }
     }
     cleanup.abort();
-    membership.leave().await;
-    monitor.abort();
+    if let Some(doctor) = doctor {
+        doctor.abort();
+    }
+    if let Some(membership) = membership {
+        membership.leave().await;
+    }
     metrics_upkeep.abort();
     prompt_watch.abort();
     if let Some(reminders) = reminders {
         reminders.abort();
     }
     usage.flush().await;
+    if let Some(error) = failure {
+        tracing::error!("zaguan stopped: {error:#}");
+        return Err(error);
+    }
     tracing::info!("zaguan stopped");
     Ok(())
+}
+
+/// What runs once this process is its instance.
+struct Running {
+    membership: MembershipTask,
+    beating: Arc<Membership>,
+    workers: Workers,
+    monitor: tokio::task::JoinHandle<()>,
+}
+
+/// Resolves once another process took this instance's id.
+async fn superseded(running: Option<&Running>) {
+    match running {
+        Some(running) => running.beating.until_superseded().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Becomes instance `ZAGUAN_INSTANCE_ID` (retried while the store does not answer; refused
+/// when another live process has the id), then starts the heartbeat, the workers and the
+/// health gauges, and says the process is ready.
+async fn start_instance(
+    state: AppState,
+    config: Config,
+    engine: Arc<Engine>,
+    outbound: Arc<Outbound>,
+    settings: WorkerSettings,
+) -> anyhow::Result<Running> {
+    let mut delay = Duration::from_millis(200);
+    let membership = loop {
+        match Membership::establish(
+            state.store.clone(),
+            config.instance_id.clone(),
+            config.lease,
+            Some(outbound.limiters().clone()),
+        )
+        .await
+        {
+            Ok(membership) => break membership,
+            Err(IdentityError::InUse(id)) => return Err(IdentityError::InUse(id).into()),
+            Err(error) => {
+                tracing::warn!("instance not registered yet, retrying in {delay:?}: {error}");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    };
+    tracing::info!(instance = %membership.id(), "instance registered");
+    let monitor = Monitor::new(state.store.clone(), config.stuck_after)
+        .with_membership(membership.clone())
+        .spawn(Duration::from_secs(30));
+    let workers = Workers::spawn_in(
+        engine,
+        outbound,
+        state.arrivals.clone(),
+        settings,
+        membership.clone(),
+    );
+    let beating = membership.clone();
+    let membership = membership.spawn();
+    state.started();
+    Ok(Running {
+        membership,
+        beating,
+        workers,
+        monitor,
+    })
 }
 
 /// The engine over `store`: the agents of the prompts folder (a bad prompt set refuses to

@@ -340,7 +340,7 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     (
         "zaguan_active_leases",
         Kind::Gauge,
-        "Conversations claimed by a worker right now",
+        "Conversations whose lease an instance holds (while it beats; given back after 30 s idle)",
     ),
     (
         "zaguan_stuck_conversations",
@@ -363,9 +363,9 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Parts left sending by an earlier attempt that no status confirmed in the grace, sent again",
     ),
     (
-        "zaguan_attempts_refunded_total",
+        "zaguan_turns_resumed_total",
         Kind::Counter,
-        "Inbox attempts taken back because the turn stopped for the store (unavailable, lease lost)",
+        "Turns cut short (a crash, a lapsed heartbeat, the store) resumed from what was stored",
     ),
     (
         "zaguan_user_throttled_total",
@@ -380,7 +380,47 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     (
         "zaguan_instances",
         Kind::Gauge,
-        "Instances alive on this MongoDB (heartbeat within 30 s)",
+        "Instances alive on this MongoDB (heartbeat within ZAGUAN_LEASE)",
+    ),
+    (
+        "zaguan_instance_heartbeat_failures_total",
+        Kind::Counter,
+        "Instance heartbeats the store did not confirm",
+    ),
+    (
+        "zaguan_leases_recovered_total",
+        Kind::Counter,
+        "Leases a restarted instance gave back at start, so its conversations are served at once",
+    ),
+    (
+        "zaguan_worker_concurrency",
+        Kind::Gauge,
+        "Conversations the workers may serve at once now (follows the store's latency)",
+    ),
+    (
+        "zaguan_store_calls_total",
+        Kind::Counter,
+        "MongoDB calls [lane: control, ingress, work; outcome: ok, unavailable, error]",
+    ),
+    (
+        "zaguan_store_call_seconds",
+        Kind::Histogram,
+        "MongoDB call time, waiting for a connection included, in seconds [lane]",
+    ),
+    (
+        "zaguan_store_client_rebuilds_total",
+        Kind::Counter,
+        "MongoDB clients rebuilt because they stopped answering while the database answered",
+    ),
+    (
+        "zaguan_store_pool_cleared_total",
+        Kind::Counter,
+        "Times the MongoDB driver cleared its connection pool (server unreachable or reset)",
+    ),
+    (
+        "zaguan_store_connections_total",
+        Kind::Counter,
+        "MongoDB connections opened and closed [event: created, closed]",
     ),
     (
         "zaguan_outbound_rate_share",
@@ -390,7 +430,7 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     (
         "zaguan_leases_lost_total",
         Kind::Counter,
-        "Leases taken by another instance while a turn ran (a process stalled past ZAGUAN_LEASE)",
+        "Turns stopped because this instance's heartbeat was not confirmed in time (slow store)",
     ),
     (
         "zaguan_retention_deleted_total",

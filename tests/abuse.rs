@@ -93,7 +93,7 @@ async fn a_flooding_user_is_told_once_and_answered_once_for_the_flood() {
             EngineSettings::default(),
         )),
         Arc::new(outbound),
-        app.state.inbox_signal.clone(),
+        app.state.arrivals.clone(),
         WorkerSettings {
             poll: Duration::from_millis(20),
             user_turns: Some(

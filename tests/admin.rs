@@ -496,7 +496,7 @@ async fn the_cli_forgets_a_user_on_mongodb() {
         .unwrap();
     assert!(
         store
-            .claim_conversation(&wa_id, "worker-1", now, now + Duration::seconds(30))
+            .claim_conversation(&wa_id, "worker-1", now, now + Duration::seconds(30), &[])
             .await
             .unwrap()
     );

@@ -174,6 +174,7 @@ async fn three_instances_survive_a_kill_and_a_drain_answering_each_turn_once_in_
                     .env("MONGODB_DATABASE", &database)
                     .env("WHATSAPP_APP_SECRET", common::APP_SECRET)
                     .env("ZAGUAN_LEASE", "10s")
+                    .env("ZAGUAN_INSTANCE_ID", format!("instance-{port}"))
                     .env("ZAGUAN_DRAIN_TIMEOUT", "10s")
                     .env("RUST_LOG", "warn")
                     .stderr(Stdio::null())
@@ -271,7 +272,10 @@ async fn three_instances_survive_a_kill_and_a_drain_answering_each_turn_once_in_
             .len();
     }
     assert_eq!(
-        db.store.active_leases(chrono::Utc::now()).await.unwrap(),
+        db.store
+            .active_leases(chrono::Utc::now(), &[])
+            .await
+            .unwrap(),
         0,
         "no lease left"
     );

@@ -527,8 +527,19 @@ fn configmap_and_secret_hold_exactly_the_documented_variables() {
             "{name} is a secret: not in a ConfigMap"
         );
     }
+    // Set per pod by the Deployment (the pod's own name, from the downward API).
+    let container = zaguan_container(&k8s_named("Deployment", "zaguan"));
+    let per_pod: Vec<String> = container["env"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter(|env| env["valueFrom"]["fieldRef"]["fieldPath"].is_string())
+        .filter_map(|env| env["name"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(per_pod, ["ZAGUAN_INSTANCE_ID"]);
     let mut everything: BTreeSet<&String> = config.keys().collect();
     everything.extend(secret.keys());
+    everything.extend(per_pod.iter());
     let documented: BTreeSet<&String> = example.keys().collect();
     assert_eq!(
         everything, documented,

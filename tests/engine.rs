@@ -125,6 +125,11 @@ impl Harness {
         self.store.insert_inbox(&[entry]).await.unwrap();
         let open = self.store.open_inbox(&self.wa_id).await.unwrap();
         let outcome = self.engine.run_turn(&self.wa_id, &open).await.unwrap();
+        // As the worker does: answered only once the reply is queued.
+        self.store
+            .set_inbox_status(&outcome.answered, InboxStatus::Done)
+            .await
+            .unwrap();
         outcome.reply
     }
 
@@ -840,7 +845,7 @@ struct CrashingStore {
     inner: Arc<dyn Store>,
     writes: AtomicUsize,
     crash_at: usize,
-    /// While set, claims and renewals of leases hang (a store too slow to answer them).
+    /// While set, lease claims and instance heartbeats hang (a store too slow to answer them).
     stall_claims: std::sync::atomic::AtomicBool,
     /// The next this-many writes answer `Unavailable` (an overloaded database).
     unavailable_for: AtomicUsize,
@@ -905,8 +910,8 @@ impl Store for CrashingStore {
     async fn llm_calls(&self, w: &str, l: usize) -> StoreResult<Vec<LlmCall>> {
         self.inner.llm_calls(w, l).await
     }
-    async fn refund_attempt(&self, w: &[WaMessageId]) -> StoreResult<()> {
-        self.inner.refund_attempt(w).await
+    async fn count_attempt(&self, w: &[WaMessageId]) -> StoreResult<()> {
+        self.inner.count_attempt(w).await
     }
     async fn forget(&self, w: &WaId) -> StoreResult<zaguan::store::ForgetCounts> {
         self.inner.forget(w).await
@@ -945,14 +950,26 @@ impl Store for CrashingStore {
         o: &str,
         n: chrono::DateTime<Utc>,
         u: chrono::DateTime<Utc>,
+        live: &[String],
     ) -> StoreResult<bool> {
         while self.stall_claims.load(Ordering::SeqCst) {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        self.inner.claim_conversation(w, o, n, u).await
+        self.inner.claim_conversation(w, o, n, u, live).await
     }
     async fn release_conversation(&self, w: &WaId, o: &str) -> StoreResult<()> {
         self.inner.release_conversation(w, o).await
+    }
+    async fn release_all_leases(&self, o: &str) -> StoreResult<u64> {
+        self.inner.release_all_leases(o).await
+    }
+    async fn append_messages(
+        &self,
+        m: Vec<NewMessage>,
+        after: i64,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        self.write()?;
+        self.inner.append_messages(m, after).await
     }
     async fn set_dialog_state(
         &self,
@@ -966,8 +983,8 @@ impl Store for CrashingStore {
     async fn inbox_backlog(&self) -> StoreResult<zaguan::store::InboxBacklog> {
         self.inner.inbox_backlog().await
     }
-    async fn active_leases(&self, n: chrono::DateTime<Utc>) -> StoreResult<u64> {
-        self.inner.active_leases(n).await
+    async fn active_leases(&self, n: chrono::DateTime<Utc>, l: &[String]) -> StoreResult<u64> {
+        self.inner.active_leases(n, l).await
     }
     async fn list_conversations(
         &self,
@@ -983,16 +1000,25 @@ impl Store for CrashingStore {
     ) -> StoreResult<bool> {
         self.inner.reset_conversation(w, by, at).await
     }
-    async fn instance_heartbeat(
-        &self,
-        o: &str,
-        n: chrono::DateTime<chrono::Utc>,
-        s: chrono::DateTime<chrono::Utc>,
-    ) -> StoreResult<u64> {
-        self.inner.instance_heartbeat(o, n, s).await
+    async fn server_time(&self) -> StoreResult<chrono::DateTime<Utc>> {
+        self.inner.server_time().await
     }
-    async fn instance_left(&self, o: &str) -> StoreResult<()> {
-        self.inner.instance_left(o).await
+    async fn instance_beat(
+        &self,
+        i: &str,
+        n: &str,
+        t: bool,
+    ) -> StoreResult<Option<chrono::DateTime<Utc>>> {
+        while self.stall_claims.load(Ordering::SeqCst) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.inner.instance_beat(i, n, t).await
+    }
+    async fn instances(&self) -> StoreResult<Vec<zaguan::store::InstanceRecord>> {
+        self.inner.instances().await
+    }
+    async fn instance_left(&self, i: &str, n: &str) -> StoreResult<()> {
+        self.inner.instance_left(i, n).await
     }
     async fn purge(
         &self,
@@ -1031,12 +1057,32 @@ impl Store for CrashingStore {
     ) -> StoreResult<()> {
         self.inner.set_conversation_location(w, l).await
     }
+    async fn note_history_written(&self, w: &WaId, a: chrono::DateTime<Utc>) -> StoreResult<()> {
+        self.inner.note_history_written(w, a).await
+    }
     async fn set_conversation_lang(&self, w: &WaId, l: &str) -> StoreResult<()> {
         self.inner.set_conversation_lang(w, l).await
     }
     async fn insert_outbox(&self, e: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
         self.write()?;
         self.inner.insert_outbox(e).await
+    }
+    async fn record_reply(&self, parts: &[OutboxEntry]) -> StoreResult<()> {
+        if parts
+            .iter()
+            .any(|p| p.status == zaguan::store::OutboxStatus::Sent)
+            && self
+                .unavailable_sent_records
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(StoreError::Unavailable("simulated outage".into()));
+        }
+        self.write()?;
+        self.inner.record_reply(parts).await
+    }
+    async fn outbox_entry(&self, i: &OutboxId) -> StoreResult<Option<OutboxEntry>> {
+        self.inner.outbox_entry(i).await
     }
     async fn update_outbox(&self, i: &OutboxId, u: &OutboxUpdate) -> StoreResult<bool> {
         if matches!(u, OutboxUpdate::Sent { .. })
@@ -1128,8 +1174,10 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
         "tool",
         "ai:property_assistant",
     ];
-    // 8 writes in the whole turn: 6 messages, the dialog_state, the outbox entry.
-    for crash_at in 1..=9 {
+    // 4 writes in the whole turn: the human message with the primary's delegation, the
+    // dialog_state, the subgraph's four messages (entry, tool call, its result, the answer),
+    // the outbox entry.
+    for crash_at in 1..=5 {
         let inner = make_store().await;
         let wamid = WaMessageId::parse("wamid.CRASH").unwrap();
         inner
@@ -1158,7 +1206,7 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
         });
         let open = inner.open_inbox(&wa_id).await.unwrap();
         let first = rule_engine(crashing).run_turn(&wa_id, &open).await;
-        assert_eq!(first.is_err(), crash_at <= 8, "crash at write {crash_at}");
+        assert_eq!(first.is_err(), crash_at <= 4, "crash at write {crash_at}");
         // The process restarts: the same inbox message is still open, and is resumed.
         let open = inner.open_inbox(&wa_id).await.unwrap();
         rule_engine(inner.clone())
@@ -1218,13 +1266,16 @@ async fn mongo_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
 
 /// A turn cut short, then a second message before the workers resume it: the cut turn is
 /// finished with its own message and answers it, and the new message gets a turn of its own
-/// (merging them would answer only the second and leave the first without a reply).
+/// (merging them would answer only the second and leave the first without a reply). A turn cut
+/// before it stored anything left no trace: its message and the new one are answered together,
+/// as two messages that arrive before a turn starts are.
 async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
     make_store: impl AsyncFn() -> Arc<dyn Store>,
 ) {
     let wa_id = WaId::parse("34600111333").unwrap();
-    // Writes 1..=7 come before the reply is queued (the 8th).
-    for crash_at in 1..=7 {
+    // Writes 1..=3 come before the reply is queued (the 4th); the first stores the human
+    // message.
+    for crash_at in 1..=3 {
         let inner = make_store().await;
         let first = inbox_entry(
             "wamid.CUT1",
@@ -1262,7 +1313,7 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
         let workers = zaguan::engine::Workers::spawn(
             Arc::new(rule_engine(inner.clone())),
             Arc::new(zaguan::outbound::Outbound::dry_run(inner.clone())),
-            Arc::new(tokio::sync::Notify::new()),
+            Arc::new(zaguan::engine::Arrivals::new()),
             zaguan::engine::WorkerSettings {
                 poll: Duration::from_millis(20),
                 ..zaguan::engine::WorkerSettings::default()
@@ -1277,6 +1328,26 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         workers.stop().await;
+        let history = inner.recent_messages(&wa_id, 100).await.unwrap();
+        let humans: Vec<&str> = history
+            .iter()
+            .filter(|m| m.message.role == MessageRole::Human)
+            .map(|m| m.message.content.as_str())
+            .collect();
+        if crash_at == 1 {
+            // Nothing of the cut turn was stored: one turn for both.
+            assert_eq!(humans, ["¿Cuánto cuesta el P-102?\n¿Y tiene garaje?"]);
+            assert!(
+                inner
+                    .outbox_in_reply_to(&first.wamid)
+                    .await
+                    .unwrap()
+                    .is_empty()
+            );
+            let replies = inner.outbox_in_reply_to(&second.wamid).await.unwrap();
+            assert_eq!(replies.len(), 1);
+            continue;
+        }
         for entry in [&first, &second] {
             let replies = inner.outbox_in_reply_to(&entry.wamid).await.unwrap();
             assert_eq!(
@@ -1287,12 +1358,6 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             );
             assert_eq!(replies[0].body, "El P-102 cuesta 450.000 €.");
         }
-        let history = inner.recent_messages(&wa_id, 100).await.unwrap();
-        let humans: Vec<&str> = history
-            .iter()
-            .filter(|m| m.message.role == MessageRole::Human)
-            .map(|m| m.message.content.as_str())
-            .collect();
         assert_eq!(
             humans,
             ["¿Cuánto cuesta el P-102?", "¿Y tiene garaje?"],
@@ -1368,17 +1433,14 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
             ..EngineSettings::default()
         },
     );
-    let workers = zaguan::engine::Workers::spawn(
-        Arc::new(engine),
-        Arc::new(zaguan::outbound::Outbound::dry_run(store.clone())),
-        Arc::new(tokio::sync::Notify::new()),
-        zaguan::engine::WorkerSettings {
-            lease: Duration::from_millis(600),
-            poll: Duration::from_millis(20),
-            ..zaguan::engine::WorkerSettings::default()
-        },
-    );
-    // The turn is waiting on the model when the store stops confirming renewals.
+    let (workers, heartbeat) = instance_workers(
+        store.clone(),
+        engine,
+        zaguan::outbound::Outbound::dry_run(store.clone()),
+        Duration::from_millis(600),
+    )
+    .await;
+    // The turn is waiting on the model when the store stops confirming heartbeats.
     while llm.0.load(Ordering::SeqCst) == 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -1398,17 +1460,50 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     workers.stop().await;
+    heartbeat.leave().await;
     // Cut at least once (a loaded machine may cut a resumed attempt too), answered once.
     assert!(llm.0.load(Ordering::SeqCst) >= 2);
     assert_eq!(inner.outbox_in_reply_to(&wamid).await.unwrap().len(), 1);
     let history = inner.recent_messages(&wa_id, 10).await.unwrap();
     let roles: Vec<&str> = history.iter().map(|m| m.message.role.as_str()).collect();
     assert_eq!(roles, ["human", "ai"]);
-    // The cut attempts were the store's fault: only the one that answered counts.
+    // The cuts were the store's fault: no attempt counted against the message.
     assert_eq!(
         inner.inbox_entry(&wamid).await.unwrap().unwrap().attempts,
-        1
+        0
     );
+}
+
+/// Workers of an instance over `store` (id `test-instance`, heartbeat running) with `lease`.
+async fn instance_workers(
+    store: Arc<CrashingStore>,
+    engine: Engine,
+    outbound: zaguan::outbound::Outbound,
+    lease: Duration,
+) -> (
+    zaguan::engine::Workers,
+    zaguan::engine::instances::MembershipTask,
+) {
+    let membership = zaguan::engine::instances::Membership::establish(
+        store.clone(),
+        "test-instance".to_owned(),
+        lease,
+        None,
+    )
+    .await
+    .unwrap();
+    let workers = zaguan::engine::Workers::spawn_in(
+        Arc::new(engine),
+        Arc::new(outbound),
+        Arc::new(zaguan::engine::Arrivals::new()),
+        zaguan::engine::WorkerSettings {
+            lease,
+            poll: Duration::from_millis(20),
+            ..zaguan::engine::WorkerSettings::default()
+        },
+        membership.clone(),
+    );
+    (workers, membership.spawn())
 }
 
 /// Workers over `store` running the offline engine, sending through the real sender to a local
@@ -1417,7 +1512,11 @@ async fn workers_with_graph(
     store: Arc<CrashingStore>,
     delay: Duration,
     lease: Duration,
-) -> (Arc<common::graph::FakeGraph>, zaguan::engine::Workers) {
+) -> (
+    Arc<common::graph::FakeGraph>,
+    zaguan::engine::Workers,
+    zaguan::engine::instances::MembershipTask,
+) {
     let graph = Arc::new(common::graph::FakeGraph::default());
     *graph.delay.lock().unwrap() = delay;
     let base = common::graph::serve(graph.clone()).await;
@@ -1435,23 +1534,14 @@ async fn workers_with_graph(
     );
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let engine = Engine::new(
-        store,
+        store.clone(),
         Arc::new(zaguan::llm::OfflineLlm),
         Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
         EngineSettings::default(),
     );
-    let workers = zaguan::engine::Workers::spawn(
-        Arc::new(engine),
-        Arc::new(outbound),
-        Arc::new(tokio::sync::Notify::new()),
-        zaguan::engine::WorkerSettings {
-            lease,
-            poll: Duration::from_millis(20),
-            ..zaguan::engine::WorkerSettings::default()
-        },
-    );
-    (graph, workers)
+    let (workers, heartbeat) = instance_workers(store, engine, outbound, lease).await;
+    (graph, workers, heartbeat)
 }
 
 /// The lease is lost while a reply is on its way to the Graph API: the work stops, but the
@@ -1467,7 +1557,7 @@ async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
         .insert_inbox(std::slice::from_ref(&entry))
         .await
         .unwrap();
-    let (graph, workers) = workers_with_graph(
+    let (graph, workers, heartbeat) = workers_with_graph(
         store.clone(),
         Duration::from_millis(700),
         Duration::from_millis(600),
@@ -1489,6 +1579,7 @@ async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
     store.stall_claims.store(false, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     workers.stop().await;
+    heartbeat.leave().await;
     let texts = graph.texts();
     assert_eq!(texts.len(), 1, "delivered once: {texts:?}");
     let parts = inner.outbox_in_reply_to(&entry.wamid).await.unwrap();
@@ -1512,7 +1603,7 @@ async fn a_reply_delivered_while_the_store_fails_is_recorded_late_not_sent_twice
         .insert_inbox(std::slice::from_ref(&entry))
         .await
         .unwrap();
-    let (graph, workers) = workers_with_graph(
+    let (graph, workers, heartbeat) = workers_with_graph(
         store.clone(),
         Duration::ZERO,
         zaguan::engine::WorkerSettings::default().lease,
@@ -1535,6 +1626,7 @@ async fn a_reply_delivered_while_the_store_fails_is_recorded_late_not_sent_twice
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     workers.stop().await;
+    heartbeat.leave().await;
     assert_eq!(store.unavailable_sent_records.load(Ordering::SeqCst), 0);
     let texts = graph.texts();
     assert_eq!(texts.len(), 1, "delivered once: {texts:?}");
@@ -1576,7 +1668,7 @@ async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
     let workers = zaguan::engine::Workers::spawn(
         Arc::new(engine),
         Arc::new(zaguan::outbound::Outbound::dry_run(store.clone())),
-        Arc::new(tokio::sync::Notify::new()),
+        Arc::new(zaguan::engine::Arrivals::new()),
         settings,
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -1604,5 +1696,6 @@ async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
     assert_eq!(store.unavailable_for.load(Ordering::SeqCst), 0);
     let entry = inner.inbox_entry(&entry.wamid).await.unwrap().unwrap();
     assert_eq!(entry.status, InboxStatus::Done);
-    assert_eq!(entry.attempts, 1);
+    // Every failed try was the store's: none counted against the message.
+    assert_eq!(entry.attempts, 0);
 }

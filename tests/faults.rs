@@ -497,8 +497,12 @@ impl Rig {
             .env("ZAGUAN_FAST_ROUTE", "false")
             .env("ZAGUAN_USER_TURNS_PER_MINUTE", "0")
             .env("ZAGUAN_LEASE", "6s")
+            .env("ZAGUAN_INSTANCE_ID", format!("{}-{i}", self.name))
             .env("ZAGUAN_DRAIN_TIMEOUT", "10s")
-            .env("RUST_LOG", "warn")
+            .env(
+                "RUST_LOG",
+                std::env::var("ZAGUAN_FAULTS_RUST_LOG").unwrap_or_else(|_| "warn".to_owned()),
+            )
             .envs(instance.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -830,8 +834,17 @@ async fn finish(rig: Arc<Rig>, started: Instant) -> Tally {
     rig.wait_drained().await;
     rig.stop_all();
     let tally = tally(&rig, started).await;
+    // ZAGUAN_FAULTS_KEEP_DB=1 keeps the scenario's database to look into.
+    if std::env::var_os("ZAGUAN_FAULTS_KEEP_DB").is_none() {
+        rig.db.drop().await;
+    } else {
+        eprintln!(
+            "{}: database {} kept",
+            rig.name,
+            rig.db.store.database().name()
+        );
+    }
     report(&tally);
-    rig.db.drop().await;
     tally
 }
 

@@ -97,7 +97,7 @@ impl Desk {
         let workers = Workers::spawn(
             Arc::new(engine),
             Arc::new(outbound),
-            app.state.inbox_signal.clone(),
+            app.state.arrivals.clone(),
             WorkerSettings {
                 poll: Duration::from_millis(20),
                 ..WorkerSettings::default()

@@ -131,7 +131,7 @@ async fn service(
     let workers = Workers::spawn(
         engine,
         Arc::new(Outbound::dry_run(store.clone())),
-        app.state.inbox_signal.clone(),
+        app.state.arrivals.clone(),
         WorkerSettings::default(),
     );
     Service {

@@ -753,10 +753,12 @@ async fn metrics_after_a_scripted_conversation() {
     let workers = Workers::spawn(
         engine,
         outbound,
-        app.state.inbox_signal.clone(),
+        app.state.arrivals.clone(),
         WorkerSettings {
             owner: "metrics-test".to_owned(),
             poll: Duration::from_millis(20),
+            // Conversations done talking are given back before the monitor looks.
+            idle_release: Duration::from_millis(500),
             ..WorkerSettings::default()
         },
     );
@@ -1172,7 +1174,7 @@ async fn logged_turn(level: &str, wa_id: &str, wamid: &str) -> Vec<Value> {
     let workers = Workers::spawn(
         engine,
         outbound,
-        app.state.inbox_signal.clone(),
+        app.state.arrivals.clone(),
         WorkerSettings {
             poll: Duration::from_millis(20),
             ..WorkerSettings::default()

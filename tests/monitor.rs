@@ -93,7 +93,8 @@ async fn metrics_and_health_gauges_after_a_scripted_conversation() {
                 &waiting,
                 "worker-a",
                 now,
-                now + chrono::Duration::minutes(5)
+                now + chrono::Duration::minutes(5),
+                &[]
             )
             .await
             .unwrap()

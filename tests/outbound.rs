@@ -635,7 +635,7 @@ async fn a_long_markdown_answer_arrives_as_formatted_parts_in_order_once() {
     let workers = Workers::spawn(
         Arc::new(engine),
         Arc::new(c.outbound),
-        app.state.inbox_signal.clone(),
+        app.state.arrivals.clone(),
         WorkerSettings::default(),
     );
     let wamid = "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZBMEQ5";

@@ -52,7 +52,7 @@ async fn conversations_are_answered_once_per_turn_in_order(store: Arc<dyn Store>
     const CONVERSATIONS: usize = 40;
     const MESSAGES: usize = 5;
     let app = TestApp::with_store(store.clone());
-    let signal = app.state.inbox_signal.clone();
+    let signal = app.state.arrivals.clone();
     let workers: Vec<Workers> = ["instance-a", "instance-b"]
         .into_iter()
         .map(|owner| {

@@ -81,7 +81,8 @@ async fn an_inbox_entry_round_trips(store: Arc<dyn Store>) {
         outcome,
         InboxInsert {
             inserted: 1,
-            duplicates: 0
+            duplicates: 0,
+            known: Vec::new(),
         }
     );
     let stored = store.inbox_entry(&original.wamid).await.unwrap().unwrap();
@@ -114,7 +115,8 @@ async fn a_redelivered_message_is_stored_once(store: Arc<dyn Store>) {
         outcome,
         InboxInsert {
             inserted: 0,
-            duplicates: 1
+            duplicates: 1,
+            known: vec![first.wamid.clone()],
         }
     );
     let stored = store.inbox_entry(&first.wamid).await.unwrap().unwrap();
@@ -150,12 +152,16 @@ async fn a_batch_with_some_known_ids_inserts_the_rest(store: Arc<dyn Store>) {
     let batch: Vec<InboxEntry> = (0..1000)
         .map(|i| entry(&format!("wamid.B{i}"), &format!("34600{i:06}"), i))
         .collect();
-    let outcome = store.insert_inbox(&batch).await.unwrap();
+    let mut outcome = store.insert_inbox(&batch).await.unwrap();
+    outcome.known.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    let mut known_ids: Vec<WaMessageId> = known.iter().map(|e| e.wamid.clone()).collect();
+    known_ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
     assert_eq!(
         outcome,
         InboxInsert {
             inserted: 990,
-            duplicates: 10
+            duplicates: 10,
+            known: known_ids,
         }
     );
     assert_eq!(store.pending_inbox(5000).await.unwrap().len(), 1000);
@@ -454,47 +460,47 @@ async fn a_lease_is_held_by_one_owner_until_it_expires(store: Arc<dyn Store>) {
     let key = wa("34600111222");
     assert!(
         store
-            .claim_conversation(&key, "a", at(0), at(30))
+            .claim_conversation(&key, "a", at(0), at(30), &[])
             .await
             .unwrap()
     );
     assert!(
         store
-            .claim_conversation(&key, "a", at(10), at(40))
+            .claim_conversation(&key, "a", at(10), at(40), &[])
             .await
             .unwrap(),
         "renewal"
     );
     assert!(
         !store
-            .claim_conversation(&key, "b", at(20), at(50))
+            .claim_conversation(&key, "b", at(20), at(50), &[])
             .await
             .unwrap()
     );
     assert!(
         store
-            .claim_conversation(&key, "b", at(40), at(70))
+            .claim_conversation(&key, "b", at(40), at(70), &[])
             .await
             .unwrap(),
         "expired"
     );
     assert!(
         !store
-            .claim_conversation(&key, "a", at(41), at(71))
+            .claim_conversation(&key, "a", at(41), at(71), &[])
             .await
             .unwrap()
     );
     store.release_conversation(&key, "a").await.unwrap(); // not a's: no effect
     assert!(
         !store
-            .claim_conversation(&key, "c", at(42), at(72))
+            .claim_conversation(&key, "c", at(42), at(72), &[])
             .await
             .unwrap()
     );
     store.release_conversation(&key, "b").await.unwrap();
     assert!(
         store
-            .claim_conversation(&key, "c", at(43), at(73))
+            .claim_conversation(&key, "c", at(43), at(73), &[])
             .await
             .unwrap()
     );
@@ -507,7 +513,7 @@ async fn concurrent_claims_give_the_lease_to_exactly_one(store: Arc<dyn Store>) 
             let (store, key) = (store.clone(), key.clone());
             tokio::spawn(async move {
                 store
-                    .claim_conversation(&key, &format!("worker-{i}"), at(0), at(30))
+                    .claim_conversation(&key, &format!("worker-{i}"), at(0), at(30), &[])
                     .await
                     .unwrap()
             })
@@ -784,15 +790,19 @@ async fn the_backlog_and_the_leases_are_counted(store: Arc<dyn Store>) {
         (backlog.open, backlog.failed, backlog.oldest_received_at),
         (2, 1, Some(at(20)))
     );
-    assert_eq!(store.active_leases(at(100)).await.unwrap(), 0);
+    assert_eq!(store.active_leases(at(100), &[]).await.unwrap(), 0);
     assert!(
         store
-            .claim_conversation(&wa("34600111222"), "a", at(100), at(400))
+            .claim_conversation(&wa("34600111222"), "a", at(100), at(400), &[])
             .await
             .unwrap()
     );
-    assert_eq!(store.active_leases(at(200)).await.unwrap(), 1);
-    assert_eq!(store.active_leases(at(500)).await.unwrap(), 0, "expired");
+    assert_eq!(store.active_leases(at(200), &[]).await.unwrap(), 1);
+    assert_eq!(
+        store.active_leases(at(500), &[]).await.unwrap(),
+        0,
+        "expired"
+    );
 }
 
 macro_rules! store_suite {
@@ -891,7 +901,7 @@ async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<
             .unwrap();
         assert!(
             store
-                .claim_conversation(&wa(who), "w1", at(8), at(100))
+                .claim_conversation(&wa(who), "w1", at(8), at(100), &[])
                 .await
                 .unwrap()
         );
@@ -981,7 +991,7 @@ async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<
     assert_eq!(store.rejected(10).await.unwrap().len(), 1);
     assert!(
         !store
-            .claim_conversation(&wa(kept), "w2", at(9), at(100))
+            .claim_conversation(&wa(kept), "w2", at(9), at(100), &[])
             .await
             .unwrap(),
         "lease kept"

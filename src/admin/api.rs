@@ -515,7 +515,7 @@ pub async fn send_message(
     )
     .await?;
     // The workers send it now rather than at their next poll.
-    state.inbox_signal.notify_one();
+    state.arrivals.wake();
     Ok((StatusCode::ACCEPTED, Json(queued)))
 }
 

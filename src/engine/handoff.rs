@@ -156,6 +156,7 @@ pub async fn reply(
             at: now,
         })
         .await?;
+    store.note_history_written(wa_id, now).await?;
     let outbox = NewOutbox::parts(wa_id, None, Some(&last.phone_number_id), &parts, now);
     store.insert_outbox(&outbox).await?;
     tracing::info!(conversation.id = %wa_id.masked(), %operator, parts = parts.len(), "operator reply queued");

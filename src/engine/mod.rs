@@ -4,6 +4,7 @@
 //! `CompleteOrEscalate`), and every node's effect is stored before the next one runs.
 
 pub mod abuse;
+pub mod concurrency;
 pub mod handoff;
 pub mod history;
 pub mod instances;
@@ -19,7 +20,7 @@ pub mod worker;
 pub use abuse::UserLimits;
 pub use reload::{PromptReloader, PromptStatus, Reloaded};
 pub use route::{Route, RouteFallback, route_to_workflow};
-pub use state::{State, context_extractor};
+pub use state::{State, context_extractor, context_for};
 pub use tools::{ALL_ROLES, Tool, ToolContext, ToolError, ToolRegistry};
-pub use turn::{Engine, EngineError, EngineSettings, TurnOutcome};
-pub use worker::{WorkerSettings, Workers};
+pub use turn::{Engine, EngineError, EngineSettings, TurnOptions, TurnOutcome};
+pub use worker::{Arrivals, WorkerSettings, Workers};

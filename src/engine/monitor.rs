@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::instances::Membership;
 use crate::domain::WaId;
 use crate::store::{ConversationQuery, HandoffFilter, Store, StoreError};
 
@@ -35,6 +36,8 @@ pub struct Monitor {
     stuck_after: Duration,
     /// Already logged as stuck; forgotten once it is not.
     reported: std::sync::Mutex<HashSet<WaId>>,
+    /// Who is alive: a lease counts while its holder beats.
+    membership: Option<Arc<Membership>>,
 }
 
 impl Monitor {
@@ -43,7 +46,14 @@ impl Monitor {
             store,
             stuck_after,
             reported: Default::default(),
+            membership: None,
         }
+    }
+
+    /// Counts the leases of `membership`'s live instances as claimed.
+    pub fn with_membership(mut self, membership: Arc<Membership>) -> Self {
+        self.membership = Some(membership);
+        self
     }
 
     /// Checks every `every` until the process stops.
@@ -61,7 +71,12 @@ impl Monitor {
     /// One check: measures, sets the gauges, logs newly stuck conversations.
     pub async fn check(&self, now: DateTime<Utc>) -> Result<Health, StoreError> {
         let backlog = self.store.inbox_backlog().await?;
-        let active_leases = self.store.active_leases(now).await?;
+        let live = self
+            .membership
+            .as_ref()
+            .map(|membership| membership.live())
+            .unwrap_or_default();
+        let active_leases = self.store.active_leases(now, &live).await?;
         let stuck_since =
             now - chrono::Duration::from_std(self.stuck_after).unwrap_or(chrono::Duration::MAX);
         let stuck: Vec<_> = self

@@ -1,6 +1,10 @@
 //! The typed `State` of a turn and `context_extractor`, which loads it from the store: the user,
 //! the conversation (`dialog_state`, `lang`) and the message window.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use chrono::{DateTime, Utc};
 
 use crate::domain::WaId;
@@ -31,8 +35,14 @@ pub struct State {
     pub handoff: Option<Handoff>,
     /// An assistant (or the token budget) asked for a person; no operator took it yet.
     pub handoff_requested: Option<HandoffRequest>,
-    /// The stored history, oldest first (the last [`LOADED_MESSAGES`]).
+    /// The history, oldest first (the last [`LOADED_MESSAGES`]), and this turn's messages.
     pub messages: Vec<StoredMessage>,
+    /// When the history was last written by someone other than the turns (see
+    /// [`Window`]).
+    pub history_at: Option<DateTime<Utc>>,
+    /// How many of the last `messages` are not stored yet: a node's messages are written
+    /// together, before anything else is (see `Engine::save`).
+    pub unsaved: usize,
 }
 
 impl State {
@@ -70,7 +80,30 @@ fn to_chat(message: &crate::store::NewMessage) -> ChatMessage {
 
 /// Loads the state of `wa_id`'s conversation. A user never seen is a prospect.
 pub async fn context_extractor(store: &dyn Store, wa_id: &WaId) -> StoreResult<State> {
-    let user = store.user(wa_id).await?.unwrap_or_else(|| User {
+    let user = store.user(wa_id).await?;
+    context_for(store, wa_id, user).await
+}
+
+/// [`context_extractor`] for a user already known (`None`: never seen, a prospect): the
+/// conversation and its window, in one read each.
+pub async fn context_for(
+    store: &dyn Store,
+    wa_id: &WaId,
+    user: Option<User>,
+) -> StoreResult<State> {
+    context_with(store, wa_id, user, None).await
+}
+
+/// [`context_for`], taking the window from `window` when it is still the history's: read
+/// while this process held the conversation's lease without a break, and nobody else wrote
+/// to the history since (`history_at` unchanged).
+pub async fn context_with(
+    store: &dyn Store,
+    wa_id: &WaId,
+    user: Option<User>,
+    window: Option<&Window>,
+) -> StoreResult<State> {
+    let mut user = user.unwrap_or_else(|| User {
         wa_id: wa_id.clone(),
         name: None,
         username: None,
@@ -78,11 +111,24 @@ pub async fn context_extractor(store: &dyn Store, wa_id: &WaId) -> StoreResult<S
         lang: None,
     });
     let conversation = store.conversation(wa_id).await?;
-    let messages = store.recent_messages(wa_id, LOADED_MESSAGES).await?;
+    let cached = window.filter(|window| {
+        conversation
+            .as_ref()
+            .is_some_and(|c| c.history_at == window.history_at)
+    });
+    let messages = match cached {
+        Some(window) => window.messages.clone(),
+        None => store.recent_messages(wa_id, LOADED_MESSAGES).await?,
+    };
     let conversation =
         conversation.unwrap_or_else(|| crate::store::Conversation::new(wa_id.clone()));
+    // A role set by staff since `user` was read is on the conversation.
+    if let Some(role) = conversation.role {
+        user.role = role;
+    }
     Ok(State {
         wa_id: wa_id.clone(),
+        history_at: conversation.history_at,
         lang: conversation.lang.or(user.lang.clone()),
         user,
         dialog_state: conversation.dialog_state,
@@ -92,5 +138,58 @@ pub async fn context_extractor(store: &dyn Store, wa_id: &WaId) -> StoreResult<S
         handoff: conversation.handoff,
         handoff_requested: conversation.handoff_requested,
         messages,
+        unsaved: 0,
     })
+}
+
+/// A conversation's window as its last turn left it, kept by the process holding its lease:
+/// nobody else writes to a history but an operator (who marks `history_at`), so the next turn
+/// need not read it again.
+#[derive(Debug, Clone)]
+pub struct Window {
+    pub history_at: Option<DateTime<Utc>>,
+    pub messages: Vec<StoredMessage>,
+}
+
+/// The `users` documents turns read, kept a minute: a user's role and name change rarely, and
+/// a conversation's turns come seconds apart. A role set through the store's `set_user_role`
+/// is copied onto the conversation and applies at once; one edited in `users` by hand applies
+/// within [`USER_TTL`].
+pub struct UserCache {
+    entries: Mutex<HashMap<WaId, (Option<User>, Instant)>>,
+}
+
+/// How long a user read for a turn is used for the next ones.
+pub const USER_TTL: Duration = Duration::from_secs(60);
+/// Users kept at most; past it the cache starts again empty.
+const USER_CAPACITY: usize = 50_000;
+
+impl Default for UserCache {
+    fn default() -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl UserCache {
+    /// The user of `wa_id`, from the cache while fresh, else from the store.
+    pub async fn user(&self, store: &dyn Store, wa_id: &WaId) -> StoreResult<Option<User>> {
+        if let Some((user, read)) = self.lock().get(wa_id)
+            && read.elapsed() < USER_TTL
+        {
+            return Ok(user.clone());
+        }
+        let user = store.user(wa_id).await?;
+        let mut entries = self.lock();
+        if entries.len() >= USER_CAPACITY {
+            entries.clear();
+        }
+        entries.insert(wa_id.clone(), (user.clone(), Instant::now()));
+        Ok(user)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<WaId, (Option<User>, Instant)>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }

@@ -9,12 +9,15 @@
 //! | AI with unanswered tool calls       | Router: enter / leave / tools (RouterTool)  |
 //! | AI without tool calls               | guard_translator → outbox                   |
 //!
-//! Every node stores its messages (and a new `dialog_state`) before the next node runs — the
-//! seed's `update_state_in_db` — and a reply is queued only if none is queued yet for the same
-//! inbound message, so a resumed turn never answers twice.
+//! A node's messages are stored together, and before anything else the turn changes (a new
+//! `dialog_state`, a pending action, a confirmed tool's run, the reply) — the seed's
+//! `update_state_in_db`, in as few writes as the graph allows. Messages not stored yet when a
+//! turn is cut are made again when it resumes (nothing of them reached the user). A reply is
+//! queued under ids derived from the inbound message it answers, so a resumed turn that queues
+//! it again runs into the first copy and never answers twice.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -22,15 +25,16 @@ use chrono::Utc;
 use super::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
 use super::history;
 use super::route::{RouteFallback, route_to_workflow};
-use super::state::{State, context_extractor};
+use super::state::UserCache;
+use super::state::{State, Window, context_with};
 use super::tools::{TOOL_TIMEOUT, ToolContext, ToolRegistry};
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext};
 use crate::domain::{WaId, WaMessageId};
 use crate::guard::{GuardTranslator, LanguageDetector};
 use crate::llm::{Llm, LlmRequest, ToolCall, ToolSpec};
 use crate::store::{
-    HandoffRequest, InboxEntry, MessageRole, NewMessage, NewOutbox, PendingAction, Role, Store,
-    StoreError,
+    HandoffRequest, InboxEntry, MessageRole, NewMessage, NewOutbox, OutboxEntry, PendingAction,
+    Role, Store, StoreError, StoredMessage, reply_parts,
 };
 
 /// Limits and names of the engine.
@@ -97,6 +101,44 @@ pub struct TurnOutcome {
     pub dialog_state: Vec<String>,
     /// Node transitions run in this call (a resumed turn counts only its own).
     pub transitions: usize,
+    /// The inbox messages this turn answered: all it was given, or, when it resumed a turn
+    /// cut short, only that turn's (the others get their own).
+    pub answered: Vec<crate::domain::WaMessageId>,
+    /// The reply's parts, for the caller to send now and record once sent
+    /// ([`TurnOptions::send_now`]); `None` when the reply was queued in the outbox instead.
+    pub to_send: Option<Vec<OutboxEntry>>,
+}
+
+/// How the caller wants a turn run.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnOptions {
+    /// The caller sends a new reply itself as soon as the turn returns
+    /// ([`TurnOutcome::to_send`]) and records it once sent — one write for the reply instead
+    /// of three. `false`: the reply is queued in the outbox for the sender.
+    pub send_now: bool,
+    /// A reply a cut turn may already have sent (its answer, its record lost with the
+    /// process) is recorded `sending`, and waits this long for its status webhook before it
+    /// is sent again.
+    pub unconfirmed_grace: Duration,
+    /// Resuming a cut turn counts an attempt on its messages (a message that crashes the
+    /// process is given up on after a few); `false` when the caller knows the cut was the
+    /// store's doing (slow or unavailable), which must never get a message marked `failed`.
+    pub count_resume: bool,
+    /// The caller holds the conversation's lease without a break since it got this token
+    /// (a claim of its own): the window the last turn under it left is the history's, and is
+    /// used instead of reading it again.
+    pub hold: Option<u64>,
+}
+
+impl Default for TurnOptions {
+    fn default() -> Self {
+        Self {
+            send_now: false,
+            unconfirmed_grace: Duration::from_secs(30),
+            count_resume: true,
+            hold: None,
+        }
+    }
 }
 
 /// The conversation engine, shared by all workers.
@@ -107,6 +149,43 @@ pub struct Engine {
     languages: Arc<LanguageDetector>,
     tools: Arc<ToolRegistry>,
     settings: EngineSettings,
+    users: UserCache,
+    windows: Mutex<Windows>,
+}
+
+/// The windows the last turns left, per conversation held (see [`TurnOptions::hold`]),
+/// within a budget of messages.
+#[derive(Default)]
+struct Windows {
+    entries: HashMap<WaId, (u64, Window)>,
+    messages: usize,
+}
+
+/// Messages kept in windows at most (some tens of MB); past it, windows are dropped.
+const WINDOWS_BUDGET: usize = 50_000;
+
+impl Windows {
+    fn take(&mut self, wa_id: &WaId, hold: u64) -> Option<Window> {
+        let (token, window) = self.entries.remove(wa_id)?;
+        self.messages -= window.messages.len();
+        (token == hold).then_some(window)
+    }
+
+    fn put(&mut self, wa_id: WaId, hold: u64, window: Window) {
+        if let Some((_, old)) = self.entries.remove(&wa_id) {
+            self.messages -= old.messages.len();
+        }
+        while self.messages + window.messages.len() > WINDOWS_BUDGET {
+            let Some(key) = self.entries.keys().next().cloned() else {
+                break;
+            };
+            if let Some((_, old)) = self.entries.remove(&key) {
+                self.messages -= old.messages.len();
+            }
+        }
+        self.messages += window.messages.len();
+        self.entries.insert(wa_id, (hold, window));
+    }
 }
 
 /// A prompt set and the guard that knows its names and texts, swapped whole on reload: a turn
@@ -165,6 +244,13 @@ impl Assistants {
     }
 }
 
+/// How a reply leaves: made in this call (never sent before) or read back from the history.
+#[derive(Debug, Clone, Copy)]
+struct Delivery {
+    fresh: bool,
+    options: TurnOptions,
+}
+
 /// What the last stored message asks for next.
 enum Next {
     Assistant,
@@ -201,6 +287,8 @@ impl Engine {
             languages,
             tools,
             settings,
+            users: UserCache::default(),
+            windows: Mutex::default(),
         }
     }
 
@@ -220,6 +308,18 @@ impl Engine {
             &self.settings,
         ));
         *self.assistants.write().unwrap_or_else(|e| e.into_inner()) = assistants;
+    }
+
+    fn windows(&self) -> std::sync::MutexGuard<'_, Windows> {
+        self.windows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets the window kept for `wa_id` (its lease was given back).
+    pub fn forget_window(&self, wa_id: &WaId) {
+        let mut windows = self.windows();
+        if let Some((_, window)) = windows.entries.remove(wa_id) {
+            windows.messages -= window.messages.len();
+        }
     }
 
     fn assistants(&self) -> Arc<Assistants> {
@@ -246,25 +346,75 @@ impl Engine {
     /// [`run_turn`](Self::run_turn), calling `answering` once the bot is going to answer (not
     /// for a conversation an operator holds) and keeping what it returns — the worker's
     /// "typing…" indicator — until the turn ends.
-    #[tracing::instrument(name = "run_turn", skip_all, fields(conversation.id = %wa_id.masked(), turn.messages = inbox.len()))]
     pub async fn run_turn_with<T>(
         &self,
         wa_id: &WaId,
         inbox: &[InboxEntry],
         answering: impl FnOnce() -> T,
     ) -> Result<TurnOutcome, EngineError> {
+        self.serve_turn(wa_id, inbox, TurnOptions::default(), answering)
+            .await
+    }
+
+    /// [`run_turn_with`](Self::run_turn_with) as `options` ask.
+    #[tracing::instrument(name = "run_turn", skip_all, fields(conversation.id = %wa_id.masked(), turn.messages = inbox.len()))]
+    pub async fn serve_turn<T>(
+        &self,
+        wa_id: &WaId,
+        inbox: &[InboxEntry],
+        options: TurnOptions,
+        answering: impl FnOnce() -> T,
+    ) -> Result<TurnOutcome, EngineError> {
         let started = std::time::Instant::now();
         let set = self.assistants();
-        let mut state = context_extractor(self.store.as_ref(), wa_id).await?;
+        let user = self.users.user(self.store.as_ref(), wa_id).await?;
+        // Taken out: put back only by a turn that ends well.
+        let window = options
+            .hold
+            .and_then(|hold| self.windows().take(wa_id, hold));
+        let mut state = context_with(self.store.as_ref(), wa_id, user, window.as_ref()).await?;
+        // A turn cut short (crash, lost lease, store error) is finished first with the
+        // messages it started with — those already in the history — so they get their own
+        // reply; what arrived since is the next turn. Merging them would answer only the
+        // newest message.
+        let known: HashSet<&WaMessageId> = state
+            .messages
+            .iter()
+            .filter(|m| m.message.role == MessageRole::Human)
+            .flat_map(|m| m.message.wamids.iter())
+            .collect();
+        let resumed: Vec<InboxEntry> = inbox
+            .iter()
+            .filter(|e| known.contains(&e.wamid))
+            .cloned()
+            .collect();
+        let inbox: Vec<InboxEntry> = if resumed.is_empty() {
+            inbox.to_vec()
+        } else {
+            // Counted: a message whose turns keep being cut (one that crashes the process)
+            // is given up on after `max_attempts`.
+            if options.count_resume {
+                let ids: Vec<WaMessageId> = resumed.iter().map(|e| e.wamid.clone()).collect();
+                self.store.count_attempt(&ids).await?;
+            }
+            tracing::info!(messages = resumed.len(), "resuming a turn cut short");
+            metrics::counter!("zaguan_turns_resumed_total").increment(1);
+            resumed
+        };
+        let inbox = inbox.as_slice();
+        let answered: Vec<WaMessageId> = inbox.iter().map(|e| e.wamid.clone()).collect();
         if inbox.is_empty() {
-            // Nothing to answer (a resumed turn always has its `processing` messages).
             return Ok(TurnOutcome {
                 reply: None,
                 parts: Vec::new(),
                 dialog_state: state.dialog_state,
                 transitions: 0,
+                answered,
+                to_send: None,
             });
         }
+        // What was stored before this call: a reply delivered from it may have gone out.
+        let loaded_seq = state.messages.last().map_or(0, |m| m.seq);
         let new = self.add_human_message(&set, &mut state, inbox).await?;
         let turn_started = Utc::now();
         if let Some(handoff) = state.handoff.take() {
@@ -273,11 +423,14 @@ impl Engine {
                 // assistants once the conversation is back), the bot says nothing.
                 tracing::info!(operator = %handoff.operator, "message held for the operator");
                 metrics::counter!("zaguan_turns_total", "outcome" => "handoff").increment(1);
+                self.save(&mut state).await?;
                 return Ok(TurnOutcome {
                     reply: None,
                     parts: Vec::new(),
                     dialog_state: state.dialog_state,
                     transitions: 0,
+                    answered,
+                    to_send: None,
                 });
             }
             tracing::info!(operator = %handoff.operator, "handoff expired: the bot answers again");
@@ -304,12 +457,26 @@ impl Engine {
                         .pending_action
                         .as_ref()
                         .filter(|action| action.created_at >= turn_started);
-                    let parts = self.deliver(&set, &state, &text, asked, reply_to).await?;
+                    let asked = asked.cloned();
+                    let fresh = state.unsaved > 0
+                        || state.messages.last().map_or(0, |m| m.seq) > loaded_seq;
+                    let (parts, to_send) = self
+                        .deliver(
+                            &set,
+                            &mut state,
+                            &text,
+                            asked.as_ref(),
+                            reply_to,
+                            Delivery { fresh, options },
+                        )
+                        .await?;
                     break TurnOutcome {
                         reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
                         parts,
                         dialog_state: state.dialog_state.clone(),
                         transitions,
+                        answered: answered.clone(),
+                        to_send,
                     };
                 }
                 _ if transitions >= self.settings.max_transitions => {
@@ -330,6 +497,17 @@ impl Engine {
                 }
             }
         };
+        if let Some(hold) = options.hold {
+            let keep = state
+                .messages
+                .len()
+                .saturating_sub(super::state::LOADED_MESSAGES);
+            let window = Window {
+                history_at: state.history_at,
+                messages: state.messages.split_off(keep),
+            };
+            self.windows().put(wa_id.clone(), hold, window);
+        }
         let elapsed = started.elapsed();
         tracing::info!(
             agent = %outcome.dialog_state.first().map_or("primary", String::as_str),
@@ -514,6 +692,7 @@ impl Engine {
             ai_message(&state.wa_id, "", &action.agent, vec![call.clone()]),
         )
         .await?;
+        self.save(state).await?;
         self.store.set_pending_action(&state.wa_id, None).await?;
         state.pending_action = None;
         let outcome = if confirmed { "confirmed" } else { "declined" };
@@ -806,6 +985,7 @@ impl Engine {
                     });
                 }
                 if let Some(action) = asked {
+                    self.save(state).await?;
                     self.store
                         .set_pending_action(&state.wa_id, Some(&action))
                         .await?;
@@ -915,25 +1095,21 @@ impl Engine {
         }
     }
 
-    /// guard_translator, then the outbox — unless a reply to this message is already queued.
-    /// The parts of a reply are queued in one write.
+    /// guard_translator, then the reply: for the caller to send now, or queued in the outbox.
+    /// A reply read back from the history (the turn was cut after its answer was stored) may
+    /// have gone out already: it is recorded as sent-but-unconfirmed, for its status webhook
+    /// to confirm or its grace to resend — never sent again at once. Its parts' ids come from
+    /// the inbound message, so recording it again changes nothing.
     async fn deliver(
         &self,
         set: &Assistants,
-        state: &State,
+        state: &mut State,
         text: &str,
         asked: Option<&PendingAction>,
         reply_to: Option<&InboxEntry>,
-    ) -> Result<Vec<String>, EngineError> {
-        if let Some(reply_to) = reply_to
-            && !self
-                .store
-                .outbox_in_reply_to(&reply_to.wamid)
-                .await?
-                .is_empty()
-        {
-            return Ok(Vec::new());
-        }
+        delivery: Delivery,
+    ) -> Result<(Vec<String>, Option<Vec<OutboxEntry>>), EngineError> {
+        self.save(state).await?;
         let lang = state.lang.as_deref();
         let mut bodies = set
             .guard
@@ -968,8 +1144,28 @@ impl Engine {
         if let Some(last) = parts.last_mut() {
             last.buttons = buttons;
         }
-        self.store.insert_outbox(&parts).await?;
-        Ok(bodies)
+        let Some(reply_to) = reply_to else {
+            self.store.insert_outbox(&parts).await?;
+            return Ok((bodies, None));
+        };
+        let mut entries = reply_parts(&parts, reply_to.received_at);
+        let options = delivery.options;
+        if delivery.fresh && options.send_now {
+            return Ok((bodies, Some(entries)));
+        }
+        if !delivery.fresh {
+            let resend_at = now
+                + chrono::Duration::from_std(options.unconfirmed_grace)
+                    .unwrap_or(chrono::Duration::MAX);
+            for entry in &mut entries {
+                entry.status = crate::store::OutboxStatus::Sending;
+                entry.sending_at = Some(now);
+                entry.next_attempt_at = Some(resend_at);
+                entry.attempts = 1;
+            }
+        }
+        self.store.record_reply(&entries).await?;
+        Ok((bodies, None))
     }
 
     /// Queues a message of the engine's own (not an answer to any inbound message, so it
@@ -999,6 +1195,8 @@ impl Engine {
         dialog_state: Vec<String>,
     ) -> Result<(), EngineError> {
         if state.dialog_state != dialog_state {
+            // The messages that led here first: a crash after them replays the transition.
+            self.save(state).await?;
             self.store
                 .set_dialog_state(&state.wa_id, &dialog_state, Utc::now())
                 .await?;
@@ -1007,10 +1205,33 @@ impl Engine {
         Ok(())
     }
 
-    /// update_state_in_db: a node's message is stored before the next node runs.
+    /// A node's output, kept for the next write ([`save`](Self::save)); the state machine
+    /// reads it at once.
     async fn append(&self, state: &mut State, message: NewMessage) -> Result<(), EngineError> {
-        let stored = self.store.append_message(message).await?;
-        state.messages.push(stored);
+        let seq = state.messages.last().map_or(0, |m| m.seq) + 1;
+        state.messages.push(StoredMessage { seq, message });
+        state.unsaved += 1;
+        Ok(())
+    }
+
+    /// update_state_in_db: the messages not stored yet, in one write. Runs before anything
+    /// else the turn changes, so the history always explains the state.
+    async fn save(&self, state: &mut State) -> Result<(), EngineError> {
+        if state.unsaved == 0 {
+            return Ok(());
+        }
+        let first = state.messages.len() - state.unsaved;
+        let after = first
+            .checked_sub(1)
+            .map_or(0, |last| state.messages[last].seq);
+        let unsaved: Vec<NewMessage> = state.messages[first..]
+            .iter()
+            .map(|m| m.message.clone())
+            .collect();
+        let stored = self.store.append_messages(unsaved, after).await?;
+        state.messages.truncate(first);
+        state.messages.extend(stored);
+        state.unsaved = 0;
         Ok(())
     }
 }

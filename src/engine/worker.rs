@@ -1,34 +1,51 @@
 //! Workers: take conversations with open inbox messages or unsent replies, one turn at a time
-//! per conversation, in arrival order, and send each turn's reply before the next turn. A
-//! conversation is claimed with a lease, so processes sharing one MongoDB never run (or send
-//! for) the same conversation at once; a lease left by a dead process expires and is taken over,
-//! and its `processing` messages are resumed and its unsent parts sent.
+//! per conversation, in arrival order, and send each turn's reply before the next turn.
+//!
+//! Work comes three ways: this process's webhook hands over what it stored ([`Arrivals`], no
+//! query needed), and a poll every second reads the pending inbox and the replies due (what
+//! other instances received, what a crash left). A conversation is served under its lease
+//! (see [`super::instances`]): claimed once, then held while this instance beats and the
+//! conversation keeps talking — its next turns cost no claim — and given back after
+//! [`IDLE_RELEASE`] of silence, on drain, or when the heartbeat lapses. A lease held by another
+//! live instance is left to it.
+//!
+//! How many conversations run at once follows the database ([`AdaptiveLimit`]): fewer when
+//! its calls slow down, more when they are fast again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use tokio::sync::{Notify, Semaphore, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
 
 use super::abuse::{Admission, SLOW_DOWN, UserLimits};
-use super::turn::{Engine, EngineError};
+use super::concurrency::AdaptiveLimit;
+use super::instances::Membership;
+use super::turn::{Engine, EngineError, TurnOptions};
 use crate::domain::{WaId, WaMessageId};
-use crate::outbound::Outbound;
-use crate::store::{InboxStatus, StoreError};
+use crate::outbound::{Flushed, Outbound};
+use crate::store::{InboxEntry, InboxStatus, StoreError};
 
-/// Wait after a wake-up before reading the inbox, so a burst costs one query.
-const DEBOUNCE: Duration = Duration::from_millis(25);
+/// Wait after a wake-up before looking, so a burst costs one pass.
+const DEBOUNCE: Duration = Duration::from_millis(5);
+/// A lease held this long without a turn is given back, so other instances can share the load.
+pub const IDLE_RELEASE: Duration = Duration::from_secs(30);
+/// How often the concurrency follows the database.
+const ADJUST_EVERY: Duration = Duration::from_millis(500);
+/// After failing to claim a conversation (another live instance has it), leave it alone this
+/// long: its holder serves it.
+const ELSEWHERE_FOR: Duration = Duration::from_secs(2);
 
 /// How the workers of one process behave.
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
-    /// This process's name in `lease_owner`.
+    /// This process's instance id: the owner of its leases.
     pub owner: String,
-    /// Conversations processed at once by this process.
+    /// Conversations served at once, at most.
     pub concurrency: usize,
-    /// How long a claim holds; renewed after every turn. Longer than any single turn.
+    /// `ZAGUAN_LEASE`: a claim holds at least this long, and while this instance beats.
     pub lease: Duration,
     /// Look for work at least this often, even without a webhook signal.
     pub poll: Duration,
@@ -36,6 +53,8 @@ pub struct WorkerSettings {
     pub max_attempts: u32,
     /// Turns per user (see [`UserLimits`]); `None` is no limit.
     pub user_turns: Option<governor::Quota>,
+    /// An idle conversation's lease is given back after this.
+    pub idle_release: Duration,
 }
 
 impl Default for WorkerSettings {
@@ -43,33 +62,101 @@ impl Default for WorkerSettings {
         Self {
             owner: format!(
                 "{}-{}",
-                std::env::var("HOSTNAME").unwrap_or_else(|_| "zaguan".to_owned()),
+                super::instances::default_instance_id(),
                 std::process::id()
             ),
             concurrency: 16,
-            lease: Duration::from_secs(300),
+            lease: super::instances::DEFAULT_LEASE,
             poll: Duration::from_secs(1),
             max_attempts: 5,
             user_turns: None,
+            idle_release: IDLE_RELEASE,
         }
+    }
+}
+
+/// The conversations this process's webhook stored new messages for: its workers take them at
+/// once, without waiting for a poll.
+#[derive(Default)]
+pub struct Arrivals {
+    conversations: Mutex<Vec<WaId>>,
+    signal: Notify,
+}
+
+impl Arrivals {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Hands over freshly stored messages (not redeliveries) and wakes the workers.
+    pub fn push(&self, entries: Vec<InboxEntry>) {
+        if entries.is_empty() {
+            return;
+        }
+        self.lock()
+            .extend(entries.into_iter().map(|entry| entry.wa_id));
+        self.signal.notify_one();
+    }
+
+    /// Wakes the workers to look now (a reply queued by an operator).
+    pub fn wake(&self) {
+        self.signal.notify_one();
+    }
+
+    fn take(&self) -> Vec<WaId> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<WaId>> {
+        self.conversations.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// The running workers; `stop` lets in-flight turns finish.
 pub struct Workers {
     stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl Workers {
+    /// Workers of a process alone with its store (no other instance, no heartbeat).
     pub fn spawn(
         engine: Arc<Engine>,
         outbound: Arc<Outbound>,
-        signal: Arc<Notify>,
+        arrivals: Arc<Arrivals>,
         settings: WorkerSettings,
     ) -> Self {
+        let membership = Membership::solo(
+            engine.store().clone(),
+            settings.owner.clone(),
+            settings.lease,
+        );
+        Self::spawn_in(engine, outbound, arrivals, settings, membership)
+    }
+
+    /// Workers of `membership`'s instance: its leases carry its id and last while it beats.
+    pub fn spawn_in(
+        engine: Arc<Engine>,
+        outbound: Arc<Outbound>,
+        arrivals: Arc<Arrivals>,
+        mut settings: WorkerSettings,
+        membership: Arc<Membership>,
+    ) -> Self {
+        settings.owner = membership.id().to_owned();
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(dispatch(engine, outbound, signal, settings, stopped));
+        let start = settings.concurrency.min(32);
+        let dispatcher = Arc::new(Dispatcher {
+            limit: Mutex::new(AdaptiveLimit::new(start, settings.concurrency)),
+            limits: UserLimits::new(settings.user_turns),
+            engine,
+            outbound,
+            membership,
+            settings,
+            state: Mutex::default(),
+            finished: Notify::new(),
+            draining: stopped.clone(),
+        });
+        let task = tokio::spawn(dispatcher.run(arrivals, stopped));
         Self { stop, task }
     }
 
@@ -79,10 +166,10 @@ impl Workers {
         let _ = self.task.await;
     }
 
-    /// Drains: stops taking conversations, lets each turn in flight finish (then releases its
-    /// lease, so another instance takes the conversation at once) for up to `deadline`.
-    /// `false` when turns were still running at the deadline: their leases expire by
-    /// themselves.
+    /// Drains: stops taking conversations, lets each turn in flight finish (then gives its
+    /// lease back, so another instance takes the conversation at once) for up to `deadline`.
+    /// `false` when turns were still running at the deadline: their conversations are taken
+    /// over when this instance's heartbeat stops.
     pub async fn drain(self, deadline: Duration) -> bool {
         let _ = self.stop.send(true);
         let mut task = self.task;
@@ -92,7 +179,7 @@ impl Workers {
                 tracing::warn!(
                     ?deadline,
                     "drain deadline passed with turns still running; their conversations are \
-                     taken over when the leases expire"
+                     taken over when this instance's heartbeat stops"
                 );
                 task.abort();
                 false
@@ -101,191 +188,363 @@ impl Workers {
     }
 }
 
-async fn dispatch(
+/// What the workers of one process know and do.
+struct Dispatcher {
     engine: Arc<Engine>,
     outbound: Arc<Outbound>,
-    signal: Arc<Notify>,
+    membership: Arc<Membership>,
     settings: WorkerSettings,
-    mut stopped: watch::Receiver<bool>,
-) {
-    let permits = Arc::new(Semaphore::new(settings.concurrency));
-    let in_flight: Arc<Mutex<HashSet<WaId>>> = Arc::default();
-    let limits = Arc::new(UserLimits::new(settings.user_turns));
-    let settings = Arc::new(settings);
-    loop {
-        let store = engine.store();
-        let mut keys = match store
-            .conversations_with_open_inbox(settings.concurrency * 4)
-            .await
-        {
-            Ok(keys) => keys,
-            Err(error) => {
-                tracing::warn!("workers cannot read the inbox: {error}");
-                Vec::new()
-            }
-        };
-        match store
-            .conversations_with_unsent_outbox(Utc::now(), settings.concurrency * 4)
-            .await
-        {
-            Ok(unsent) => keys.extend(
-                unsent
-                    .into_iter()
-                    .filter(|k| !keys.contains(k))
-                    .collect::<Vec<_>>(),
-            ),
-            Err(error) => tracing::warn!("workers cannot read the outbox: {error}"),
-        }
-        outbound.forget_idle();
-        for key in keys {
-            if !in_flight.lock().unwrap().insert(key.clone()) {
-                continue;
-            }
-            let Ok(permit) = permits.clone().acquire_owned().await else {
-                break;
-            };
-            let (engine, outbound, settings, in_flight, limits) = (
-                engine.clone(),
-                outbound.clone(),
-                settings.clone(),
-                in_flight.clone(),
-                limits.clone(),
-            );
-            let stopped = stopped.clone();
-            tokio::spawn(async move {
-                let worker = Worker {
-                    engine: &engine,
-                    outbound: &outbound,
-                    settings: &settings,
-                    limits: &limits,
-                };
-                worker.process_conversation(&key, &stopped).await;
-                in_flight.lock().unwrap().remove(&key);
-                drop(permit);
-            });
-        }
-        tokio::select! {
-            () = signal.notified() => {
-                // Let a burst of webhooks land before looking: one inbox query for all of them.
-                tokio::time::sleep(DEBOUNCE).await;
-            }
-            () = tokio::time::sleep(settings.poll) => {}
-            _ = stopped.changed() => break,
-        }
-    }
-    // Let the turns in flight finish: wait until every permit is back.
-    let _ = permits
-        .acquire_many(u32::try_from(settings.concurrency).unwrap_or(u32::MAX))
-        .await;
+    limits: UserLimits,
+    limit: Mutex<AdaptiveLimit>,
+    state: Mutex<Queue>,
+    /// A conversation's service ended: there may be room for another.
+    finished: Notify,
+    /// The process drains: each conversation finishes the turn it runs and takes no other.
+    draining: watch::Receiver<bool>,
 }
 
-/// What a task serving one conversation needs of the process.
-struct Worker<'a> {
-    engine: &'a Engine,
-    outbound: &'a Outbound,
-    settings: &'a WorkerSettings,
-    limits: &'a UserLimits,
+/// Conversations with work, and what this process holds.
+#[derive(Default)]
+struct Queue {
+    /// Conversations with new messages (the webhook stored some, or the poll found some).
+    work: HashSet<WaId>,
+    /// Conversations with replies to send now (found by the poll, or just claimed).
+    owed: HashSet<WaId>,
+    /// Conversations with a part waiting (a retry, a status): their next reply queues behind
+    /// it rather than going out first. The poll brings them back when it is due.
+    behind: HashSet<WaId>,
+    /// Conversations with work, oldest first.
+    order: VecDeque<WaId>,
+    in_flight: HashSet<WaId>,
+    /// The messages each conversation in flight read last: the poll finding them again is no
+    /// news.
+    read: HashMap<WaId, HashSet<WaMessageId>>,
+    /// Conversations whose lease this process holds: under which epoch, last used when.
+    held: HashMap<WaId, Held>,
+    /// Conversations another live instance holds: left alone until then.
+    elsewhere: HashMap<WaId, Instant>,
+    /// Conversations whose last turn here was cut by the store (unavailable, heartbeat not
+    /// confirmed): resuming it counts no attempt.
+    store_cut: HashSet<WaId>,
 }
 
-impl Worker<'_> {
-    /// Claims one conversation and serves it while the claim holds: the lease is renewed in the
-    /// background, and if a renewal cannot be confirmed in time the work stops at once (it resumes,
-    /// here or elsewhere, from what was stored) rather than run beside the instance that takes the
-    /// conversation over.
-    async fn process_conversation(&self, wa_id: &WaId, stopped: &watch::Receiver<bool>) {
-        let (engine, settings) = (self.engine, self.settings);
-        let store = engine.store();
-        let asked = std::time::Instant::now();
-        let now = Utc::now();
-        let length =
-            chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::minutes(5));
-        match store
-            .claim_conversation(wa_id, &settings.owner, now, now + length)
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => return, // another process has it
-            Err(error) => {
-                tracing::warn!(conversation.id = %wa_id.masked(), "cannot claim: {error}");
-                return;
-            }
-        }
-        let keeper = LeaseKeeper::start(store.clone(), wa_id.clone(), settings, asked);
-        // The inbox entries of the turn running now (empty between turns).
-        let taken = Mutex::new(Vec::new());
-        let held = tokio::select! {
-            // A claim answered too late to be counted on starts nothing.
-            biased;
-            () = keeper.lost() => {
-                tracing::error!(
-                    conversation.id = %wa_id.masked(),
-                    "lease not renewed in time (slow store?): work on this conversation stopped; \
-                     it resumes from what was stored"
-                );
-                metrics::counter!("zaguan_leases_lost_total").increment(1);
-                false
-            }
-            () = self.serve_conversation(wa_id, stopped, &taken) => true,
-        };
-        keeper.stop();
-        if !held {
-            // Stopped by the store's slowness, not by the messages: not an attempt of theirs.
-            self.refund(wa_id, &taken).await;
-        }
-        // A lost lease may be another instance's by now: it is left to expire, not released.
-        if held && let Err(error) = store.release_conversation(wa_id, &settings.owner).await {
-            tracing::warn!(conversation.id = %wa_id.masked(), "cannot release lease: {error}");
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    epoch: u64,
+    last_used: Instant,
+    /// Tells this hold from any other of the same conversation (the engine keeps the
+    /// conversation's window under it).
+    hold: u64,
+}
+
+/// Numbers the holds of this process.
+static HOLDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl Queue {
+    fn has_work(&self, wa_id: &WaId) -> bool {
+        self.work.contains(wa_id) || self.owed.contains(wa_id)
+    }
+
+    fn enqueue(&mut self, wa_id: &WaId) {
+        if !self.order.contains(wa_id) {
+            self.order.push_back(wa_id.clone());
         }
     }
 
-    /// Takes back the attempt of `taken`'s entries (best effort: the store is struggling).
-    async fn refund(&self, wa_id: &WaId, taken: &Mutex<Vec<WaMessageId>>) {
-        let ids = std::mem::take(&mut *taken.lock().unwrap_or_else(|e| e.into_inner()));
-        if ids.is_empty() {
-            return;
-        }
-        match self.engine.store().refund_attempt(&ids).await {
-            Ok(()) => {
-                metrics::counter!("zaguan_attempts_refunded_total").increment(ids.len() as u64)
-            }
-            Err(error) => {
-                tracing::warn!(conversation.id = %wa_id.masked(), "cannot refund the attempt: {error}")
-            }
-        }
+    /// New messages for `wa_id`.
+    fn arrived(&mut self, wa_id: WaId) {
+        self.enqueue(&wa_id);
+        self.work.insert(wa_id);
     }
 
-    /// Sends what the conversation still owes, then runs turns until its inbox is empty, sending
-    /// each turn's reply before the next turn. Stops after a turn when the process drains.
-    async fn serve_conversation(
-        &self,
-        wa_id: &WaId,
-        stopped: &watch::Receiver<bool>,
-        taken: &Mutex<Vec<WaMessageId>>,
-    ) {
-        let (engine, outbound, settings) = (self.engine, self.outbound, self.settings);
-        let store = engine.store();
-        let mut flushed = false;
+    fn owe(&mut self, wa_id: WaId) {
+        self.enqueue(&wa_id);
+        self.owed.insert(wa_id);
+    }
+}
+
+impl Dispatcher {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn run(self: Arc<Self>, arrivals: Arc<Arrivals>, mut stopped: watch::Receiver<bool>) {
+        let mut tasks = JoinSet::new();
+        let mut next_poll = Instant::now();
+        let mut next_adjust = Instant::now() + ADJUST_EVERY;
+        let mut next_release = Instant::now() + self.settings.idle_release / 4;
+        let mut busy = false;
         loop {
-            // Draining: the turn just finished was the last; the lease is released by the caller.
-            if flushed && *stopped.borrow() {
+            if *stopped.borrow() {
                 break;
             }
-            // Replies owed from before (a retry due, a crash mid-send) go out before new ones.
-            if !flushed {
-                flushed = true;
-                if let Err(error) = outbound.flush(wa_id).await {
-                    tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
-                    break;
+            for wa_id in arrivals.take() {
+                self.queue().arrived(wa_id);
+            }
+            let now = Instant::now();
+            if now >= next_poll {
+                self.poll().await;
+                next_poll = Instant::now() + self.settings.poll;
+            }
+            if now >= next_adjust {
+                let pressure = self.engine.store().pressure();
+                let mut limit = self.limit.lock().unwrap_or_else(|e| e.into_inner());
+                if limit.adjust(&pressure, busy) {
+                    tracing::debug!(
+                        limit = limit.get(),
+                        ?pressure,
+                        "worker concurrency adjusted"
+                    );
+                }
+                metrics::gauge!("zaguan_worker_concurrency").set(limit.get() as f64);
+                drop(limit);
+                busy = false;
+                next_adjust = Instant::now() + ADJUST_EVERY;
+            }
+            if now >= next_release {
+                self.release_idle().await;
+                next_release = Instant::now() + self.settings.idle_release / 4;
+            }
+            busy |= self.start_work(&mut tasks);
+            while let Some(done) = tasks.try_join_next() {
+                if let Err(error) = done
+                    && error.is_panic()
+                {
+                    tracing::error!("a conversation's worker panicked: {error}");
                 }
             }
+            let wait = next_poll
+                .min(next_adjust)
+                .min(next_release)
+                .saturating_duration_since(Instant::now());
+            tokio::select! {
+                () = arrivals.signal.notified() => tokio::time::sleep(DEBOUNCE).await,
+                () = self.finished.notified() => {}
+                () = tokio::time::sleep(wait) => {}
+                _ = stopped.changed() => {}
+            }
+        }
+        // Draining: the turns in flight finish, then every lease goes back at once.
+        while tasks.join_next().await.is_some() {}
+        self.release_all().await;
+    }
+
+    /// Reads the pending inbox and the replies due: what other instances received, what a
+    /// crash left behind, what waits for a retry.
+    async fn poll(&self) {
+        let store = self.engine.store();
+        let room = self.settings.concurrency.saturating_mul(4).max(64);
+        match store.pending_inbox(room).await {
+            Ok(entries) => {
+                let mut queue = self.queue();
+                for entry in entries {
+                    let known = queue
+                        .read
+                        .get(&entry.wa_id)
+                        .is_some_and(|read| read.contains(&entry.wamid));
+                    if !known && !queue.elsewhere.contains_key(&entry.wa_id) {
+                        queue.arrived(entry.wa_id);
+                    }
+                }
+            }
+            Err(error) => tracing::warn!("workers cannot read the inbox: {error}"),
+        }
+        match store
+            .conversations_with_unsent_outbox(Utc::now(), room)
+            .await
+        {
+            Ok(keys) => {
+                let mut queue = self.queue();
+                for key in keys {
+                    if !queue.elsewhere.contains_key(&key) {
+                        queue.owe(key);
+                    }
+                }
+            }
+            Err(error) => tracing::warn!("workers cannot read the outbox: {error}"),
+        }
+        self.outbound.forget_idle();
+    }
+
+    /// Starts serving conversations with work while the limit allows. Returns whether work
+    /// was left waiting for room.
+    fn start_work(self: &Arc<Self>, tasks: &mut JoinSet<()>) -> bool {
+        let limit = self.limit.lock().unwrap_or_else(|e| e.into_inner()).get();
+        let mut queue = self.queue();
+        let now = Instant::now();
+        queue.elsewhere.retain(|_, until| *until > now);
+        let mut left = VecDeque::new();
+        let mut starved = false;
+        while let Some(wa_id) = queue.order.pop_front() {
+            if !queue.has_work(&wa_id) {
+                continue;
+            }
+            if queue.in_flight.contains(&wa_id) {
+                // Its worker picks the new messages up after the turn running now.
+                left.push_back(wa_id);
+                continue;
+            }
+            if queue.in_flight.len() >= limit {
+                starved = true;
+                left.push_back(wa_id);
+                continue;
+            }
+            queue.in_flight.insert(wa_id.clone());
+            let dispatcher = self.clone();
+            tasks.spawn(async move {
+                dispatcher.serve(&wa_id).await;
+                {
+                    let mut queue = dispatcher.queue();
+                    queue.in_flight.remove(&wa_id);
+                    if queue.has_work(&wa_id) && !queue.order.contains(&wa_id) {
+                        queue.order.push_back(wa_id);
+                    }
+                }
+                dispatcher.finished.notify_one();
+            });
+        }
+        queue.order = left;
+        starved
+    }
+
+    /// Claims the conversation unless held, then serves it for as long as the instance is
+    /// valid: a lapse stops the work at once (it resumes, here or elsewhere, from what was
+    /// stored) rather than run beside the instance that takes the conversation over.
+    async fn serve(&self, wa_id: &WaId) {
+        let Some(epoch) = self.membership.valid() else {
+            // Not confirmed alive right now: nothing is started; the work waits here.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            return;
+        };
+        let held = self
+            .queue()
+            .held
+            .get(wa_id)
+            .is_some_and(|held| held.epoch == epoch);
+        if !held && !self.claim(wa_id, epoch).await {
+            return;
+        }
+        let finished = tokio::select! {
+            biased;
+            () = self.membership.lapsed(epoch) => false,
+            () = self.serve_conversation(wa_id, !held) => true,
+        };
+        let mut queue = self.queue();
+        queue.read.remove(wa_id);
+        if finished {
+            if let Some(held) = queue.held.get_mut(wa_id) {
+                held.last_used = Instant::now();
+            }
+        } else {
+            tracing::error!(
+                conversation.id = %wa_id.masked(),
+                "this instance's heartbeat was not confirmed in time (slow store?): work on \
+                 the conversation stopped; it resumes from what was stored"
+            );
+            metrics::counter!("zaguan_leases_lost_total").increment(1);
+            queue.held.remove(wa_id);
+            self.engine.forget_window(wa_id);
+            queue.arrived(wa_id.clone());
+            queue.store_cut.insert(wa_id.clone());
+        }
+    }
+
+    /// Takes the conversation's lease; `false` (its work dropped here) when another live
+    /// instance holds it.
+    async fn claim(&self, wa_id: &WaId, epoch: u64) -> bool {
+        let now = Utc::now();
+        let until = now + chrono::Duration::from_std(self.settings.lease).unwrap_or_default();
+        let live = self.membership.live();
+        match self
+            .engine
+            .store()
+            .claim_conversation(wa_id, &self.settings.owner, now, until, &live)
+            .await
+        {
+            Ok(true) => {
+                self.queue().held.insert(
+                    wa_id.clone(),
+                    Held {
+                        epoch,
+                        last_used: Instant::now(),
+                        hold: HOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                    },
+                );
+                true
+            }
+            Ok(false) => {
+                // Its holder serves it; the poll brings it back here if that changes.
+                let mut queue = self.queue();
+                queue.work.remove(wa_id);
+                queue.owed.remove(wa_id);
+                queue
+                    .elsewhere
+                    .insert(wa_id.clone(), Instant::now() + ELSEWHERE_FOR);
+                false
+            }
+            Err(error) => {
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot claim: {error}");
+                false
+            }
+        }
+    }
+
+    /// Sends what the conversation still owes, then runs turns while messages wait, sending
+    /// each turn's reply before the next turn. Stops after a turn when the process drains.
+    /// `claimed`: the lease was just taken, so what was stored is read first (a previous
+    /// holder may have left messages open or replies unsent).
+    async fn serve_conversation(&self, wa_id: &WaId, claimed: bool) {
+        let (engine, outbound, settings) = (&self.engine, &self.outbound, &self.settings);
+        let store = engine.store();
+        if claimed {
+            self.queue().owed.insert(wa_id.clone());
+            self.queue().work.insert(wa_id.clone());
+        }
+        let mut turns = 0;
+        loop {
+            // Draining: the turn just finished was the last.
+            if turns > 0 && *self.draining.borrow() {
+                return;
+            }
+            // Replies owed from before (a retry due, a crash mid-send) go out before new ones.
+            if self.queue().owed.remove(wa_id) {
+                match outbound.flush(wa_id).await {
+                    Ok(Flushed::All) => {
+                        self.queue().behind.remove(wa_id);
+                    }
+                    // A part waits for a retry or its status: the next reply queues behind
+                    // it, and the poll brings the conversation back when it is due.
+                    Ok(Flushed::Waiting) => {
+                        self.queue().behind.insert(wa_id.clone());
+                    }
+                    Err(error) => {
+                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
+                        self.queue().owe(wa_id.clone());
+                        return;
+                    }
+                }
+            }
+            if !self.queue().work.remove(wa_id) {
+                return;
+            }
+            // The conversation's open messages as stored, oldest first: what other instances
+            // received too, in order.
             let open = match store.open_inbox(wa_id).await {
-                Ok(open) if open.is_empty() => break,
                 Ok(open) => open,
                 Err(error) => {
                     tracing::warn!(conversation.id = %wa_id.masked(), "cannot read inbox: {error}");
-                    break;
+                    self.queue().arrived(wa_id.clone());
+                    return;
                 }
             };
+            self.queue().read.insert(
+                wa_id.clone(),
+                open.iter().map(|e| e.wamid.clone()).collect(),
+            );
+            if open.is_empty() {
+                continue;
+            }
+            turns += 1;
             let (poisoned, open): (Vec<_>, Vec<_>) = open
                 .into_iter()
                 .partition(|e| e.attempts >= settings.max_attempts);
@@ -303,27 +562,18 @@ impl Worker<'_> {
                     .await
                     .is_err()
                 {
-                    break;
+                    self.queue().arrived(wa_id.clone());
+                    return;
                 }
                 if open.is_empty() {
                     continue;
                 }
             }
-            // A turn cut short (crash, lost lease, store error) is finished first with the
-            // messages it started with, so they get their own reply; what arrived since is the
-            // next turn. Merging them would answer only the newest message.
-            let resumed = open.iter().any(|e| e.status == InboxStatus::Processing);
-            let open = if resumed {
-                open.into_iter()
-                    .filter(|e| e.status == InboxStatus::Processing)
-                    .collect()
-            } else {
-                open
-            };
-            if !resumed && let Admission::Wait { wait, notify } = self.limits.admit(wa_id) {
-                // Too many turns for this user: the next one waits, and what arrives meanwhile is
-                // merged into it.
+            if let Admission::Wait { wait, notify } = self.limits.admit(wa_id) {
+                // Too many turns for this user: the next one waits, and what arrives meanwhile
+                // is merged into it.
                 tracing::info!(conversation.id = %wa_id.masked(), ?wait, "user throttled");
+                self.queue().work.insert(wa_id.clone());
                 if notify {
                     let via = open.last().expect("not empty");
                     if let Err(error) = engine.notice(wa_id, SLOW_DOWN, via).await {
@@ -332,119 +582,137 @@ impl Worker<'_> {
                         tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
                     }
                 }
-                let mut stop = stopped.clone();
-                if *stop.borrow() {
-                    break;
-                }
+                let mut draining = self.draining.clone();
                 tokio::select! {
                     () = tokio::time::sleep(wait) => continue,
-                    _ = stop.changed() => break,
+                    _ = draining.wait_for(|stop| *stop) => return,
                 }
             }
-            let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
-            if let Err(error) = store.set_inbox_status(&ids, InboxStatus::Processing).await {
-                tracing::warn!(conversation.id = %wa_id.masked(), "cannot take inbox: {error}");
-                break;
-            }
-            *taken.lock().unwrap_or_else(|e| e.into_inner()) = ids.clone();
             let last = open.last().expect("not empty");
+            let options = {
+                let mut queue = self.queue();
+                TurnOptions {
+                    // Sent at once unless older parts still wait: then it queues behind them.
+                    send_now: !queue.behind.contains(wa_id),
+                    unconfirmed_grace: outbound.unconfirmed_grace(),
+                    count_resume: !queue.store_cut.remove(wa_id),
+                    hold: queue.held.get(wa_id).map(|held| held.hold),
+                }
+            };
             // "typing…" only once the engine knows the bot answers (not while an operator holds it).
             let turn = engine
-                .run_turn_with(wa_id, &open, || {
+                .serve_turn(wa_id, &open, options, || {
                     outbound.typing(&last.phone_number_id, &last.wamid)
                 })
                 .await;
-            match turn {
-                Ok(_) => {
-                    // Done only now that the reply is in the outbox.
-                    let closed = store.set_inbox_status(&ids, InboxStatus::Done).await;
-                    taken.lock().unwrap_or_else(|e| e.into_inner()).clear();
-                    if let Err(error) = closed {
-                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
-                        break;
-                    }
-                    if let Err(error) = outbound.flush(wa_id).await {
-                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
-                        break;
-                    }
-                }
+            let outcome = match turn {
+                Ok(outcome) => outcome,
                 Err(error) => {
                     let transient = matches!(error, EngineError::Store(StoreError::Unavailable(_)));
                     tracing::error!(conversation.id = %wa_id.masked(), "turn failed, will resume: {:#}", anyhow::Error::from(error));
                     metrics::counter!("zaguan_turns_total", "outcome" => "error").increment(1);
                     if transient {
-                        self.refund(wa_id, taken).await;
+                        // The store's slowness, not the message's: tried again, not counted.
+                        let mut queue = self.queue();
+                        queue.arrived(wa_id.clone());
+                        queue.store_cut.insert(wa_id.clone());
+                    } else {
+                        let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
+                        if let Err(error) = store.count_attempt(&ids).await {
+                            tracing::warn!(conversation.id = %wa_id.masked(), "cannot count the attempt: {error}");
+                        }
+                        // The poll brings them back, with their attempt counted.
+                        self.queue().read.remove(wa_id);
                     }
-                    break;
+                    return;
+                }
+            };
+            if outcome.answered.len() < open.len() {
+                // It resumed a cut turn first: the others are the next turn.
+                self.queue().work.insert(wa_id.clone());
+            }
+            // The reply goes out (and is recorded) before the messages are marked answered.
+            let sent = match outcome.to_send {
+                Some(parts) => outbound.send_reply(parts).await,
+                None if outcome.reply.is_some() => outbound.flush(wa_id).await,
+                None => Ok(Flushed::All),
+            };
+            match sent {
+                Ok(Flushed::All) => {
+                    self.queue().behind.remove(wa_id);
+                }
+                Ok(Flushed::Waiting) => {
+                    // The next reply queues behind the part that waits.
+                    self.queue().behind.insert(wa_id.clone());
+                }
+                Err(error) => {
+                    // Not marked answered: resumed later, the reply found unrecorded is
+                    // recorded as unconfirmed, not sent again at once.
+                    tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
+                    let mut queue = self.queue();
+                    queue.arrived(wa_id.clone());
+                    queue.store_cut.insert(wa_id.clone());
+                    return;
                 }
             }
-        }
-    }
-}
-
-/// Keeps a claim alive: renews it every third of the lease, and knows until when the last
-/// confirmed renewal holds (measured from before the call was sent, so a slow answer counts
-/// against us).
-struct LeaseKeeper {
-    task: JoinHandle<()>,
-    valid_until: Arc<Mutex<std::time::Instant>>,
-    margin: Duration,
-}
-
-impl LeaseKeeper {
-    /// `asked`: when the claim that succeeded was sent.
-    fn start(
-        store: Arc<dyn crate::store::Store>,
-        wa_id: WaId,
-        settings: &WorkerSettings,
-        asked: std::time::Instant,
-    ) -> Self {
-        let (owner, lease) = (settings.owner.clone(), settings.lease);
-        let valid_until = Arc::new(Mutex::new(asked + lease));
-        let length = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::minutes(5));
-        let renewed = valid_until.clone();
-        let task = tokio::spawn(async move {
-            // Renewals are timed from when the last claim was sent: a claim answered late is
-            // renewed soon after.
-            let mut last = asked;
-            loop {
-                tokio::time::sleep_until((last + lease / 3).into()).await;
-                let asked = std::time::Instant::now();
-                last = asked;
-                let now = Utc::now();
-                match store
-                    .claim_conversation(&wa_id, &owner, now, now + length)
-                    .await
-                {
-                    Ok(true) => *renewed.lock().unwrap_or_else(|e| e.into_inner()) = asked + lease,
-                    // Taken over: `lost` fires when the last good renewal runs out.
-                    Ok(false) => return,
-                    Err(error) => {
-                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot renew the lease: {error}");
-                    }
-                }
-            }
-        });
-        Self {
-            task,
-            valid_until,
-            // Stop a little before the lease runs out, for the write in flight to land.
-            margin: lease / 6,
-        }
-    }
-
-    /// Resolves when the claim can no longer be counted on.
-    async fn lost(&self) {
-        loop {
-            let until = *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) - self.margin;
-            if std::time::Instant::now() >= until {
+            if let Err(error) = store
+                .set_inbox_status(&outcome.answered, InboxStatus::Done)
+                .await
+            {
+                // The poll brings them back; the history shows them answered.
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
+                self.queue().read.remove(wa_id);
                 return;
             }
-            tokio::time::sleep_until(until.into()).await;
         }
     }
 
-    fn stop(self) {
-        self.task.abort();
+    /// Gives back the leases of conversations idle for `idle_release`.
+    async fn release_idle(&self) {
+        let idle: Vec<WaId> = {
+            let queue = self.queue();
+            queue
+                .held
+                .iter()
+                .filter(|(wa_id, held)| {
+                    held.last_used.elapsed() >= self.settings.idle_release
+                        && !queue.in_flight.contains(*wa_id)
+                        && !queue.has_work(wa_id)
+                })
+                .map(|(wa_id, _)| wa_id.clone())
+                .collect()
+        };
+        for wa_id in idle {
+            // Forgotten first: a turn starting meanwhile claims anew.
+            {
+                let mut queue = self.queue();
+                queue.held.remove(&wa_id);
+                queue.behind.remove(&wa_id);
+                queue.store_cut.remove(&wa_id);
+            }
+            self.engine.forget_window(&wa_id);
+            if let Err(error) = self
+                .engine
+                .store()
+                .release_conversation(&wa_id, &self.settings.owner)
+                .await
+            {
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot release lease: {error}");
+            }
+        }
+    }
+
+    /// Gives every lease back (draining), so other instances take the conversations at once.
+    async fn release_all(&self) {
+        self.queue().held.clear();
+        match self
+            .engine
+            .store()
+            .release_all_leases(&self.settings.owner)
+            .await
+        {
+            Ok(released) => tracing::debug!(released, "leases released"),
+            Err(error) => tracing::warn!("cannot release the leases: {error}"),
+        }
     }
 }

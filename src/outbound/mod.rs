@@ -7,4 +7,4 @@ pub mod sender;
 
 pub use graph::{GraphClient, OutboundMessage, SendError};
 pub use limits::{Limiters, SendLimits};
-pub use sender::{Outbound, OutboundSettings};
+pub use sender::{Flushed, Outbound, OutboundSettings};

@@ -3,7 +3,8 @@
 //! and for conversations with retries due), so two processes never send the same part and a
 //! conversation's parts go out in order: a part waiting for a retry holds back the ones after it.
 //!
-//! Each part is marked `sending` before the call and `sent` with its wamid after, and carries
+//! Each part is marked `sending` before the call (a turn's reply is stored so, when it is sent
+//! at once) and `sent` with its wamid after, and carries
 //! its outbox id in `biz_opaque_callback_data`. A crash in between leaves it `sending`; Meta's
 //! status webhook for it names the part by that id and records it sent. A part still
 //! `sending` when another worker finds it waits `unconfirmed_grace` from its attempt for that
@@ -113,20 +114,25 @@ impl Outbound {
         self.limiters.forget_idle();
     }
 
+    /// How long a part whose answer was lost waits for its status before it is sent again.
+    pub fn unconfirmed_grace(&self) -> Duration {
+        self.settings.unconfirmed_grace
+    }
+
     /// Sends the conversation's unsent parts in order. Returns when all are sent or failed, or
     /// when one must wait for a retry (scheduled in the outbox; the worker comes back for it).
-    pub async fn flush(&self, wa_id: &WaId) -> Result<(), StoreError> {
+    pub async fn flush(&self, wa_id: &WaId) -> Result<Flushed, StoreError> {
         let mut unsent = self.store.unsent_outbox(wa_id).await?.into_iter();
         while let Some(entry) = unsent.next() {
             if self.in_flight.contains(&entry.id) || self.awaits_confirmation(&entry) {
                 // Its call or record is still running, or its status may still confirm it.
                 // The parts behind it wait for it; the worker looks again at its next poll.
-                break;
+                return Ok(Flushed::Waiting);
             }
             match self.send_part(entry).await? {
                 PartOutcome::Settled => continue,
                 // Its status may still confirm it: as above.
-                PartOutcome::Unconfirmed => break,
+                PartOutcome::Unconfirmed => return Ok(Flushed::Waiting),
                 PartOutcome::WaitUntil(due) => {
                     // The parts behind wait as long, so the conversation is not picked up
                     // again before then only to find its first part still waiting.
@@ -139,10 +145,140 @@ impl Outbound {
                             self.store.update_outbox(&later.id, &update).await?;
                         }
                     }
+                    return Ok(Flushed::Waiting);
                 }
             }
         }
-        Ok(())
+        Ok(Flushed::All)
+    }
+
+    /// Sends a turn's new reply (nothing of it stored yet), part after part, then records
+    /// each part as it ended — sent with its wamid, waiting for a retry, failed — in one write.
+    /// The calls and the record run to their end in a task of their own, even when the work
+    /// that asked is dropped; meanwhile this process sends none of the parts again. If the
+    /// process dies first, the turn resumes, finds the reply unrecorded and records it as
+    /// unconfirmed: its status webhook (which names each part) or its grace settles it.
+    pub async fn send_reply(&self, parts: Vec<OutboxEntry>) -> Result<Flushed, StoreError> {
+        let guards: Vec<InFlightGuard> = parts
+            .iter()
+            .map(|part| self.in_flight.enter(&part.id))
+            .collect();
+        let sender = self.clone_for_task();
+        let task = tokio::spawn(async move {
+            let (parts, flushed) = sender.call_in_order(parts).await;
+            let recorded = record_with_patience(sender.store.as_ref(), &parts).await;
+            drop(guards);
+            recorded.map(|()| flushed)
+        });
+        task.await
+            .map_err(|e| StoreError::Unexpected(anyhow::anyhow!("send task failed: {e}")))?
+    }
+
+    /// What a send task needs of this channel.
+    fn clone_for_task(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            graph: self.graph.clone(),
+            limiters: self.limiters.clone(),
+            settings: self.settings.clone(),
+            in_flight: self.in_flight.clone(),
+        }
+    }
+
+    /// Calls the Graph API for each part in order, noting on each how it ended; stops at a
+    /// part that must wait (the ones behind it wait as long).
+    async fn call_in_order(&self, mut parts: Vec<OutboxEntry>) -> (Vec<OutboxEntry>, Flushed) {
+        let mut flushed = Flushed::All;
+        let mut waiting_until: Option<DateTime<Utc>> = None;
+        for entry in &mut parts {
+            if let Some(due) = waiting_until {
+                // Behind a part that waits: queued as long.
+                entry.next_attempt_at = Some(due);
+                continue;
+            }
+            let masked = entry.wa_id.masked();
+            let Some(phone_number_id) = entry.phone_number_id.clone() else {
+                entry.status = OutboxStatus::Failed;
+                entry.error = Some(local_error("no phone_number_id to send from"));
+                continue;
+            };
+            self.limiters
+                .until_send_allowed(&phone_number_id, entry.wa_id.as_str())
+                .await;
+            let now = Utc::now();
+            entry.attempts = 1;
+            entry.sending_at = Some(now);
+            let sent = self
+                .graph
+                .send(
+                    &phone_number_id,
+                    &entry.wa_id,
+                    &outbound_message(entry),
+                    Some(&entry.id.callback_data()),
+                )
+                .await;
+            match sent {
+                Ok(wamid) => {
+                    let status = if wamid.is_some() { "sent" } else { "dry_run" };
+                    if wamid.is_none() {
+                        tracing::info!(conversation.id = %masked, part = entry.part, "dry run: reply not sent (no WHATSAPP_ACCESS_TOKEN)");
+                        tracing::debug!(body = %entry.body, "dry-run reply");
+                    }
+                    metrics::counter!("zaguan_outbound_sends_total", "status" => status, "code" => "none")
+                        .increment(1);
+                    entry.status = OutboxStatus::Sent;
+                    entry.wamid = wamid;
+                }
+                Err(error) => {
+                    metrics::counter!("zaguan_outbound_sends_total",
+                        "status" => status_label(&error), "code" => error.code_label())
+                    .increment(1);
+                    let wait = match error {
+                        SendError::Retry { error, retry_after } => {
+                            let delay = self.backoff(1).max(retry_after.unwrap_or_default());
+                            tracing::warn!(conversation.id = %masked, ?delay, "send failed, retrying: {error}");
+                            entry.error = Some(error);
+                            Some(delay)
+                        }
+                        SendError::Unconfirmed { error } => {
+                            // Left `sending`: its status webhook may confirm it within the
+                            // grace; if none does, the part is sent again then.
+                            tracing::warn!(conversation.id = %masked, part = entry.part, "the Graph API's answer was lost; waiting for the part's status before sending it again: {error}");
+                            entry.status = OutboxStatus::Sending;
+                            Some(self.settings.unconfirmed_grace)
+                        }
+                        SendError::Token { error } => {
+                            tracing::error!(conversation.id = %masked, "the Graph API refused the access token; replies wait until WHATSAPP_ACCESS_TOKEN is replaced: {error}");
+                            metrics::counter!("zaguan_outbound_alerts_total", "reason" => "token")
+                                .increment(1);
+                            entry.error = Some(error);
+                            Some(self.settings.token_retry)
+                        }
+                        SendError::Policy { error } => {
+                            tracing::error!(conversation.id = %masked, "WhatsApp quality or policy limit, reply dropped; check the account's quality rating: {error}");
+                            metrics::counter!("zaguan_outbound_alerts_total", "reason" => "policy")
+                                .increment(1);
+                            entry.status = OutboxStatus::Failed;
+                            entry.error = Some(error);
+                            None
+                        }
+                        SendError::Permanent { error } => {
+                            tracing::error!(conversation.id = %masked, part = entry.part, "reply refused, not retried: {error}");
+                            entry.status = OutboxStatus::Failed;
+                            entry.error = Some(error);
+                            None
+                        }
+                    };
+                    if let Some(wait) = wait {
+                        let due = now + chrono::Duration::from_std(wait).unwrap_or_default();
+                        entry.next_attempt_at = Some(due);
+                        waiting_until = Some(due);
+                        flushed = Flushed::Waiting;
+                    }
+                }
+            }
+        }
+        (parts, flushed)
     }
 
     /// Whether a part left `sending` by an earlier attempt (its process died, or lost the lease,
@@ -208,7 +344,8 @@ impl Outbound {
         Typing(Some(stop))
     }
 
-    /// Sends one part, retrying in place while the wait is short.
+    /// Sends one part, retrying in place while the wait is short. `fresh`: stored `sending`
+    /// for this very attempt, so its first call needs no `sending` write.
     async fn send_part(&self, mut entry: OutboxEntry) -> Result<PartOutcome, StoreError> {
         let masked = entry.wa_id.masked();
         if entry.status == OutboxStatus::Sending {
@@ -379,6 +516,15 @@ impl Outbound {
     }
 }
 
+/// Where a conversation's parts stand after a send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flushed {
+    /// Every part was sent or failed for good.
+    All,
+    /// A part waits (a retry scheduled, or its status awaited); the ones behind it too.
+    Waiting,
+}
+
 /// What became of one part.
 enum PartOutcome {
     /// Sent, failed for good, or already confirmed: the next part may go.
@@ -443,6 +589,27 @@ async fn record_sent(
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(5));
         result = store.update_outbox(id, update).await.map(drop);
+    }
+    if result.is_ok() {
+        metrics::counter!("zaguan_outbound_late_records_total").increment(1);
+    }
+    result
+}
+
+/// Records a reply's parts. While the store is unavailable it keeps trying, for up to
+/// [`RECORD_PATIENCE`], the parts still in flight so this process does not send them again.
+async fn record_with_patience(store: &dyn Store, parts: &[OutboxEntry]) -> Result<(), StoreError> {
+    let mut result = store.record_reply(parts).await;
+    if !matches!(result, Err(StoreError::Unavailable(_))) {
+        return result;
+    }
+    let deadline = std::time::Instant::now() + RECORD_PATIENCE;
+    let mut delay = Duration::from_millis(100);
+    while matches!(result, Err(StoreError::Unavailable(_))) && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+        result = store.record_reply(parts).await;
     }
     if result.is_ok() {
         metrics::counter!("zaguan_outbound_late_records_total").increment(1);

@@ -40,10 +40,19 @@ struct Inner {
     outbox_by_wamid: HashMap<WaMessageId, usize>,
     /// Outbox positions by the inbound message they answer.
     outbox_by_reply_to: HashMap<WaMessageId, Vec<usize>>,
-    /// `lease_owner`, `lease_until` of each conversation.
-    leases: HashMap<WaId, (String, DateTime<Utc>)>,
-    /// Last heartbeat of each process.
-    instances: HashMap<String, DateTime<Utc>>,
+    /// Parts a status webhook recorded before their sender did.
+    early: std::collections::HashSet<OutboxId>,
+    /// The current lease generation of each conversation.
+    leases: HashMap<WaId, LeaseRecord>,
+    /// Each instance's record.
+    instances: HashMap<String, InstanceRecord>,
+}
+
+/// The latest generation of a conversation's lease.
+struct LeaseRecord {
+    owner: String,
+    until: DateTime<Utc>,
+    released: bool,
 }
 
 /// Where an open inbox message sorts: as Mongo's `{received_at: 1, _id: 1}` would, with the
@@ -97,11 +106,60 @@ impl Inner {
         }
     }
 
+    /// Appends `entry` to the outbox and its indexes.
+    fn push_outbox(&mut self, entry: OutboxEntry) {
+        let position = self.outbox.len();
+        if let Some(reply_to) = &entry.in_reply_to {
+            self.outbox_by_reply_to
+                .entry(reply_to.clone())
+                .or_default()
+                .push(position);
+        }
+        self.outbox_by_id.insert(entry.id.clone(), position);
+        if matches!(entry.status, OutboxStatus::Queued | OutboxStatus::Sending) {
+            self.unsent.insert(position);
+        }
+        self.outbox.push(entry);
+    }
+
     fn conversation_mut(&mut self, wa_id: &WaId) -> &mut Conversation {
         self.conversations
             .entry(wa_id.clone())
             .or_insert_with(|| Conversation::new(wa_id.clone()))
     }
+}
+
+/// A status for a part of ours not recorded yet: kept under its id (see `Store::apply_status`).
+fn early_status(inner: &mut Inner, update: &StatusUpdate, status: OutboxStatus) -> StatusOutcome {
+    let (Some(id), Some(wa_id)) = (
+        update
+            .callback_data
+            .as_deref()
+            .and_then(OutboxId::from_callback_data),
+        update
+            .recipient_id
+            .as_deref()
+            .and_then(|r| WaId::parse(r).ok()),
+    ) else {
+        return StatusOutcome::Unknown;
+    };
+    if inner.outbox_by_id.contains_key(&id) {
+        // Recorded, with another wamid or past this status: not this message's.
+        return StatusOutcome::Unknown;
+    }
+    let mut entry = OutboxEntry::queued(
+        id.clone(),
+        &NewOutbox::text(wa_id, None, String::new(), update.at.unwrap_or_default()),
+    );
+    entry.status = status;
+    entry.status_at = update.at;
+    entry.wamid = Some(update.wamid.clone());
+    entry.error = update.errors.first().cloned();
+    let index = inner.outbox.len();
+    inner.push_outbox(entry);
+    inner.outbox_by_wamid.insert(update.wamid.clone(), index);
+    inner.early.insert(id);
+    StatusOutcome::Early
 }
 
 impl MemoryStore {
@@ -158,6 +216,7 @@ impl Store for MemoryStore {
         for entry in messages {
             if inner.inbox.contains_key(&entry.wamid) {
                 outcome.duplicates += 1;
+                outcome.known.push(entry.wamid.clone());
             } else {
                 inner.inbox.insert(entry.wamid.clone(), entry.clone());
                 inner.inbox_order.push(entry.wamid.clone());
@@ -285,6 +344,7 @@ impl Store for MemoryStore {
                 lang: None,
             })
             .role = role;
+        inner.conversation_mut(wa_id).role = Some(role);
         Ok(())
     }
 
@@ -361,11 +421,11 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn refund_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()> {
+    async fn count_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()> {
         let mut inner = self.lock();
         for wamid in wamids {
             if let Some(entry) = inner.inbox.get_mut(wamid) {
-                entry.attempts = entry.attempts.saturating_sub(1);
+                entry.attempts += 1;
             }
         }
         Ok(())
@@ -377,31 +437,59 @@ impl Store for MemoryStore {
         owner: &str,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
+        live: &[String],
     ) -> StoreResult<bool> {
         let mut inner = self.lock();
-        let free = match inner.leases.get(wa_id) {
-            Some((holder, expires)) => holder == owner || *expires <= now,
-            None => true,
-        };
-        if free {
-            inner
-                .leases
-                .insert(wa_id.clone(), (owner.to_owned(), until));
-            inner.conversation_mut(wa_id);
+        let held = inner.leases.get(wa_id).is_some_and(|lease| {
+            !lease.released
+                && lease.owner != owner
+                && (lease.until > now || live.contains(&lease.owner))
+        });
+        if held {
+            return Ok(false);
         }
-        Ok(free)
+        inner.leases.insert(
+            wa_id.clone(),
+            LeaseRecord {
+                owner: owner.to_owned(),
+                until,
+                released: false,
+            },
+        );
+        inner.conversation_mut(wa_id);
+        Ok(true)
     }
 
     async fn release_conversation(&self, wa_id: &WaId, owner: &str) -> StoreResult<()> {
-        let mut inner = self.lock();
-        if inner
-            .leases
-            .get(wa_id)
-            .is_some_and(|(holder, _)| holder == owner)
+        if let Some(lease) = self.lock().leases.get_mut(wa_id)
+            && lease.owner == owner
         {
-            inner.leases.remove(wa_id);
+            lease.released = true;
         }
         Ok(())
+    }
+
+    async fn release_all_leases(&self, owner: &str) -> StoreResult<u64> {
+        let mut released = 0;
+        for lease in self.lock().leases.values_mut() {
+            if lease.owner == owner && !lease.released {
+                lease.released = true;
+                released += 1;
+            }
+        }
+        Ok(released)
+    }
+
+    async fn append_messages(
+        &self,
+        messages: Vec<NewMessage>,
+        _after: i64,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let mut stored = Vec::with_capacity(messages.len());
+        for message in messages {
+            stored.push(self.append_message(message).await?);
+        }
+        Ok(stored)
     }
 
     async fn set_dialog_state(
@@ -436,12 +524,12 @@ impl Store for MemoryStore {
         Ok(backlog)
     }
 
-    async fn active_leases(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+    async fn active_leases(&self, now: DateTime<Utc>, live: &[String]) -> StoreResult<u64> {
         Ok(self
             .lock()
             .leases
             .values()
-            .filter(|(_, until)| *until > now)
+            .filter(|lease| !lease.released && (lease.until > now || live.contains(&lease.owner)))
             .count() as u64)
     }
 
@@ -483,23 +571,49 @@ impl Store for MemoryStore {
         Ok(true)
     }
 
-    async fn instance_heartbeat(
-        &self,
-        owner: &str,
-        now: DateTime<Utc>,
-        alive_since: DateTime<Utc>,
-    ) -> StoreResult<u64> {
-        let mut inner = self.lock();
-        inner.instances.insert(owner.to_owned(), now);
-        Ok(inner
-            .instances
-            .values()
-            .filter(|seen| **seen >= alive_since)
-            .count() as u64)
+    async fn server_time(&self) -> StoreResult<DateTime<Utc>> {
+        Ok(Utc::now())
     }
 
-    async fn instance_left(&self, owner: &str) -> StoreResult<()> {
-        self.lock().instances.remove(owner);
+    async fn instance_beat(
+        &self,
+        id: &str,
+        nonce: &str,
+        take_over: bool,
+    ) -> StoreResult<Option<DateTime<Utc>>> {
+        let mut inner = self.lock();
+        let holds = inner
+            .instances
+            .get(id)
+            .is_some_and(|record| record.nonce == nonce);
+        if !take_over && !holds {
+            return Ok(None);
+        }
+        let now = Utc::now();
+        inner.instances.insert(
+            id.to_owned(),
+            InstanceRecord {
+                id: id.to_owned(),
+                nonce: nonce.to_owned(),
+                seen_at: now,
+            },
+        );
+        Ok(Some(now))
+    }
+
+    async fn instances(&self) -> StoreResult<Vec<InstanceRecord>> {
+        Ok(self.lock().instances.values().cloned().collect())
+    }
+
+    async fn instance_left(&self, id: &str, nonce: &str) -> StoreResult<()> {
+        let mut inner = self.lock();
+        if inner
+            .instances
+            .get(id)
+            .is_some_and(|record| record.nonce == nonce)
+        {
+            inner.instances.remove(id);
+        }
         Ok(())
     }
 
@@ -541,9 +655,15 @@ impl Store for MemoryStore {
             counts.llm_calls = (before_len - inner.llm_calls.len()) as u64;
         }
         if let Some(at) = before.leases {
+            let before_len = inner.instances.len();
+            inner.instances.retain(|_, record| record.seen_at >= at);
+            counts.leases = (before_len - inner.instances.len()) as u64;
             let before_len = inner.leases.len();
-            inner.leases.retain(|_, (_, until)| *until >= at);
-            counts.leases = (before_len - inner.leases.len()) as u64;
+            let instances = &inner.instances;
+            inner.leases.retain(|_, lease| {
+                lease.until >= at || (!lease.released && instances.contains_key(&lease.owner))
+            });
+            counts.leases += (before_len - inner.leases.len()) as u64;
         }
         Ok(counts)
     }
@@ -594,6 +714,11 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn note_history_written(&self, wa_id: &WaId, at: DateTime<Utc>) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).history_at = Some(at);
+        Ok(())
+    }
+
     async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()> {
         self.lock().conversation_mut(wa_id).lang = Some(lang.to_owned());
         Ok(())
@@ -601,41 +726,43 @@ impl Store for MemoryStore {
 
     async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
         let mut inner = self.lock();
-        let mut ids = Vec::with_capacity(entries.len());
-        for entry in entries {
-            let id = OutboxId(bson::oid::ObjectId::new().to_hex());
-            let position = inner.outbox.len();
-            if let Some(reply_to) = &entry.in_reply_to {
-                inner
-                    .outbox_by_reply_to
-                    .entry(reply_to.clone())
-                    .or_default()
-                    .push(position);
+        Ok(entries
+            .iter()
+            .map(|entry| {
+                let id = OutboxId(bson::oid::ObjectId::new().to_hex());
+                inner.push_outbox(OutboxEntry::queued(id.clone(), entry));
+                id
+            })
+            .collect())
+    }
+
+    async fn record_reply(&self, parts: &[OutboxEntry]) -> StoreResult<()> {
+        let mut inner = self.lock();
+        for part in parts {
+            let Some(&index) = inner.outbox_by_id.get(&part.id) else {
+                inner.push_outbox(part.clone());
+                continue;
+            };
+            if inner.early.remove(&part.id) {
+                // What the status webhook knew stays; the rest is the sender's.
+                let early = inner.outbox[index].clone();
+                let mut completed = part.clone();
+                completed.status = early.status;
+                completed.status_at = early.status_at;
+                completed.wamid = early.wamid.or(completed.wamid);
+                inner.outbox[index] = completed;
+                inner.reindex_outbox();
             }
-            inner.outbox_by_id.insert(id.clone(), position);
-            inner.unsent.insert(position);
-            inner.outbox.push(OutboxEntry {
-                id: id.clone(),
-                wa_id: entry.wa_id.clone(),
-                in_reply_to: entry.in_reply_to.clone(),
-                phone_number_id: entry.phone_number_id.clone(),
-                body: entry.body.clone(),
-                buttons: entry.buttons.clone(),
-                template: entry.template.clone(),
-                part: entry.part,
-                parts: entry.parts,
-                status: OutboxStatus::Queued,
-                next_attempt_at: None,
-                wamid: None,
-                error: None,
-                attempts: 0,
-                at: entry.at,
-                sending_at: None,
-                status_at: None,
-            });
-            ids.push(id);
         }
-        Ok(ids)
+        Ok(())
+    }
+
+    async fn outbox_entry(&self, id: &OutboxId) -> StoreResult<Option<OutboxEntry>> {
+        let inner = self.lock();
+        Ok(inner
+            .outbox_by_id
+            .get(id)
+            .map(|&index| inner.outbox[index].clone()))
     }
 
     async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<bool> {
@@ -753,7 +880,7 @@ impl Store for MemoryStore {
                         entry.wamid.is_none() && status.replaces().contains(&entry.status)
                     });
                 let Some(index) = named else {
-                    return Ok(StatusOutcome::Unknown);
+                    return Ok(early_status(&mut inner, update, status));
                 };
                 inner.outbox[index].wamid = Some(update.wamid.clone());
                 inner.outbox[index].next_attempt_at = None;

@@ -125,10 +125,10 @@ pub trait Store: Send + Sync + 'static {
     /// Conversations with inbox entries not yet done, the one waiting longest first.
     async fn conversations_with_open_inbox(&self, limit: usize) -> StoreResult<Vec<WaId>>;
 
-    /// Takes back the attempt counted for entries whose turn stopped for a reason of the
-    /// store's (unavailable, lease not renewed in time), not of the message's: an overloaded
-    /// database must not get customers' messages marked `failed`.
-    async fn refund_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()>;
+    /// Counts an attempt on each entry: its turn failed, or is resumed after it was cut short
+    /// (a crash, a lost lease). Turns stopped by the store's slowness are not counted: an
+    /// overloaded database must not get customers' messages marked `failed`.
+    async fn count_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()>;
 
     /// Moves inbox entries to `status`; moving to `processing` counts an attempt.
     async fn set_inbox_status(
@@ -137,18 +137,34 @@ pub trait Store: Send + Sync + 'static {
         status: InboxStatus,
     ) -> StoreResult<()>;
 
-    /// Takes the conversation's lease for `owner` until `until` when it is free, expired at
-    /// `now`, or already `owner`'s. One atomic write: two processes never both hold it.
+    /// Takes the conversation's lease for `owner` (until at least `until`) when it is free:
+    /// never taken, released, or its holder neither within its `until` at `now` nor among the
+    /// `live` instances. A lease `owner` held before is taken anew (a new generation): the
+    /// caller knows when it holds a lease without asking. One unique insert decides: two
+    /// processes never both win.
     async fn claim_conversation(
         &self,
         wa_id: &WaId,
         owner: &str,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
+        live: &[String],
     ) -> StoreResult<bool>;
 
     /// Gives the lease back, if `owner` still holds it.
     async fn release_conversation(&self, wa_id: &WaId, owner: &str) -> StoreResult<()>;
+
+    /// Gives back every lease `owner` holds (a process starting under a restarted instance's
+    /// id, or draining); returns how many.
+    async fn release_all_leases(&self, owner: &str) -> StoreResult<u64>;
+
+    /// Appends messages to a conversation's history in one write, numbered after `after` (the
+    /// last `seq` the caller knows); if another writer took those numbers, after the last one.
+    async fn append_messages(
+        &self,
+        messages: Vec<NewMessage>,
+        after: i64,
+    ) -> StoreResult<Vec<StoredMessage>>;
 
     /// Persists a new `dialog_state` (`[]` or one agent), entered at `at`.
     async fn set_dialog_state(
@@ -161,8 +177,9 @@ pub trait Store: Send + Sync + 'static {
     /// How many messages wait, since when, and how many were given up on.
     async fn inbox_backlog(&self) -> StoreResult<InboxBacklog>;
 
-    /// Conversations claimed by a process right now.
-    async fn active_leases(&self, now: DateTime<Utc>) -> StoreResult<u64>;
+    /// Conversations claimed right now: leases not released whose holder is `live` or within
+    /// its `until`.
+    async fn active_leases(&self, now: DateTime<Utc>, live: &[String]) -> StoreResult<u64>;
 
     /// Conversations matching `query`, longest idle first, paged.
     async fn list_conversations(&self, query: &ConversationQuery)
@@ -187,17 +204,26 @@ pub trait Store: Send + Sync + 'static {
     /// The last message received from `wa_id`, whatever its status.
     async fn latest_inbox(&self, wa_id: &WaId) -> StoreResult<Option<InboxEntry>>;
 
-    /// Records that `owner` (a process) is alive at `now`; returns how many processes were
-    /// alive since `alive_since`, itself included.
-    async fn instance_heartbeat(
-        &self,
-        owner: &str,
-        now: DateTime<Utc>,
-        alive_since: DateTime<Utc>,
-    ) -> StoreResult<u64>;
+    /// The database's clock: instances judge each other's heartbeats by it, so their own
+    /// clocks need not agree.
+    async fn server_time(&self) -> StoreResult<DateTime<Utc>>;
 
-    /// `owner` stops: the others stop counting it at once.
-    async fn instance_left(&self, owner: &str) -> StoreResult<()>;
+    /// A heartbeat of instance `id` from the process `nonce`, stamped with the database's
+    /// clock, which it returns. With `take_over`, the record becomes this process's whatever
+    /// it held; without, the beat lands only if the record is still this process's: `None`
+    /// means another process took the id.
+    async fn instance_beat(
+        &self,
+        id: &str,
+        nonce: &str,
+        take_over: bool,
+    ) -> StoreResult<Option<DateTime<Utc>>>;
+
+    /// Every instance's record.
+    async fn instances(&self) -> StoreResult<Vec<InstanceRecord>>;
+
+    /// Instance `id` stops (if `nonce` still holds it): the others stop counting it at once.
+    async fn instance_left(&self, id: &str, nonce: &str) -> StoreResult<()>;
 
     /// Deletes finished records older than the retention allows. Idempotent: every instance
     /// may run it.
@@ -217,11 +243,23 @@ pub trait Store: Send + Sync + 'static {
         location: crate::realestate::GeoPoint,
     ) -> StoreResult<()>;
 
+    /// Records that the history was written by someone other than the conversation's turns
+    /// (an operator's reply), so a turn does not trust a window it read before.
+    async fn note_history_written(&self, wa_id: &WaId, at: DateTime<Utc>) -> StoreResult<()>;
+
     /// Records the language the conversation is held in (ISO 639-1).
     async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()>;
 
     /// Queues the parts of a reply, in one write; returns their ids in order.
     async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>>;
+
+    /// Records a reply's parts as they are (a turn's reply is recorded once sent, with its
+    /// wamids), in one write. A part a status webhook got to first (recorded with that status
+    /// only) is completed without its status moving back; a part recorded before is left as
+    /// it is.
+    async fn record_reply(&self, parts: &[OutboxEntry]) -> StoreResult<()>;
+
+    async fn outbox_entry(&self, id: &OutboxId) -> StoreResult<Option<OutboxEntry>>;
 
     /// Records what the sender did with an entry. `Sending`, `Retry` and `Failed` only apply
     /// to an entry not sent yet, and return `false` otherwise (a status webhook confirmed it
@@ -258,8 +296,15 @@ pub trait Store: Send + Sync + 'static {
     async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>>;
 
     /// Applies a delivery status to the outbox entry with that Graph id, or else to the entry
-    /// its callback data names if that one's wamid is not recorded (then recording it).
+    /// its callback data names if that one's wamid is not recorded (then recording it); if
+    /// that entry is not recorded at all yet, the status is kept under its id (`Early`).
     /// Statuses only move forward (`sent` → `delivered` → `read`): Meta may deliver them out of
     /// order.
     async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome>;
+
+    /// How the database has been answering since the last call (the workers' concurrency
+    /// follows it). The in-memory store never strains.
+    fn pressure(&self) -> Pressure {
+        Pressure::default()
+    }
 }

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use mongodb::IndexModel;
 use mongodb::options::IndexOptions;
 
-use super::pool::{Adjust, DUPLICATE_KEY, Find, Lane, MongoPool, classify};
+use super::pool::{self, Adjust, DUPLICATE_KEY, Find, Lane, MongoPool, classify};
 use super::*;
 use crate::config::MongoConfig;
 use crate::domain::{GraphError, StatusUpdate, WaId, WaMessageId};
@@ -101,6 +101,28 @@ impl MongoStore {
         self.pool
             .run(Lane::Work, |db| async move { db.drop().await })
             .await
+    }
+
+    /// Completes the record a status webhook made of `part` before its sender recorded it:
+    /// everything but the status, which the webhook knows better.
+    async fn complete_early(&self, part: &OutboxEntry) -> StoreResult<()> {
+        let mut fields = outbox_doc(part);
+        for key in ["_id", "status", "status_at", "wamid"] {
+            fields.remove(key);
+        }
+        let completed = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "outbox",
+                doc! {"_id": outbox_id(&part.id), "early": true},
+                doc! {"$set": fields, "$unset": {"early": ""}},
+            )
+            .await?;
+        if completed.matched_count == 0 {
+            tracing::debug!(part = %part.id.0, "reply part recorded before; left as it is");
+        }
+        Ok(())
     }
 
     /// `lease_owner` / `lease_until` on the conversation, for operators reading it in mongosh.
@@ -230,6 +252,8 @@ fn conversation(doc: &Document) -> StoreResult<Conversation> {
         location: doc.get_document("location").ok().and_then(geo_point),
         reset_by: f.str("reset_by"),
         reset_at: f.date("reset_at"),
+        history_at: f.date("history_at"),
+        role: f.str("role").map(|r| Role::parse(&r)),
         handoff: doc.get_document("handoff").ok().and_then(|doc| {
             let f = Fields(doc);
             Some(Handoff {
@@ -512,6 +536,7 @@ impl Store for MongoStore {
             Ok(done) => Ok(InboxInsert {
                 inserted: done.inserted_ids.len(),
                 duplicates: 0,
+                known: Vec::new(),
             }),
             Err(error) => {
                 let mongodb::error::ErrorKind::InsertMany(failure) = &*error.kind else {
@@ -526,6 +551,11 @@ impl Store for MongoStore {
                 Ok(InboxInsert {
                     inserted: messages.len() - write_errors.len(),
                     duplicates: write_errors.len(),
+                    known: write_errors
+                        .iter()
+                        .filter_map(|e| messages.get(e.index))
+                        .map(|m| m.wamid.clone())
+                        .collect(),
                 })
             }
         }
@@ -720,6 +750,15 @@ impl Store for MongoStore {
                 doc! {"_id": wa_id.as_str()},
                 doc! {"$set": {"role": role.as_str()}},
             )
+            .await?;
+        // The conversation carries a copy, so turns see the change at once.
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                doc! {"$set": {"role": role.as_str()}, "$setOnInsert": {"dialog_state": []}},
+            )
             .await
     }
 
@@ -815,25 +854,23 @@ impl Store for MongoStore {
         wamids: &[WaMessageId],
         status: InboxStatus,
     ) -> StoreResult<()> {
-        let ids: Vec<&str> = wamids.iter().map(|w| w.as_str()).collect();
         let mut update = doc! {"$set": {"status": status.as_str()}};
         if status == InboxStatus::Processing {
             update.insert("$inc", doc! {"attempts": 1_i64});
         }
         self.pool
-            .update_many(Lane::Work, "inbox", doc! {"_id": {"$in": ids}}, update)
+            .update_many(Lane::Work, "inbox", by_ids(wamids), update)
             .await
             .map(drop)
     }
 
-    async fn refund_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()> {
-        let ids: Vec<&str> = wamids.iter().map(|w| w.as_str()).collect();
+    async fn count_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()> {
         self.pool
             .update_many(
                 Lane::Work,
                 "inbox",
-                doc! {"_id": {"$in": ids}, "attempts": {"$gt": 0}},
-                doc! {"$inc": {"attempts": -1_i64}},
+                by_ids(wamids),
+                doc! {"$inc": {"attempts": 1_i64}},
             )
             .await
             .map(drop)
@@ -845,11 +882,12 @@ impl Store for MongoStore {
         owner: &str,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
+        live: &[String],
     ) -> StoreResult<bool> {
         // Each holder of a conversation gets a generation document `{wa_id}#{n}` in `leases`.
-        // Taking over (free, released or expired) is inserting generation n + 1: the unique
-        // `_id` makes exactly one claimant win, on MongoDB and on servers whose conditional
-        // updates are not atomic. Renewing touches only the holder's own document.
+        // Taking it (free, released, or its holder gone) is inserting generation n + 1: the
+        // unique `_id` makes exactly one claimant win, on MongoDB and on servers whose
+        // conditional updates are not atomic (FerretDB reads, then writes).
         let current = self
             .pool
             .find_one(
@@ -863,21 +901,10 @@ impl Store for MongoStore {
             Some(lease) => {
                 let f = Fields(lease);
                 let holder = f.str("owner").unwrap_or_default();
-                let expired = f.date("until").is_none_or(|until| until <= now);
                 let released = lease.get_bool("released").unwrap_or(false);
-                if holder == owner && !released && !expired {
-                    self.pool
-                        .update_one(
-                            Lane::Work,
-                            "leases",
-                            doc! {"_id": lease.get("_id").cloned().unwrap_or(Bson::Null)},
-                            doc! {"$set": {"until": date(until)}},
-                        )
-                        .await?;
-                    self.mirror_lease(wa_id, Some((owner, until))).await?;
-                    return Ok(true);
-                }
-                if !released && !expired {
+                let within = f.date("until").is_some_and(|until| until > now);
+                let held = !released && (within || live.contains(&holder)) && holder != owner;
+                if held {
                     return Ok(false);
                 }
                 f.int("generation").unwrap_or(0) + 1
@@ -889,20 +916,27 @@ impl Store for MongoStore {
             "wa_id": wa_id.as_str(),
             "generation": generation,
             "owner": owner,
+            "claimed_at": date(now),
             "until": date(until),
             "released": false,
         };
         if !self.pool.insert_unique(Lane::Work, "leases", claim).await? {
             return Ok(false);
         }
-        // Older generations are history; dropping them keeps the collection small.
-        self.pool
-            .delete_many(
-                Lane::Work,
-                "leases",
-                doc! {"wa_id": wa_id.as_str(), "generation": {"$lt": generation}},
-            )
-            .await?;
+        if current
+            .as_ref()
+            .is_some_and(|lease| !lease.get_bool("released").unwrap_or(false))
+        {
+            // Taken over from a holder that is gone: its generations are history. (Released
+            // ones are deleted by the cleanup job.)
+            self.pool
+                .delete_many(
+                    Lane::Work,
+                    "leases",
+                    doc! {"wa_id": wa_id.as_str(), "generation": {"$lt": generation}},
+                )
+                .await?;
+        }
         self.mirror_lease(wa_id, Some((owner, until))).await?;
         Ok(true)
     }
@@ -917,6 +951,91 @@ impl Store for MongoStore {
             )
             .await?;
         self.mirror_lease(wa_id, None).await
+    }
+
+    async fn release_all_leases(&self, owner: &str) -> StoreResult<u64> {
+        let released = self
+            .pool
+            .update_many(
+                Lane::Work,
+                "leases",
+                doc! {"owner": owner, "released": false},
+                doc! {"$set": {"released": true}},
+            )
+            .await?;
+        self.pool
+            .update_many(
+                Lane::Work,
+                "conversations",
+                doc! {"lease_owner": owner},
+                doc! {"$unset": {"lease_owner": "", "lease_until": ""}},
+            )
+            .await?;
+        Ok(released.modified_count)
+    }
+
+    async fn append_messages(
+        &self,
+        messages: Vec<NewMessage>,
+        after: i64,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let Some(first) = messages.first() else {
+            return Ok(Vec::new());
+        };
+        let wa_id = first.wa_id.clone();
+        let mut after = after;
+        // The numbers after `after` are claimed by the insert itself: the unique
+        // `{wa_id, seq}` index lets exactly one writer have each. Under the conversation's lease
+        // nobody else writes; a race is a takeover's, and is retried after the real last.
+        for _ in 0..MAX_INSERT_RACES {
+            let stored: Vec<StoredMessage> = messages
+                .iter()
+                .zip(after + 1..)
+                .map(|(message, seq)| StoredMessage {
+                    seq,
+                    message: message.clone(),
+                })
+                .collect();
+            let docs = stored
+                .iter()
+                .map(|m| message_doc(m.seq, &m.message))
+                .collect::<StoreResult<Vec<Document>>>()?;
+            let inserted = self
+                .pool
+                .run_raw(Lane::Work, move |db| async move {
+                    db.collection::<Document>("messages")
+                        .insert_many(docs)
+                        .await
+                })
+                .await?;
+            match inserted {
+                Ok(_) => return Ok(stored),
+                Err(error) if pool::is_duplicate_key(&error) => {
+                    let last = self
+                        .pool
+                        .find_one(
+                            Lane::Work,
+                            "messages",
+                            doc! {"wa_id": wa_id.as_str()},
+                            Find::sorted(doc! {"seq": -1}).projection(doc! {"seq": 1}),
+                        )
+                        .await?;
+                    let last = last.and_then(|d| Fields(&d).int("seq")).unwrap_or(0);
+                    // Part of the batch may have landed (an ordered insert stops at the
+                    // first duplicate): only what lies beyond the real last is ours to write.
+                    if last <= after {
+                        return Err(anyhow::anyhow!(
+                            "messages of {} clash below seq {after}",
+                            wa_id.masked()
+                        )
+                        .into());
+                    }
+                    after = last;
+                }
+                Err(error) => return Err(classify(error)),
+            }
+        }
+        Err(anyhow::anyhow!("{MAX_INSERT_RACES} concurrent writers took every next seq").into())
     }
 
     async fn set_dialog_state(
@@ -972,12 +1091,15 @@ impl Store for MongoStore {
         })
     }
 
-    async fn active_leases(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+    async fn active_leases(&self, now: DateTime<Utc>, live: &[String]) -> StoreResult<u64> {
         self.pool
             .count(
                 Lane::Work,
-                "conversations",
-                doc! {"lease_until": {"$gt": date(now)}},
+                "leases",
+                doc! {
+                    "released": false,
+                    "$or": [{"owner": {"$in": live}}, {"until": {"$gt": date(now)}}],
+                },
             )
             .await
     }
@@ -1041,32 +1163,65 @@ impl Store for MongoStore {
         Ok(result.matched_count > 0)
     }
 
-    async fn instance_heartbeat(
-        &self,
-        owner: &str,
-        now: DateTime<Utc>,
-        alive_since: DateTime<Utc>,
-    ) -> StoreResult<u64> {
-        self.pool
-            .upsert_one(
-                Lane::Control,
-                "instances",
-                doc! {"_id": owner},
-                doc! {"$set": {"seen_at": date(now)}},
-            )
+    async fn server_time(&self) -> StoreResult<DateTime<Utc>> {
+        let hello = self
+            .pool
+            .run(Lane::Control, |db| async move {
+                db.run_command(doc! {"hello": 1}).await
+            })
             .await?;
-        self.pool
-            .count(
-                Lane::Control,
-                "instances",
-                doc! {"seen_at": {"$gte": date(alive_since)}},
-            )
-            .await
+        hello
+            .get_datetime("localTime")
+            .map(|at| at.to_chrono())
+            .map_err(|_| anyhow::anyhow!("the server's hello has no localTime").into())
     }
 
-    async fn instance_left(&self, owner: &str) -> StoreResult<()> {
+    async fn instance_beat(
+        &self,
+        id: &str,
+        nonce: &str,
+        take_over: bool,
+    ) -> StoreResult<Option<DateTime<Utc>>> {
+        let filter = if take_over {
+            doc! {"_id": id}
+        } else {
+            doc! {"_id": id, "nonce": nonce}
+        };
+        let update = doc! {"$set": {"nonce": nonce}, "$currentDate": {"seen_at": true}};
+        let beat = self
+            .pool
+            .run(Lane::Control, move |db| async move {
+                db.collection::<Document>("instances")
+                    .find_one_and_update(filter, update)
+                    .upsert(take_over)
+                    .return_document(mongodb::options::ReturnDocument::After)
+                    .await
+            })
+            .await?;
+        Ok(beat.and_then(|doc| Fields(&doc).date("seen_at")))
+    }
+
+    async fn instances(&self) -> StoreResult<Vec<InstanceRecord>> {
+        let docs = self
+            .pool
+            .find(Lane::Control, "instances", doc! {}, Find::default())
+            .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|doc| {
+                let f = Fields(doc);
+                Some(InstanceRecord {
+                    id: f.str("_id")?,
+                    nonce: f.str("nonce").unwrap_or_default(),
+                    seen_at: f.date("seen_at")?,
+                })
+            })
+            .collect())
+    }
+
+    async fn instance_left(&self, id: &str, nonce: &str) -> StoreResult<()> {
         self.pool
-            .delete_many(Lane::Control, "instances", doc! {"_id": owner})
+            .delete_many(Lane::Control, "instances", doc! {"_id": id, "nonce": nonce})
             .await
             .map(drop)
     }
@@ -1110,8 +1265,17 @@ impl Store for MongoStore {
             counts.llm_calls = delete("llm_calls", doc! {"at": {"$lt": date(at)}}).await?;
         }
         if let Some(at) = before.leases {
-            counts.leases = delete("leases", doc! {"until": {"$lt": date(at)}}).await?
-                + delete("instances", doc! {"seen_at": {"$lt": date(at)}}).await?;
+            // Released long ago; or held by an instance silent that long (gone for good).
+            counts.leases = delete("instances", doc! {"seen_at": {"$lt": date(at)}}).await?;
+            let live: Vec<String> = self.instances().await?.into_iter().map(|i| i.id).collect();
+            counts.leases += delete(
+                "leases",
+                doc! {
+                    "until": {"$lt": date(at)},
+                    "$or": [{"released": true}, {"owner": {"$nin": live}}],
+                },
+            )
+            .await?;
         }
         Ok(counts)
     }
@@ -1217,6 +1381,17 @@ impl Store for MongoStore {
             .await
     }
 
+    async fn note_history_written(&self, wa_id: &WaId, at: DateTime<Utc>) -> StoreResult<()> {
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str()},
+                doc! {"$set": {"history_at": date(at)}, "$setOnInsert": {"dialog_state": []}},
+            )
+            .await
+    }
+
     async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()> {
         self.pool
             .upsert_one(
@@ -1232,34 +1407,65 @@ impl Store for MongoStore {
         if entries.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<ObjectId> = entries.iter().map(|_| ObjectId::new()).collect();
-        let docs = entries
+        let entries: Vec<OutboxEntry> = entries
             .iter()
-            .zip(&ids)
-            .map(|(entry, id)| {
-                doc! {
-                    "_id": id,
-                    "wa_id": entry.wa_id.as_str(),
-                    "in_reply_to": entry.in_reply_to.as_ref().map(|w| w.as_str()),
-                    "phone_number_id": opt_str(&entry.phone_number_id),
-                    "body": &entry.body,
-                    "buttons": &entry.buttons,
-                    "template": entry.template.as_ref().map(|t| doc! {
-                        "name": &t.name,
-                        "language": &t.language,
-                        "parameters": &t.parameters,
-                    }),
-                    "part": i64::from(entry.part),
-                    "parts": i64::from(entry.parts),
-                    "status": OutboxStatus::Queued.as_str(),
-                    "attempts": 0_i64,
-                    "at": date(entry.at),
-                }
-            })
+            .map(|entry| OutboxEntry::queued(OutboxId(ObjectId::new().to_hex()), entry))
             .collect();
+        let docs = entries.iter().map(outbox_doc).collect();
         // One ordered write: the parts of a reply are queued together.
         self.pool.insert_many(Lane::Work, "outbox", docs).await?;
-        Ok(ids.iter().map(|id| OutboxId(id.to_hex())).collect())
+        Ok(entries.into_iter().map(|entry| entry.id).collect())
+    }
+
+    async fn record_reply(&self, parts: &[OutboxEntry]) -> StoreResult<()> {
+        let mut rest: &[OutboxEntry] = parts;
+        while !rest.is_empty() {
+            let docs: Vec<Document> = rest.iter().map(outbox_doc).collect();
+            let inserted = self
+                .pool
+                .run_raw(Lane::Work, move |db| async move {
+                    db.collection::<Document>("outbox").insert_many(docs).await
+                })
+                .await?;
+            let error = match inserted {
+                Ok(_) => return Ok(()),
+                Err(error) => error,
+            };
+            // An ordered insert stops at the first part already there: a status webhook's
+            // record of it, to complete, or an earlier record, to leave.
+            let conflict = match &*error.kind {
+                mongodb::error::ErrorKind::InsertMany(failure)
+                    if pool::is_duplicate_key(&error) =>
+                {
+                    failure
+                        .write_errors
+                        .as_deref()
+                        .and_then(|errors| errors.first())
+                        .map(|e| e.index)
+                }
+                _ => None,
+            };
+            let Some(index) = conflict.filter(|i| *i < rest.len()) else {
+                return Err(classify(error));
+            };
+            self.complete_early(&rest[index]).await?;
+            rest = &rest[index + 1..];
+        }
+        Ok(())
+    }
+
+    async fn outbox_entry(&self, id: &OutboxId) -> StoreResult<Option<OutboxEntry>> {
+        self.pool
+            .find_one(
+                Lane::Work,
+                "outbox",
+                doc! {"_id": outbox_id(id)},
+                Find::default(),
+            )
+            .await?
+            .as_ref()
+            .map(outbox_entry)
+            .transpose()
     }
 
     async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<bool> {
@@ -1278,24 +1484,43 @@ impl Store for MongoStore {
                 },
             ),
             OutboxUpdate::Sent { wamid } => {
-                // The id first, unconditionally; the status only if no webhook status beat us.
                 let wamid = wamid.as_ref().map(|w| w.as_str());
+                let mut conditional = filter.clone();
+                conditional.insert(
+                    "status",
+                    doc! {"$in": statuses(OutboxStatus::Sent.replaces())},
+                );
                 let result = self
                     .pool
                     .update_one(
                         Lane::Work,
                         "outbox",
-                        filter.clone(),
+                        conditional,
+                        doc! {"$set": {
+                            "status": OutboxStatus::Sent.as_str(),
+                            "wamid": wamid,
+                            "next_attempt_at": Bson::Null,
+                        }},
+                    )
+                    .await?;
+                if result.matched_count > 0 {
+                    return Ok(true);
+                }
+                // A status webhook got there first (or it is gone): the id only, the status
+                // as the webhook left it.
+                let result = self
+                    .pool
+                    .update_one(
+                        Lane::Work,
+                        "outbox",
+                        filter,
                         doc! {"$set": {"wamid": wamid, "next_attempt_at": Bson::Null}},
                     )
                     .await?;
                 if result.matched_count == 0 {
                     return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
                 }
-                (
-                    doc! {"status": {"$in": statuses(OutboxStatus::Sent.replaces())}},
-                    doc! {"$set": {"status": OutboxStatus::Sent.as_str()}},
-                )
+                return Ok(true);
             }
             OutboxUpdate::Retry { at, error } => (
                 doc! {"status": {"$in": &unsent}},
@@ -1319,13 +1544,13 @@ impl Store for MongoStore {
             .pool
             .update_one(Lane::Work, "outbox", conditional, change)
             .await?;
-        if result.matched_count == 0 && !matches!(update, OutboxUpdate::Sent { .. }) {
+        if result.matched_count == 0 {
             let exists = self.pool.count(Lane::Work, "outbox", filter).await?;
             if exists == 0 {
                 return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
             }
         }
-        Ok(result.matched_count > 0 || matches!(update, OutboxUpdate::Sent { .. }))
+        Ok(result.matched_count > 0)
     }
 
     async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>> {
@@ -1451,7 +1676,7 @@ impl Store for MongoStore {
                         "wamid": Bson::Null,
                         "status": {"$in": statuses(status.replaces())},
                     },
-                    doc! {"$set": set},
+                    doc! {"$set": set.clone()},
                 )
                 .await?;
             if result.matched_count > 0 {
@@ -1467,12 +1692,85 @@ impl Store for MongoStore {
                 Find::default().projection(doc! {"_id": 1}),
             )
             .await?;
-        Ok(if known.is_some() {
-            StatusOutcome::Stale
-        } else {
-            StatusOutcome::Unknown
-        })
+        if known.is_some() {
+            return Ok(StatusOutcome::Stale);
+        }
+        // Ours, but not recorded yet (its sender records a reply once the Graph API answered,
+        // or died first): kept under the part's id for its record to complete, so a part whose
+        // sender died is known to have gone out.
+        if let (Some(id), Some(recipient)) = (
+            update
+                .callback_data
+                .as_deref()
+                .and_then(OutboxId::from_callback_data),
+            update
+                .recipient_id
+                .as_deref()
+                .and_then(|r| WaId::parse(r).ok()),
+        ) && let Ok(oid) = ObjectId::parse_str(&id.0)
+        {
+            set.insert("_id", oid);
+            set.insert("wa_id", recipient.as_str());
+            set.insert("early", true);
+            if self
+                .pool
+                .insert_unique(Lane::Ingress, "outbox", set)
+                .await?
+            {
+                return Ok(StatusOutcome::Early);
+            }
+            // Recorded, with another wamid or past this status: not this message's.
+            return Ok(StatusOutcome::Unknown);
+        }
+        Ok(StatusOutcome::Unknown)
     }
+}
+
+/// The filter naming inbox entries by id: a lone `_id` where it can (the filter every
+/// MongoDB-compatible server looks up by index).
+fn by_ids(wamids: &[WaMessageId]) -> Document {
+    match wamids {
+        [one] => doc! {"_id": one.as_str()},
+        many => doc! {"_id": {"$in": many.iter().map(|w| w.as_str()).collect::<Vec<_>>()}},
+    }
+}
+
+/// An `outbox` document.
+fn outbox_doc(entry: &OutboxEntry) -> Document {
+    let mut doc = doc! {
+        "_id": outbox_id(&entry.id),
+        "wa_id": entry.wa_id.as_str(),
+        "in_reply_to": entry.in_reply_to.as_ref().map(|w| w.as_str()),
+        "phone_number_id": opt_str(&entry.phone_number_id),
+        "body": &entry.body,
+        "buttons": &entry.buttons,
+        "template": entry.template.as_ref().map(|t| doc! {
+            "name": &t.name,
+            "language": &t.language,
+            "parameters": &t.parameters,
+        }),
+        "part": i64::from(entry.part),
+        "parts": i64::from(entry.parts),
+        "status": entry.status.as_str(),
+        "attempts": i64::from(entry.attempts),
+        "at": date(entry.at),
+    };
+    if let Some(at) = entry.sending_at {
+        doc.insert("sending_at", date(at));
+    }
+    if let Some(at) = entry.next_attempt_at {
+        doc.insert("next_attempt_at", date(at));
+    }
+    if let Some(wamid) = &entry.wamid {
+        doc.insert("wamid", wamid.as_str());
+    }
+    if let Some(at) = entry.status_at {
+        doc.insert("status_at", date(at));
+    }
+    if let Some(error) = entry.error.as_ref().and_then(|e| bson::to_bson(e).ok()) {
+        doc.insert("error", error);
+    }
+    doc
 }
 
 fn statuses(list: &[OutboxStatus]) -> Vec<&'static str> {

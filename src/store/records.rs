@@ -84,11 +84,13 @@ impl InboxEntry {
 }
 
 /// What `insert_inbox` did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InboxInsert {
     pub inserted: usize,
     /// Already present: redeliveries, acknowledged and not processed again.
     pub duplicates: usize,
+    /// The ids of those already present.
+    pub known: Vec<WaMessageId>,
 }
 
 /// A sender as an inbound message shows them.
@@ -187,6 +189,12 @@ pub struct Conversation {
     /// Who last reset the conversation by hand, and when.
     pub reset_by: Option<String>,
     pub reset_at: Option<DateTime<Utc>>,
+    /// When someone other than the conversation's turns last wrote to its history (an
+    /// operator's reply): a window read before then is stale.
+    pub history_at: Option<DateTime<Utc>>,
+    /// The user's role as last set by staff (`users.role` is the record; this copy lets a
+    /// turn read one document).
+    pub role: Option<Role>,
     /// A human operator has the conversation: the bot stays silent.
     pub handoff: Option<Handoff>,
     /// An assistant asked for a person, and no operator has taken the conversation yet.
@@ -237,6 +245,8 @@ impl Conversation {
             location: None,
             reset_by: None,
             reset_at: None,
+            history_at: None,
+            role: None,
             handoff: None,
             handoff_requested: None,
         }
@@ -405,6 +415,36 @@ pub struct StoredMessage {
 /// An `outbox` id (a MongoDB ObjectId in hex).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OutboxId(pub String);
+
+impl OutboxId {
+    /// The id of part `part` of the reply to the inbound message `in_reply_to`, the same every
+    /// time it is computed: queuing a reply again (a turn resumed after a crash) runs into the
+    /// first copy's `_id` instead of queuing a second one. An ObjectId still — its first four
+    /// bytes are the inbound message's arrival second, so ids sort by time as usual — whose
+    /// other eight are a hash of the inbound id and the part.
+    pub fn for_reply(in_reply_to: &WaMessageId, received_at: DateTime<Utc>, part: u32) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut bytes = [0u8; 12];
+        let seconds = u32::try_from(received_at.timestamp().max(0)).unwrap_or(u32::MAX);
+        bytes[..4].copy_from_slice(&seconds.to_be_bytes());
+        let digest = Sha256::new()
+            .chain_update(in_reply_to.as_str().as_bytes())
+            .chain_update(part.to_be_bytes())
+            .finalize();
+        bytes[4..].copy_from_slice(&digest[..8]);
+        Self(hex::encode(bytes))
+    }
+}
+
+/// A process's record in `instances`: its heartbeat, and the nonce of the process that holds
+/// the instance id now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceRecord {
+    pub id: String,
+    pub nonce: String,
+    /// The database's clock at the last heartbeat.
+    pub seen_at: DateTime<Utc>,
+}
 
 /// What a sent part carries in `biz_opaque_callback_data`, before its id: Meta echoes it in
 /// the part's status webhooks, which then find the part even when its wamid was never
@@ -603,6 +643,46 @@ pub struct OutboxEntry {
     pub status_at: Option<DateTime<Utc>>,
 }
 
+impl OutboxEntry {
+    /// `entry` just queued under `id`.
+    pub fn queued(id: OutboxId, entry: &NewOutbox) -> Self {
+        Self {
+            id,
+            wa_id: entry.wa_id.clone(),
+            in_reply_to: entry.in_reply_to.clone(),
+            phone_number_id: entry.phone_number_id.clone(),
+            body: entry.body.clone(),
+            buttons: entry.buttons.clone(),
+            template: entry.template.clone(),
+            part: entry.part,
+            parts: entry.parts,
+            status: OutboxStatus::Queued,
+            next_attempt_at: None,
+            wamid: None,
+            error: None,
+            attempts: 0,
+            at: entry.at,
+            sending_at: None,
+            status_at: None,
+        }
+    }
+}
+
+/// The parts of a turn's reply to the inbound message `in_reply_to` (which arrived at
+/// `received_at`), under ids that are the same every time ([`OutboxId::for_reply`]).
+pub fn reply_parts(parts: &[NewOutbox], received_at: DateTime<Utc>) -> Vec<OutboxEntry> {
+    parts
+        .iter()
+        .map(|part| {
+            let id = match &part.in_reply_to {
+                Some(wamid) => OutboxId::for_reply(wamid, received_at, part.part),
+                None => OutboxId(bson::oid::ObjectId::new().to_hex()),
+            };
+            OutboxEntry::queued(id, part)
+        })
+        .collect()
+}
+
 /// What `apply_status` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusOutcome {
@@ -612,6 +692,9 @@ pub enum StatusOutcome {
     Reconciled,
     /// The entry is already at or past this status.
     Stale,
+    /// The part its callback data names is not recorded yet (its sender records it once the
+    /// Graph API answers, or died first): the status is kept for it.
+    Early,
     /// No outbox entry has that wamid (not ours, or sent by another system).
     Unknown,
     /// A status value we do not know; recorded in logs only.

@@ -20,7 +20,7 @@ use super::payload::{self, Updates};
 use super::signature;
 use super::{RecentContacts, WebhookError};
 use crate::app::AppState;
-use crate::domain::WaId;
+use crate::domain::{WaId, WaMessageId};
 use crate::store::{ContactSeen, InboxEntry, RejectedEntry, StatusOutcome, Store};
 
 /// Meta sends bodies of up to 3 MB; anything above this answers 413.
@@ -52,16 +52,15 @@ pub async fn receive(
         &body,
     )?;
     let updates = payload::parse(&body)?;
-    store_updates(state.store.as_ref(), &state.recent_contacts, &updates).await?;
-    if !updates.messages.is_empty() {
-        // notify_one keeps the wake-up for a dispatcher that is busy right now.
-        state.inbox_signal.notify_one();
-    }
+    let stored = store_updates(state.store.as_ref(), &state.recent_contacts, &updates).await?;
+    // This process's workers take them at once, without reading the inbox.
+    state.arrivals.push(stored);
     metrics::counter!("zaguan_webhook_requests_total", "outcome" => "accepted").increment(1);
     Ok(StatusCode::OK)
 }
 
-/// Persists everything a verified request carried. Returns only once it is all stored.
+/// Persists everything a verified request carried. Returns only once it is all stored, with
+/// the inbox messages it stored for the first time (redeliveries left out).
 #[tracing::instrument(skip_all, fields(
     webhook.messages = updates.messages.len(),
     webhook.statuses = updates.statuses.len(),
@@ -70,7 +69,7 @@ pub async fn store_updates(
     store: &dyn Store,
     recent_contacts: &RecentContacts,
     updates: &Updates,
-) -> Result<(), WebhookError> {
+) -> Result<Vec<InboxEntry>, WebhookError> {
     let now = Utc::now();
     let clock = Instant::now();
 
@@ -149,6 +148,7 @@ pub async fn store_updates(
         let outcome_label = match outcome {
             StatusOutcome::Applied => "applied",
             StatusOutcome::Reconciled => "reconciled",
+            StatusOutcome::Early => "early",
             StatusOutcome::Stale => "stale",
             StatusOutcome::Unknown => {
                 tracing::debug!(wamid = %status.wamid, "status for a message not in the outbox");
@@ -192,7 +192,26 @@ pub async fn store_updates(
         duplicates = inserted.duplicates,
         "webhook stored"
     );
-    Ok(())
+    // Each id once, unless every copy of it was already there (a redelivery).
+    let mut copies: HashMap<&WaMessageId, usize> = HashMap::new();
+    for entry in &entries {
+        *copies.entry(&entry.wamid).or_default() += 1;
+    }
+    for wamid in &inserted.known {
+        if let Some(n) = copies.get_mut(wamid) {
+            *n = n.saturating_sub(1);
+        }
+    }
+    let fresh: std::collections::HashSet<WaMessageId> = copies
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(wamid, _)| wamid.clone())
+        .collect();
+    let mut handed = std::collections::HashSet::new();
+    Ok(entries
+        .into_iter()
+        .filter(|entry| fresh.contains(&entry.wamid) && handed.insert(entry.wamid.clone()))
+        .collect())
 }
 
 /// Metric labels come from a fixed set so a new value from Meta cannot grow the series forever.

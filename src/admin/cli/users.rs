@@ -27,6 +27,22 @@ pub enum UsersCommand {
     },
 }
 
+/// The instances beating now (a lease they hold is theirs while they do).
+async fn live_instances(
+    store: &dyn crate::store::Store,
+    lease: std::time::Duration,
+) -> anyhow::Result<Vec<String>> {
+    let now = store.server_time().await?;
+    let since = now - chrono::Duration::from_std(lease)?;
+    Ok(store
+        .instances()
+        .await?
+        .into_iter()
+        .filter(|record| record.seen_at >= since)
+        .map(|record| record.id)
+        .collect())
+}
+
 /// Who holds the conversation while it is being forgotten, so no turn runs meanwhile.
 const FORGETTER: &str = "zaguan-users-forget";
 
@@ -37,7 +53,13 @@ pub async fn run(args: UsersArgs, config: Config) -> anyhow::Result<()> {
     let store = open_store(pool.as_ref());
     let now = chrono::Utc::now();
     if !store
-        .claim_conversation(&wa_id, FORGETTER, now, now + chrono::Duration::minutes(5))
+        .claim_conversation(
+            &wa_id,
+            FORGETTER,
+            now,
+            now + chrono::Duration::minutes(5),
+            &live_instances(store.as_ref(), config.lease).await?,
+        )
         .await?
     {
         anyhow::bail!(

@@ -1,0 +1,114 @@
+//! How many conversations the workers serve at once, following the database.
+//!
+//! A slow database must mean slower progress, never failed attempts: when the store's calls
+//! slow down or go unanswered, fewer turns run at once (the limit shrinks by a third), and when
+//! they are fast again and the workers have more to do than the limit allows, it grows back
+//! (doubling while far below the last limit that strained the store, then a tenth at a time).
+//! Turns waiting on the LLM do not touch the store, so with a healthy database the limit
+//! climbs to `ZAGUAN_WORKER_CONCURRENCY`.
+
+use crate::store::Pressure;
+
+/// The fewest conversations served at once, however slow the database.
+pub const MIN_CONCURRENCY: usize = 2;
+
+/// Share of slow calls in a window above which the database counts as strained.
+const SLOW_SHARE: f64 = 0.2;
+
+#[derive(Debug, Clone)]
+pub struct AdaptiveLimit {
+    limit: f64,
+    max: f64,
+    /// The limit when the store last strained: growth slows down near it.
+    ceiling: f64,
+}
+
+impl AdaptiveLimit {
+    /// Starts at `start` (clamped), never above `max`.
+    pub fn new(start: usize, max: usize) -> Self {
+        let max = max.max(MIN_CONCURRENCY) as f64;
+        Self {
+            limit: (start as f64).clamp(MIN_CONCURRENCY as f64, max),
+            max,
+            ceiling: max,
+        }
+    }
+
+    /// Conversations that may be served at once now.
+    pub fn get(&self) -> usize {
+        self.limit as usize
+    }
+
+    /// Adjusts to a window of store calls; `busy` when the workers had more waiting than the
+    /// limit let them start. Returns whether the limit changed.
+    pub fn adjust(&mut self, pressure: &Pressure, busy: bool) -> bool {
+        let before = self.get();
+        let strained = pressure.unavailable > 0
+            || (pressure.calls > 0 && pressure.slow as f64 > pressure.calls as f64 * SLOW_SHARE);
+        if strained {
+            self.ceiling = self.limit;
+            self.limit = (self.limit * 2.0 / 3.0).max(MIN_CONCURRENCY as f64);
+        } else if busy {
+            let step = if self.limit * 2.0 <= self.ceiling {
+                self.limit
+            } else {
+                (self.limit / 10.0).max(1.0)
+            };
+            self.limit = (self.limit + step).min(self.max);
+            if self.limit > self.ceiling {
+                self.ceiling = self.max;
+            }
+        }
+        self.get() != before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(calls: u64, slow: u64, unavailable: u64) -> Pressure {
+        Pressure {
+            calls,
+            slow,
+            unavailable,
+            waiting: 0,
+        }
+    }
+
+    #[test]
+    fn a_strained_store_shrinks_the_limit_to_its_floor() {
+        let mut limit = AdaptiveLimit::new(256, 256);
+        limit.adjust(&window(100, 50, 0), true);
+        assert_eq!(limit.get(), 170);
+        limit.adjust(&window(100, 0, 3), true);
+        assert_eq!(limit.get(), 113);
+        for _ in 0..20 {
+            limit.adjust(&window(10, 10, 0), true);
+        }
+        assert_eq!(limit.get(), MIN_CONCURRENCY);
+    }
+
+    #[test]
+    fn a_fast_store_grows_it_back_only_when_there_is_more_to_do() {
+        let mut limit = AdaptiveLimit::new(4, 256);
+        assert!(!limit.adjust(&window(100, 0, 0), false), "idle: no growth");
+        limit.adjust(&window(100, 1, 0), true);
+        assert_eq!(limit.get(), 8, "far below any strain: doubles");
+        for _ in 0..10 {
+            limit.adjust(&window(100, 0, 0), true);
+        }
+        assert_eq!(limit.get(), 256, "never above the maximum");
+    }
+
+    #[test]
+    fn near_the_last_strain_it_grows_slowly() {
+        let mut limit = AdaptiveLimit::new(90, 256);
+        limit.adjust(&window(10, 10, 0), true); // strained at 90 → 60
+        assert_eq!(limit.get(), 60);
+        limit.adjust(&window(10, 0, 0), true); // 60 × 2 > 90: a tenth
+        assert_eq!(limit.get(), 66);
+        limit.adjust(&window(10, 0, 0), true);
+        assert_eq!(limit.get(), 72);
+    }
+}
