@@ -30,7 +30,9 @@
 //! `--batch B` sends the users' first messages B to a webhook (the backlog Meta replays after
 //! an outage comes as up to 1,000 messages per POST), `--pad BYTES` makes each message that
 //! long, and `--probe-after S` keeps the last user out of the batch and has it write alone S
-//! seconds in: how long a plain message waits behind a backlog. `/readyz` is watched all along.
+//! seconds in: how long a plain message waits behind a backlog. `/readyz` is watched all along;
+//! with MongoDB, once the service has stopped, no inbox message may be left open or failed and
+//! no lease held.
 //!
 //! Figures: webhook acks/s and ack latency p50/p99/p99.9; turns completed and turns/s (replies
 //! received by the fake Graph API over the time from the first send to the last reply);
@@ -1286,18 +1288,24 @@ async fn main() -> Result<(), BoxError> {
     if let Some(service) = service.take() {
         service.stop();
     }
-    if let (Some(db), Some(uri), false) = (&fresh_db, &mongo, a.keep_db) {
+    // What the run left in the database, once the service drained: nothing open, nothing
+    // given up on, no conversation still held.
+    let mut left = None;
+    if let (Some(db), Some(uri)) = (&fresh_db, &mongo) {
         let config = zaguan::config::MongoConfig {
             uri: uri.clone().into(),
             database: db.clone(),
         };
         match zaguan::store::MongoStore::connect(&config).await {
             Ok(store) => {
-                if let Err(e) = store.drop_database().await {
+                left = Some(leftovers(&store).await);
+                if !a.keep_db
+                    && let Err(e) = store.drop_database().await
+                {
                     eprintln!("could not drop the database {db}: {e}");
                 }
             }
-            Err(e) => eprintln!("could not drop the database {db}: {e:#}"),
+            Err(e) => eprintln!("could not read the database {db}: {e:#}"),
         }
     }
     let result = report(
@@ -1316,6 +1324,7 @@ async fn main() -> Result<(), BoxError> {
             peak_rss,
             log_tail,
             log_path: log_path.clone(),
+            left,
         },
     );
     if let (Ok(()), Some(path)) = (&result, log_path) {
@@ -1341,6 +1350,35 @@ struct Outcome {
     log_tail: String,
     /// The service's log file (kept when the run finds a problem).
     log_path: Option<PathBuf>,
+    /// With MongoDB: what the run left once the service stopped.
+    left: Option<Leftovers>,
+}
+
+/// Inbox messages open or given up on, and leases not given back, after the service stopped.
+#[derive(Debug, Default, Clone, Copy)]
+struct Leftovers {
+    inbox_open: u64,
+    inbox_failed: u64,
+    leases_held: u64,
+}
+
+async fn leftovers(store: &zaguan::store::MongoStore) -> Leftovers {
+    let db = store.database();
+    let count = async |collection: &str, filter: bson::Document| {
+        db.collection::<bson::Document>(collection)
+            .count_documents(filter)
+            .await
+            .unwrap_or(u64::MAX)
+    };
+    Leftovers {
+        inbox_open: count(
+            "inbox",
+            bson::doc! {"status": {"$in": ["pending", "processing"]}},
+        )
+        .await,
+        inbox_failed: count("inbox", bson::doc! {"status": "failed"}).await,
+        leases_held: count("leases", bson::doc! {"released": false}).await,
+    }
 }
 
 fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
@@ -1480,6 +1518,12 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
             None => "no store process measured".to_owned(),
         },
     );
+    if let Some(left) = outcome.left {
+        println!(
+            "left        {} inbox messages open, {} failed, {} leases held, once the service stopped",
+            left.inbox_open, left.inbox_failed, left.leases_held
+        );
+    }
     for sample in &figures.samples {
         println!("problem     {sample}");
     }
@@ -1582,6 +1626,15 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
         ("probe_after_s", json!(a.probe_after)),
         ("probe_reply_s", json!(probe.map(|v| round(v, 3)))),
         ("ready_checks", json!(ready_checks)),
+        ("inbox_open_left", json!(outcome.left.map(|l| l.inbox_open))),
+        (
+            "inbox_failed_left",
+            json!(outcome.left.map(|l| l.inbox_failed)),
+        ),
+        (
+            "leases_held_left",
+            json!(outcome.left.map(|l| l.leases_held)),
+        ),
         ("not_ready", json!(not_ready)),
         (
             "store_cpu_us_per_turn",
@@ -1605,7 +1658,10 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
         + load(&c.llm_bad_requests)
         + load(&c.unknown_routes)
         + not_ready
-        + u64::from(a.probe_after.is_some() && probe.is_none());
+        + u64::from(a.probe_after.is_some() && probe.is_none())
+        + outcome
+            .left
+            .map_or(0, |l| l.inbox_open + l.inbox_failed + l.leases_held);
     if problems > 0 || replies == 0 {
         if let Some(path) = &outcome.log_path {
             println!("service log kept: {}", path.display());

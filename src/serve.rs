@@ -413,6 +413,16 @@ pub fn open_store(pool: Option<&MongoPool>) -> Arc<dyn Store> {
             match indexer.ensure_indexes().await {
                 Ok(()) => {
                     tracing::info!("MongoDB indexes in place");
+                    match indexer.reopen_processing().await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(
+                            messages = n,
+                            "inbox messages left `processing` reopened"
+                        ),
+                        Err(error) => {
+                            tracing::warn!("cannot reopen `processing` messages: {error}")
+                        }
+                    }
                     break;
                 }
                 Err(error) => {

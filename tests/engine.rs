@@ -1699,3 +1699,62 @@ async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
     // Every failed try was the store's: none counted against the message.
     assert_eq!(entry.attempts, 0);
 }
+
+/// A turn's reply is sent by the caller and recorded once sent; if the process dies between
+/// the two, the resumed turn reads the reply back from the history. It may have gone out, so
+/// it is recorded `sending`, to wait for its status or its grace — not sent again at once — and
+/// the turn answers its message.
+#[tokio::test]
+async fn a_reply_read_back_from_the_history_is_recorded_unconfirmed_not_sent() {
+    let store = memory();
+    let wa_id = WaId::parse("34600111444").unwrap();
+    let entry = inbox_entry(
+        "wamid.UNCONFIRMED",
+        &wa_id,
+        "¿Cuánto cuesta el P-102?",
+        InboxStatus::Pending,
+    );
+    store
+        .insert_inbox(std::slice::from_ref(&entry))
+        .await
+        .unwrap();
+    let options = zaguan::engine::TurnOptions {
+        send_now: true,
+        unconfirmed_grace: Duration::from_secs(30),
+        ..zaguan::engine::TurnOptions::default()
+    };
+    let first = rule_engine(store.clone())
+        .serve_turn(&wa_id, std::slice::from_ref(&entry), options, || ())
+        .await
+        .unwrap();
+    let parts = first.to_send.expect("a new reply, for the caller to send");
+    assert_eq!(parts[0].body, "El P-102 cuesta 450.000 €.");
+    assert!(
+        store
+            .outbox_in_reply_to(&entry.wamid)
+            .await
+            .unwrap()
+            .is_empty(),
+        "recorded only once sent"
+    );
+    // The process dies here, the reply sent or not: the message is still open.
+    let resumed = rule_engine(store.clone())
+        .serve_turn(&wa_id, std::slice::from_ref(&entry), options, || ())
+        .await
+        .unwrap();
+    assert!(resumed.to_send.is_none(), "not sent again at once");
+    assert_eq!(resumed.answered, vec![entry.wamid.clone()]);
+    let recorded = store.outbox_in_reply_to(&entry.wamid).await.unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].id, parts[0].id, "under the same id");
+    assert_eq!(recorded[0].status, zaguan::store::OutboxStatus::Sending);
+    let due = recorded[0].next_attempt_at.unwrap();
+    assert!(due > Utc::now() + chrono::Duration::seconds(25), "{due}");
+    // The history holds the turn once.
+    let history = store.recent_messages(&wa_id, 100).await.unwrap();
+    let humans = history
+        .iter()
+        .filter(|m| m.message.role == MessageRole::Human)
+        .count();
+    assert_eq!(humans, 1);
+}

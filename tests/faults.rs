@@ -29,8 +29,8 @@ use bson::doc;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
 
+use common::proxy::{Mode, MongoProxy};
 use common::{free_port, zaguan};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::store::{MessageRole, OutboxStatus, Store};
@@ -145,6 +145,7 @@ struct Delivery {
     to: String,
     body: String,
     wamid: String,
+    at: Instant,
 }
 
 struct FakeGraph {
@@ -212,6 +213,7 @@ async fn graph_messages(
         to: to.clone(),
         body: text,
         wamid: wamid.clone(),
+        at: Instant::now(),
     });
     // ZAGUAN_FAULTS_NO_CALLBACK=1 drops the callback data from the statuses: the control run
     // showing what it prevents (a part whose record died with its process is sent again).
@@ -302,77 +304,6 @@ struct StatusCounts {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A TCP proxy in front of MongoDB that can be cut (every connection dropped, new ones refused)
-// and restored: to the service, MongoDB is down or restarting.
-
-struct Proxy {
-    port: u16,
-    up: Arc<AtomicBool>,
-    /// Bumped on every cut; connections from an older generation close.
-    generation: tokio::sync::watch::Sender<u64>,
-}
-
-impl Proxy {
-    async fn start(upstream: String, up: bool) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = Arc::new(AtomicBool::new(up));
-        let (generation, _) = tokio::sync::watch::channel(0u64);
-        let (flag, generations) = (up.clone(), generation.clone());
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut client, _)) = listener.accept().await else {
-                    continue;
-                };
-                if !flag.load(Ordering::SeqCst) {
-                    drop(client);
-                    continue;
-                }
-                let upstream = upstream.clone();
-                let mut cut = generations.subscribe();
-                tokio::spawn(async move {
-                    let Ok(mut server) = TcpStream::connect(&upstream).await else {
-                        return;
-                    };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
-                        _ = cut.changed() => {}
-                    }
-                });
-            }
-        });
-        Self {
-            port,
-            up,
-            generation,
-        }
-    }
-
-    fn cut(&self) {
-        self.up.store(false, Ordering::SeqCst);
-        self.generation.send_modify(|g| *g += 1);
-    }
-
-    fn restore(&self) {
-        self.up.store(true, Ordering::SeqCst);
-    }
-}
-
-/// `host:port` of a single-host `mongodb://` URI.
-fn mongo_host(uri: &str) -> String {
-    let rest = uri
-        .strip_prefix("mongodb://")
-        .expect("the fault suite needs a mongodb:// URI");
-    let hosts = rest.split(['/', '?']).next().unwrap();
-    let host = hosts.rsplit('@').next().unwrap();
-    assert!(
-        !host.contains(','),
-        "the fault suite needs a single-host URI"
-    );
-    host.to_owned()
-}
-
-// ---------------------------------------------------------------------------------------------
 // The rig: a database, the fakes, the proxy and the `zaguan serve` processes.
 
 struct Instance {
@@ -389,7 +320,8 @@ struct Rig {
     graph: Arc<FakeGraph>,
     llm_url: String,
     graph_url: String,
-    proxy: Proxy,
+    /// In front of MongoDB: cut (MongoDB down or restarting) or stalled (answering nothing).
+    proxy: MongoProxy,
     instances: Mutex<Vec<Instance>>,
     /// The instances' ports, for the status webhooks.
     ports: Arc<Mutex<Vec<u16>>>,
@@ -432,7 +364,10 @@ impl Rig {
         )
         .await;
         let uri = std::env::var("MONGODB_URI").unwrap();
-        let proxy = Proxy::start(mongo_host(&uri), mongo_up).await;
+        let proxy = MongoProxy::start(MongoProxy::host_of(&uri)).await;
+        if !mongo_up {
+            proxy.set(Mode::Cut);
+        }
         Some(Self {
             name,
             db,
@@ -995,7 +930,7 @@ async fn mongodb_down_at_start_and_restarted_under_load_loses_nothing() {
         0,
         "nothing stored from a refused webhook"
     );
-    rig.proxy.restore();
+    rig.proxy.set(Mode::Pass);
     let deadline = Instant::now() + Duration::from_secs(60);
     while rig.get(i, "/readyz").await != Some(StatusCode::OK) {
         assert!(
@@ -1010,9 +945,9 @@ async fn mongodb_down_at_start_and_restarted_under_load_loses_nothing() {
         tokio::spawn(async move {
             for _ in 0..2 {
                 tokio::time::sleep(Duration::from_millis(2500)).await;
-                rig.proxy.cut();
+                rig.proxy.set(Mode::Cut);
                 tokio::time::sleep(Duration::from_secs(2)).await;
-                rig.proxy.restore();
+                rig.proxy.set(Mode::Pass);
             }
         })
     };
@@ -1062,6 +997,167 @@ async fn twenty_sigkills_under_load_lose_nothing_and_double_nothing() {
     assert!(kills >= 20, "{kills} kills");
     eprintln!("sigkill: {kills} kills");
     finish(rig, started).await;
+}
+
+/// MongoDB answers nothing for 30 s in the middle of the load (connections open, bytes held:
+/// a replica-set election, a stalled disk), then recovers. Webhooks meanwhile answer 503 and
+/// are posted again; turns wait. Nothing is lost or doubled, and replies flow again within
+/// 10 s of the recovery — the client was not left wedged by the calls that gave up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_stalled_for_30_seconds_mid_load_recovers_in_seconds_losing_nothing() {
+    let _serial = SERIAL.lock().await;
+    let Some(rig) = Rig::new("stall", true).await else {
+        return;
+    };
+    // Turns in flight when the stall begins.
+    rig.llm.latency.store(200, Ordering::Relaxed);
+    let rig = Arc::new(rig);
+    for _ in 0..2 {
+        rig.launch(&[]).await;
+    }
+    let started = Instant::now();
+    let stall = {
+        let rig = rig.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            rig.proxy.set(Mode::Stall);
+            let delivered = rig.graph.delivered.lock().unwrap().len();
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            rig.proxy.set(Mode::Pass);
+            let recovered = Instant::now();
+            // Replies owed from before the stall (and messages retried during it) flow again.
+            let deadline = recovered + Duration::from_secs(60);
+            loop {
+                let first_after = rig
+                    .graph
+                    .delivered
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .skip(delivered)
+                    .map(|d| d.at)
+                    .find(|at| *at >= recovered);
+                if let Some(at) = first_after {
+                    break at - recovered;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "nothing delivered after the stall"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    send_all(&rig, 6, Duration::from_secs(12)).await;
+    let resumed_after = stall.await.unwrap();
+    eprintln!("stall: replies flowed again {resumed_after:?} after MongoDB recovered");
+    assert!(
+        resumed_after <= Duration::from_secs(10),
+        "replies resumed {resumed_after:?} after the database recovered"
+    );
+    finish(rig, started).await;
+}
+
+/// A turn is waiting on the model when its instance is SIGKILLed; the same instance is
+/// restarted at once (same ZAGUAN_INSTANCE_ID, as a container restart keeps the host name).
+/// It takes its conversations back without waiting out its previous leases: the customer
+/// gets one reply within 5 s of the new process being ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_instance_answers_the_turn_it_was_killed_in_within_seconds() {
+    let _serial = SERIAL.lock().await;
+    let Some(rig) = Rig::new("restart", true).await else {
+        return;
+    };
+    rig.llm.latency.store(3_000, Ordering::Relaxed);
+    let i = rig.launch(&[("ZAGUAN_LEASE", "30s")]).await;
+    let body = notification(rig.name, 0, 0);
+    assert_eq!(rig.post(i, &body).await, Some(StatusCode::OK));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rig.llm.calls.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the turn never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    rig.kill(i);
+    rig.llm.latency.store(0, Ordering::Relaxed);
+    rig.start(i);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rig.get(i, "/readyz").await != Some(StatusCode::OK) {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted instance never got ready"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ready = Instant::now();
+    let deadline = ready + Duration::from_secs(40);
+    let answered = loop {
+        if let Some(at) = rig.graph.delivered.lock().unwrap().first().map(|d| d.at) {
+            break at.saturating_duration_since(ready);
+        }
+        assert!(Instant::now() < deadline, "no reply after the restart");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    eprintln!("restart: the reply went out {answered:?} after the new process was ready");
+    assert!(
+        answered <= Duration::from_secs(5),
+        "the reply went out {answered:?} after the restarted process was ready"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(rig.graph.delivered.lock().unwrap().len(), 1, "one reply");
+    rig.stop_all();
+    rig.db.drop().await;
+}
+
+/// An instance dies mid-turn and never comes back: another takes its conversation over soon
+/// after its heartbeat stops (ZAGUAN_LEASE, 10 s by default), not a lease's length after its
+/// last renewal: the reply is out within 15 s of the kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instance_takes_over_a_dead_ones_turn_within_fifteen_seconds() {
+    let _serial = SERIAL.lock().await;
+    let Some(rig) = Rig::new("takeover", true).await else {
+        return;
+    };
+    rig.llm.latency.store(3_000, Ordering::Relaxed);
+    let lease = [("ZAGUAN_LEASE", "10s")];
+    let doomed = rig.launch(&lease).await;
+    let survivor = rig.launch(&lease).await;
+    let body = notification(rig.name, 0, 0);
+    assert_eq!(rig.post(doomed, &body).await, Some(StatusCode::OK));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rig.llm.calls.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the turn never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    rig.kill(doomed);
+    let killed = Instant::now();
+    rig.llm.latency.store(0, Ordering::Relaxed);
+    let deadline = killed + Duration::from_secs(60);
+    let answered = loop {
+        if let Some(at) = rig.graph.delivered.lock().unwrap().first().map(|d| d.at) {
+            break at.saturating_duration_since(killed);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no instance took the conversation over"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    eprintln!("takeover: the reply went out {answered:?} after the kill");
+    assert!(
+        answered <= Duration::from_secs(15),
+        "taken over {answered:?} after the kill"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(rig.graph.delivered.lock().unwrap().len(), 1, "one reply");
+    assert_eq!(rig.get(survivor, "/readyz").await, Some(StatusCode::OK));
+    rig.stop_all();
+    rig.db.drop().await;
 }
 
 /// The libfaketime preload library, when installed (Debian's `libfaketime`).

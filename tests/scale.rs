@@ -520,3 +520,133 @@ async fn mongo_store_round_trips_of_a_turn() {
     workers.stop().await;
     db.drop().await;
 }
+
+/// The workers serve fewer conversations at once while the database answers slowly — slower
+/// progress, not failed calls — and more again once it is fast: nothing is lost or marked
+/// failed either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_the_workers_concurrency_follows_the_database() {
+    use common::proxy::{Mode, MongoProxy};
+
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let proxy =
+        MongoProxy::start(MongoProxy::host_of(&std::env::var("MONGODB_URI").unwrap())).await;
+    let store: Arc<dyn Store> = Arc::new(
+        zaguan::store::MongoStore::connect(&zaguan::config::MongoConfig {
+            uri: secrecy::SecretString::from(proxy.uri("")),
+            database: db.store.database().name().to_owned(),
+        })
+        .await
+        .unwrap(),
+    );
+    let app = common::TestApp::with_store(store.clone());
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let engine = Engine::new(
+        store.clone(),
+        Arc::new(SlowLlm(Duration::ZERO)),
+        Arc::new(
+            zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap(),
+        ),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    );
+    let workers = Workers::spawn(
+        Arc::new(engine),
+        Arc::new(Outbound::dry_run(store.clone())),
+        app.state.arrivals.clone(),
+        WorkerSettings {
+            owner: "adaptive".into(),
+            concurrency: 256,
+            poll: Duration::from_millis(200),
+            ..WorkerSettings::default()
+        },
+    );
+    let started = workers.concurrency();
+    let batch = |round: usize| {
+        let messages: Vec<(String, String, String)> = (0..120)
+            .map(|c| {
+                (
+                    format!("wamid.ADAPT{round}.{c}"),
+                    format!("34612{c:06}"),
+                    format!("Hola, mensaje {round}"),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, &str, &str)> = messages
+            .iter()
+            .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+            .collect();
+        common::text_notification(&refs)
+    };
+    let all_answered = async |round: usize| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            let mut answered = 0;
+            for c in 0..120 {
+                let wamid = WaMessageId::parse(&format!("wamid.ADAPT{round}.{c}")).unwrap();
+                if db
+                    .store
+                    .inbox_entry(&wamid)
+                    .await
+                    .unwrap()
+                    .is_some_and(|e| e.status == InboxStatus::Done)
+                {
+                    answered += 1;
+                }
+            }
+            if answered == 120 {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: {answered} of 120 answered"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+
+    // Every answer of the database takes 400 ms: the limit comes down.
+    proxy.set(Mode::Slow(Duration::from_millis(400)));
+    assert_eq!(app.post_webhook(batch(0)).await, axum::http::StatusCode::OK);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while workers.concurrency() >= started {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the limit stayed at {}",
+            workers.concurrency()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let eased = workers.concurrency();
+    proxy.set(Mode::Pass);
+    all_answered(0).await;
+    // Fast again, with more to do than the limit allows: it grows back.
+    assert_eq!(app.post_webhook(batch(1)).await, axum::http::StatusCode::OK);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while workers.concurrency() <= eased {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the limit stayed at {eased} with the database fast"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    all_answered(1).await;
+    let failed = db
+        .store
+        .database()
+        .collection::<bson::Document>("inbox")
+        .count_documents(bson::doc! {"status": "failed"})
+        .await
+        .unwrap();
+    assert_eq!(
+        failed, 0,
+        "nothing marked failed for the database's slowness"
+    );
+    workers.stop().await;
+    db.drop().await;
+}

@@ -805,6 +805,90 @@ async fn the_backlog_and_the_leases_are_counted(store: Arc<dyn Store>) {
     );
 }
 
+/// Meta's status of a reply part arrives before its sender recorded the part (it records a
+/// reply once sent): the status is kept under the part's id, and the record completes it
+/// without moving its status back.
+async fn an_early_status_is_completed_by_the_record_of_its_part(store: Arc<dyn Store>) {
+    let inbound = WaMessageId::parse("wamid.IN.EARLY").unwrap();
+    let part = NewOutbox::text(wa("34600111222"), Some(inbound.clone()), "Hola", at(10));
+    let mut parts = reply_parts(&[part], at(9));
+    let status = StatusUpdate {
+        wamid: WaMessageId::parse("wamid.OUT.EARLY").unwrap(),
+        status: "delivered".into(),
+        at: Some(at(11)),
+        recipient_id: Some("34600111222".into()),
+        errors: Vec::new(),
+        callback_data: Some(parts[0].id.callback_data()),
+    };
+    assert_eq!(
+        store.apply_status(&status).await.unwrap(),
+        StatusOutcome::Early
+    );
+    parts[0].status = OutboxStatus::Sent;
+    parts[0].wamid = Some(status.wamid.clone());
+    parts[0].attempts = 1;
+    store.record_reply(&parts).await.unwrap();
+    let stored = store.outbox_in_reply_to(&inbound).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].body, "Hola");
+    assert_eq!(stored[0].status, OutboxStatus::Delivered, "not moved back");
+    assert_eq!(stored[0].wamid, Some(status.wamid.clone()));
+    assert!(
+        store
+            .unsent_outbox(&wa("34600111222"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A later status lands on it as on any part.
+    let read = StatusUpdate {
+        status: "read".into(),
+        ..status
+    };
+    assert_eq!(
+        store.apply_status(&read).await.unwrap(),
+        StatusOutcome::Applied
+    );
+}
+
+/// A reply recorded, then recorded again (its turn resumed after a crash that came after the
+/// record): one record, as the first left it.
+async fn a_reply_recorded_twice_is_recorded_once(store: Arc<dyn Store>) {
+    let inbound = WaMessageId::parse("wamid.IN.TWICE").unwrap();
+    let parts: Vec<NewOutbox> = (0..2)
+        .map(|i| NewOutbox {
+            part: i,
+            parts: 2,
+            ..NewOutbox::text(
+                wa("34600111222"),
+                Some(inbound.clone()),
+                format!("parte {i}"),
+                at(10),
+            )
+        })
+        .collect();
+    let mut sent = reply_parts(&parts, at(9));
+    for (i, part) in sent.iter_mut().enumerate() {
+        part.status = OutboxStatus::Sent;
+        part.wamid = Some(WaMessageId::parse(&format!("wamid.OUT.TWICE.{i}")).unwrap());
+    }
+    store.record_reply(&sent).await.unwrap();
+    let mut again = reply_parts(&parts, at(9));
+    assert_eq!(again[0].id, sent[0].id, "the same ids every time");
+    for part in &mut again {
+        part.status = OutboxStatus::Sending;
+        part.next_attempt_at = Some(at(40));
+    }
+    store.record_reply(&again).await.unwrap();
+    let stored = store.outbox_in_reply_to(&inbound).await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert!(stored.iter().all(|p| p.status == OutboxStatus::Sent));
+    assert_eq!(
+        stored[1].wamid.as_ref().map(|w| w.as_str()),
+        Some("wamid.OUT.TWICE.1")
+    );
+}
+
 macro_rules! store_suite {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -1000,6 +1084,8 @@ async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<
 
 store_suite!(
     ping_answers,
+    an_early_status_is_completed_by_the_record_of_its_part,
+    a_reply_recorded_twice_is_recorded_once,
     forgetting_a_contact_deletes_all_of_theirs_and_nothing_else,
     an_inbox_entry_round_trips,
     a_redelivered_message_is_stored_once,
@@ -1126,5 +1212,146 @@ async fn mongo_a_slow_database_never_wedges_the_client() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    db.drop().await;
+}
+
+/// A client whose connections went dead while the database still answers (half-open sockets
+/// after a failover, with no timeout to notice them): its calls hang, a fresh client's are
+/// answered. The doctor rebuilds the client in place, the store answers again without a
+/// restart, and the process stays healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_a_client_stuck_on_dead_connections_is_rebuilt_without_a_restart() {
+    use common::proxy::{Mode, MongoProxy};
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    use zaguan::health::{DoctorSettings, StoreDoctor};
+
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let upstream = MongoProxy::host_of(&std::env::var("MONGODB_URI").unwrap());
+    let proxy = MongoProxy::start(upstream).await;
+    // No socket timeout and a monitor that looks once a minute: the driver cannot tell a
+    // dead connection from a slow one by itself. A pool it keeps full, so no call gets a
+    // new connection past the dead ones.
+    let pool =
+        MongoPool::connect(
+            &zaguan::config::MongoConfig {
+                uri: secrecy::SecretString::from(proxy.uri(
+                    "connectTimeoutMS=0&heartbeatFrequencyMS=60000&maxPoolSize=3&minPoolSize=3",
+                )),
+                database: db.store.database().name().to_owned(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let store: Arc<dyn Store> = Arc::new(MongoStore::over(pool.clone()));
+    store.ping().await.unwrap();
+    // The pool fills itself in the background.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    proxy.set(Mode::FreezeExisting);
+    let stuck = tokio::time::timeout(Duration::from_secs(8), store.ping()).await;
+    assert!(
+        !matches!(stuck, Ok(Ok(()))),
+        "the frozen client should not answer"
+    );
+    assert!(pool.fresh_client_answers(Duration::from_secs(2)).await);
+
+    let state = zaguan::app::AppState::new(store.clone(), None, None);
+    let doctor = StoreDoctor::new(pool.clone(), state.clone())
+        .with_settings(DoctorSettings {
+            every: Duration::from_millis(200),
+            ping_timeout: Duration::from_millis(500),
+            stuck_after: Duration::from_secs(2),
+        })
+        .spawn();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !matches!(
+        tokio::time::timeout(Duration::from_secs(1), store.ping()).await,
+        Ok(Ok(()))
+    ) {
+        assert!(Instant::now() < deadline, "the client was not mended");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(pool.rebuilds(), 1);
+    assert!(state.healthy.load(Ordering::SeqCst));
+    // A real call works too, on the rebuilt client.
+    store.inbox_backlog().await.unwrap();
+    doctor.abort();
+    proxy.set(Mode::Pass);
+    db.drop().await;
+}
+
+/// Whatever write first creates a conversation creates it with `dialog_state: []`, so an
+/// operator's `{dialog_state: []}` finds every conversation with the primary assistant (on
+/// FerretDB a conversation created by another upsert used to have no field at all).
+#[tokio::test]
+async fn mongo_every_new_conversation_has_an_empty_dialog_state() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let store = &db.store;
+    let ids: Vec<WaId> = (0..9).map(|i| wa(&format!("3460099900{i}"))).collect();
+    store
+        .record_contact(&contact(ids[0].as_str(), Some("Ana"), 0))
+        .await
+        .unwrap();
+    store.set_conversation_lang(&ids[1], "es").await.unwrap();
+    let action = PendingAction {
+        tool: "book_appointment".into(),
+        args: serde_json::json!({"slot_id": "S-1"}),
+        summary: "Visita el lunes".into(),
+        agent: "appointment_assistant".into(),
+        created_at: at(0),
+    };
+    store
+        .set_pending_action(&ids[2], Some(&action))
+        .await
+        .unwrap();
+    store
+        .set_conversation_location(
+            &ids[3],
+            zaguan::realestate::GeoPoint {
+                lat: 40.4,
+                lon: -3.7,
+            },
+        )
+        .await
+        .unwrap();
+    store
+        .request_handoff(
+            &ids[4],
+            &HandoffRequest {
+                at: at(0),
+                reason: "quiere hablar con alguien".into(),
+            },
+        )
+        .await
+        .unwrap();
+    store.set_user_role(&ids[5], Role::Owner).await.unwrap();
+    store.note_history_written(&ids[6], at(0)).await.unwrap();
+    assert!(
+        store
+            .claim_conversation(&ids[7], "w1", at(0), at(30), &[])
+            .await
+            .unwrap()
+    );
+    // Two writers at once on a conversation nobody wrote before.
+    let seen = contact(ids[8].as_str(), None, 0);
+    let (contact_seen, lang) = tokio::join!(
+        store.record_contact(&seen),
+        store.set_conversation_lang(&ids[8], "en"),
+    );
+    contact_seen.unwrap();
+    lang.unwrap();
+    let conversations = store
+        .database()
+        .collection::<bson::Document>("conversations");
+    let with_primary = conversations
+        .count_documents(bson::doc! {"dialog_state": []})
+        .await
+        .unwrap();
+    assert_eq!(with_primary, 9);
     db.drop().await;
 }

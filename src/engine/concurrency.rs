@@ -39,10 +39,15 @@ impl AdaptiveLimit {
         self.limit as usize
     }
 
-    /// Adjusts to a window of store calls; `busy` when the workers had more waiting than the
-    /// limit let them start. Returns whether the limit changed.
-    pub fn adjust(&mut self, pressure: &Pressure, busy: bool) -> bool {
+    /// Adjusts to a window of store calls (`None`: a store that cannot be strained, so no
+    /// limit but the maximum); `busy` when the workers had more waiting than the limit let
+    /// them start. Returns whether the limit changed.
+    pub fn adjust(&mut self, pressure: Option<&Pressure>, busy: bool) -> bool {
         let before = self.get();
+        let Some(pressure) = pressure else {
+            self.limit = self.max;
+            return self.get() != before;
+        };
         let strained = pressure.unavailable > 0
             || (pressure.calls > 0 && pressure.slow as f64 > pressure.calls as f64 * SLOW_SHARE);
         if strained {
@@ -79,12 +84,12 @@ mod tests {
     #[test]
     fn a_strained_store_shrinks_the_limit_to_its_floor() {
         let mut limit = AdaptiveLimit::new(256, 256);
-        limit.adjust(&window(100, 50, 0), true);
+        limit.adjust(Some(&window(100, 50, 0)), true);
         assert_eq!(limit.get(), 170);
-        limit.adjust(&window(100, 0, 3), true);
+        limit.adjust(Some(&window(100, 0, 3)), true);
         assert_eq!(limit.get(), 113);
         for _ in 0..20 {
-            limit.adjust(&window(10, 10, 0), true);
+            limit.adjust(Some(&window(10, 10, 0)), true);
         }
         assert_eq!(limit.get(), MIN_CONCURRENCY);
     }
@@ -92,23 +97,33 @@ mod tests {
     #[test]
     fn a_fast_store_grows_it_back_only_when_there_is_more_to_do() {
         let mut limit = AdaptiveLimit::new(4, 256);
-        assert!(!limit.adjust(&window(100, 0, 0), false), "idle: no growth");
-        limit.adjust(&window(100, 1, 0), true);
+        assert!(
+            !limit.adjust(Some(&window(100, 0, 0)), false),
+            "idle: no growth"
+        );
+        limit.adjust(Some(&window(100, 1, 0)), true);
         assert_eq!(limit.get(), 8, "far below any strain: doubles");
         for _ in 0..10 {
-            limit.adjust(&window(100, 0, 0), true);
+            limit.adjust(Some(&window(100, 0, 0)), true);
         }
         assert_eq!(limit.get(), 256, "never above the maximum");
     }
 
     #[test]
+    fn a_store_that_cannot_strain_gets_the_maximum_at_once() {
+        let mut limit = AdaptiveLimit::new(4, 10_000);
+        assert!(limit.adjust(None, false));
+        assert_eq!(limit.get(), 10_000);
+    }
+
+    #[test]
     fn near_the_last_strain_it_grows_slowly() {
         let mut limit = AdaptiveLimit::new(90, 256);
-        limit.adjust(&window(10, 10, 0), true); // strained at 90 → 60
+        limit.adjust(Some(&window(10, 10, 0)), true); // strained at 90 → 60
         assert_eq!(limit.get(), 60);
-        limit.adjust(&window(10, 0, 0), true); // 60 × 2 > 90: a tenth
+        limit.adjust(Some(&window(10, 0, 0)), true); // 60 × 2 > 90: a tenth
         assert_eq!(limit.get(), 66);
-        limit.adjust(&window(10, 0, 0), true);
+        limit.adjust(Some(&window(10, 0, 0)), true);
         assert_eq!(limit.get(), 72);
     }
 }

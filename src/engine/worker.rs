@@ -116,6 +116,7 @@ impl Arrivals {
 pub struct Workers {
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    dispatcher: Arc<Dispatcher>,
 }
 
 impl Workers {
@@ -144,6 +145,8 @@ impl Workers {
     ) -> Self {
         settings.owner = membership.id().to_owned();
         let (stop, stopped) = watch::channel(false);
+        // A database is eased in (doubling every half second while it keeps up); a store
+        // that cannot strain gets the maximum at the first adjustment.
         let start = settings.concurrency.min(32);
         let dispatcher = Arc::new(Dispatcher {
             limit: Mutex::new(AdaptiveLimit::new(start, settings.concurrency)),
@@ -156,8 +159,21 @@ impl Workers {
             finished: Notify::new(),
             draining: stopped.clone(),
         });
-        let task = tokio::spawn(dispatcher.run(arrivals, stopped));
-        Self { stop, task }
+        let task = tokio::spawn(dispatcher.clone().run(arrivals, stopped));
+        Self {
+            stop,
+            task,
+            dispatcher,
+        }
+    }
+
+    /// Conversations the workers may serve at once right now (it follows the store).
+    pub fn concurrency(&self) -> usize {
+        self.dispatcher
+            .limit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get()
     }
 
     /// Stops taking new conversations and waits for the turns in flight.
@@ -271,7 +287,7 @@ impl Dispatcher {
     async fn run(self: Arc<Self>, arrivals: Arc<Arrivals>, mut stopped: watch::Receiver<bool>) {
         let mut tasks = JoinSet::new();
         let mut next_poll = Instant::now();
-        let mut next_adjust = Instant::now() + ADJUST_EVERY;
+        let mut next_adjust = Instant::now();
         let mut next_release = Instant::now() + self.settings.idle_release / 4;
         let mut busy = false;
         loop {
@@ -283,13 +299,16 @@ impl Dispatcher {
             }
             let now = Instant::now();
             if now >= next_poll {
-                self.poll().await;
+                // Nothing can start while the instance is not confirmed alive: no poll either.
+                if self.membership.valid().is_some() {
+                    self.poll().await;
+                }
                 next_poll = Instant::now() + self.settings.poll;
             }
             if now >= next_adjust {
                 let pressure = self.engine.store().pressure();
                 let mut limit = self.limit.lock().unwrap_or_else(|e| e.into_inner());
-                if limit.adjust(&pressure, busy) {
+                if limit.adjust(pressure.as_ref(), busy) {
                     tracing::debug!(
                         limit = limit.get(),
                         ?pressure,
@@ -333,7 +352,9 @@ impl Dispatcher {
     /// crash left behind, what waits for a retry.
     async fn poll(&self) {
         let store = self.engine.store();
-        let room = self.settings.concurrency.saturating_mul(4).max(64);
+        // As many as the workers could take soon: a strained store is asked for less.
+        let limit = self.limit.lock().unwrap_or_else(|e| e.into_inner()).get();
+        let room = limit.saturating_mul(4).max(64);
         match store.pending_inbox(room).await {
             Ok(entries) => {
                 let mut queue = self.queue();

@@ -303,8 +303,8 @@ pub trait Store: Send + Sync + 'static {
     async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome>;
 
     /// How the database has been answering since the last call (the workers' concurrency
-    /// follows it). The in-memory store never strains.
-    fn pressure(&self) -> Pressure {
-        Pressure::default()
+    /// follows it); `None` for a store that cannot be strained (the in-memory one).
+    fn pressure(&self) -> Option<Pressure> {
+        None
     }
 }

@@ -91,6 +91,21 @@ impl MongoStore {
         Ok(())
     }
 
+    /// Inbox messages left `processing` by a version that still wrote it, back to `pending`
+    /// (a cut turn is now recognised from the history): the poll finds them again. Idempotent;
+    /// run at start-up.
+    pub async fn reopen_processing(&self) -> StoreResult<u64> {
+        self.pool
+            .update_many(
+                Lane::Work,
+                "inbox",
+                doc! {"status": InboxStatus::Processing.as_str()},
+                doc! {"$set": {"status": InboxStatus::Pending.as_str()}},
+            )
+            .await
+            .map(|result| result.modified_count)
+    }
+
     /// The database, for operator tools and tests that read documents as mongosh would.
     pub fn database(&self) -> mongodb::Database {
         self.pool.database()
@@ -101,6 +116,45 @@ impl MongoStore {
         self.pool
             .run(Lane::Work, |db| async move { db.drop().await })
             .await
+    }
+
+    /// An upsert into `conversations` that leaves the conversation with a `dialog_state`
+    /// array (`[]` when new). Not by `$setOnInsert`: FerretDB 1.24 drops an empty array there,
+    /// and its upserts are not atomic, so a field added by a second write can be lost to a
+    /// concurrent one. `$push` of no element creates the empty array when it is missing and
+    /// changes nothing otherwise, in the same write, on MongoDB and FerretDB alike. A
+    /// `dialog_state` made something else than an array by hand would refuse it: then the
+    /// upsert goes through without it (the reader takes a non-array as `[]`).
+    async fn upsert_conversation(
+        &self,
+        lane: Lane,
+        filter: Document,
+        update: Document,
+    ) -> StoreResult<()> {
+        let sets_it = update
+            .get_document("$set")
+            .is_ok_and(|set| set.contains_key("dialog_state"));
+        let mut ensured = update.clone();
+        if !sets_it {
+            ensured.insert("$push", doc! {"dialog_state": {"$each": []}});
+        }
+        match self
+            .pool
+            .upsert_one(lane, "conversations", filter.clone(), ensured)
+            .await
+        {
+            Err(StoreError::Unexpected(error)) if format!("{error:#}").contains("dialog_state") => {
+                tracing::warn!(
+                    "conversations.dialog_state is not an array (edited by hand?): written \
+                     without it; `zaguan conversations reset` sets it right: {error:#}"
+                );
+                self.pool
+                    .upsert_one(lane, "conversations", filter, update)
+                    .await
+                    .map(drop)
+            }
+            other => other.map(drop),
+        }
     }
 
     /// Completes the record a status webhook made of `part` before its sender recorded it:
@@ -135,17 +189,10 @@ impl MongoStore {
         let update = match lease {
             Some((owner, until)) => doc! {
                 "$set": {"lease_owner": owner, "lease_until": date(until)},
-                "$setOnInsert": {"dialog_state": []},
             },
             None => doc! {"$unset": {"lease_owner": "", "lease_until": ""}},
         };
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "conversations",
-                doc! {"_id": wa_id.as_str()},
-                update,
-            )
+        self.upsert_conversation(Lane::Work, doc! {"_id": wa_id.as_str()}, update)
             .await
     }
 }
@@ -472,6 +519,10 @@ fn outbox_id(id: &OutboxId) -> Bson {
 
 #[async_trait]
 impl Store for MongoStore {
+    fn pressure(&self) -> Option<Pressure> {
+        Some(self.pool.pressure())
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         self.pool
             .run(Lane::Control, |db| async move {
@@ -504,18 +555,15 @@ impl Store for MongoStore {
                 conversation_set.insert(field, value);
             }
         }
-        self.pool
-            .upsert_one(
-                Lane::Ingress,
-                "conversations",
-                doc! {"_id": key},
-                doc! {
-                    "$set": conversation_set,
-                    "$max": {"last_inbound_at": seen},
-                    "$setOnInsert": {"dialog_state": []},
-                },
-            )
-            .await
+        self.upsert_conversation(
+            Lane::Ingress,
+            doc! {"_id": key},
+            doc! {
+                "$set": conversation_set,
+                "$max": {"last_inbound_at": seen},
+            },
+        )
+        .await
     }
 
     async fn insert_inbox(&self, messages: &[InboxEntry]) -> StoreResult<InboxInsert> {
@@ -752,14 +800,12 @@ impl Store for MongoStore {
             )
             .await?;
         // The conversation carries a copy, so turns see the change at once.
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "conversations",
-                doc! {"_id": wa_id.as_str()},
-                doc! {"$set": {"role": role.as_str()}, "$setOnInsert": {"dialog_state": []}},
-            )
-            .await
+        self.upsert_conversation(
+            Lane::Work,
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {"role": role.as_str()}},
+        )
+        .await
     }
 
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>> {
@@ -1044,18 +1090,16 @@ impl Store for MongoStore {
         dialog_state: &[String],
         at: DateTime<Utc>,
     ) -> StoreResult<()> {
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "conversations",
-                doc! {"_id": wa_id.as_str()},
-                doc! {"$set": {
-                    "dialog_state": dialog_state,
-                    "state_entered_at": date(at),
-                    "updated_at": date(at),
-                }},
-            )
-            .await
+        self.upsert_conversation(
+            Lane::Work,
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {
+                "dialog_state": dialog_state,
+                "state_entered_at": date(at),
+                "updated_at": date(at),
+            }},
+        )
+        .await
     }
 
     async fn inbox_backlog(&self) -> StoreResult<InboxBacklog> {
@@ -1306,17 +1350,14 @@ impl Store for MongoStore {
 
     async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()> {
         let requested = doc! {"at": date(request.at), "reason": &request.reason};
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "conversations",
-                doc! {"_id": wa_id.as_str()},
-                doc! {
-                    "$set": {"handoff_requested": requested},
-                    "$setOnInsert": {"dialog_state": []},
-                },
-            )
-            .await
+        self.upsert_conversation(
+            Lane::Work,
+            doc! {"_id": wa_id.as_str()},
+            doc! {
+                "$set": {"handoff_requested": requested},
+            },
+        )
+        .await
     }
 
     async fn latest_inbox(&self, wa_id: &WaId) -> StoreResult<Option<InboxEntry>> {
@@ -1346,17 +1387,10 @@ impl Store for MongoStore {
                     "agent": &action.agent,
                     "created_at": date(action.created_at),
                 }},
-                "$setOnInsert": {"dialog_state": []},
             },
             None => doc! {"$unset": {"pending_action": ""}},
         };
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "conversations",
-                doc! {"_id": wa_id.as_str()},
-                update,
-            )
+        self.upsert_conversation(Lane::Work, doc! {"_id": wa_id.as_str()}, update)
             .await
     }
 
@@ -1365,42 +1399,35 @@ impl Store for MongoStore {
         wa_id: &WaId,
         location: crate::realestate::GeoPoint,
     ) -> StoreResult<()> {
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "conversations",
-                doc! {"_id": wa_id.as_str()},
-                doc! {
-                    "$set": {"location": {
-                        "type": "Point",
-                        "coordinates": [location.lon, location.lat],
-                    }},
-                    "$setOnInsert": {"dialog_state": []},
-                },
-            )
-            .await
+        self.upsert_conversation(
+            Lane::Work,
+            doc! {"_id": wa_id.as_str()},
+            doc! {
+                "$set": {"location": {
+                    "type": "Point",
+                    "coordinates": [location.lon, location.lat],
+                }},
+            },
+        )
+        .await
     }
 
     async fn note_history_written(&self, wa_id: &WaId, at: DateTime<Utc>) -> StoreResult<()> {
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "conversations",
-                doc! {"_id": wa_id.as_str()},
-                doc! {"$set": {"history_at": date(at)}, "$setOnInsert": {"dialog_state": []}},
-            )
-            .await
+        self.upsert_conversation(
+            Lane::Work,
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {"history_at": date(at)}},
+        )
+        .await
     }
 
     async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()> {
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "conversations",
-                doc! {"_id": wa_id.as_str()},
-                doc! {"$set": {"lang": lang}, "$setOnInsert": {"dialog_state": []}},
-            )
-            .await
+        self.upsert_conversation(
+            Lane::Work,
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {"lang": lang}},
+        )
+        .await
     }
 
     async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
@@ -1619,7 +1646,7 @@ impl Store for MongoStore {
                 Lane::Work,
                 "outbox",
                 doc! {"in_reply_to": wamid.as_str()},
-                Find::sorted(doc! {"_id": 1}),
+                Find::sorted(doc! {"at": 1, "part": 1, "_id": 1}),
             )
             .await?;
         docs.iter().map(outbox_entry).collect()

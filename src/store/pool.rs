@@ -24,7 +24,7 @@ use anyhow::Context as _;
 use bson::Document;
 use mongodb::options::ClientOptions;
 use mongodb::results::UpdateResult;
-use mongodb::{Client, Collection, Database};
+use mongodb::{Collection, Database};
 use secrecy::ExposeSecret;
 use tokio::sync::Semaphore;
 
@@ -114,10 +114,11 @@ pub struct MongoPool {
 }
 
 struct Inner {
-    database: RwLock<Database>,
+    /// The client's database, and the lanes in front of its pool: both replaced together
+    /// when the client is rebuilt (calls stuck on the old one keep the old permits).
+    client: RwLock<Client>,
     config: MongoConfig,
     adjust: Option<Adjust>,
-    lanes: [Arc<Semaphore>; 3],
     sizes: [usize; 3],
     work: Counters,
     rebuilds: AtomicU64,
@@ -135,10 +136,9 @@ impl MongoPool {
         tracing::debug!(pool_size, ?sizes, "MongoDB connection lanes");
         Ok(Self {
             inner: Arc::new(Inner {
-                database: RwLock::new(client.database(&config.database)),
+                client: RwLock::new(Client::new(client.database(&config.database), sizes)),
                 config: config.clone(),
                 adjust,
-                lanes: sizes.map(|n| Arc::new(Semaphore::new(n))),
                 sizes,
                 work: Counters::default(),
                 rebuilds: AtomicU64::new(0),
@@ -148,8 +148,12 @@ impl MongoPool {
 
     /// The database as the client sees it now.
     pub fn database(&self) -> Database {
+        self.current().database
+    }
+
+    fn current(&self) -> Client {
         self.inner
-            .database
+            .client
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -216,7 +220,8 @@ impl MongoPool {
         Fut: Future<Output = T> + Send + 'static,
         T: Send + 'static,
     {
-        let semaphore = self.inner.lanes[lane.index()].clone();
+        let client = self.current();
+        let semaphore = client.lanes[lane.index()].clone();
         let waiting = (lane == Lane::Work).then(|| WaitingGuard::enter(&self.inner.work));
         let permit = match tokio::time::timeout(lane.wait_limit(), semaphore.acquire_owned()).await
         {
@@ -231,7 +236,7 @@ impl MongoPool {
             }
         };
         drop(waiting);
-        let call = op(self.database());
+        let call = op(client.database);
         let mut task = tokio::spawn(async move {
             // The permit goes back when the database has answered, not when the caller stops
             // waiting: the gate counts what the database is really doing.
@@ -270,11 +275,8 @@ impl MongoPool {
     pub async fn rebuild(&self) -> anyhow::Result<()> {
         let (client, _) = build_client(&self.inner.config, self.inner.adjust.as_ref()).await?;
         let database = client.database(&self.inner.config.database);
-        *self
-            .inner
-            .database
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = database;
+        *self.inner.client.write().unwrap_or_else(|e| e.into_inner()) =
+            Client::new(database, self.inner.sizes);
         self.inner.rebuilds.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("zaguan_store_client_rebuilds_total").increment(1);
         Ok(())
@@ -420,16 +422,16 @@ impl MongoPool {
         .await
     }
 
-    /// An upsert. Two concurrent upserts of one `_id` may both try to insert and the loser
-    /// fail with a duplicate key (MongoDB retries some of these itself, FerretDB does not);
-    /// retried once, it updates the document the winner created.
+    /// An upsert; `true` when it inserted. Two concurrent upserts of one `_id` may both try
+    /// to insert and the loser fail with a duplicate key (MongoDB retries some of these itself,
+    /// FerretDB does not); retried once, it updates the document the winner created.
     pub async fn upsert_one(
         &self,
         lane: Lane,
         collection: &str,
         filter: Document,
         update: Document,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         for attempt in 0..2 {
             let (name, filter, update) = (collection.to_owned(), filter.clone(), update.clone());
             let result = self
@@ -442,7 +444,11 @@ impl MongoPool {
                 .await?;
             match result {
                 Err(error) if attempt == 0 && is_duplicate_key(&error) => continue,
-                other => return other.map(drop).map_err(classify),
+                other => {
+                    return other
+                        .map(|result| result.upserted_id.is_some())
+                        .map_err(classify);
+                }
             }
         }
         unreachable!("the second attempt returns")
@@ -540,6 +546,22 @@ pub fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
     }
 }
 
+/// One driver client's database and the lanes in front of its connections.
+#[derive(Clone)]
+struct Client {
+    database: Database,
+    lanes: [Arc<Semaphore>; 3],
+}
+
+impl Client {
+    fn new(database: Database, sizes: [usize; 3]) -> Self {
+        Self {
+            database,
+            lanes: sizes.map(|n| Arc::new(Semaphore::new(n))),
+        }
+    }
+}
+
 /// Counts a caller as waiting for a connection while it exists.
 struct WaitingGuard<'a>(&'a Counters);
 
@@ -569,7 +591,7 @@ fn lane_sizes(pool_size: u32) -> [usize; 3] {
 async fn build_client(
     config: &MongoConfig,
     adjust: Option<&Adjust>,
-) -> anyhow::Result<(Client, u32)> {
+) -> anyhow::Result<(mongodb::Client, u32)> {
     let mut options = ClientOptions::parse(config.uri.expose_secret())
         .await
         .context("MONGODB_URI could not be parsed")?;
@@ -589,7 +611,8 @@ async fn build_client(
     if options.cmap_event_handler.is_none() {
         options.cmap_event_handler = Some(mongodb::event::EventHandler::callback(pool_event));
     }
-    let client = Client::with_options(options).context("MongoDB client options rejected")?;
+    let client =
+        mongodb::Client::with_options(options).context("MongoDB client options rejected")?;
     Ok((client, pool_size))
 }
 

@@ -68,12 +68,10 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
         };
         store.insert_inbox(std::slice::from_ref(&entry)).await?;
         let open = store.open_inbox(&wa_id).await?;
-        let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
-        store
-            .set_inbox_status(&ids, InboxStatus::Processing)
-            .await?;
         let outcome = engine.run_turn(&wa_id, &open).await?;
-        store.set_inbox_status(&ids, InboxStatus::Done).await?;
+        store
+            .set_inbox_status(&outcome.answered, InboxStatus::Done)
+            .await?;
         // Each part is one WhatsApp message.
         if outcome.parts.is_empty() {
             writeln!(stdout, "bot> (ya respondido)")?;
