@@ -12,7 +12,7 @@ use secrecy::SecretString;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::engine::{Arrivals, PromptReloader};
-use crate::store::Store;
+use crate::store::{Store, StoreClock};
 use crate::{admin, health, telemetry, webhook};
 
 /// What every handler can reach. Cheap to clone.
@@ -40,6 +40,8 @@ pub struct AppState {
     /// The process's store client works (see [`crate::health::StoreDoctor`]); `/healthz`
     /// answers 503 otherwise, so an orchestrator restarts it.
     pub healthy: Arc<AtomicBool>,
+    /// The database's clock, anchored by the instance's heartbeat: arrivals are stamped by it.
+    pub clock: Arc<StoreClock>,
 }
 
 impl AppState {
@@ -59,6 +61,7 @@ impl AppState {
             handoff_ttl: crate::engine::handoff::DEFAULT_HANDOFF_TTL,
             started: Arc::new(AtomicBool::new(true)),
             healthy: Arc::new(AtomicBool::new(true)),
+            clock: Arc::default(),
         }
     }
 

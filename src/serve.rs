@@ -222,6 +222,7 @@ async fn start_instance(
             config.instance_id.clone(),
             config.lease,
             Some(outbound.limiters().clone()),
+            state.clock.clone(),
         )
         .await
         {

@@ -174,6 +174,27 @@ async fn a_message_is_in_the_inbox_before_the_200(app: TestApp) {
     );
 }
 
+/// Arrivals are stamped by the database's clock the heartbeat brought, not this host's: two
+/// instances whose clocks disagree still order one conversation's messages as they came.
+async fn arrivals_are_stamped_by_the_database_clock(app: TestApp) {
+    let behind = chrono::Utc::now() - chrono::Duration::hours(1);
+    app.state.clock.anchor(behind, std::time::Instant::now());
+    let body = text_notification(&[("wamid.CLOCK", "34600111222", "¿Tiene terraza?")]);
+    assert_eq!(app.post_webhook(body).await, StatusCode::OK);
+    let entry = app
+        .store
+        .inbox_entry(&wamid("wamid.CLOCK"))
+        .await
+        .unwrap()
+        .unwrap();
+    let lag = entry.received_at - behind;
+    assert!(
+        lag >= chrono::Duration::zero() && lag < chrono::Duration::seconds(30),
+        "received_at {} is not the database's time {behind}",
+        entry.received_at
+    );
+}
+
 async fn the_same_payload_posted_5_times_concurrently_is_stored_once(app: TestApp) {
     let body = text_notification(&[("wamid.FIVE", "34600111222", "¿Hay parking?")]);
     let posts: Vec<_> = (0..5).map(|_| app.post_webhook(body.clone())).collect();
@@ -401,6 +422,7 @@ macro_rules! both_stores {
 
 both_stores!(
     a_message_is_in_the_inbox_before_the_200,
+    arrivals_are_stamped_by_the_database_clock,
     the_same_payload_posted_5_times_concurrently_is_stored_once,
     a_batch_of_1000_messages_leaves_1000_inbox_entries,
     a_signature_over_accents_and_emoji_verifies,

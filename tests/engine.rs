@@ -1489,6 +1489,7 @@ async fn instance_workers(
         "test-instance".to_owned(),
         lease,
         None,
+        Arc::default(),
     )
     .await
     .unwrap();

@@ -209,6 +209,7 @@ async fn live_instances_split_the_throughput(store: Arc<dyn Store>) {
                 format!("instance-{i}"),
                 Duration::from_secs(10),
                 Some(limiter.clone()),
+                Arc::default(),
             )
             .await
             .unwrap(),

@@ -16,6 +16,8 @@
 //!   (no heartbeat for two beats), and gives back every lease that process held, so its
 //!   conversations are served again straight away. Two live processes sharing one id are
 //!   refused: the newcomer exits, and a process that finds its id taken stops.
+//! - Arrivals are stamped by the database's clock as each beat brings it ([`StoreClock`]), so
+//!   a conversation's messages keep their order whichever instances' webhooks took them.
 //! - Meta's messages per second for a business number are split evenly between the live
 //!   instances.
 
@@ -26,7 +28,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use crate::outbound::Limiters;
-use crate::store::{InstanceRecord, Store, StoreError};
+use crate::store::{InstanceRecord, Store, StoreClock, StoreError};
 
 /// The default lease: an instance silent this long is taken over.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
@@ -56,14 +58,14 @@ pub struct Membership {
     epochs: watch::Sender<u64>,
     /// Without a store heartbeat (tests, the in-process CLI): always valid.
     solo: bool,
+    /// The database's clock, anchored by each confirmed beat.
+    clock: Arc<StoreClock>,
 }
 
 #[derive(Debug)]
 struct Liveness {
     /// Until when this process may work, from its last confirmed heartbeat.
     valid_until: Option<Instant>,
-    /// The database's clock at the last beat, and when its answer came back.
-    anchor: Option<(DateTime<Utc>, Instant)>,
     /// The others' last heartbeats.
     others: Vec<InstanceRecord>,
     /// Another process took this id: this one must stop for good.
@@ -79,15 +81,23 @@ impl Membership {
         id: String,
         lease: Duration,
         limiters: Option<Arc<Limiters>>,
+        clock: Arc<StoreClock>,
     ) -> Result<Arc<Self>, IdentityError> {
-        let membership = Arc::new(Self::unregistered(store, id, lease, limiters, false));
+        let membership = Arc::new(Self::unregistered(store, id, lease, limiters, false, clock));
         membership.take_id().await?;
         Ok(membership)
     }
 
     /// A process alone with its store (tests, `zaguan chat`): always valid, nobody else alive.
     pub fn solo(store: Arc<dyn Store>, id: String, lease: Duration) -> Arc<Self> {
-        Arc::new(Self::unregistered(store, id, lease, None, true))
+        Arc::new(Self::unregistered(
+            store,
+            id,
+            lease,
+            None,
+            true,
+            Arc::default(),
+        ))
     }
 
     fn unregistered(
@@ -96,6 +106,7 @@ impl Membership {
         lease: Duration,
         limiters: Option<Arc<Limiters>>,
         solo: bool,
+        clock: Arc<StoreClock>,
     ) -> Self {
         Self {
             store,
@@ -105,12 +116,12 @@ impl Membership {
             limiters,
             state: Mutex::new(Liveness {
                 valid_until: None,
-                anchor: None,
                 others: Vec::new(),
                 superseded: false,
             }),
             epochs: watch::channel(0).0,
             solo,
+            clock,
         }
     }
 
@@ -198,8 +209,8 @@ impl Membership {
             .valid_until
             .is_some_and(|until| Instant::now() >= until);
         state.valid_until = Some(sent + self.valid_for());
-        state.anchor = Some((at, Instant::now()));
         drop(state);
+        self.clock.anchor(at, Instant::now());
         if lapsed {
             // Work started under the lapsed validity stays stopped; new work claims anew.
             self.epochs.send_modify(|epoch| *epoch += 1);
@@ -322,8 +333,7 @@ impl Membership {
     pub fn live(&self) -> Vec<String> {
         let state = self.liveness();
         let mut live = vec![self.id.clone()];
-        if let Some((at, answered)) = state.anchor {
-            let now = at + chrono::Duration::from_std(answered.elapsed()).unwrap_or_default();
+        if let Some(now) = self.clock.anchored_now() {
             let since = now - chrono::Duration::from_std(self.lease).unwrap_or_default();
             live.extend(
                 state

@@ -5,6 +5,7 @@
 //! Every method is a single-document atomic write or a read: there are no multi-document
 //! transactions, and callers order their writes so a crash between two of them is safe to replay.
 
+mod clock;
 mod memory;
 mod mongo;
 pub mod pool;
@@ -13,6 +14,7 @@ mod records;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+pub use clock::StoreClock;
 pub use memory::MemoryStore;
 pub use mongo::MongoStore;
 pub use pool::{Lane, MongoPool, Pressure};
@@ -21,8 +23,6 @@ pub use records::*;
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
 use crate::llm::usage::LlmCall;
 
-/// The first `limit` distinct conversation keys of `keys`, in order: several inbox or outbox
-/// entries may belong to one conversation.
 /// The page of `conversations` (already filtered) an operator asked for, longest idle first.
 pub(crate) fn page_of_conversations(
     mut conversations: Vec<Conversation>,

@@ -12,7 +12,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
 use axum::http::{HeaderMap, StatusCode};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt, stream};
 use secrecy::ExposeSecret;
 
@@ -52,7 +52,13 @@ pub async fn receive(
         &body,
     )?;
     let updates = payload::parse(&body)?;
-    let stored = store_updates(state.store.as_ref(), &state.recent_contacts, &updates).await?;
+    let stored = store_updates(
+        state.store.as_ref(),
+        &state.recent_contacts,
+        &updates,
+        state.clock.now(),
+    )
+    .await?;
     // This process's workers take them at once, without reading the inbox.
     state.arrivals.push(stored);
     metrics::counter!("zaguan_webhook_requests_total", "outcome" => "accepted").increment(1);
@@ -60,7 +66,8 @@ pub async fn receive(
 }
 
 /// Persists everything a verified request carried. Returns only once it is all stored, with
-/// the inbox messages it stored for the first time (redeliveries left out).
+/// the inbox messages it stored for the first time (redeliveries left out). `now` is the
+/// database's time ([`crate::store::StoreClock`]): it orders messages across instances.
 #[tracing::instrument(skip_all, fields(
     webhook.messages = updates.messages.len(),
     webhook.statuses = updates.statuses.len(),
@@ -69,8 +76,8 @@ pub async fn store_updates(
     store: &dyn Store,
     recent_contacts: &RecentContacts,
     updates: &Updates,
+    now: DateTime<Utc>,
 ) -> Result<Vec<InboxEntry>, WebhookError> {
-    let now = Utc::now();
     let clock = Instant::now();
 
     // One upsert per sender, not per message (a batch often holds several from one person),
