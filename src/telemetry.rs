@@ -255,6 +255,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Requests passed on to the next model of the chain [from, to]",
     ),
     (
+        "zaguan_llm_refusals_total",
+        Kind::Counter,
+        "Requests a model refused with a 4xx (then passed to the next model) [provider, model, status]",
+    ),
+    (
         "zaguan_llm_breaker_open",
         Kind::Gauge,
         "1 while a model's circuit breaker is open or probing (the model is skipped), else 0 [provider, model]",

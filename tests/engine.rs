@@ -1144,7 +1144,12 @@ impl Llm for RuleLlm {
                 ..LlmResponse::default()
             },
             ("property_assistant", _) => call("consultar_inmueble", json!({"ref": "P-102"})),
-            (other, _) => return Err(LlmError::Rejected(format!("unexpected agent {other}"))),
+            (other, _) => {
+                return Err(LlmError::Rejected {
+                    status: 400,
+                    message: format!("unexpected agent {other}"),
+                });
+            }
         })
     }
 }

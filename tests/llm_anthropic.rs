@@ -712,7 +712,8 @@ async fn rate_limiting_is_unavailable() {
 async fn a_bad_request_is_rejected() {
     let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages.1: tool_use ids must be unique"}}"#;
     match error_for(400, body).await {
-        LlmError::Rejected(message) => {
+        LlmError::Rejected { status, message } => {
+            assert_eq!(status, 400);
             assert!(message.contains("400"), "{message}");
             assert!(message.contains("tool_use ids must be unique"), "{message}");
         }
@@ -726,7 +727,10 @@ async fn an_error_never_repeats_the_api_key_even_when_the_server_echoes_it() {
         r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key: {KEY}"}}}}"#
     );
     let error = error_for(401, &body).await;
-    assert!(matches!(error, LlmError::Rejected(_)), "{error:?}");
+    assert!(
+        matches!(error, LlmError::Rejected { status: 401, .. }),
+        "{error:?}"
+    );
     let shown = format!("{error} {error:?}");
     assert!(!shown.contains(KEY), "the key leaked: {shown}");
 }

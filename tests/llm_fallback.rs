@@ -20,8 +20,8 @@ use zaguan::config::Config;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::{WorkerSettings, Workers};
 use zaguan::llm::{
-    AnthropicClient, CallOutcome, CallPolicy, ChatMessage, FallbackChain, Llm, LlmError,
-    LlmRequest, OpenAiClient, UsageRecorder,
+    AnthropicClient, CallOutcome, CallPolicy, ChatMessage, FallbackChain, Llm, LlmRequest,
+    OpenAiClient, UsageRecorder,
 };
 use zaguan::outbound::Outbound;
 use zaguan::serve::build_engine;
@@ -146,20 +146,32 @@ impl Service {
     /// Posts one signed text message, waits (up to 10 s) for the reply to it, then stops the
     /// workers and writes the usage records.
     async fn answer(self, wamid: &str, from: &str, text: &str) -> Vec<OutboxEntry> {
-        let body = text_notification(&[(wamid, from, text)]);
-        assert_eq!(self.app.post_webhook(body).await, StatusCode::OK);
-        let reply_to = WaMessageId::parse(wamid).unwrap();
-        let mut replies = Vec::new();
-        for _ in 0..200 {
-            replies = self.store.outbox_in_reply_to(&reply_to).await.unwrap();
-            if !replies.is_empty() {
-                break;
+        self.answer_each(&[(wamid, from, text)])
+            .await
+            .pop()
+            .unwrap()
+    }
+
+    /// [`answer`](Self::answer) for several messages, one after the other's reply.
+    async fn answer_each(self, messages: &[(&str, &str, &str)]) -> Vec<Vec<OutboxEntry>> {
+        let mut all = Vec::new();
+        for &(wamid, from, text) in messages {
+            let body = text_notification(&[(wamid, from, text)]);
+            assert_eq!(self.app.post_webhook(body).await, StatusCode::OK);
+            let reply_to = WaMessageId::parse(wamid).unwrap();
+            let mut replies = Vec::new();
+            for _ in 0..200 {
+                replies = self.store.outbox_in_reply_to(&reply_to).await.unwrap();
+                if !replies.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            all.push(replies);
         }
         self.workers.stop().await;
         self.usage.flush().await;
-        replies
+        all
     }
 }
 
@@ -437,17 +449,141 @@ async fn a_timeout_falls_back() {
     assert_eq!(counts(&c), (1, 1));
 }
 
-#[tokio::test]
-async fn a_400_does_not_fall_back() {
-    let c = chain(
-        vec![openai_error(StatusCode::BAD_REQUEST)],
-        vec![fallback_text()],
-        CallPolicy::default(),
+/// What OpenAI answers when it refuses a request, by cause.
+fn openai_refusal(status: StatusCode, code: &str, message: &str) -> (StatusCode, Value) {
+    (
+        status,
+        json!({"error": {"message": message, "type": "invalid_request_error", "param": null,
+                         "code": code}}),
     )
+}
+
+fn refusals() -> Vec<(StatusCode, Value)> {
+    vec![
+        openai_refusal(
+            StatusCode::UNAUTHORIZED,
+            "invalid_api_key",
+            &format!("Incorrect API key provided: {OPENAI_KEY}."),
+        ),
+        openai_refusal(
+            StatusCode::FORBIDDEN,
+            "unsupported_country_region_territory",
+            "Country, region, or territory not supported",
+        ),
+        openai_refusal(
+            StatusCode::NOT_FOUND,
+            "model_not_found",
+            "The model `gpt-test` does not exist or you do not have access to it.",
+        ),
+        openai_refusal(
+            StatusCode::BAD_REQUEST,
+            "context_length_exceeded",
+            "This model's maximum context length is 128000 tokens. However, your messages \
+             resulted in 130512 tokens. Please reduce the length of the messages.",
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn every_refusal_falls_back_and_counts_in_the_breaker() {
+    for refusal in refusals() {
+        let status = refusal.0;
+        let c = chain(
+            vec![refusal.clone(), refusal.clone(), refusal],
+            vec![fallback_text(), fallback_text(), fallback_text()],
+            CallPolicy {
+                breaker_failures: 2,
+                ..CallPolicy::default()
+            },
+        )
+        .await;
+        for _ in 0..3 {
+            assert_eq!(
+                c.chain.complete(&hola()).await.unwrap().content,
+                "desde el respaldo",
+                "HTTP {status}"
+            );
+        }
+        // Two refusals opened the breaker: the third call went straight to the fallback.
+        assert_eq!(counts(&c), (2, 3), "HTTP {status}");
+        assert_eq!(
+            c.chain.open_breakers(),
+            ["openai:gpt-test"],
+            "HTTP {status}"
+        );
+    }
+}
+
+/// A primary that refuses every call (here a revoked key): each turn is answered by the
+/// fallback, through the engine, and once the breaker opens the primary is not asked at all.
+async fn a_refusing_primary_the_fallback_answers_every_turn(store: Arc<dyn Store>) {
+    let openai = FakeModel::answering(refusals().into_iter().take(1).cycle().take(4).collect());
+    let anthropic = FakeModel::answering((0..4).map(|_| fallback_text()).collect());
+    let turns = [
+        (
+            "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZBMEQa",
+            "34600111501",
+            "Buenas tardes",
+        ),
+        (
+            "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZBMEQb",
+            "34600111502",
+            "Buenas tardes",
+        ),
+        (
+            "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZBMEQc",
+            "34600111503",
+            "Buenas tardes",
+        ),
+        (
+            "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZBMEQd",
+            "34600111504",
+            "Buenas tardes",
+        ),
+    ];
+    let replies = service(
+        store.clone(),
+        &openai,
+        &anthropic,
+        &[("ZAGUAN_LLM_BREAKER_FAILURES", "2")],
+    )
+    .await
+    .answer_each(&turns)
     .await;
-    let error = c.chain.complete(&hola()).await.unwrap_err();
-    assert!(matches!(error, LlmError::Rejected(_)), "{error}");
-    assert_eq!(counts(&c), (1, 0));
+    for (replies, (_, from, _)) in replies.iter().zip(&turns) {
+        let bodies: Vec<&str> = replies.iter().map(|r| r.body.as_str()).collect();
+        assert_eq!(bodies, ["desde el respaldo"], "{from}");
+    }
+    assert_eq!(
+        (openai.requests().len(), anthropic.requests().len()),
+        (2, 4)
+    );
+    let calls = store.llm_calls("34600111501", 10).await.unwrap();
+    let outcomes: Vec<_> = calls.iter().map(|c| c.outcome).collect();
+    assert_eq!(outcomes, [CallOutcome::Rejected, CallOutcome::Ok]);
+    let error = calls[0].error.as_deref().unwrap();
+    assert!(
+        error.contains("401") && error.contains("Incorrect API key"),
+        "{error}"
+    );
+    assert!(
+        !error.contains(OPENAI_KEY),
+        "a key reached the store: {error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_a_refusing_primary_the_fallback_answers_every_turn() {
+    a_refusing_primary_the_fallback_answers_every_turn(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_a_refusing_primary_the_fallback_answers_every_turn() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    a_refusing_primary_the_fallback_answers_every_turn(Arc::new(db.store.clone())).await;
+    db.drop().await;
 }
 
 #[tokio::test]

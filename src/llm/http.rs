@@ -1,6 +1,6 @@
 //! What the provider clients share at the HTTP boundary: one POST with its timing, the split of
-//! failures into `Unavailable` (worth a retry or the fallback) and `Rejected`, error texts that
-//! never carry the API key, and tool-call ids valid for every provider.
+//! failures into `Unavailable` (the server's trouble) and `Rejected` (it refused the request),
+//! error texts that never carry the API key, and tool-call ids valid for every provider.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -65,11 +65,14 @@ pub(crate) async fn post_json<T: DeserializeOwned>(
         tracing::trace!(body = %redacted(&body, api_key), "{provider} response");
     }
     if !status.is_success() {
-        let message = format!("HTTP {status}: {}", excerpt(&body, api_key));
+        let message = format!("HTTP {status}: {}", error_message(&body, api_key));
         return Err(if is_retryable(status) {
             LlmError::Unavailable(message)
         } else {
-            LlmError::Rejected(message)
+            LlmError::Rejected {
+                status: status.as_u16(),
+                message,
+            }
         });
     }
     serde_json::from_slice(&body)
@@ -99,6 +102,25 @@ fn redacted(body: &[u8], api_key: Option<&SecretString>) -> String {
     match api_key.map(|k| k.expose_secret()) {
         Some(key) if !key.is_empty() => text.replace(key, "[redacted]"),
         _ => text,
+    }
+}
+
+/// What the provider said went wrong: `error.message` of an OpenAI or Anthropic error body,
+/// else the start of the body; on one line, with the key blanked out.
+fn error_message(body: &[u8], api_key: Option<&SecretString>) -> String {
+    #[derive(serde::Deserialize)]
+    struct ErrorBody {
+        error: ErrorDetail,
+    }
+    #[derive(serde::Deserialize)]
+    struct ErrorDetail {
+        message: String,
+    }
+    match serde_json::from_slice::<ErrorBody>(body) {
+        Ok(parsed) if !parsed.error.message.trim().is_empty() => {
+            excerpt(parsed.error.message.as_bytes(), api_key)
+        }
+        _ => excerpt(body, api_key),
     }
 }
 

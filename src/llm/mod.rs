@@ -110,9 +110,10 @@ pub enum LlmError {
     /// Worth retrying or falling back (timeouts, 429, 5xx, connection errors).
     #[error("LLM unavailable: {0}")]
     Unavailable(String),
-    /// The request itself was refused (400-class): another provider may accept it.
-    #[error("LLM refused the request: {0}")]
-    Rejected(String),
+    /// The provider refused the request (a 4xx other than 408/429): a revoked key, a retired
+    /// model, a context too long, a content filter. The next provider is tried all the same.
+    #[error("LLM refused the request: {message}")]
+    Rejected { status: u16, message: String },
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }

@@ -1,10 +1,13 @@
 //! The seed's agent_invoke policy around the providers, in one place: ask the primary model
-//! within a timeout, ask again once when it answers nothing, and fall back to the next model when
-//! it is unavailable (timeout, connection, 429, 5xx, garbage) or empty twice — but not when our
-//! request was refused (4xx). A circuit breaker per provider skips one that keeps failing for a
-//! cool-down, then lets one probe call through; a semaphore bounds the calls in flight per
-//! provider. Every call is measured and reported to the metrics and the [`CallLog`].
+//! within a timeout, ask again once when it answers nothing, and fall back to the next model on
+//! any failure — unavailable (timeout, connection, 429, 5xx, garbage), empty twice, or refused
+//! (a 4xx: a revoked key, a retired model, a context too long, a content filter), as the seed's
+//! `with_fallbacks` does. A circuit breaker per provider counts every failure, skips a provider
+//! that keeps failing for a cool-down, then lets one probe call through; a semaphore bounds the
+//! calls in flight per provider. Every call is measured and reported to the metrics and the
+//! [`CallLog`]; a refusal's message is logged once per cause, not once per turn.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,6 +48,7 @@ pub struct FallbackChain {
     providers: Vec<Provider>,
     policy: CallPolicy,
     log: Option<Arc<dyn CallLog>>,
+    refusals: Refusals,
 }
 
 struct Provider {
@@ -83,6 +87,7 @@ impl FallbackChain {
             providers,
             policy,
             log: None,
+            refusals: Refusals::default(),
         }
     }
 
@@ -136,7 +141,7 @@ impl FallbackChain {
             Ok(Err(error)) => (
                 match error {
                     LlmError::Unavailable(_) => CallOutcome::Unavailable,
-                    LlmError::Rejected(_) => CallOutcome::Rejected,
+                    LlmError::Rejected { .. } => CallOutcome::Rejected,
                     LlmError::Unexpected(_) => CallOutcome::Error,
                 },
                 Err(error),
@@ -222,7 +227,12 @@ impl Llm for FallbackChain {
                 continue;
             }
             if let Some(from) = previous {
-                tracing::warn!(llm.provider = %provider.name, "falling back from {from}: {last_error}");
+                if matches!(last_error, LlmError::Rejected { .. }) {
+                    // Its message was logged once, by cause, when first seen.
+                    tracing::debug!(llm.provider = %provider.name, "falling back from {from}: {last_error}");
+                } else {
+                    tracing::warn!(llm.provider = %provider.name, "falling back from {from}: {last_error}");
+                }
                 metrics::counter!("zaguan_llm_fallbacks_total",
                     "from" => from.to_owned(), "to" => provider.name.clone())
                 .increment(1);
@@ -252,12 +262,16 @@ impl Llm for FallbackChain {
                             provider.breaker.record(false, &provider.name);
                         }
                     }
-                    Err(LlmError::Rejected(why)) => {
-                        // The provider is up; our request was refused: another model would
-                        // likely refuse it too, and the fault is ours to see in the logs.
-                        provider.breaker.record(true, &provider.name);
-                        tracing::error!(llm.provider = %provider.name, "request refused, no fallback: {why}");
-                        return Err(LlmError::Rejected(why));
+                    Err(LlmError::Rejected { status, message }) => {
+                        provider.breaker.record(false, &provider.name);
+                        metrics::counter!("zaguan_llm_refusals_total",
+                            "provider" => provider.provider.clone(),
+                            "model" => provider.model.clone(),
+                            "status" => status.to_string())
+                        .increment(1);
+                        self.refusals.note(&provider.name, status, &message);
+                        last_error = LlmError::Rejected { status, message };
+                        break;
                     }
                     Err(error) => {
                         provider.breaker.record(false, &provider.name);
@@ -268,6 +282,42 @@ impl Llm for FallbackChain {
             }
         }
         Err(last_error)
+    }
+}
+
+/// The causes of refusals already logged: a revoked key refuses every turn, and one error line
+/// says so as well as a thousand. A cause is the provider, the status and the message with its
+/// numbers blanked (a context-length message names each request's token count).
+#[derive(Default)]
+struct Refusals {
+    seen: Mutex<HashSet<String>>,
+}
+
+/// Causes remembered before the set starts over (and logs each cause once more).
+const REFUSAL_CAUSES: usize = 256;
+
+impl Refusals {
+    fn note(&self, provider: &str, status: u16, message: &str) {
+        let cause: String = format!("{provider} {status} {message}")
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect();
+        let first = {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.len() >= REFUSAL_CAUSES {
+                seen.clear();
+            }
+            seen.insert(cause)
+        };
+        if first {
+            tracing::error!(
+                llm.provider = %provider,
+                http.status = status,
+                "provider refused the request, falling back (logged once per cause): {message}"
+            );
+        } else {
+            tracing::debug!(llm.provider = %provider, http.status = status, "refused again: {message}");
+        }
     }
 }
 
@@ -460,15 +510,34 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_refused_request_does_not_fall_back() {
+    async fn a_refused_request_falls_back_and_counts_in_the_breaker() {
         let primary = Arc::new(RefusingLlm);
-        let fallback = Arc::new(ScriptedLlm::new().says("primary_assistant", "no debería"));
-        let chain = chain_of(primary, fallback.clone(), CallPolicy::default());
+        let fallback = Arc::new((0..3).fold(ScriptedLlm::new(), |s, _| {
+            s.says("primary_assistant", "respaldo")
+        }));
+        let policy = CallPolicy {
+            breaker_failures: 2,
+            ..CallPolicy::default()
+        };
+        let chain = chain_of(primary, fallback.clone(), policy);
+        assert_eq!(answer(&chain).await, "respaldo");
+        assert!(chain.open_breakers().is_empty());
+        assert_eq!(answer(&chain).await, "respaldo");
+        assert_eq!(chain.open_breakers(), ["openai:primary"]);
+        assert_eq!(fallback.requests().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_everywhere_is_returned() {
+        let chain = chain_of(
+            Arc::new(RefusingLlm),
+            Arc::new(RefusingLlm),
+            CallPolicy::default(),
+        );
         assert!(matches!(
             chain.complete(&request()).await,
-            Err(LlmError::Rejected(_))
+            Err(LlmError::Rejected { status: 400, .. })
         ));
-        assert!(fallback.requests().is_empty());
     }
 
     struct RefusingLlm;
@@ -476,7 +545,10 @@ mod tests {
     #[async_trait]
     impl Llm for RefusingLlm {
         async fn complete(&self, _: &LlmRequest) -> Result<LlmResponse, LlmError> {
-            Err(LlmError::Rejected("HTTP 400: invalid tool schema".into()))
+            Err(LlmError::Rejected {
+                status: 400,
+                message: "HTTP 400: invalid tool schema".into(),
+            })
         }
     }
 
