@@ -429,6 +429,74 @@ async fn an_unknown_agent_in_dialog_state_falls_back_to_the_primary(store: Arc<d
     );
 }
 
+/// The log lines of what `run` does, as the service prints them.
+async fn logged<F: std::future::Future>(run: F) -> (F::Output, String) {
+    #[derive(Clone, Default)]
+    struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let output = {
+        let _default = tracing::subscriber::set_default(subscriber);
+        run.await
+    };
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    (output, text)
+}
+
+/// `route_to_workflow` follows the last of `dialog_state`; the logs name that one too.
+async fn the_logs_name_the_agent_that_ran(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .says("appointment_assistant", "¿Qué día te va bien?")
+            .says("primary_assistant", "¡Hola otra vez!"),
+        EngineSettings {
+            dialog_idle_ttl: Duration::from_millis(300),
+            ..EngineSettings::default()
+        },
+    );
+    // A stack of two, as a hand edit or an older version may leave it.
+    h.store
+        .set_dialog_state(
+            &h.wa_id,
+            &[
+                "property_assistant".to_owned(),
+                "appointment_assistant".to_owned(),
+            ],
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+    let (reply, logs) = logged(h.say("quiero una cita")).await;
+    assert_eq!(reply.as_deref(), Some("¿Qué día te va bien?"));
+    let answered = logs.lines().find(|l| l.contains("turn answered")).unwrap();
+    assert!(answered.contains("agent=appointment_assistant"), "{logs}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (reply, logs) = logged(h.say("hola")).await;
+    assert_eq!(reply.as_deref(), Some("¡Hola otra vez!"));
+    let left = logs
+        .lines()
+        .find(|l| l.contains("idle subgraph left"))
+        .unwrap();
+    assert!(left.contains("agent=appointment_assistant"), "{logs}");
+    let answered = logs.lines().find(|l| l.contains("turn answered")).unwrap();
+    assert!(answered.contains("agent=primary_assistant"), "{logs}");
+}
+
 async fn a_runaway_turn_is_cut_at_25_transitions(store: Arc<dyn Store>) {
     let mut llm = ScriptedLlm::new();
     for _ in 0..30 {
@@ -809,6 +877,7 @@ macro_rules! both_stores {
 }
 
 both_stores!(
+    the_logs_name_the_agent_that_ran,
     a_plain_answer_comes_from_the_primary_assistant,
     the_primary_delegates_into_every_subgraph,
     a_subgraph_loops_over_its_tools,

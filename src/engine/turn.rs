@@ -509,8 +509,16 @@ impl Engine {
             self.windows().put(wa_id.clone(), hold, window);
         }
         let elapsed = started.elapsed();
+        // The agent that wrote the reply (the last of `dialog_state` is the one routed to).
+        let agent = state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.message.role == MessageRole::Ai)
+            .and_then(|m| m.message.agent.as_deref())
+            .unwrap_or("none");
         tracing::info!(
-            agent = %outcome.dialog_state.first().map_or("primary", String::as_str),
+            agent = %agent,
             transitions = outcome.transitions,
             parts = outcome.parts.len(),
             ms = elapsed.as_millis() as u64,
@@ -555,7 +563,8 @@ impl Engine {
                 .or(state.state_entered_at);
             let idle = last_activity.map(|at| (now - at).to_std().unwrap_or_default());
             if idle.is_some_and(|idle| idle >= self.settings.dialog_idle_ttl) {
-                tracing::info!(agent = %state.dialog_state[0], "idle subgraph left before routing");
+                let agent = state.dialog_state.last().map_or("", String::as_str);
+                tracing::info!(agent = %agent, "idle subgraph left before routing");
                 metrics::counter!("zaguan_turn_guard_total", "guard" => "idle_ttl").increment(1);
                 self.set_dialog_state(state, Vec::new()).await?;
             }
