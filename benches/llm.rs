@@ -76,6 +76,7 @@ fn assembly(c: &mut Criterion) {
         lang: "es".into(),
         now: "jueves, 26 de noviembre de 2026, 10:30".into(),
         business_name: "Zaguan Inmobiliaria".into(),
+        business_contact: String::new(),
     };
     c.bench_function("llm/assemble + encode, 50-message window of 200", |b| {
         b.iter(|| {

@@ -62,6 +62,8 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_RETENTION_LLM_CALLS",
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
+    "ZAGUAN_BUSINESS_NAME",
+    "ZAGUAN_BUSINESS_CONTACT",
     "RUST_LOG",
     "ZAGUAN_LOG_FORMAT",
 ];
@@ -116,6 +118,11 @@ pub struct Config {
     pub timezone: chrono_tz::Tz,
     /// ISO 639-1 codes of the languages customers are answered in.
     pub languages: Vec<String>,
+    /// The agency's name, as the assistants say it.
+    pub business_name: String,
+    /// How customers reach the agency's people (a phone, an email, opening hours), said after
+    /// replies that cannot help and when a person is asked for; `None`: not said.
+    pub business_contact: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -316,6 +323,12 @@ impl Config {
                 None => Ok(codes),
             }
         });
+        let business_name = env.line(
+            "ZAGUAN_BUSINESS_NAME",
+            crate::engine::DEFAULT_BUSINESS_NAME,
+            100,
+        );
+        let business_contact = env.line("ZAGUAN_BUSINESS_CONTACT", "", 300);
         let mongodb = env.mongo();
 
         if !env.problems.is_empty() {
@@ -371,6 +384,8 @@ impl Config {
             retention,
             timezone: timezone.expect(checked),
             languages: languages.expect(checked),
+            business_name: business_name.expect(checked),
+            business_contact: Some(business_contact.expect(checked)).filter(|c| !c.is_empty()),
         })
     }
 }
@@ -429,6 +444,19 @@ impl Env {
                 .ok()
                 .filter(|n| range.contains(n))
                 .ok_or_else(|| format!("`{v}` is not a number of {what} between {low} and {high}"))
+        })
+    }
+
+    /// One line of text for customers, at most `max` characters.
+    fn line(&mut self, name: &str, default: &str, max: usize) -> Option<String> {
+        self.parsed(name, default, |v| {
+            if v.chars().count() > max {
+                Err(format!("longer than {max} characters"))
+            } else if v.chars().any(char::is_control) {
+                Err("must be one line, without control characters".to_owned())
+            } else {
+                Ok(v.to_owned())
+            }
         })
     }
 
@@ -561,6 +589,37 @@ mod tests {
         assert_eq!(policy.breaker_cooldown, Duration::from_secs(120));
         assert_eq!(config.llm.max_tokens, 2048);
         assert!(!config.llm.fast_route);
+    }
+
+    #[test]
+    fn the_business_is_named_and_reachable_as_configured() {
+        let config = Config::from_vars(vars(&[])).unwrap();
+        assert_eq!(config.business_name, "Zaguan Inmobiliaria");
+        assert_eq!(config.business_contact, None);
+        let config = Config::from_vars(vars(&[
+            ("ZAGUAN_BUSINESS_NAME", " Casas Ribera "),
+            ("ZAGUAN_BUSINESS_CONTACT", "Tel. 910 000 000 (L–V 9–19 h)"),
+        ]))
+        .unwrap();
+        assert_eq!(config.business_name, "Casas Ribera");
+        assert_eq!(
+            config.business_contact.as_deref(),
+            Some("Tel. 910 000 000 (L–V 9–19 h)")
+        );
+        let err = Config::from_vars(vars(&[
+            ("ZAGUAN_BUSINESS_NAME", &"x".repeat(101)),
+            ("ZAGUAN_BUSINESS_CONTACT", "Tel. 910\nhola@ejemplo.es"),
+        ]))
+        .unwrap_err();
+        assert_eq!(err.0.len(), 2, "{err}");
+        assert!(
+            err.0[0].starts_with("ZAGUAN_BUSINESS_NAME: longer than 100"),
+            "{err}"
+        );
+        assert!(
+            err.0[1].starts_with("ZAGUAN_BUSINESS_CONTACT: must be one line"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -265,8 +265,8 @@ pub fn build_engine(
     realestate: Arc<dyn RealEstateStore>,
     usage: Option<UsageRecorder>,
 ) -> anyhow::Result<Engine> {
-    let tools =
-        crate::realestate::tools::registry(realestate).with(RequestHuman::new(store.clone()));
+    let tools = crate::realestate::tools::registry(realestate)
+        .with(RequestHuman::new(store.clone()).with_contact(config.business_contact.clone()));
     let registry =
         AgentRegistry::load(&config.prompts_dir, &agents::known_tools()).map_err(|problems| {
             for problem in &problems {
@@ -290,6 +290,8 @@ pub fn build_engine(
         fast_route: config.llm.fast_route,
         languages: config.languages.clone(),
         daily_token_budget: config.daily_token_budget,
+        business_name: config.business_name.clone(),
+        business_contact: config.business_contact.clone(),
         ..EngineSettings::default()
     };
     Ok(Engine::new(

@@ -622,6 +622,59 @@ async fn an_open_breaker_skips_the_primary_then_probes_it() {
     assert_eq!(counts(&c), (2, 2));
 }
 
+/// `ZAGUAN_BUSINESS_NAME` and `ZAGUAN_BUSINESS_CONTACT` reach the prompts, and the contact line
+/// follows a reply that cannot help.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_business_is_named_in_the_prompts_and_its_contact_follows_an_offline_reply() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let contact = "Tel. 910 000 000 (L–V 9–19 h)";
+    // The first turn is answered by the primary model; then both models are down.
+    let openai = FakeModel::answering(vec![openai_text("¡Hola! ¿En qué te ayudo?")]);
+    let anthropic = FakeModel::answering(vec![]);
+    let replies = service(
+        store.clone(),
+        &openai,
+        &anthropic,
+        &[
+            ("ZAGUAN_BUSINESS_NAME", "Casas Ribera"),
+            ("ZAGUAN_BUSINESS_CONTACT", contact),
+            ("ZAGUAN_FAST_ROUTE", "false"),
+        ],
+    )
+    .await
+    .answer_each(&[
+        (
+            "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZCMDE",
+            "34600111601",
+            "Buenas tardes",
+        ),
+        (
+            "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZCMDI",
+            "34600111601",
+            "¿Seguís ahí?",
+        ),
+    ])
+    .await;
+    let system = openai.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.contains("de Casas Ribera"), "{system}");
+    assert!(system.contains(contact), "{system}");
+    assert!(!system.contains("Zaguan"), "{system}");
+    assert_eq!(replies[0][0].body, "¡Hola! ¿En qué te ayudo?");
+    let offline = replies[1]
+        .iter()
+        .map(|r| r.body.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    assert!(
+        offline.starts_with("¡Gracias por escribirnos!"),
+        "{offline}"
+    );
+    assert!(offline.ends_with(contact), "{offline}");
+}
+
 /// Both providers down: the turn still ends with a reply, the matching agent's offline text.
 async fn both_down_the_offline_reply_answers(store: Arc<dyn Store>) {
     let openai = FakeModel::answering(vec![]);

@@ -25,6 +25,7 @@ pub const AGENT_PLACEHOLDERS: &[&str] = &[
     "lang",
     "now",
     "business_name",
+    "business_contact",
 ];
 
 /// What the translator prompt's body may refer to.

@@ -95,6 +95,8 @@ pub struct PromptContext {
     /// Current date and time in the business time zone, preformatted.
     pub now: String,
     pub business_name: String,
+    /// How to reach the agency's people (`ZAGUAN_BUSINESS_CONTACT`); empty when not set.
+    pub business_contact: String,
 }
 
 /// Every agent of the prompts folder, with its compiled template.
@@ -319,6 +321,7 @@ impl AgentRegistry {
                     lang: "es".to_owned(),
                     now: String::new(),
                     business_name: business_name.to_owned(),
+                    business_contact: String::new(),
                 };
                 if let Ok(text) = self.render_system_prompt(agent, &context) {
                     rendered.push(text);
@@ -462,6 +465,7 @@ impl AgentRegistry {
                 lang => &context.lang,
                 now => &context.now,
                 business_name => &context.business_name,
+                business_contact => &context.business_contact,
             })
             .with_context(|| format!("rendering the prompt of `{}`", agent.name))?;
         Ok(rendered.trim().to_owned())
@@ -685,6 +689,7 @@ mod tests {
             lang: "es".into(),
             now: "martes 3 de marzo de 2026, 10:15".into(),
             business_name: "Inmobiliaria Zaguán".into(),
+            business_contact: String::new(),
         };
         for agent in registry.agents() {
             let prompt = registry.render_system_prompt(agent, &context).unwrap();
@@ -850,6 +855,7 @@ mod tests {
             lang: "es".into(),
             now: "2026-03-03 10:15".into(),
             business_name: "Zaguán".into(),
+            business_contact: String::new(),
         };
         let agent = registry.get("primary_assistant").unwrap();
         assert_eq!(

@@ -168,11 +168,21 @@ pub async fn reply(
 /// takes it.
 pub struct RequestHuman {
     store: Arc<dyn Store>,
+    /// The agency's contact line (`ZAGUAN_BUSINESS_CONTACT`), offered while the user waits.
+    contact: Option<String>,
 }
 
 impl RequestHuman {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store }
+        Self {
+            store,
+            contact: None,
+        }
+    }
+
+    pub fn with_contact(mut self, contact: Option<String>) -> Self {
+        self.contact = contact;
+        self
     }
 }
 
@@ -223,11 +233,46 @@ impl Tool for RequestHuman {
             })?;
         tracing::info!(conversation.id = %context.wa_id.masked(), "the customer asked for a person");
         metrics::counter!("zaguan_handoff_requests_total").increment(1);
-        Ok(
-            "Done: the team has been notified and a person will write to the user in this chat \
-            as soon as possible. Tell the user so in one short sentence and keep helping with \
-            anything else meanwhile."
-                .to_owned(),
-        )
+        let mut result = "Done: the team has been notified and a person will write to the user \
+            in this chat as soon as possible. Tell the user so in one short sentence and keep \
+            helping with anything else meanwhile."
+            .to_owned();
+        if let Some(contact) = &self.contact {
+            result.push_str(&format!(
+                " If it is urgent, the user can also reach the agency directly: {contact}"
+            ));
+        }
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{MemoryStore, Role};
+
+    #[tokio::test]
+    async fn asking_for_a_person_flags_the_conversation_and_offers_the_contact_line() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let context = ToolContext {
+            wa_id: WaId::parse("34611000777").unwrap(),
+            role: Role::Prospect,
+            location: None,
+            now: Utc::now(),
+            timezone: chrono_tz::Europe::Madrid,
+        };
+        let args = json!({"reason": "Quiere negociar el precio"});
+        let plain = RequestHuman::new(store.clone());
+        let said = plain.run(args.clone(), &context).await.unwrap();
+        assert!(!said.contains("directly"), "{said}");
+        let with_contact =
+            RequestHuman::new(store.clone()).with_contact(Some("Tel. 910 000 000".into()));
+        let said = with_contact.run(args, &context).await.unwrap();
+        assert!(said.ends_with("directly: Tel. 910 000 000"), "{said}");
+        let conversation = store.conversation(&context.wa_id).await.unwrap().unwrap();
+        assert_eq!(
+            conversation.handoff_requested.map(|r| r.reason).as_deref(),
+            Some("Quiere negociar el precio")
+        );
     }
 }

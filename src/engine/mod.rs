@@ -22,5 +22,7 @@ pub use reload::{PromptReloader, PromptStatus, Reloaded};
 pub use route::{Route, RouteFallback, route_to_workflow};
 pub use state::{State, context_extractor, context_for};
 pub use tools::{ALL_ROLES, Tool, ToolContext, ToolError, ToolRegistry};
-pub use turn::{Engine, EngineError, EngineSettings, TurnOptions, TurnOutcome};
+pub use turn::{
+    DEFAULT_BUSINESS_NAME, Engine, EngineError, EngineSettings, TurnOptions, TurnOutcome,
+};
 pub use worker::{Arrivals, WorkerSettings, Workers};

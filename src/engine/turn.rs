@@ -48,6 +48,9 @@ pub struct EngineSettings {
     pub window: usize,
     pub tool_timeout: Duration,
     pub business_name: String,
+    /// How to reach the agency's people (`ZAGUAN_BUSINESS_CONTACT`): in the prompts, and after
+    /// every reply that cannot help (offline, cut short).
+    pub business_contact: Option<String>,
     /// Where "now" is told to the assistants.
     pub timezone: chrono_tz::Tz,
     /// Enter a subgraph without asking the primary's LLM when the keywords leave no doubt.
@@ -67,7 +70,8 @@ impl Default for EngineSettings {
             dialog_idle_ttl: Duration::from_secs(24 * 3600),
             window: history::WINDOW,
             tool_timeout: TOOL_TIMEOUT,
-            business_name: "Zaguan Inmobiliaria".to_owned(),
+            business_name: DEFAULT_BUSINESS_NAME.to_owned(),
+            business_contact: None,
             timezone: chrono_tz::Europe::Madrid,
             fast_route: true,
             pending_action_ttl: Duration::from_secs(30 * 60),
@@ -79,6 +83,9 @@ impl Default for EngineSettings {
         }
     }
 }
+
+/// `ZAGUAN_BUSINESS_NAME` when unset.
+pub const DEFAULT_BUSINESS_NAME: &str = "Zaguan Inmobiliaria";
 
 /// Said when the turn cannot produce an answer (LLM down, runaway graph).
 const APOLOGY: &str = "Lo siento, ahora mismo no puedo atenderte bien. Por favor, inténtalo de nuevo en unos minutos.";
@@ -484,7 +491,8 @@ impl Engine {
                     metrics::counter!("zaguan_turn_guard_total", "guard" => "transitions")
                         .increment(1);
                     self.set_dialog_state(&mut state, Vec::new()).await?;
-                    self.append(&mut state, ai_message(wa_id, APOLOGY, "guard", Vec::new()))
+                    let text = self.with_contact(APOLOGY);
+                    self.append(&mut state, ai_message(wa_id, &text, "guard", Vec::new()))
                         .await?;
                 }
                 Next::Assistant => {
@@ -831,12 +839,20 @@ impl Engine {
                 None => {
                     metrics::counter!("zaguan_offline_replies_total", "agent" => agent.name.clone())
                         .increment(1);
-                    let text = agent.offline_reply.as_deref().unwrap_or(APOLOGY);
-                    ai_message(&state.wa_id, text, &agent.name, Vec::new())
+                    let text = self.with_contact(agent.offline_reply.as_deref().unwrap_or(APOLOGY));
+                    ai_message(&state.wa_id, &text, &agent.name, Vec::new())
                 }
             },
         };
         self.append(state, message).await
+    }
+
+    /// A reply that cannot help, followed by how to reach the agency's people when configured.
+    fn with_contact(&self, text: &str) -> String {
+        match &self.settings.business_contact {
+            Some(contact) => format!("{text}\n\n{contact}"),
+            None => text.to_owned(),
+        }
     }
 
     /// The `To<X>Assistant` call the primary agent would make for the user's new message, when
@@ -877,6 +893,7 @@ impl Engine {
             lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
             now: spanish_now(Utc::now().with_timezone(&self.settings.timezone)),
             business_name: self.settings.business_name.clone(),
+            business_contact: self.settings.business_contact.clone().unwrap_or_default(),
         };
         let system = set
             .agents
