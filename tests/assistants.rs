@@ -105,8 +105,23 @@ impl Customer {
         .await
     }
 
-    /// Presses the reply button `id` (`btn_0` confirms, `btn_1` cancels).
-    async fn press(&self, id: &str, title: &str) -> Vec<String> {
+    /// Presses the button titled `title` of the last message that had buttons.
+    async fn press(&self, title: &str) -> Vec<String> {
+        let id = self.button(title).await;
+        self.press_id(&id, title).await
+    }
+
+    /// The id of the button titled `title` of the last message that had buttons.
+    async fn button(&self, title: &str) -> String {
+        let outbox = self.store.unsent_outbox(&self.wa_id).await.unwrap();
+        let with_buttons = outbox.iter().rev().find(|e| !e.buttons.is_empty());
+        let buttons = &with_buttons.expect("a message with buttons").buttons;
+        let button = buttons.iter().find(|b| b.title == title).unwrap();
+        button.id.clone()
+    }
+
+    /// Presses a reply button with this id.
+    async fn press_id(&self, id: &str, title: &str) -> Vec<String> {
         self.send(
             "interactive",
             Some(title),
@@ -284,7 +299,16 @@ async fn booking_asks_for_confirmation_and_two_customers_cannot_take_one_slot() 
         // The summary goes out last, with the buttons.
         let outbox = customer.store.unsent_outbox(&customer.wa_id).await.unwrap();
         let last = outbox.last().unwrap();
-        assert_eq!(last.buttons, ["Confirmar", "Cancelar"]);
+        let titles: Vec<&str> = last.buttons.iter().map(|b| b.title.as_str()).collect();
+        assert_eq!(titles, ["Confirmar", "Cancelar"]);
+        let ids: Vec<String> = last.buttons.iter().map(|b| b.id.clone()).collect();
+        assert_eq!(
+            ids,
+            [
+                format!("confirm:{}", pending.id),
+                format!("cancel:{}", pending.id)
+            ]
+        );
         assert!(last.body.contains(&property), "{}", last.body);
         assert_eq!(parts.last().unwrap(), &last.body);
     }
@@ -299,7 +323,7 @@ async fn booking_asks_for_confirmation_and_two_customers_cannot_take_one_slot() 
     );
 
     // Ana confirms first and gets it; Luis confirms second and is told it is gone.
-    ana.press("btn_0", "Confirmar").await;
+    ana.press("Confirmar").await;
     assert!(
         ana.last_tool_result().await.starts_with("Visita reservada"),
         "{}",
@@ -311,7 +335,7 @@ async fn booking_asks_for_confirmation_and_two_customers_cannot_take_one_slot() 
         (booked[0].slot_id.as_str(), booked[0].status),
         (slot.as_str(), AppointmentStatus::Booked)
     );
-    luis.press("btn_0", "Confirmar").await;
+    luis.press("Confirmar").await;
     let refusal = luis.last_tool_result().await;
     assert!(refusal.contains("no longer available"), "{refusal}");
     assert!(
@@ -367,7 +391,7 @@ async fn a_declined_or_forgotten_action_is_dropped() {
         )
         .await;
     customer.say("Quiero agendar una visita").await;
-    customer.press("btn_1", "Cancelar").await;
+    customer.press("Cancelar").await;
     assert!(
         customer
             .last_tool_result()
@@ -386,6 +410,9 @@ async fn a_declined_or_forgotten_action_is_dropped() {
         .unwrap()
         .unwrap();
     assert!(conversation.pending_action.is_none());
+    // The assistant is told what was pending and that nothing was done.
+    let told = customer.last_tool_result().await;
+    assert!(told.starts_with("Not executed"), "{told}");
     assert!(
         world
             .realestate
@@ -393,6 +420,129 @@ async fn a_declined_or_forgotten_action_is_dropped() {
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+/// Two free slots of one property.
+async fn two_free_slots(world: &World) -> (String, String, String) {
+    let properties = world
+        .realestate
+        .properties(&zaguan::realestate::PropertyFilter {
+            available_only: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for property in properties {
+        let slots = world
+            .realestate
+            .slots(
+                &property.id,
+                Utc::now() + chrono::Duration::hours(1),
+                Utc::now() + chrono::Duration::days(14),
+            )
+            .await
+            .unwrap();
+        if let [first, second, ..] = slots.as_slice() {
+            return (property.id, first.id.clone(), second.id.clone());
+        }
+    }
+    panic!("the demo set has properties with two free slots");
+}
+
+/// «Sí, pero el otro» is not a yes: the assistant is told, books the other slot, and that is
+/// confirmed anew. The first question's Confirm button, pressed late, confirms nothing: the user
+/// is told it is no longer valid and shown what is pending, with its own buttons. A plain
+/// typed yes then confirms it.
+#[tokio::test]
+async fn a_yes_with_a_change_or_an_old_button_never_confirms_as_is() {
+    let world = World::new().await;
+    let (_, first, second) = two_free_slots(&world).await;
+    let customer = world
+        .customer(
+            "34611000311",
+            Role::Prospect,
+            ScriptedLlm::new()
+                .calls(
+                    "appointment_assistant",
+                    "book_appointment",
+                    json!({"slot_id": first}),
+                )
+                .says("appointment_assistant", "Confírmamelo con el botón.")
+                .calls(
+                    "appointment_assistant",
+                    "book_appointment",
+                    json!({"slot_id": second}),
+                )
+                .says("appointment_assistant", "Entonces el otro: confírmamelo.")
+                .says("appointment_assistant", "¡Hecho! Te espero allí."),
+        )
+        .await;
+    let pending_id = || async {
+        let conversation = customer.store.conversation(&customer.wa_id).await.unwrap();
+        conversation.unwrap().pending_action.map(|a| a.id)
+    };
+    customer.say("Quiero agendar una visita").await;
+    let first_id = pending_id().await.expect("the first slot awaits a yes");
+    let old_confirm = customer.button("Confirmar").await;
+    assert_eq!(old_confirm, format!("confirm:{first_id}"));
+
+    customer.say("Sí, pero mejor el otro hueco").await;
+    let tools = customer.tool_results().await;
+    let told = &tools[tools.len() - 2];
+    assert!(told.starts_with("Not executed"), "{tools:?}");
+    let second_id = pending_id().await.expect("the second slot awaits a yes");
+    assert_ne!(second_id, first_id);
+    let booked = || async {
+        world
+            .realestate
+            .appointments_of(&customer.wa_id)
+            .await
+            .unwrap()
+    };
+    assert!(
+        booked().await.is_empty(),
+        "a yes with a change booked something"
+    );
+
+    // The first question's button, pressed now: nothing runs, no model is asked.
+    let before = customer.llm.remaining();
+    let parts = customer.press_id(&old_confirm, "Confirmar").await;
+    assert!(
+        parts[0].starts_with("Esa confirmación ya no es válida"),
+        "{parts:?}"
+    );
+    let conversation = customer.store.conversation(&customer.wa_id).await.unwrap();
+    let summary = conversation.unwrap().pending_action.unwrap().summary;
+    assert_eq!(parts.last(), Some(&summary), "{parts:?}");
+    assert_eq!(customer.llm.remaining(), before);
+    assert!(booked().await.is_empty(), "an old button booked something");
+    assert_eq!(pending_id().await, Some(second_id.clone()));
+    assert_eq!(
+        customer.button("Confirmar").await,
+        format!("confirm:{second_id}"),
+        "shown again with its own buttons"
+    );
+
+    customer.say("Vale 👍").await;
+    let booked = booked().await;
+    assert_eq!(booked.len(), 1);
+    assert_eq!(booked[0].slot_id, second);
+    assert_eq!(pending_id().await, None);
+    assert_eq!(customer.llm.remaining(), 0);
+
+    // Any confirmation button now: nothing is pending.
+    let parts = customer.press_id(&old_confirm, "Confirmar").await;
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    assert!(parts[0].contains("no hay nada pendiente"), "{parts:?}");
+    assert_eq!(
+        world
+            .realestate
+            .appointments_of(&customer.wa_id)
+            .await
+            .unwrap()
+            .len(),
+        1
     );
 }
 
@@ -660,7 +810,7 @@ async fn visit_feedback_and_offers_are_recorded_only_once_confirmed() {
             .len(),
         offers_before
     );
-    customer.press("btn_0", "Confirmar").await;
+    customer.press("Confirmar").await;
     let offers = world.realestate.offers_for(&property.id).await.unwrap();
     let made = offers
         .iter()
@@ -704,7 +854,7 @@ async fn a_confirmed_action_is_checked_against_the_role_when_it_runs() {
         .set_user_role(&customer.wa_id, Role::Owner)
         .await
         .unwrap();
-    customer.press("btn_0", "Confirmar").await;
+    customer.press("Confirmar").await;
     assert_eq!(
         customer.last_tool_result().await,
         "Error: the tool submit_offer is not available for this user."

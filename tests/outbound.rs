@@ -17,7 +17,8 @@ use serde_json::json;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
 use zaguan::store::{
-    MemoryStore, NewOutbox, OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate, StatusOutcome, Store,
+    MemoryStore, NewOutbox, OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate, ReplyButton,
+    StatusOutcome, Store,
 };
 
 const TOKEN: &str = "EAAG-test-token";
@@ -121,7 +122,10 @@ async fn confirmation_buttons_go_out_as_an_interactive_message() {
     c.store
         .insert_outbox(&[NewOutbox {
             phone_number_id: Some(PHONE_NUMBER_ID.into()),
-            buttons: vec!["Sí, confirmar".into(), "No".into()],
+            buttons: vec![
+                ReplyButton::new("confirm:a1", "Sí, confirmar"),
+                ReplyButton::new("cancel:a1", "No"),
+            ],
             ..NewOutbox::text(
                 wa(),
                 None,
@@ -139,8 +143,8 @@ async fn confirmation_buttons_go_out_as_an_interactive_message() {
         json!({"type": "button",
                "body": {"text": "¿Confirmo la visita del jueves a las 18:00?"},
                "action": {"buttons": [
-                   {"type": "reply", "reply": {"id": "btn_0", "title": "Sí, confirmar"}},
-                   {"type": "reply", "reply": {"id": "btn_1", "title": "No"}}]}})
+                   {"type": "reply", "reply": {"id": "confirm:a1", "title": "Sí, confirmar"}},
+                   {"type": "reply", "reply": {"id": "cancel:a1", "title": "No"}}]}})
     );
 }
 

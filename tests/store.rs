@@ -641,7 +641,10 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
         .map(|i| NewOutbox {
             phone_number_id: Some("109876543210".into()),
             buttons: if i == 2 {
-                vec!["Sí".into(), "No".into()]
+                vec![
+                    ReplyButton::new("confirm:a1", "Sí"),
+                    ReplyButton::new("cancel:a1", "No"),
+                ]
             } else {
                 Vec::new()
             },
@@ -662,7 +665,13 @@ async fn the_sender_walks_a_part_through_its_states(store: Arc<dyn Store>) {
         .unwrap();
     let unsent = store.unsent_outbox(&conversation).await.unwrap();
     assert_eq!(unsent.iter().map(|e| e.part).collect::<Vec<_>>(), [0, 1, 2]);
-    assert_eq!(unsent[2].buttons, ["Sí", "No"]);
+    assert_eq!(
+        unsent[2].buttons,
+        [
+            ReplyButton::new("confirm:a1", "Sí"),
+            ReplyButton::new("cancel:a1", "No")
+        ]
+    );
     assert_eq!(unsent[0].phone_number_id.as_deref(), Some("109876543210"));
     assert_eq!(
         store
@@ -1108,6 +1117,7 @@ store_suite!(
     llm_calls_are_kept_per_conversation_newest_last,
     the_sender_walks_a_part_through_its_states,
     the_backlog_and_the_leases_are_counted,
+    a_pending_action_comes_back_with_its_id,
 );
 
 #[tokio::test]
@@ -1123,6 +1133,71 @@ async fn an_unreachable_mongodb_is_reported_as_unavailable() {
             .await,
         Err(StoreError::Unavailable(_))
     ));
+}
+
+/// A confirmation waits with the id its buttons carry, and comes back with it.
+async fn a_pending_action_comes_back_with_its_id(store: Arc<dyn Store>) {
+    let wa_id = wa("34600111777");
+    let action = PendingAction {
+        id: "a1b2c3d4e5f6".into(),
+        tool: "book_appointment".into(),
+        args: serde_json::json!({"slot_id": "S-1"}),
+        summary: "Visita el lunes a las 10:00".into(),
+        agent: "appointment_assistant".into(),
+        created_at: at(0),
+    };
+    store
+        .set_pending_action(&wa_id, Some(&action))
+        .await
+        .unwrap();
+    let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(conversation.pending_action, Some(action));
+    store.set_pending_action(&wa_id, None).await.unwrap();
+    let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(conversation.pending_action, None);
+}
+
+/// Buttons written before they had ids (titles only) read back as `btn_<i>`, which the engine
+/// treats as stale; an action written before ids reads back with an empty one.
+#[tokio::test]
+async fn buttons_and_actions_written_before_ids_still_read() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let database = db.store.database();
+    database
+        .collection::<bson::Document>("outbox")
+        .insert_one(
+            bson::doc! {"wa_id": "34600111778", "body": "¿Confirmo la visita?",
+            "buttons": ["Confirmar", "Cancelar"], "status": "queued", "part": 0, "parts": 1,
+            "attempts": 0, "at": bson::DateTime::now()},
+        )
+        .await
+        .unwrap();
+    database
+        .collection::<bson::Document>("conversations")
+        .insert_one(bson::doc! {"_id": "34600111778", "dialog_state": [],
+        "pending_action": {"tool": "book_appointment", "args": {"slot_id": "S-1"},
+            "summary": "Visita", "agent": "appointment_assistant",
+            "created_at": bson::DateTime::now()}})
+        .await
+        .unwrap();
+    let wa_id = wa("34600111778");
+    let unsent = db.store.unsent_outbox(&wa_id).await.unwrap();
+    assert_eq!(
+        unsent[0].buttons,
+        [
+            ReplyButton::new("btn_0", "Confirmar"),
+            ReplyButton::new("btn_1", "Cancelar")
+        ]
+    );
+    let conversation = db.store.conversation(&wa_id).await.unwrap().unwrap();
+    let action = conversation.pending_action.unwrap();
+    assert_eq!(
+        (action.id.as_str(), action.tool.as_str()),
+        ("", "book_appointment")
+    );
+    db.drop().await;
 }
 
 #[tokio::test]
@@ -1299,6 +1374,7 @@ async fn mongo_every_new_conversation_has_an_empty_dialog_state() {
         .unwrap();
     store.set_conversation_lang(&ids[1], "es").await.unwrap();
     let action = PendingAction {
+        id: "a1b2c3".into(),
         tool: "book_appointment".into(),
         args: serde_json::json!({"slot_id": "S-1"}),
         summary: "Visita el lunes".into(),

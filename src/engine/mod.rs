@@ -5,6 +5,7 @@
 
 pub mod abuse;
 pub mod concurrency;
+pub mod confirm;
 pub mod handoff;
 pub mod history;
 pub mod instances;

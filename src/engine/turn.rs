@@ -23,6 +23,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
+use super::confirm::{self, Answer};
 use super::history;
 use super::route::{RouteFallback, route_to_workflow};
 use super::state::UserCache;
@@ -83,6 +84,14 @@ impl Default for EngineSettings {
         }
     }
 }
+
+/// Said for a Confirm or Cancel button of an action that is no longer pending, before the
+/// pending one is shown again with its own buttons.
+const STALE_BUTTON_REASKED: &str =
+    "Esa confirmación ya no es válida. Esto es lo que queda pendiente de confirmar:";
+
+/// Said for a Confirm or Cancel button when nothing is pending.
+const STALE_BUTTON: &str = "Esa confirmación ya no es válida: no hay nada pendiente de confirmar. ¿En qué te puedo ayudar?";
 
 /// `ZAGUAN_BUSINESS_NAME` when unset.
 pub const DEFAULT_BUSINESS_NAME: &str = "Zaguan Inmobiliaria";
@@ -662,22 +671,20 @@ impl Engine {
             let expired = Utc::now() - action.created_at
                 > chrono::Duration::from_std(self.settings.pending_action_ttl)
                     .unwrap_or(chrono::Duration::MAX);
-            let answer = if expired {
-                None
-            } else {
-                confirmation_answer(new)
-            };
-            match answer {
-                Some(confirmed) => {
-                    return self.settle_pending(state, action, confirmed).await;
-                }
-                None => {
-                    let why = if expired { "expired" } else { "topic_changed" };
-                    tracing::info!(tool = %action.tool, why, "pending action dropped");
-                    metrics::counter!("zaguan_pending_actions_total", "outcome" => why)
-                        .increment(1);
-                    self.store.set_pending_action(&state.wa_id, None).await?;
-                    state.pending_action = None;
+            if expired {
+                tracing::info!(tool = %action.tool, "pending action dropped: expired");
+                metrics::counter!("zaguan_pending_actions_total", "outcome" => "expired")
+                    .increment(1);
+                self.store.set_pending_action(&state.wa_id, None).await?;
+                state.pending_action = None;
+            }
+        }
+        match confirm::answer(new, state.pending_action.as_ref()) {
+            None => {}
+            Some(Answer::Stale) => return self.answer_stale_button(state).await,
+            Some(answer) => {
+                if let Some(action) = state.pending_action.clone() {
+                    return self.settle_pending(state, action, answer).await;
                 }
             }
         }
@@ -690,14 +697,44 @@ impl Engine {
         Ok(())
     }
 
-    /// Runs (on yes) or drops (on no) the pending action, written as the assistant's tool call
-    /// and its result so the assistant answers from it as from any tool. The call is stored
-    /// before the action is cleared and run: a crash in between asks the user again.
+    /// A Confirm or Cancel button of an action that is not the pending one: nothing is run.
+    /// The user is told so and, when another action is pending, shown it again with its own
+    /// buttons; otherwise asked what they need.
+    async fn answer_stale_button(&self, state: &mut State) -> Result<(), EngineError> {
+        metrics::counter!("zaguan_pending_actions_total", "outcome" => "stale_button").increment(1);
+        let text = match state.pending_action.clone() {
+            Some(mut action) => {
+                tracing::info!(tool = %action.tool, "stale confirmation button: the pending action asked again");
+                if action.id.is_empty() {
+                    action.id = confirm::new_action_id();
+                }
+                // Asked in this turn: the reply carries its summary and buttons again.
+                action.created_at = Utc::now();
+                self.store
+                    .set_pending_action(&state.wa_id, Some(&action))
+                    .await?;
+                state.pending_action = Some(action);
+                STALE_BUTTON_REASKED
+            }
+            None => {
+                tracing::info!("stale confirmation button: nothing pending");
+                STALE_BUTTON
+            }
+        };
+        self.append(state, ai_message(&state.wa_id, text, "guard", Vec::new()))
+            .await
+    }
+
+    /// Settles the pending action with the user's answer, written as the assistant's tool call
+    /// and its result so the assistant answers from it as from any tool: run on a yes, dropped
+    /// on a no, and on anything else dropped with what was pending, for the assistant to ask
+    /// again with the user's changes. The call is stored before the action is cleared and run:
+    /// a crash in between asks the user again.
     async fn settle_pending(
         &self,
         state: &mut State,
         action: PendingAction,
-        confirmed: bool,
+        answer: Answer,
     ) -> Result<(), EngineError> {
         let call = ToolCall {
             id: crate::llm::new_call_id(),
@@ -712,24 +749,37 @@ impl Engine {
         self.save(state).await?;
         self.store.set_pending_action(&state.wa_id, None).await?;
         state.pending_action = None;
-        let outcome = if confirmed { "confirmed" } else { "declined" };
+        let outcome = match answer {
+            Answer::Confirm => "confirmed",
+            Answer::Decline => "declined",
+            Answer::Unclear | Answer::Stale => "unclear",
+        };
+        tracing::info!(tool = %action.tool, outcome, "pending action settled");
         metrics::counter!("zaguan_pending_actions_total", "outcome" => outcome).increment(1);
-        let content = if confirmed && self.tools.allows(&call.name, state.user.role) {
-            let context = self.tool_context(state);
-            self.tools
-                .run(&call, &context, self.settings.tool_timeout)
-                .await
-        } else if confirmed {
-            format!(
+        let content = match answer {
+            Answer::Confirm if self.tools.allows(&call.name, state.user.role) => {
+                let context = self.tool_context(state);
+                self.tools
+                    .run(&call, &context, self.settings.tool_timeout)
+                    .await
+            }
+            Answer::Confirm => format!(
                 "Error: the tool {} is not available for this user.",
                 call.name
-            )
-        } else {
-            format!(
+            ),
+            Answer::Decline => format!(
                 "The user declined; nothing was done ({}). Acknowledge briefly and ask what \
                  else they need.",
                 action.summary
-            )
+            ),
+            Answer::Unclear | Answer::Stale => format!(
+                "Not executed: the user was asked to confirm ({}) and answered with something \
+                 other than a plain yes or no (their message is above). Nothing was done. If \
+                 they want it with changes, call {} again with the changed details (they will \
+                 be asked to confirm again); if they do not want it, acknowledge; otherwise \
+                 answer what they said.",
+                action.summary, call.name
+            ),
         };
         let message = NewMessage {
             wa_id: state.wa_id.clone(),
@@ -1000,6 +1050,7 @@ impl Engine {
                                 call.name
                             );
                             asked = Some(PendingAction {
+                                id: confirm::new_action_id(),
                                 tool: call.name.clone(),
                                 args: call.args.clone(),
                                 summary,
@@ -1157,7 +1208,7 @@ impl Engine {
                     .take(crate::outbound::graph::MAX_INTERACTIVE_BODY)
                     .collect(),
             );
-            buttons = confirmation_buttons(lang);
+            buttons = confirm::buttons(&action.id, lang);
         }
         let now = Utc::now();
         let mut parts = NewOutbox::parts(
@@ -1364,86 +1415,6 @@ fn media_answer(lang: Option<&str>) -> &'static str {
         _ => {
             "¡Gracias! Por aquí todavía no puedo abrir imágenes, audios ni archivos. ¿Me cuentas por escrito qué necesitas?"
         }
-    }
-}
-
-/// Confirm / Cancel in the user's language (titles ≤ 20 characters).
-fn confirmation_buttons(lang: Option<&str>) -> Vec<String> {
-    let (yes, no) = match lang.unwrap_or("es") {
-        "en" => ("Confirm", "Cancel"),
-        "fr" => ("Confirmer", "Annuler"),
-        "de" => ("Bestätigen", "Abbrechen"),
-        "it" => ("Conferma", "Annulla"),
-        "ca" => ("Confirmar", "Cancel·lar"),
-        _ => ("Confirmar", "Cancelar"),
-    };
-    vec![yes.to_owned(), no.to_owned()]
-}
-
-/// The user's answer to a pending action: the button they pressed (`btn_0` confirms, `btn_1`
-/// cancels, whatever the language), or a short clear yes or no; `None` for anything else (a
-/// new topic).
-fn confirmation_answer(new: &[&InboxEntry]) -> Option<bool> {
-    let entry = new.last()?;
-    if let Ok(payload) = serde_json::from_str::<serde_json::Value>(&entry.payload)
-        && let Some(id) = payload
-            .pointer("/interactive/button_reply/id")
-            .or_else(|| payload.pointer("/button/payload"))
-            .and_then(|id| id.as_str())
-    {
-        match id {
-            "btn_0" => return Some(true),
-            "btn_1" => return Some(false),
-            _ => {}
-        }
-    }
-    let text = entry.text.as_deref()?;
-    let words = crate::agents::keywords::tokens(text);
-    if words.is_empty() || words.len() > 4 {
-        return None;
-    }
-    const YES: &[&str] = &[
-        "si",
-        "confirmar",
-        "confirmo",
-        "confirm",
-        "confirma",
-        "vale",
-        "ok",
-        "okay",
-        "yes",
-        "adelante",
-        "perfecto",
-        "claro",
-        "sim",
-        "oui",
-        "ja",
-        "conferma",
-        "confirmer",
-        "bestatigen",
-        "dale",
-    ];
-    const NO: &[&str] = &[
-        "no",
-        "cancelar",
-        "cancela",
-        "cancel",
-        "nope",
-        "nao",
-        "non",
-        "nein",
-        "annulla",
-        "annuler",
-        "abbrechen",
-        "mejor",
-    ];
-    let first = words[0].as_str();
-    if NO.contains(&first) {
-        Some(false)
-    } else if YES.contains(&first) {
-        Some(true)
-    } else {
-        None
     }
 }
 

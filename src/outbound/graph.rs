@@ -12,11 +12,15 @@ use serde_json::{Value, json};
 use url::Url;
 
 use crate::domain::{GraphError, WaId, WaMessageId};
+use crate::store::ReplyButton;
 
 /// Most reply buttons WhatsApp shows on one message.
 pub const MAX_BUTTONS: usize = 3;
 /// Longest button title WhatsApp accepts, in characters.
 pub const MAX_BUTTON_TITLE: usize = 20;
+/// Longest reply button id WhatsApp accepts, in characters.
+const MAX_BUTTON_ID: usize = 256;
+
 /// Longest body of an interactive message, in characters.
 pub const MAX_INTERACTIVE_BODY: usize = 1024;
 
@@ -29,7 +33,7 @@ pub enum OutboundMessage<'a> {
     /// A question with up to three reply buttons (a confirmation).
     Buttons {
         body: &'a str,
-        buttons: &'a [String],
+        buttons: &'a [ReplyButton],
     },
     /// An approved template with its body parameters (outside the 24-hour window).
     Template {
@@ -252,11 +256,10 @@ pub fn message_body(to: &WaId, message: &OutboundMessage<'_>) -> Value {
             let buttons: Vec<Value> = buttons
                 .iter()
                 .take(MAX_BUTTONS)
-                .enumerate()
-                .map(|(i, title)| {
+                .map(|button| {
                     json!({"type": "reply", "reply": {
-                        "id": format!("btn_{i}"),
-                        "title": title.chars().take(MAX_BUTTON_TITLE).collect::<String>(),
+                        "id": button.id.chars().take(MAX_BUTTON_ID).collect::<String>(),
+                        "title": button.title.chars().take(MAX_BUTTON_TITLE).collect::<String>(),
                     }})
                 })
                 .collect();
@@ -461,9 +464,11 @@ mod tests {
 
     #[test]
     fn buttons_are_cut_to_whatsapps_limits() {
-        let buttons: Vec<String> = ["Sí, confirmar la visita", "No", "Cambiar día", "Otra"]
-            .map(String::from)
-            .to_vec();
+        let buttons: Vec<ReplyButton> = ["Sí, confirmar la visita", "No", "Cambiar día", "Otra"]
+            .iter()
+            .enumerate()
+            .map(|(i, title)| ReplyButton::new(format!("choice:{i}:{}", "x".repeat(300)), *title))
+            .collect();
         let body = message_body(
             &WaId::parse("34600111222").unwrap(),
             &OutboundMessage::Buttons {
@@ -474,7 +479,16 @@ mod tests {
         let sent = body["interactive"]["action"]["buttons"].as_array().unwrap();
         assert_eq!(sent.len(), 3);
         assert_eq!(sent[0]["reply"]["title"], "Sí, confirmar la vis");
-        assert_eq!(sent[0]["reply"]["id"], "btn_0");
+        assert_eq!(
+            sent[0]["reply"]["id"].as_str().unwrap().chars().count(),
+            256
+        );
+        assert!(
+            sent[1]["reply"]["id"]
+                .as_str()
+                .unwrap()
+                .starts_with("choice:1:")
+        );
         assert_eq!(body["interactive"]["type"], "button");
     }
 }

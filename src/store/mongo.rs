@@ -341,6 +341,7 @@ fn template(doc: &Document) -> Option<Template> {
 fn pending_action(doc: &Document) -> Option<PendingAction> {
     let f = Fields(doc);
     Some(PendingAction {
+        id: f.str("id").unwrap_or_default(),
         tool: f.str("tool")?,
         args: doc
             .get("args")
@@ -485,7 +486,16 @@ fn outbox_entry(doc: &Document) -> StoreResult<OutboxEntry> {
     let buttons = match doc.get("buttons") {
         Some(Bson::Array(items)) => items
             .iter()
-            .filter_map(|b| b.as_str().map(str::to_owned))
+            .enumerate()
+            .filter_map(|(i, b)| match b {
+                Bson::Document(button) => Some(ReplyButton::new(
+                    button.get_str("id").ok()?,
+                    button.get_str("title").ok()?,
+                )),
+                // Written before buttons had ids of their own: a title, sent as `btn_<i>`.
+                Bson::String(title) => Some(ReplyButton::new(format!("btn_{i}"), title)),
+                _ => None,
+            })
             .collect(),
         _ => Vec::new(),
     };
@@ -1381,6 +1391,7 @@ impl Store for MongoStore {
         let update = match action {
             Some(action) => doc! {
                 "$set": {"pending_action": {
+                    "id": &action.id,
                     "tool": &action.tool,
                     "args": bson::to_bson(&action.args).context("tool arguments to BSON")?,
                     "summary": &action.summary,
@@ -1770,7 +1781,7 @@ fn outbox_doc(entry: &OutboxEntry) -> Document {
         "in_reply_to": entry.in_reply_to.as_ref().map(|w| w.as_str()),
         "phone_number_id": opt_str(&entry.phone_number_id),
         "body": &entry.body,
-        "buttons": &entry.buttons,
+        "buttons": entry.buttons.iter().map(|b| doc! {"id": &b.id, "title": &b.title}).collect::<Vec<_>>(),
         "template": entry.template.as_ref().map(|t| doc! {
             "name": &t.name,
             "language": &t.language,

@@ -353,6 +353,9 @@ impl HandoffFilter {
 /// A tool call that changes data, held until the user confirms it (`conversations.pending_action`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingAction {
+    /// Carried by its Confirm / Cancel buttons, so that only its own buttons answer it; empty
+    /// for an action stored before ids (its old buttons are stale, and it is asked again).
+    pub id: String,
     pub tool: String,
     pub args: serde_json::Value,
     /// The one line the user was asked to confirm.
@@ -533,8 +536,8 @@ pub struct NewOutbox {
     /// reply is sent from it.
     pub phone_number_id: Option<String>,
     pub body: String,
-    /// Reply buttons' titles (at most 3, ≤ 20 chars): sent as an interactive message.
-    pub buttons: Vec<String>,
+    /// Reply buttons (at most 3, titles ≤ 20 chars): sent as an interactive message.
+    pub buttons: Vec<ReplyButton>,
     /// Sent as this approved template instead of `body` (outside the 24-hour window, only
     /// templates are delivered); `body` keeps a readable copy.
     pub template: Option<Template>,
@@ -616,6 +619,22 @@ pub enum OutboxUpdate {
     Failed { error: GraphError },
 }
 
+/// A reply button: the `id` WhatsApp sends back when it is pressed, and its title.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyButton {
+    pub id: String,
+    pub title: String,
+}
+
+impl ReplyButton {
+    pub fn new(id: impl Into<String>, title: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            title: title.into(),
+        }
+    }
+}
+
 /// An `outbox` document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxEntry {
@@ -624,7 +643,7 @@ pub struct OutboxEntry {
     pub in_reply_to: Option<WaMessageId>,
     pub phone_number_id: Option<String>,
     pub body: String,
-    pub buttons: Vec<String>,
+    pub buttons: Vec<ReplyButton>,
     pub template: Option<Template>,
     pub part: u32,
     pub parts: u32,
