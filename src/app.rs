@@ -112,6 +112,10 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(telemetry::render_metrics))
         .route("/admin/conversations", get(admin::api::list))
+        .route(
+            "/admin/users/{wa_id}/role",
+            axum::routing::post(admin::api::role),
+        )
         .route("/admin/conversations/{wa_id}", get(admin::api::show))
         .route(
             "/admin/conversations/{wa_id}/reset",

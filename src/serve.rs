@@ -15,6 +15,7 @@ use crate::engine::handoff::RequestHuman;
 use crate::engine::instances::{IdentityError, Membership, MembershipTask};
 use crate::engine::monitor::Monitor;
 use crate::engine::retention::Cleanup;
+use crate::engine::roles::RoleDirectory;
 use crate::engine::{Engine, EngineSettings, PromptReloader, WorkerSettings, Workers};
 use crate::health::StoreDoctor;
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
@@ -265,6 +266,7 @@ pub fn build_engine(
     realestate: Arc<dyn RealEstateStore>,
     usage: Option<UsageRecorder>,
 ) -> anyhow::Result<Engine> {
+    let roles = Arc::new(RoleDirectory::new(realestate.clone()));
     let tools = crate::realestate::tools::registry(realestate)
         .with(RequestHuman::new(store.clone()).with_contact(config.business_contact.clone()));
     let registry =
@@ -294,13 +296,7 @@ pub fn build_engine(
         business_contact: config.business_contact.clone(),
         ..EngineSettings::default()
     };
-    Ok(Engine::new(
-        store,
-        llm,
-        Arc::new(registry),
-        Arc::new(tools),
-        settings,
-    ))
+    Ok(Engine::new(store, llm, Arc::new(registry), Arc::new(tools), settings).with_roles(roles))
 }
 
 /// How often the cleanup job deletes what the retention no longer keeps.

@@ -179,7 +179,22 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     (
         "zaguan_pending_actions_total",
         Kind::Counter,
-        "Actions waiting for the user's confirmation [outcome: asked, confirmed, declined, expired, topic_changed]",
+        "Actions waiting for the user's confirmation [outcome: asked, confirmed, declined, unclear, stale_button, expired]",
+    ),
+    (
+        "zaguan_roles_from_data_total",
+        Kind::Counter,
+        "Users given a role by the business data: an owner's or staff's number, or no longer one [role]",
+    ),
+    (
+        "zaguan_known_numbers",
+        Kind::Gauge,
+        "WhatsApp numbers of owners and staff last read from the business data",
+    ),
+    (
+        "zaguan_role_directory_errors_total",
+        Kind::Counter,
+        "Reads of the owners' and staff's numbers that failed (roles unchanged meanwhile)",
     ),
     (
         "zaguan_media_answers_total",

@@ -538,3 +538,125 @@ async fn the_cli_forgets_a_user_on_mongodb() {
     assert!(!zaguan(&[""]).status.success(), "an empty key is refused");
     db.drop().await;
 }
+
+/// `POST /admin/users/{wa_id}/role`: recorded with who and when; the business data no longer
+/// moves it; `auto` hands it back; bad input is a 400 and changes nothing.
+async fn an_operator_sets_a_role_through_the_api(store: Arc<dyn Store>) {
+    let app = TestApp::with_store(store.clone()).with_admin(Some(common::ADMIN_TOKEN));
+    let auth = common::bearer();
+    let wa_id = WaId::parse("34600111999").unwrap();
+    let uri = "/admin/users/34600111999/role";
+    let (status, _) = app
+        .admin("POST", uri, None, Some(r#"{"role": "owner"}"#))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, body) = app
+        .admin(
+            "POST",
+            uri,
+            Some(&auth),
+            Some(r#"{"role": "owner", "operator": "Ana"}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["role"], "owner");
+    assert_eq!(body["source"], "operator");
+    assert_eq!(body["set_by"], "Ana");
+    let user = store.user(&wa_id).await.unwrap().unwrap();
+    assert_eq!(user.role, zaguan::store::Role::Owner);
+    assert_eq!(user.role_set_by.as_deref(), Some("Ana"));
+    assert!(user.role_set_at.is_some());
+    assert!(!user.role_follows_data());
+    let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(conversation.role, Some(zaguan::store::Role::Owner));
+
+    for bad in [r#"{"role": "admin"}"#, r#"{}"#, "not json"] {
+        let (status, body) = app.admin("POST", uri, Some(&auth), Some(bad)).await;
+        assert!(status.is_client_error(), "{bad}: {status} {body}");
+    }
+    let long = format!("/admin/users/{}/role", "3".repeat(300));
+    let (status, _) = app
+        .admin("POST", &long, Some(&auth), Some(r#"{"role": "agent"}"#))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        store.user(&wa_id).await.unwrap().unwrap().role,
+        zaguan::store::Role::Owner,
+        "unchanged by bad requests"
+    );
+
+    let (status, body) = app
+        .admin("POST", uri, Some(&auth), Some(r#"{"role": "auto"}"#))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        (body["role"].as_str(), body["source"].as_str()),
+        (Some("prospect"), Some("data"))
+    );
+    assert!(
+        store
+            .user(&wa_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .role_follows_data()
+    );
+}
+
+#[tokio::test]
+async fn memory_an_operator_sets_a_role_through_the_api() {
+    an_operator_sets_a_role_through_the_api(Arc::new(zaguan::store::MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn mongo_an_operator_sets_a_role_through_the_api() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    an_operator_sets_a_role_through_the_api(Arc::new(db.store.clone())).await;
+    db.drop().await;
+}
+
+/// `zaguan users set-role` against FerretDB.
+#[tokio::test]
+async fn the_cli_sets_a_role_on_mongodb() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let database = db.store.database().name().to_owned();
+    let zaguan = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
+            .env("MONGODB_DATABASE", &database)
+            .env("RUST_LOG", "error")
+            .args(["users", "set-role"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let done = zaguan(&["34600000302", "agent", "--operator", "Luis"]);
+    assert!(done.status.success(), "{done:?}");
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert!(
+        stdout.starts_with("34600000302: role agent (operator, set by Luis at "),
+        "{stdout}"
+    );
+    let wa_id = WaId::parse("34600000302").unwrap();
+    let user = db.store.user(&wa_id).await.unwrap().unwrap();
+    assert_eq!(user.role, zaguan::store::Role::Agent);
+    assert_eq!(user.role_set_by.as_deref(), Some("Luis"));
+    let conversation = db.store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(conversation.role, Some(zaguan::store::Role::Agent));
+    assert!(
+        !zaguan(&["34600000302", "boss", "--operator", "Luis"])
+            .status
+            .success()
+    );
+    assert!(
+        !zaguan(&["34600000302", "owner"]).status.success(),
+        "--operator is required"
+    );
+    db.drop().await;
+}

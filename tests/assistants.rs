@@ -7,11 +7,13 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{Value, json};
 use zaguan::agents::{self, AgentRegistry};
 use zaguan::domain::{WaId, WaMessageId};
+use zaguan::engine::roles::RoleDirectory;
 use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::{AppointmentStatus, MemoryRealEstate, RealEstateStore, demo, tools};
@@ -62,6 +64,31 @@ impl World {
             store: self.store.clone(),
             llm,
             wa_id,
+        }
+    }
+}
+
+impl World {
+    /// Someone writing in with no role set: the engine gives them the business data's, reading
+    /// the owners' and staff's numbers again every `refresh`.
+    async fn newcomer(&self, wa_id: &str, llm: ScriptedLlm, refresh: Duration) -> Customer {
+        let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+        let llm = Arc::new(llm);
+        let roles = RoleDirectory::refreshed_every(self.realestate.clone(), refresh);
+        let engine = Engine::new(
+            self.store.clone(),
+            llm.clone(),
+            Arc::new(registry),
+            Arc::new(tools::registry(self.realestate.clone())),
+            EngineSettings::default(),
+        )
+        .with_roles(Arc::new(roles));
+        Customer {
+            engine,
+            store: self.store.clone(),
+            llm,
+            wa_id: WaId::parse(wa_id).unwrap(),
         }
     }
 }
@@ -960,4 +987,101 @@ async fn wrong_arguments_get_messages_the_model_can_act_on() {
             "{tool} {args}: {text}"
         );
     }
+}
+
+/// An owner's number is an owner from the first message, a staff member's an agent; when the
+/// data moves the number, so does the role; a role an operator set stays until handed back.
+#[tokio::test]
+async fn roles_come_from_the_business_data_unless_an_operator_set_one() {
+    let world = World::new().await;
+    let set = demo_set_today();
+    let owner = set.owners_on_whatsapp().next().unwrap().clone();
+    let owner_wa = owner.wa_id.clone().unwrap();
+    let agent_wa = set.staff[0].wa_id.clone().unwrap();
+    let refresh = Duration::from_millis(100);
+    let user = |wa_id: WaId| {
+        let store = world.store.clone();
+        async move { store.user(&wa_id).await.unwrap().unwrap() }
+    };
+
+    let carmen = world
+        .newcomer(
+            owner_wa.as_str(),
+            ScriptedLlm::new()
+                .says("only_owner_assistant", "Hola, ¿qué tal van tus visitas?")
+                .says("primary_assistant", "Hola, ¿en qué te ayudo?")
+                .says("primary_assistant", "Hola de nuevo.")
+                .says("only_owner_assistant", "Hola otra vez."),
+            refresh,
+        )
+        .await;
+    assert_eq!(
+        carmen.say("Hola").await,
+        ["Hola, ¿qué tal van tus visitas?"]
+    );
+    let first = carmen.llm.requests()[0].clone();
+    assert_eq!(first.agent, "only_owner_assistant");
+    assert!(first.system.contains("Rol: owner"), "{}", first.system);
+    let recorded = user(owner_wa.clone()).await;
+    assert_eq!(recorded.role, Role::Owner);
+    assert_eq!(recorded.role_set_by.as_deref(), Some("data"));
+
+    // A staff member's number talks to the primary assistant as a colleague.
+    let lucia = world
+        .newcomer(
+            agent_wa.as_str(),
+            ScriptedLlm::new().says("primary_assistant", "Hola, compañera."),
+            refresh,
+        )
+        .await;
+    lucia.say("Hola, soy Lucía").await;
+    assert_eq!(user(agent_wa.clone()).await.role, Role::Agent);
+    assert!(lucia.llm.requests()[0].system.contains("Rol: agent"));
+
+    // The owner's record loses the number: a prospect from the next refresh on.
+    world
+        .realestate
+        .upsert_owners(&[zaguan::realestate::Owner {
+            wa_id: None,
+            ..owner.clone()
+        }])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    carmen.say("Hola").await;
+    assert_eq!(carmen.llm.requests()[1].agent, "primary_assistant");
+    assert_eq!(user(owner_wa.clone()).await.role, Role::Prospect);
+
+    // An operator makes her a prospect by hand: the number coming back changes nothing...
+    world
+        .realestate
+        .upsert_owners(std::slice::from_ref(&owner))
+        .await
+        .unwrap();
+    zaguan::admin::api::set_role(
+        world.store.as_ref(),
+        owner_wa.as_str(),
+        "prospect",
+        Some("Ana"),
+    )
+    .await
+    .ok()
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    carmen.say("Hola").await;
+    assert_eq!(carmen.llm.requests()[2].agent, "primary_assistant");
+    let pinned = user(owner_wa.clone()).await;
+    assert_eq!(
+        (pinned.role, pinned.role_set_by.as_deref()),
+        (Role::Prospect, Some("Ana"))
+    );
+    // ...until she hands it back to the data.
+    zaguan::admin::api::set_role(world.store.as_ref(), owner_wa.as_str(), "auto", Some("Ana"))
+        .await
+        .ok()
+        .unwrap();
+    carmen.say("Hola").await;
+    assert_eq!(carmen.llm.requests()[3].agent, "only_owner_assistant");
+    assert_eq!(user(owner_wa).await.role, Role::Owner);
+    assert_eq!(carmen.llm.remaining(), 0);
 }

@@ -345,6 +345,28 @@ fn chat_answers_each_line_through_the_engine_and_shows_the_dialog_state() {
     );
 }
 
+/// No `--role`: a demo owner's number is an owner by the business data, from the first line.
+#[test]
+fn chat_as_an_owners_number_talks_as_an_owner_without_being_told() {
+    let stdout = chat(
+        &["--wa-id", "34600000005"],
+        "hola\n¿cómo va la venta de mi piso?\n",
+    );
+    assert_eq!(
+        stdout
+            .matches(r#"[dialog_state: ["owner_info_assistant"]]"#)
+            .count(),
+        1,
+        "{stdout}"
+    );
+    // The same words from a prospect's number never reach the owners' assistant.
+    let stdout = chat(
+        &["--wa-id", "34611000001"],
+        "hola\n¿cómo va la venta de mi piso?\n",
+    );
+    assert!(!stdout.contains("owner_info_assistant"), "{stdout}");
+}
+
 /// Runs `zaguan chat ARGS` with no LLM keys (offline mode), typing `input`; returns stdout.
 fn chat(args: &[&str], input: &str) -> String {
     use std::io::Write;

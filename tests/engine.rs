@@ -906,7 +906,7 @@ use zaguan::domain::StatusUpdate;
 use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
 use zaguan::store::{
     ContactSeen, Conversation, InboxInsert, NewMessage, NewOutbox, OutboxEntry, OutboxId,
-    OutboxUpdate, RejectedEntry, StatusOutcome, StoreError, StoreResult, User,
+    OutboxUpdate, RejectedEntry, RoleAssignment, StatusOutcome, StoreError, StoreResult, User,
 };
 
 /// A real store whose `crash_at`-th engine write fails, as if the process died right before it.
@@ -991,8 +991,8 @@ impl Store for CrashingStore {
     async fn user(&self, w: &WaId) -> StoreResult<Option<User>> {
         self.inner.user(w).await
     }
-    async fn set_user_role(&self, w: &WaId, r: Role) -> StoreResult<()> {
-        self.inner.set_user_role(w, r).await
+    async fn assign_role(&self, w: &WaId, r: &RoleAssignment) -> StoreResult<()> {
+        self.inner.assign_role(w, r).await
     }
     async fn conversation(&self, w: &WaId) -> StoreResult<Option<Conversation>> {
         self.inner.conversation(w).await

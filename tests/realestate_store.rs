@@ -386,6 +386,42 @@ async fn an_owner_is_recognised_by_their_whatsapp(store: Arc<dyn RealEstateStore
         store.owner_by_wa_id(&wa("34699000000")).await.unwrap(),
         None
     );
+    // Those with a number, for the roles: O-08 has none.
+    let on_whatsapp: Vec<String> = store
+        .owners_on_whatsapp()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id)
+        .collect();
+    assert_eq!(on_whatsapp, ["O-07", "O-09"]);
+}
+
+async fn the_staff_come_by_id_with_their_numbers(store: Arc<dyn RealEstateStore>) {
+    assert!(store.staff().await.unwrap().is_empty());
+    let member = |id: &str, name: &str, wa_id: Option<&str>| zaguan::realestate::StaffMember {
+        id: id.into(),
+        name: name.into(),
+        wa_id: wa_id.map(wa),
+    };
+    store
+        .upsert_staff(&[
+            member("A-02", "Javier", None),
+            member("A-01", "Lucía", Some("34699000001")),
+        ])
+        .await
+        .unwrap();
+    store
+        .upsert_staff(&[member("A-02", "Javier", Some("34699000002"))])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.staff().await.unwrap(),
+        [
+            member("A-01", "Lucía", Some("34699000001")),
+            member("A-02", "Javier", Some("34699000002"))
+        ]
+    );
 }
 
 async fn slots_come_by_start_within_their_window(store: Arc<dyn RealEstateStore>) {
@@ -629,6 +665,7 @@ realestate_suite!(
     an_upsert_replaces_by_id,
     properties_are_filtered_and_come_by_id,
     an_owner_is_recognised_by_their_whatsapp,
+    the_staff_come_by_id_with_their_numbers,
     slots_come_by_start_within_their_window,
     one_of_sixteen_racing_customers_gets_the_slot,
     appointments_come_by_start_and_reminders_see_only_booked_ones,

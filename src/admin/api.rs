@@ -17,7 +17,10 @@ use crate::app::AppState;
 use crate::domain::WaId;
 use crate::engine::handoff::{self, HandoffError};
 use crate::engine::{PromptReloader, PromptStatus, Reloaded};
-use crate::store::{Conversation, ConversationQuery, HandoffFilter, Store, StoreError};
+use crate::store::{
+    Conversation, ConversationQuery, HandoffFilter, Role, RoleAssignment, RoleSource, Store,
+    StoreError,
+};
 
 /// Messages shown with one conversation.
 const SHOWN_MESSAGES: usize = 20;
@@ -333,6 +336,74 @@ pub async fn reset(
     reset_conversation(state.store.as_ref(), &raw, operator.as_deref())
         .await
         .map(Json)
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RoleBody {
+    /// `owner`, `agent`, `prospect`, or `auto` (back to what the business data says).
+    role: Option<String>,
+    operator: Option<String>,
+}
+
+/// `POST /admin/users/{wa_id}/role`: sets a contact's role by hand, recorded with who and when.
+pub async fn role(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    body: Option<Json<RoleBody>>,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    authorize(&state, &headers)?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let role = body
+        .role
+        .ok_or_else(|| AdminError::BadRequest("role is required".to_owned()))?;
+    set_role(state.store.as_ref(), &raw, &role, body.operator.as_deref())
+        .await
+        .map(Json)
+}
+
+/// Sets a contact's role, for the API and `zaguan users set-role`: `owner`, `agent` or
+/// `prospect` stay until an operator changes them; `auto` hands the role back to the business
+/// data (a prospect until the next message finds the number among owners or staff).
+pub async fn set_role(
+    store: &dyn Store,
+    raw: &str,
+    role: &str,
+    operator: Option<&str>,
+) -> Result<serde_json::Value, AdminError> {
+    let wa_id = wa_id(raw)?;
+    let (role, source) = match role.trim() {
+        "owner" => (Role::Owner, RoleSource::Operator),
+        "agent" => (Role::Agent, RoleSource::Operator),
+        "prospect" => (Role::Prospect, RoleSource::Operator),
+        "auto" => (Role::Prospect, RoleSource::Data),
+        other => {
+            return Err(AdminError::BadRequest(format!(
+                "role `{other}` is not owner, agent, prospect or auto"
+            )));
+        }
+    };
+    let assignment = RoleAssignment {
+        role,
+        source,
+        by: operator_name(operator),
+        at: Utc::now(),
+    };
+    store.assign_role(&wa_id, &assignment).await?;
+    tracing::info!(
+        conversation.id = %wa_id.masked(),
+        role = role.as_str(),
+        source = source.as_str(),
+        operator = %assignment.by,
+        "role set by hand"
+    );
+    Ok(json!({
+        "wa_id": wa_id.as_str(),
+        "role": role.as_str(),
+        "source": source.as_str(),
+        "set_by": assignment.by,
+        "set_at": assignment.at,
+    }))
 }
 
 /// The operator named in a request ("admin-api" when none).

@@ -12,6 +12,7 @@ pub mod instances;
 pub mod monitor;
 pub mod reload;
 pub mod retention;
+pub mod roles;
 pub mod route;
 pub mod state;
 pub mod tools;

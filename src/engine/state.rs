@@ -11,8 +11,7 @@ use crate::domain::WaId;
 use crate::llm::ChatMessage;
 use crate::realestate::GeoPoint;
 use crate::store::{
-    Handoff, HandoffRequest, MessageRole, PendingAction, Role, Store, StoreResult, StoredMessage,
-    User,
+    Handoff, HandoffRequest, MessageRole, PendingAction, Store, StoreResult, StoredMessage, User,
 };
 
 /// Messages loaded per turn: hygiene keeps a window of 50 out of these.
@@ -103,13 +102,7 @@ pub async fn context_with(
     user: Option<User>,
     window: Option<&Window>,
 ) -> StoreResult<State> {
-    let mut user = user.unwrap_or_else(|| User {
-        wa_id: wa_id.clone(),
-        name: None,
-        username: None,
-        role: Role::Prospect,
-        lang: None,
-    });
+    let mut user = user.unwrap_or_else(|| User::new(wa_id.clone()));
     let conversation = store.conversation(wa_id).await?;
     let cached = window.filter(|window| {
         conversation
@@ -125,6 +118,7 @@ pub async fn context_with(
     // A role set by staff since `user` was read is on the conversation.
     if let Some(role) = conversation.role {
         user.role = role;
+        user.role_source = conversation.role_source;
     }
     Ok(State {
         wa_id: wa_id.clone(),

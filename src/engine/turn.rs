@@ -25,6 +25,7 @@ use chrono::Utc;
 use super::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
 use super::confirm::{self, Answer};
 use super::history;
+use super::roles::RoleDirectory;
 use super::route::{RouteFallback, route_to_workflow};
 use super::state::UserCache;
 use super::state::{State, Window, context_with};
@@ -35,7 +36,7 @@ use crate::guard::{GuardTranslator, LanguageDetector};
 use crate::llm::{Llm, LlmRequest, ToolCall, ToolSpec};
 use crate::store::{
     HandoffRequest, InboxEntry, MessageRole, NewMessage, NewOutbox, OutboxEntry, PendingAction,
-    Role, Store, StoreError, StoredMessage, reply_parts,
+    Role, RoleAssignment, RoleSource, Store, StoreError, StoredMessage, reply_parts,
 };
 
 /// Limits and names of the engine.
@@ -167,6 +168,8 @@ pub struct Engine {
     settings: EngineSettings,
     users: UserCache,
     windows: Mutex<Windows>,
+    /// Who is an owner or an agent, by the business data; `None`: roles only as set.
+    roles: Option<Arc<RoleDirectory>>,
 }
 
 /// The windows the last turns left, per conversation held (see [`TurnOptions::hold`]),
@@ -305,7 +308,14 @@ impl Engine {
             settings,
             users: UserCache::default(),
             windows: Mutex::default(),
+            roles: None,
         }
+    }
+
+    /// Gives users the role the business data says (owner, agent) unless an operator set one.
+    pub fn with_roles(mut self, roles: Arc<RoleDirectory>) -> Self {
+        self.roles = Some(roles);
+        self
     }
 
     /// The prompt set new turns start with.
@@ -389,6 +399,7 @@ impl Engine {
             .hold
             .and_then(|hold| self.windows().take(wa_id, hold));
         let mut state = context_with(self.store.as_ref(), wa_id, user, window.as_ref()).await?;
+        self.role_from_data(&mut state).await?;
         // A turn cut short (crash, lost lease, store error) is finished first with the
         // messages it started with — those already in the history — so they get their own
         // reply; what arrived since is the next turn. Merging them would answer only the
@@ -658,6 +669,43 @@ impl Engine {
         }
         let message = ai_message(&state.wa_id, BUDGET_REPLY, "guard", Vec::new());
         self.append(state, message).await
+    }
+
+    /// The role the business data gives the user, when theirs follows the data and differs:
+    /// recorded (`users.role`, source `data`) and used from this turn on.
+    async fn role_from_data(&self, state: &mut State) -> Result<(), EngineError> {
+        let Some(roles) = &self.roles else {
+            return Ok(());
+        };
+        if !state.user.role_follows_data() {
+            return Ok(());
+        }
+        let Some(role) = roles.role_of(&state.wa_id).await else {
+            return Ok(());
+        };
+        if role == state.user.role {
+            return Ok(());
+        }
+        tracing::info!(
+            from = state.user.role.as_str(),
+            to = role.as_str(),
+            "role from the business data"
+        );
+        metrics::counter!("zaguan_roles_from_data_total", "role" => role.as_str()).increment(1);
+        self.store
+            .assign_role(
+                &state.wa_id,
+                &RoleAssignment {
+                    role,
+                    source: RoleSource::Data,
+                    by: "data".to_owned(),
+                    at: Utc::now(),
+                },
+            )
+            .await?;
+        state.user.role = role;
+        state.user.role_source = Some(RoleSource::Data);
+        Ok(())
     }
 
     /// What the engine answers without an assistant: the user's yes or no to a pending action,

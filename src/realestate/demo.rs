@@ -35,7 +35,7 @@ use chrono_tz::Tz;
 
 use super::model::{
     GeoPoint, ListingStatus, Offer, OfferStatus, Operation, Owner, Property, PropertyType, Slot,
-    Visit, VisitOutcome,
+    StaffMember, Visit, VisitOutcome,
 };
 use super::store::RealEstateStore;
 use crate::domain::WaId;
@@ -54,6 +54,9 @@ pub const DEMO_CUSTOMERS: [&str; 6] = [
 
 /// The agents who show properties.
 pub const AGENTS: [&str; 4] = ["Lucía", "Javier", "Marta", "Andrés"];
+
+/// The agents' WhatsApp ids, in the order of [`AGENTS`]: chat as one to be a colleague.
+pub const AGENT_WA_IDS: [&str; 4] = ["34699000001", "34699000002", "34699000003", "34699000004"];
 
 /// How many days ahead visit slots are offered, from tomorrow on.
 pub const SLOT_DAYS: u64 = 21;
@@ -88,6 +91,7 @@ pub const AMENITIES: [&str; 10] = [
 #[derive(Debug, Clone, PartialEq)]
 pub struct DemoSet {
     pub owners: Vec<Owner>,
+    pub staff: Vec<StaffMember>,
     pub properties: Vec<Property>,
     pub slots: Vec<Slot>,
     pub visits: Vec<Visit>,
@@ -117,6 +121,7 @@ impl DemoSet {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SeedCounts {
     pub owners: usize,
+    pub staff: usize,
     pub properties: usize,
     pub slots: usize,
     pub visits: usize,
@@ -129,6 +134,7 @@ pub async fn seed(store: &dyn RealEstateStore, set: &DemoSet) -> StoreResult<See
     for batch in set.owners.chunks(SEED_BATCH) {
         store.upsert_owners(batch).await?;
     }
+    store.upsert_staff(&set.staff).await?;
     for batch in set.properties.chunks(SEED_BATCH) {
         store.upsert_properties(batch).await?;
     }
@@ -143,6 +149,7 @@ pub async fn seed(store: &dyn RealEstateStore, set: &DemoSet) -> StoreResult<See
     }
     Ok(SeedCounts {
         owners: set.owners.len(),
+        staff: set.staff.len(),
         properties: set.properties.len(),
         slots: set.slots.len(),
         visits: set.visits.len(),
@@ -159,6 +166,7 @@ pub fn demo_set(today: NaiveDate, tz: Tz) -> DemoSet {
     let (visits, offers) = visits_and_offers(&properties, today, tz);
     DemoSet {
         owners,
+        staff: staff(),
         properties,
         slots,
         visits,
@@ -249,6 +257,19 @@ const OWNERS: [OwnerSeed; 12] = [
         wa_id: None,
     },
 ];
+
+fn staff() -> Vec<StaffMember> {
+    AGENTS
+        .iter()
+        .zip(AGENT_WA_IDS)
+        .enumerate()
+        .map(|(i, (name, wa_id))| StaffMember {
+            id: format!("A-{:02}", i + 1),
+            name: (*name).to_owned(),
+            wa_id: Some(demo_wa_id(wa_id)),
+        })
+        .collect()
+}
 
 fn owners() -> Vec<Owner> {
     OWNERS
@@ -1835,6 +1856,7 @@ mod tests {
             counts,
             SeedCounts {
                 owners: set.owners.len(),
+                staff: set.staff.len(),
                 properties: set.properties.len(),
                 slots: set.slots.len(),
                 visits: set.visits.len(),

@@ -12,7 +12,9 @@ use std::sync::{Mutex, MutexGuard};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::model::{Appointment, AppointmentStatus, Offer, Owner, Property, Slot, Visit};
+use super::model::{
+    Appointment, AppointmentStatus, Offer, Owner, Property, Slot, StaffMember, Visit,
+};
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
 use crate::store::StoreResult;
@@ -26,6 +28,7 @@ pub struct MemoryRealEstate {
 #[derive(Default)]
 struct Inner {
     owners: BTreeMap<String, Owner>,
+    staff: BTreeMap<String, StaffMember>,
     properties: BTreeMap<String, Property>,
     slots: BTreeMap<String, Slot>,
     /// Slot id → the appointment holding it.
@@ -87,6 +90,11 @@ impl RealEstateStore for MemoryRealEstate {
         Ok(())
     }
 
+    async fn upsert_staff(&self, staff: &[StaffMember]) -> StoreResult<()> {
+        upsert(&mut self.lock().staff, staff, |s| &s.id);
+        Ok(())
+    }
+
     async fn upsert_properties(&self, properties: &[Property]) -> StoreResult<()> {
         upsert(&mut self.lock().properties, properties, |p| &p.id);
         Ok(())
@@ -132,6 +140,20 @@ impl RealEstateStore for MemoryRealEstate {
             .values()
             .find(|o| o.wa_id.as_ref() == Some(wa_id))
             .cloned())
+    }
+
+    async fn owners_on_whatsapp(&self) -> StoreResult<Vec<Owner>> {
+        Ok(self
+            .lock()
+            .owners
+            .values()
+            .filter(|o| o.wa_id.is_some())
+            .cloned()
+            .collect())
+    }
+
+    async fn staff(&self) -> StoreResult<Vec<StaffMember>> {
+        Ok(self.lock().staff.values().cloned().collect())
     }
 
     async fn slots(

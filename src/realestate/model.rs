@@ -164,6 +164,17 @@ pub struct Owner {
     pub wa_id: Option<WaId>,
 }
 
+/// One of the agency's agents (`staff`): one writing in on WhatsApp talks to the assistants
+/// as a colleague (role `agent`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StaffMember {
+    /// `A-01`.
+    pub id: String,
+    pub name: String,
+    /// Their WhatsApp: how they are recognised when they write in.
+    pub wa_id: Option<WaId>,
+}
+
 /// A time a property can be visited with an agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slot {

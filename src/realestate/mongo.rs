@@ -1,5 +1,5 @@
 //! The business's data in MongoDB (FerretDB in tests), one collection per record type:
-//! `properties`, `owners`, `slots`, `appointments`, `visits`, `offers`, plus the two claim
+//! `properties`, `owners`, `staff`, `slots`, `appointments`, `visits`, `offers`, plus the two claim
 //! collections `slot_claims` and `reminders`.
 //!
 //! Documents are written and read by hand rather than through serde so that they read well in
@@ -25,7 +25,8 @@ use mongodb::IndexModel;
 use serde::de::DeserializeOwned;
 
 use super::model::{
-    Appointment, AppointmentStatus, GeoPoint, ListingStatus, Offer, Owner, Property, Slot, Visit,
+    Appointment, AppointmentStatus, GeoPoint, ListingStatus, Offer, Owner, Property, Slot,
+    StaffMember, Visit,
 };
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
@@ -49,7 +50,7 @@ impl MongoRealEstate {
 
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
-        let indexes: [(&str, Document); 9] = [
+        let indexes: [(&str, Document); 10] = [
             ("slots", doc! {"property_id": 1, "starts_at": 1}),
             ("appointments", doc! {"wa_id": 1, "starts_at": 1}),
             ("appointments", doc! {"status": 1, "starts_at": 1}),
@@ -59,6 +60,7 @@ impl MongoRealEstate {
             ("offers", doc! {"property_id": 1}),
             ("properties", doc! {"owner_id": 1}),
             ("owners", doc! {"wa_id": 1}),
+            ("staff", doc! {"wa_id": 1}),
         ];
         for (collection, keys) in indexes {
             let model = IndexModel::builder().keys(keys).build();
@@ -353,6 +355,23 @@ fn owner(d: &Document) -> StoreResult<Owner> {
     })
 }
 
+fn staff_doc(s: &StaffMember) -> Document {
+    doc! {
+        "_id": &s.id,
+        "name": &s.name,
+        "wa_id": opt_str(s.wa_id.as_ref().map(WaId::as_str)),
+    }
+}
+
+fn staff_member(d: &Document) -> StoreResult<StaffMember> {
+    let f = Fields(d);
+    Ok(StaffMember {
+        id: f.required_str("_id")?,
+        name: f.text("name"),
+        wa_id: f.opt_wa_id("wa_id")?,
+    })
+}
+
 fn slot_doc(s: &Slot) -> Document {
     doc! {
         "_id": &s.id,
@@ -470,6 +489,11 @@ impl RealEstateStore for MongoRealEstate {
             .await
     }
 
+    async fn upsert_staff(&self, staff: &[StaffMember]) -> StoreResult<()> {
+        self.upsert_all("staff", staff.iter().map(staff_doc).collect())
+            .await
+    }
+
     async fn upsert_properties(&self, properties: &[Property]) -> StoreResult<()> {
         let documents = properties
             .iter()
@@ -533,6 +557,23 @@ impl RealEstateStore for MongoRealEstate {
             )
             .await?;
         Ok(owners.into_iter().next())
+    }
+
+    async fn owners_on_whatsapp(&self) -> StoreResult<Vec<Owner>> {
+        let owners = self
+            .find_all(
+                "owners",
+                doc! {"wa_id": {"$ne": null}},
+                doc! {"_id": 1},
+                owner,
+            )
+            .await?;
+        Ok(owners.into_iter().filter(|o| o.wa_id.is_some()).collect())
+    }
+
+    async fn staff(&self) -> StoreResult<Vec<StaffMember>> {
+        self.find_all("staff", doc! {}, doc! {"_id": 1}, staff_member)
+            .await
     }
 
     async fn slots(

@@ -1,5 +1,5 @@
 //! Where the business's data lives: one trait, two implementations like the conversation store
-//! (MongoDB collections `properties`, `owners`, `slots`, `slot_claims`, `appointments`,
+//! (MongoDB collections `properties`, `owners`, `staff`, `slots`, `slot_claims`, `appointments`,
 //! `visits`, `offers`, `reminders`; and in memory). Every write is a single-document atomic
 //! operation; the two that must never happen twice — booking a slot and sending a reminder —
 //! are claims by unique `_id` insert, which MongoDB and FerretDB both make atomic.
@@ -12,7 +12,9 @@ use chrono::{DateTime, Utc};
 use unicode_normalization::UnicodeNormalization as _;
 use unicode_normalization::char::is_combining_mark;
 
-use super::model::{Appointment, ListingStatus, Offer, Operation, Owner, Property, Slot, Visit};
+use super::model::{
+    Appointment, ListingStatus, Offer, Operation, Owner, Property, Slot, StaffMember, Visit,
+};
 use crate::domain::WaId;
 use crate::store::StoreResult;
 
@@ -57,6 +59,7 @@ fn city_key(city: &str) -> String {
 pub trait RealEstateStore: Send + Sync + 'static {
     /// Inserts or replaces by id: loading the same data twice changes nothing.
     async fn upsert_owners(&self, owners: &[Owner]) -> StoreResult<()>;
+    async fn upsert_staff(&self, staff: &[StaffMember]) -> StoreResult<()>;
     async fn upsert_properties(&self, properties: &[Property]) -> StoreResult<()>;
     async fn upsert_slots(&self, slots: &[Slot]) -> StoreResult<()>;
     async fn upsert_visits(&self, visits: &[Visit]) -> StoreResult<()>;
@@ -68,6 +71,10 @@ pub trait RealEstateStore: Send + Sync + 'static {
     async fn owner(&self, id: &str) -> StoreResult<Option<Owner>>;
     /// The owner whose WhatsApp this is.
     async fn owner_by_wa_id(&self, wa_id: &WaId) -> StoreResult<Option<Owner>>;
+    /// The owners with a WhatsApp number, by id (who is recognised as an owner).
+    async fn owners_on_whatsapp(&self) -> StoreResult<Vec<Owner>>;
+    /// The agency's staff, by id.
+    async fn staff(&self) -> StoreResult<Vec<StaffMember>>;
 
     /// A property's slots starting in `[from, to)`, by start time — claimed or not.
     async fn slots(

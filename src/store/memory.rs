@@ -185,13 +185,7 @@ impl Store for MemoryStore {
         let user = inner
             .users
             .entry(contact.wa_id.clone())
-            .or_insert_with(|| User {
-                wa_id: contact.wa_id.clone(),
-                name: None,
-                username: None,
-                role: Role::Prospect,
-                lang: None,
-            });
+            .or_insert_with(|| User::new(contact.wa_id.clone()));
         if contact.name.is_some() {
             user.name.clone_from(&contact.name);
         }
@@ -331,20 +325,19 @@ impl Store for MemoryStore {
         Ok(self.lock().users.get(wa_id).cloned())
     }
 
-    async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
+    async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()> {
         let mut inner = self.lock();
-        inner
+        let user = inner
             .users
             .entry(wa_id.clone())
-            .or_insert_with(|| User {
-                wa_id: wa_id.clone(),
-                name: None,
-                username: None,
-                role,
-                lang: None,
-            })
-            .role = role;
-        inner.conversation_mut(wa_id).role = Some(role);
+            .or_insert_with(|| User::new(wa_id.clone()));
+        user.role = assignment.role;
+        user.role_source = Some(assignment.source);
+        user.role_set_by = Some(assignment.by.clone());
+        user.role_set_at = Some(assignment.at);
+        let conversation = inner.conversation_mut(wa_id);
+        conversation.role = Some(assignment.role);
+        conversation.role_source = Some(assignment.source);
         Ok(())
     }
 

@@ -108,8 +108,23 @@ pub trait Store: Send + Sync + 'static {
 
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>>;
 
-    /// Sets a user's role (`prospect` by default; `owner` and `agent` are set by staff).
-    async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()>;
+    /// Gives a user a role (`users.role`, with who and when), copied onto the conversation
+    /// so the next turn sees it at once.
+    async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()>;
+
+    /// Sets a user's role as staff would, without a name: the data no longer moves it.
+    async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
+        self.assign_role(
+            wa_id,
+            &RoleAssignment {
+                role,
+                source: RoleSource::Operator,
+                by: "staff".to_owned(),
+                at: Utc::now(),
+            },
+        )
+        .await
+    }
 
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>>;
 

@@ -301,6 +301,7 @@ fn conversation(doc: &Document) -> StoreResult<Conversation> {
         reset_at: f.date("reset_at"),
         history_at: f.date("history_at"),
         role: f.str("role").map(|r| Role::parse(&r)),
+        role_source: f.str("role_source").and_then(|s| RoleSource::parse(&s)),
         handoff: doc.get_document("handoff").ok().and_then(|doc| {
             let f = Fields(doc);
             Some(Handoff {
@@ -797,23 +798,32 @@ impl Store for MongoStore {
             username: f.str("username"),
             role: f.str("role").map_or(Role::Prospect, |r| Role::parse(&r)),
             lang: f.str("lang"),
+            role_source: f.str("role_source").and_then(|s| RoleSource::parse(&s)),
+            role_set_by: f.str("role_set_by"),
+            role_set_at: f.date("role_set_at"),
         }))
     }
 
-    async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
+    async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()> {
+        let (role, source) = (assignment.role.as_str(), assignment.source.as_str());
         self.pool
             .upsert_one(
                 Lane::Work,
                 "users",
                 doc! {"_id": wa_id.as_str()},
-                doc! {"$set": {"role": role.as_str()}},
+                doc! {"$set": {
+                    "role": role,
+                    "role_source": source,
+                    "role_set_by": &assignment.by,
+                    "role_set_at": date(assignment.at),
+                }},
             )
             .await?;
         // The conversation carries a copy, so turns see the change at once.
         self.upsert_conversation(
             Lane::Work,
             doc! {"_id": wa_id.as_str()},
-            doc! {"$set": {"role": role.as_str()}},
+            doc! {"$set": {"role": role, "role_source": source}},
         )
         .await
     }

@@ -157,6 +157,42 @@ impl Role {
     }
 }
 
+/// Who decided a user's role (`users.role_source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleSource {
+    /// The business data: the number is an owner's or a staff member's, or neither (a
+    /// prospect). It follows the data when the link changes.
+    Data,
+    /// An operator set it: the data no longer moves it.
+    Operator,
+}
+
+impl RoleSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoleSource::Data => "data",
+            RoleSource::Operator => "operator",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "data" => Some(RoleSource::Data),
+            "operator" => Some(RoleSource::Operator),
+            _ => None,
+        }
+    }
+}
+
+/// A role given to a user: by whom (an operator's name, or `data`) and when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoleAssignment {
+    pub role: Role,
+    pub source: RoleSource,
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
 /// A `users` document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct User {
@@ -165,6 +201,36 @@ pub struct User {
     pub username: Option<String>,
     pub role: Role,
     pub lang: Option<String>,
+    /// Who set `role` (`None`: nobody yet, or by hand in the database), by whom and when.
+    pub role_source: Option<RoleSource>,
+    pub role_set_by: Option<String>,
+    pub role_set_at: Option<DateTime<Utc>>,
+}
+
+impl User {
+    /// Someone never seen: a prospect.
+    pub fn new(wa_id: WaId) -> Self {
+        Self {
+            wa_id,
+            name: None,
+            username: None,
+            role: Role::Prospect,
+            lang: None,
+            role_source: None,
+            role_set_by: None,
+            role_set_at: None,
+        }
+    }
+
+    /// Whether the role follows the business data: one the data set, or the prospect everyone
+    /// starts as. A role an operator set, or one typed into `users` by hand, stays.
+    pub fn role_follows_data(&self) -> bool {
+        match self.role_source {
+            Some(RoleSource::Data) => true,
+            Some(RoleSource::Operator) => false,
+            None => self.role == Role::Prospect,
+        }
+    }
 }
 
 /// A `conversations` document (the fields this version reads).
@@ -195,6 +261,8 @@ pub struct Conversation {
     /// The user's role as last set by staff (`users.role` is the record; this copy lets a
     /// turn read one document).
     pub role: Option<Role>,
+    /// Who set that copy.
+    pub role_source: Option<RoleSource>,
     /// A human operator has the conversation: the bot stays silent.
     pub handoff: Option<Handoff>,
     /// An assistant asked for a person, and no operator has taken the conversation yet.
@@ -247,6 +315,7 @@ impl Conversation {
             reset_at: None,
             history_at: None,
             role: None,
+            role_source: None,
             handoff: None,
             handoff_requested: None,
         }

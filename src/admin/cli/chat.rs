@@ -13,26 +13,36 @@ use crate::config::Config;
 use crate::domain::{WaId, WaMessageId};
 use crate::llm::UsageRecorder;
 use crate::serve::{build_engine, open_pool, open_realestate, open_store};
-use crate::store::{InboxEntry, InboxStatus, Role, Store};
+use crate::store::{InboxEntry, InboxStatus, Role, RoleAssignment, RoleSource, Store};
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
     /// Conversation key to talk as.
     #[arg(long, default_value = "34600000000")]
     wa_id: String,
-    /// Role of that user: prospect, owner or agent.
-    #[arg(long, default_value = "prospect", value_parser = ["prospect", "owner", "agent"])]
-    role: String,
+    /// Talk as this role (prospect, owner or agent), set as an operator would. Without it the
+    /// stored role is kept, or the business data's for a number never seen (an owner's or a
+    /// staff member's).
+    #[arg(long, value_parser = ["prospect", "owner", "agent"])]
+    role: Option<String>,
 }
 
 pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
     let wa_id = WaId::parse(&args.wa_id).map_err(|e| anyhow::anyhow!("--wa-id: {e}"))?;
     let pool = open_pool(&config).await?;
     let store = open_store(pool.as_ref());
-    store
-        .set_user_role(&wa_id, Role::parse(&args.role))
-        .await
-        .context("cannot record the role")?;
+    if let Some(role) = &args.role {
+        let assignment = RoleAssignment {
+            role: Role::parse(role),
+            source: RoleSource::Operator,
+            by: "zaguan chat".to_owned(),
+            at: Utc::now(),
+        };
+        store
+            .assign_role(&wa_id, &assignment)
+            .await
+            .context("cannot record the role")?;
+    }
     let usage = UsageRecorder::spawn(store.clone());
     let realestate = open_realestate(&config, pool.as_ref()).await?;
     let engine = build_engine(&config, store.clone(), realestate, Some(usage.clone()))?;

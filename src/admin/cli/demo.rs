@@ -60,11 +60,12 @@ async fn seed(config: &Config) -> anyhow::Result<()> {
 /// (MongoDB zaguan)`.
 fn summary(set: &DemoSet, counts: &SeedCounts, target: &str) -> String {
     format!(
-        "demo data loaded: {} properties in {} cities, {} owners, {} slots, {} visits, {} offers \
-         ({target})",
+        "demo data loaded: {} properties in {} cities, {} owners, {} agents, {} slots, {} visits, \
+         {} offers ({target})",
         counts.properties,
         set.cities().len(),
         counts.owners,
+        counts.staff,
         counts.slots,
         counts.visits,
         counts.offers,
@@ -89,7 +90,7 @@ fn chat_hints(set: &DemoSet) -> Vec<String> {
             listings.iter().map(|p| p.city.as_str()).collect();
         let wa_id = owner.wa_id.as_ref().map_or("", |w| w.as_str());
         lines.push(format!(
-            "  zaguan chat --role owner --wa-id {wa_id}   # {} {}, {} in {}",
+            "  zaguan chat --wa-id {wa_id}   # {} {}, {} in {}",
             owner.id,
             owner.name,
             if listings.len() == 1 {
@@ -98,6 +99,14 @@ fn chat_hints(set: &DemoSet) -> Vec<String> {
                 format!("{} properties", listings.len())
             },
             cities.into_iter().collect::<Vec<_>>().join(", "),
+        ));
+    }
+    lines.push("chat as one of the agency's agents:".to_owned());
+    for agent in &set.staff {
+        let wa_id = agent.wa_id.as_ref().map_or("", |w| w.as_str());
+        lines.push(format!(
+            "  zaguan chat --wa-id {wa_id}   # {} {}",
+            agent.id, agent.name
         ));
     }
     lines.push("chat as a customer with past visits and offers:".to_owned());
@@ -133,6 +142,7 @@ mod tests {
         );
         let counts = SeedCounts {
             owners: set.owners.len(),
+            staff: set.staff.len(),
             properties: set.properties.len(),
             slots: set.slots.len(),
             visits: set.visits.len(),

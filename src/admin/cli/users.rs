@@ -1,5 +1,6 @@
 //! `zaguan users forget WA_ID`: erases what Zaguan stores about one WhatsApp contact (a data
-//! subject's erasure request), straight against the store.
+//! subject's erasure request), straight against the store. `zaguan users set-role`: gives a
+//! contact a role by hand, recorded with who and when.
 
 use clap::{Args, Subcommand};
 
@@ -25,6 +26,18 @@ pub enum UsersCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Sets the contact's role (`users.role`, with `role_set_by` and `role_set_at`); from the
+    /// next message they talk to the assistants in it. The business data no longer changes a
+    /// role set here; `auto` gives it back to the data (owners' and staff's numbers).
+    SetRole {
+        /// The contact key (e.g. 34600111222).
+        wa_id: String,
+        #[arg(value_parser = ["owner", "agent", "prospect", "auto"])]
+        role: String,
+        /// Who sets it, for the record.
+        #[arg(long)]
+        operator: String,
+    },
 }
 
 /// The instances beating now (a lease they hold is theirs while they do).
@@ -47,8 +60,33 @@ async fn live_instances(
 const FORGETTER: &str = "zaguan-users-forget";
 
 pub async fn run(args: UsersArgs, config: Config) -> anyhow::Result<()> {
-    let UsersCommand::Forget { wa_id, json } = args.command;
-    let wa_id = WaId::parse(&wa_id).map_err(|e| anyhow::anyhow!("`{wa_id}`: {e}"))?;
+    match args.command {
+        UsersCommand::Forget { wa_id, json } => forget(&wa_id, json, config).await,
+        UsersCommand::SetRole {
+            wa_id,
+            role,
+            operator,
+        } => {
+            let pool = open_pool(&config).await?;
+            let store = open_store(pool.as_ref());
+            let set = crate::admin::api::set_role(store.as_ref(), &wa_id, &role, Some(&operator))
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
+            println!(
+                "{}: role {} ({}, set by {} at {})",
+                set["wa_id"].as_str().unwrap_or_default(),
+                set["role"].as_str().unwrap_or_default(),
+                set["source"].as_str().unwrap_or_default(),
+                set["set_by"].as_str().unwrap_or_default(),
+                set["set_at"].as_str().unwrap_or_default(),
+            );
+            Ok(())
+        }
+    }
+}
+
+async fn forget(wa_id: &str, json: bool, config: Config) -> anyhow::Result<()> {
+    let wa_id = WaId::parse(wa_id).map_err(|e| anyhow::anyhow!("`{wa_id}`: {e}"))?;
     let pool = open_pool(&config).await?;
     let store = open_store(pool.as_ref());
     let now = chrono::Utc::now();

@@ -1,0 +1,185 @@
+//! Roles from the business data: a number that is an owner's (`owners.wa_id`) talks to the
+//! assistants as an owner, one of the agency's staff (`staff.wa_id`) as an agent, anyone else
+//! as a prospect — from their first message, and again whenever the link changes. A role an
+//! operator set stays (`users set-role`).
+//!
+//! The numbers are read as a whole, at most once a [`REFRESH`] per process, so a turn costs no
+//! extra database round trip; a change in the data applies within that time.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::domain::WaId;
+use crate::realestate::RealEstateStore;
+use crate::store::Role;
+
+/// How long the numbers read are used before they are read again.
+pub const REFRESH: Duration = Duration::from_secs(60);
+/// After a failed read, how long before the next try (the last numbers read stay in use).
+const RETRY: Duration = Duration::from_secs(10);
+/// Longest a read of the numbers may take.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Who is who, by WhatsApp number, as the business data says.
+pub struct RoleDirectory {
+    realestate: Arc<dyn RealEstateStore>,
+    refresh: Duration,
+    known: Mutex<Known>,
+    /// One read at a time; the others wait for it rather than read again.
+    reading: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Known {
+    roles: Option<Arc<HashMap<WaId, Role>>>,
+    /// When to read again.
+    due: Option<Instant>,
+}
+
+impl RoleDirectory {
+    pub fn new(realestate: Arc<dyn RealEstateStore>) -> Self {
+        Self::refreshed_every(realestate, REFRESH)
+    }
+
+    pub fn refreshed_every(realestate: Arc<dyn RealEstateStore>, refresh: Duration) -> Self {
+        Self {
+            realestate,
+            refresh,
+            known: Mutex::new(Known::default()),
+            reading: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The role the data gives `wa_id`; `None` while the data cannot be read (then no role is
+    /// changed).
+    pub async fn role_of(&self, wa_id: &WaId) -> Option<Role> {
+        let roles = self.roles().await?;
+        Some(roles.get(wa_id).copied().unwrap_or(Role::Prospect))
+    }
+
+    fn current(&self) -> (Option<Arc<HashMap<WaId, Role>>>, bool) {
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = known.due.is_some_and(|due| Instant::now() < due);
+        (known.roles.clone(), fresh)
+    }
+
+    async fn roles(&self) -> Option<Arc<HashMap<WaId, Role>>> {
+        if let (roles, true) = self.current() {
+            return roles;
+        }
+        let _reading = self.reading.lock().await;
+        let (roles, fresh) = self.current();
+        if fresh {
+            return roles;
+        }
+        let read = tokio::time::timeout(READ_TIMEOUT, self.read()).await;
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        match read {
+            Ok(Ok(roles)) => {
+                metrics::gauge!("zaguan_known_numbers").set(roles.len() as f64);
+                known.roles = Some(Arc::new(roles));
+                known.due = Some(Instant::now() + self.refresh);
+            }
+            Ok(Err(error)) => {
+                tracing::warn!("owners and staff not read, roles unchanged for now: {error}");
+                metrics::counter!("zaguan_role_directory_errors_total").increment(1);
+                known.due = Some(Instant::now() + RETRY);
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "owners and staff not read within {READ_TIMEOUT:?}, roles unchanged for now"
+                );
+                metrics::counter!("zaguan_role_directory_errors_total").increment(1);
+                known.due = Some(Instant::now() + RETRY);
+            }
+        }
+        known.roles.clone()
+    }
+
+    /// Owners, then staff: a number in both is an agent.
+    async fn read(&self) -> crate::store::StoreResult<HashMap<WaId, Role>> {
+        let mut roles = HashMap::new();
+        for owner in self.realestate.owners_on_whatsapp().await? {
+            if let Some(wa_id) = owner.wa_id {
+                roles.insert(wa_id, Role::Owner);
+            }
+        }
+        for member in self.realestate.staff().await? {
+            if let Some(wa_id) = member.wa_id {
+                roles.insert(wa_id, Role::Agent);
+            }
+        }
+        Ok(roles)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::realestate::{MemoryRealEstate, Owner, StaffMember};
+
+    fn wa(id: &str) -> WaId {
+        WaId::parse(id).unwrap()
+    }
+
+    #[tokio::test]
+    async fn owners_and_staff_are_known_and_a_change_shows_after_the_refresh() {
+        let data = Arc::new(MemoryRealEstate::new());
+        data.upsert_owners(&[
+            Owner {
+                id: "O-01".into(),
+                name: "Carmen".into(),
+                wa_id: Some(wa("34600000001")),
+            },
+            Owner {
+                id: "O-02".into(),
+                name: "Sin WhatsApp".into(),
+                wa_id: None,
+            },
+        ])
+        .await
+        .unwrap();
+        data.upsert_staff(&[StaffMember {
+            id: "A-01".into(),
+            name: "Lucía".into(),
+            wa_id: Some(wa("34699000001")),
+        }])
+        .await
+        .unwrap();
+        let directory = RoleDirectory::refreshed_every(data.clone(), Duration::from_millis(100));
+        assert_eq!(
+            directory.role_of(&wa("34600000001")).await,
+            Some(Role::Owner)
+        );
+        assert_eq!(
+            directory.role_of(&wa("34699000001")).await,
+            Some(Role::Agent)
+        );
+        assert_eq!(
+            directory.role_of(&wa("34611000001")).await,
+            Some(Role::Prospect)
+        );
+        // The owner's number moves to someone else: seen once the numbers are read again.
+        data.upsert_owners(&[Owner {
+            id: "O-01".into(),
+            name: "Carmen".into(),
+            wa_id: Some(wa("34611000001")),
+        }])
+        .await
+        .unwrap();
+        assert_eq!(
+            directory.role_of(&wa("34600000001")).await,
+            Some(Role::Owner)
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert_eq!(
+            directory.role_of(&wa("34600000001")).await,
+            Some(Role::Prospect)
+        );
+        assert_eq!(
+            directory.role_of(&wa("34611000001")).await,
+            Some(Role::Owner)
+        );
+    }
+}
