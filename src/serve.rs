@@ -20,6 +20,7 @@ use crate::engine::{Engine, EngineSettings, PromptReloader, WorkerSettings, Work
 use crate::health::StoreDoctor;
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
+use crate::realestate::context::RealEstateContext;
 use crate::realestate::reminders::{ReminderSettings, Reminders};
 use crate::realestate::{MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
 use crate::store::{MemoryStore, MongoPool, MongoStore, Store};
@@ -267,6 +268,7 @@ pub fn build_engine(
     usage: Option<UsageRecorder>,
 ) -> anyhow::Result<Engine> {
     let roles = Arc::new(RoleDirectory::new(realestate.clone()));
+    let context = Arc::new(RealEstateContext::new(realestate.clone(), config.timezone));
     let tools = crate::realestate::tools::registry(realestate)
         .with(RequestHuman::new(store.clone()).with_contact(config.business_contact.clone()));
     let registry =
@@ -296,7 +298,11 @@ pub fn build_engine(
         business_contact: config.business_contact.clone(),
         ..EngineSettings::default()
     };
-    Ok(Engine::new(store, llm, Arc::new(registry), Arc::new(tools), settings).with_roles(roles))
+    Ok(
+        Engine::new(store, llm, Arc::new(registry), Arc::new(tools), settings)
+            .with_roles(roles)
+            .with_context(context),
+    )
 }
 
 /// How often the cleanup job deletes what the retention no longer keeps.

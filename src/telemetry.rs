@@ -197,6 +197,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Reads of the owners' and staff's numbers that failed (roles unchanged meanwhile)",
     ),
     (
+        "zaguan_user_context_errors_total",
+        Kind::Counter,
+        "Reads of a user's context from the business data that failed or timed out (the turn went on without it)",
+    ),
+    (
         "zaguan_media_answers_total",
         Kind::Counter,
         "Media messages without text answered without an assistant",

@@ -16,6 +16,7 @@ use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::roles::RoleDirectory;
 use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
+use zaguan::realestate::context::RealEstateContext;
 use zaguan::realestate::{AppointmentStatus, MemoryRealEstate, RealEstateStore, demo, tools};
 use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, MessageRole, Role, Store};
 
@@ -83,7 +84,11 @@ impl World {
             Arc::new(tools::registry(self.realestate.clone())),
             EngineSettings::default(),
         )
-        .with_roles(Arc::new(roles));
+        .with_roles(Arc::new(roles))
+        .with_context(Arc::new(RealEstateContext::new(
+            self.realestate.clone(),
+            chrono_tz::Europe::Madrid,
+        )));
         Customer {
             engine,
             store: self.store.clone(),
@@ -1084,4 +1089,67 @@ async fn roles_come_from_the_business_data_unless_an_operator_set_one() {
     assert_eq!(carmen.llm.requests()[3].agent, "only_owner_assistant");
     assert_eq!(user(owner_wa).await.role, Role::Owner);
     assert_eq!(carmen.llm.remaining(), 0);
+}
+
+/// The seed's context: the prompts carry the user's data — an owner's listings, a customer's
+/// open offers and, once a visit is confirmed, that appointment at the very next turn.
+#[tokio::test]
+async fn the_prompts_carry_the_users_listings_appointments_and_offers() {
+    let world = World::new().await;
+    let set = demo_set_today();
+    let owner = set.owners_on_whatsapp().next().unwrap();
+    let listing = set.properties_of(&owner.id).next().unwrap();
+    let carmen = world
+        .newcomer(
+            owner.wa_id.as_ref().unwrap().as_str(),
+            ScriptedLlm::new().says("only_owner_assistant", "Hola."),
+            Duration::from_secs(60),
+        )
+        .await;
+    carmen.say("Hola").await;
+    let system = &carmen.llm.requests()[0].system;
+    assert!(
+        system.contains(&format!("Propietario {}", owner.id)),
+        "{system}"
+    );
+    assert!(system.contains(&listing.id), "{system}");
+
+    // A demo customer with an open offer; they book a visit and confirm it.
+    let offer = set
+        .offers
+        .iter()
+        .find(|o| matches!(o.status, zaguan::realestate::OfferStatus::Submitted))
+        .unwrap();
+    let (_, slot) = a_free_slot(&world).await;
+    let customer = world
+        .newcomer(
+            offer.wa_id.as_str(),
+            ScriptedLlm::new()
+                .calls(
+                    "appointment_assistant",
+                    "book_appointment",
+                    json!({"slot_id": slot}),
+                )
+                .says("appointment_assistant", "Confírmamelo con el botón.")
+                .says("appointment_assistant", "¡Reservada!")
+                .says("primary_assistant", "De nada."),
+            Duration::from_secs(60),
+        )
+        .await;
+    customer.say("Quiero agendar una visita").await;
+    let system = customer.llm.requests()[0].system.clone();
+    assert!(system.contains("Ofertas abiertas:"), "{system}");
+    assert!(system.contains(&offer.id), "{system}");
+    assert!(!system.contains("Próximas citas:"), "{system}");
+    customer.press("Confirmar").await;
+    customer.say("Gracias, eso es todo").await;
+    let requests = customer.llm.requests();
+    let last = &requests.last().unwrap().system;
+    let booked = world
+        .realestate
+        .appointments_of(&customer.wa_id)
+        .await
+        .unwrap();
+    assert!(last.contains("Próximas citas:"), "{last}");
+    assert!(last.contains(&booked[0].id), "{last}");
 }

@@ -6,6 +6,7 @@
 pub mod abuse;
 pub mod concurrency;
 pub mod confirm;
+pub mod context;
 pub mod handoff;
 pub mod history;
 pub mod instances;

@@ -42,6 +42,8 @@ pub struct State {
     /// How many of the last `messages` are not stored yet: a node's messages are written
     /// together, before anything else is (see `Engine::save`).
     pub unsaved: usize,
+    /// What the business data says about the user (see [`super::context`]).
+    pub context: Option<String>,
 }
 
 impl State {
@@ -53,6 +55,10 @@ impl State {
         }
         if let Some(lang) = &self.lang {
             info.push_str(&format!("; idioma: {lang}"));
+        }
+        if let Some(context) = &self.context {
+            info.push('\n');
+            info.push_str(context);
         }
         info
     }
@@ -133,6 +139,7 @@ pub async fn context_with(
         handoff_requested: conversation.handoff_requested,
         messages,
         unsaved: 0,
+        context: None,
     })
 }
 

@@ -24,6 +24,7 @@ use chrono::Utc;
 
 use super::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
 use super::confirm::{self, Answer};
+use super::context::{ContextCache, ContextSource};
 use super::history;
 use super::roles::RoleDirectory;
 use super::route::{RouteFallback, route_to_workflow};
@@ -170,6 +171,9 @@ pub struct Engine {
     windows: Mutex<Windows>,
     /// Who is an owner or an agent, by the business data; `None`: roles only as set.
     roles: Option<Arc<RoleDirectory>>,
+    /// What the business data says about each user, for `{{ user_info }}`.
+    context: Option<Arc<dyn ContextSource>>,
+    contexts: ContextCache,
 }
 
 /// The windows the last turns left, per conversation held (see [`TurnOptions::hold`]),
@@ -309,7 +313,16 @@ impl Engine {
             users: UserCache::default(),
             windows: Mutex::default(),
             roles: None,
+            context: None,
+            contexts: ContextCache::default(),
         }
+    }
+
+    /// Tells the assistants what `source` knows about each user (an owner's listings, a
+    /// prospect's appointments and offers).
+    pub fn with_context(mut self, source: Arc<dyn ContextSource>) -> Self {
+        self.context = Some(source);
+        self
     }
 
     /// Gives users the role the business data says (owner, agent) unless an operator set one.
@@ -400,6 +413,12 @@ impl Engine {
             .and_then(|hold| self.windows().take(wa_id, hold));
         let mut state = context_with(self.store.as_ref(), wa_id, user, window.as_ref()).await?;
         self.role_from_data(&mut state).await?;
+        if let Some(source) = &self.context {
+            state.context = self
+                .contexts
+                .get(source.as_ref(), wa_id, state.user.role, Utc::now())
+                .await;
+        }
         // A turn cut short (crash, lost lease, store error) is finished first with the
         // messages it started with — those already in the history — so they get their own
         // reply; what arrived since is the next turn. Merging them would answer only the
@@ -807,9 +826,13 @@ impl Engine {
         let content = match answer {
             Answer::Confirm if self.tools.allows(&call.name, state.user.role) => {
                 let context = self.tool_context(state);
-                self.tools
+                let result = self
+                    .tools
                     .run(&call, &context, self.settings.tool_timeout)
-                    .await
+                    .await;
+                // The user's appointments or offers may have changed.
+                self.contexts.forget(&state.wa_id);
+                result
             }
             Answer::Confirm => format!(
                 "Error: the tool {} is not available for this user.",

@@ -1,6 +1,7 @@
 //! The real-estate business behind the assistants: its data ([`model`]), where it is kept
 //! ([`store`]), and the tools the assistants use on it.
 
+pub mod context;
 pub mod demo;
 pub mod memory;
 pub mod model;
