@@ -38,10 +38,13 @@ pub trait ContextSource: Send + Sync + 'static {
     ) -> anyhow::Result<Option<String>>;
 }
 
+/// A context read, and when.
+type Entries = HashMap<(WaId, Role), (Option<String>, Instant)>;
+
 /// The contexts read lately, by conversation and role.
 #[derive(Default)]
 pub struct ContextCache {
-    entries: Mutex<HashMap<(WaId, Role), (Option<String>, Instant)>>,
+    entries: Mutex<Entries>,
 }
 
 impl ContextCache {
@@ -90,7 +93,7 @@ impl ContextCache {
         self.lock().retain(|(key, _), _| key != wa_id);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(WaId, Role), (Option<String>, Instant)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
