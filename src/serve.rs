@@ -52,7 +52,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         Some(phone_number_id) => Some(
             Reminders::new(
                 realestate,
-                store.clone(),
+                engine.clone(),
                 ReminderSettings {
                     at: config.whatsapp.reminder_time,
                     timezone: config.timezone,

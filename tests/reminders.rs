@@ -7,12 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
+use zaguan::agents::{self, AgentRegistry};
 use zaguan::domain::WaId;
+use zaguan::engine::{Engine, EngineSettings};
+use zaguan::llm::ScriptedLlm;
+use zaguan::realestate::reminders::REMINDER_AGENT;
 use zaguan::realestate::reminders::{ReminderSettings, Reminders};
 use zaguan::realestate::{
     Appointment, AppointmentStatus, MemoryRealEstate, MongoRealEstate, RealEstateStore, demo,
 };
-use zaguan::store::{ContactSeen, MemoryStore, Store};
+use zaguan::store::{ContactSeen, MemoryStore, MessageRole, Store};
 
 const TZ: chrono_tz::Tz = chrono_tz::Europe::Madrid;
 
@@ -25,6 +29,33 @@ fn settings() -> ReminderSettings {
         phone_number_id: "109876543210".into(),
         every: Duration::from_secs(60),
     }
+}
+
+/// The engine reminders are said through, its translator scripted to answer `translations`.
+fn engine(
+    store: &Arc<dyn Store>,
+    realestate: &Arc<dyn RealEstateStore>,
+    translations: &[&str],
+) -> (Arc<Engine>, Arc<ScriptedLlm>) {
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let llm = translations
+        .iter()
+        .fold(ScriptedLlm::new(), |llm, text| {
+            llm.says("guard_translator", text)
+        })
+        .says("primary_assistant", "Claro, ¿qué día te viene mejor?");
+    let llm = Arc::new(llm);
+    let engine = Arc::new(Engine::new(
+        store.clone(),
+        llm.clone(),
+        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
+        Arc::new(zaguan::realestate::tools::registry(realestate.clone())),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    ));
+    (engine, llm)
 }
 
 fn local(day: chrono::NaiveDate, h: u32, m: u32) -> DateTime<Utc> {
@@ -44,6 +75,7 @@ async fn reminders_go_out_once_as_text_or_template(
     let tomorrow = today + chrono::Days::new(1);
     let recent = WaId::parse("34611000801").unwrap();
     let silent = WaId::parse("34611000802").unwrap();
+    let english = WaId::parse("34611000803").unwrap();
     let book = |id: &str, wa_id: &WaId, starts_at: DateTime<Utc>| Appointment {
         id: id.into(),
         property_id: property.id.clone(),
@@ -57,6 +89,7 @@ async fn reminders_go_out_once_as_text_or_template(
     for appointment in [
         book("A-R1", &recent, local(tomorrow, 10, 0)),
         book("A-R2", &silent, local(tomorrow, 17, 0)),
+        book("A-R4", &english, local(tomorrow, 12, 0)),
         // The day after tomorrow: not yet.
         book(
             "A-R3",
@@ -68,7 +101,7 @@ async fn reminders_go_out_once_as_text_or_template(
     }
     let evening = local(today, 19, 30);
     // One customer wrote two hours ago (inside the window), the other two days ago.
-    for (wa_id, hours) in [(&recent, 2), (&silent, 48)] {
+    for (wa_id, hours) in [(&recent, 2), (&silent, 48), (&english, 3)] {
         store
             .record_contact(&ContactSeen {
                 wa_id: wa_id.clone(),
@@ -82,16 +115,20 @@ async fn reminders_go_out_once_as_text_or_template(
             .unwrap();
     }
 
-    let reminders = Reminders::new(realestate.clone(), store.clone(), settings());
+    store.set_conversation_lang(&english, "en").await.unwrap();
+    let in_english =
+        "Reminder: tomorrow you have a visit to the flat. Write to us here to change it.";
+    let (engine, llm) = engine(&store, &realestate, &[in_english]);
+    let reminders = Reminders::new(realestate.clone(), engine.clone(), settings());
     assert_eq!(
         reminders.tick(local(today, 18, 59)).await.unwrap(),
         0,
         "not before 19:00"
     );
     // Two instances look at the same moment: each visit is reminded once.
-    let other = Reminders::new(realestate.clone(), store.clone(), settings());
+    let other = Reminders::new(realestate.clone(), engine.clone(), settings());
     let (a, b) = tokio::join!(reminders.tick(evening), other.tick(evening));
-    assert_eq!(a.unwrap() + b.unwrap(), 2);
+    assert_eq!(a.unwrap() + b.unwrap(), 3);
     assert_eq!(
         reminders
             .tick(evening + chrono::Duration::minutes(1))
@@ -127,6 +164,58 @@ async fn reminders_go_out_once_as_text_or_template(
                 .to_string(),
             property.address.clone()
         ]
+    );
+
+    // In the conversation's language, like any reply.
+    let translated = store.unsent_outbox(&english).await.unwrap();
+    assert_eq!(translated.len(), 1);
+    assert_eq!(translated[0].body, in_english);
+    // And in the history, so the next turn knows what the customer is answering.
+    for (wa_id, starts) in [
+        (&recent, "Recordatorio: mañana"),
+        (&silent, "Recordatorio: mañana"),
+        (&english, "Reminder:"),
+    ] {
+        let history = store.recent_messages(wa_id, 10).await.unwrap();
+        assert_eq!(history.len(), 1, "{wa_id}");
+        let said = &history[0].message;
+        assert_eq!(said.role, MessageRole::Ai);
+        assert_eq!(said.agent.as_deref(), Some(REMINDER_AGENT));
+        assert!(said.content.starts_with(starts), "{}", said.content);
+        let conversation = store.conversation(wa_id).await.unwrap().unwrap();
+        assert!(
+            conversation.history_at.is_some(),
+            "a held window is read again"
+        );
+    }
+
+    // The customer answers the reminder: the assistant is shown what they are answering.
+    let answer = common::inbox_entry(
+        "wamid.REMINDED",
+        &recent,
+        "¿Me la puedes pasar al viernes?",
+        zaguan::store::InboxStatus::Pending,
+    );
+    store
+        .insert_inbox(std::slice::from_ref(&answer))
+        .await
+        .unwrap();
+    let outcome = engine.run_turn(&recent, &[answer]).await.unwrap();
+    assert_eq!(
+        outcome.reply.as_deref(),
+        Some("Claro, ¿qué día te viene mejor?")
+    );
+    let request = llm.requests().pop().unwrap();
+    let zaguan::llm::ChatMessage::Human { content } = &request.messages[0] else {
+        panic!("{:?}", request.messages);
+    };
+    assert!(
+        content.starts_with("[Antes, la agencia escribió: «Recordatorio: mañana"),
+        "{content}"
+    );
+    assert!(
+        content.ends_with("¿Me la puedes pasar al viernes?"),
+        "{content}"
     );
 }
 

@@ -12,6 +12,10 @@
 //! 2. consecutive user messages become one, with no text lost;
 //! 3. only the last [`WINDOW`] messages are kept, starting at a user message.
 //!
+//! A conversation the business opened (a visit reminder, an operator's message) starts with
+//! the business's words, which step 3 drops; [`with_opening_words`] puts them back into the
+//! first user message, who is likely answering them.
+//!
 //! The result keeps the stored order, and cleaning it again changes nothing.
 
 use std::collections::HashSet;
@@ -125,6 +129,43 @@ fn keep_window(mut messages: Vec<ChatMessage>, window: usize) -> Vec<ChatMessage
     messages
 }
 
+/// `cleaned` (from [`clean`] of `history`) with the business's words that opened the
+/// conversation — text of the assistant before any user message — quoted at the start of the
+/// first user message, when the window still starts at that first user message.
+pub fn with_opening_words(
+    history: &[ChatMessage],
+    mut cleaned: Vec<ChatMessage>,
+) -> Vec<ChatMessage> {
+    let opening: Vec<&str> = history
+        .iter()
+        .take_while(|m| !is_human(m))
+        .filter_map(|m| match m {
+            ChatMessage::Ai {
+                content,
+                tool_calls,
+            } if tool_calls.is_empty() && !content.trim().is_empty() => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    let humans = |messages: &[ChatMessage]| messages.iter().filter(|m| is_human(m)).count();
+    // Consecutive user messages are joined by `clean`: compare runs, not messages.
+    let runs = history
+        .iter()
+        .zip(history.iter().skip(1).map(Some).chain([None]))
+        .filter(|(m, next)| is_human(m) && !next.is_some_and(is_human))
+        .count();
+    if opening.is_empty() || humans(&cleaned) != runs {
+        return cleaned;
+    }
+    if let Some(ChatMessage::Human { content }) = cleaned.first_mut() {
+        *content = format!(
+            "[Antes, la agencia escribió: «{}»]\n\n{content}",
+            opening.join("» «")
+        );
+    }
+    cleaned
+}
+
 fn is_human(message: &ChatMessage) -> bool {
     matches!(message, ChatMessage::Human { .. })
 }
@@ -177,6 +218,38 @@ mod tests {
             human("gracias"),
         ];
         assert_eq!(clean(&history, WINDOW), history);
+    }
+
+    #[test]
+    fn the_words_that_opened_the_conversation_go_into_the_first_user_message() {
+        // A reminder opened the conversation; the customer answers it.
+        let history = vec![
+            ChatMessage::ai("Recordatorio: mañana a las 10:00 tienes la visita a P-1001."),
+            human("¿Me la pasas"),
+            human("al viernes?"),
+        ];
+        let sent = with_opening_words(&history, clean(&history, WINDOW));
+        assert_eq!(
+            sent,
+            [human(
+                "[Antes, la agencia escribió: «Recordatorio: mañana a las 10:00 tienes la visita \
+                 a P-1001.»]\n\n¿Me la pasas\nal viernes?"
+            )]
+        );
+        // Once the window has moved past the first user message, nothing is added.
+        let mut long = history.clone();
+        for i in 0..30 {
+            long.push(ChatMessage::ai(format!("respuesta {i}")));
+            long.push(human(&format!("pregunta {i}")));
+        }
+        let cleaned = clean(&long, 10);
+        assert_eq!(with_opening_words(&long, cleaned.clone()), cleaned);
+        // A conversation the user opened is left as it is.
+        let history = vec![human("hola"), ChatMessage::ai("Hola, ¿qué buscas?")];
+        assert_eq!(
+            with_opening_words(&history, clean(&history, WINDOW)),
+            history
+        );
     }
 
     #[test]

@@ -37,7 +37,7 @@ use crate::guard::{GuardTranslator, LanguageDetector};
 use crate::llm::{Llm, LlmRequest, ToolCall, ToolSpec};
 use crate::store::{
     HandoffRequest, InboxEntry, MessageRole, NewMessage, NewOutbox, OutboxEntry, PendingAction,
-    Role, RoleAssignment, RoleSource, Store, StoreError, StoredMessage, reply_parts,
+    Role, RoleAssignment, RoleSource, Store, StoreError, StoredMessage, Template, reply_parts,
 };
 
 /// Limits and names of the engine.
@@ -1028,7 +1028,10 @@ impl Engine {
             agent: agent.name.clone(),
             conversation: Some(state.wa_id.as_str().to_owned()),
             system,
-            messages: history::clean(&state.chat_messages(), self.settings.window),
+            messages: {
+                let chat = state.chat_messages();
+                history::with_opening_words(&chat, history::clean(&chat, self.settings.window))
+            },
             tools,
         }
     }
@@ -1335,6 +1338,58 @@ impl Engine {
         let parts = NewOutbox::parts(wa_id, None, Some(&via.phone_number_id), &bodies, Utc::now());
         self.store.insert_outbox(&parts).await?;
         Ok(())
+    }
+
+    /// A message of the business's own that answers nothing (a visit reminder): put into the
+    /// conversation's language by guard_translator like any reply, queued from
+    /// `phone_number_id` — as `closed_window` instead when WhatsApp's 24-hour window is closed
+    /// (only approved templates are delivered then) — and written to the history as `agent`'s,
+    /// so the next turn knows what the user is answering. Queued first: a crash before the
+    /// history write loses that line, never the message. Returns what was queued.
+    pub async fn notify(
+        &self,
+        wa_id: &WaId,
+        text: &str,
+        agent: &str,
+        phone_number_id: &str,
+        closed_window: Template,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<Vec<NewOutbox>, EngineError> {
+        let conversation = self.store.conversation(wa_id).await?;
+        let open = conversation
+            .as_ref()
+            .and_then(|c| c.last_inbound_at)
+            .is_some_and(|at| now - at < chrono::Duration::hours(24));
+        let lang = conversation.and_then(|c| c.lang);
+        let set = self.assistants();
+        let mut bodies = set
+            .guard
+            .guard(text, lang.as_deref(), wa_id.as_str())
+            .await
+            .parts;
+        if !open {
+            // One template message; its body copy is the readable text.
+            bodies = vec![bodies.join("\n\n")];
+        }
+        let mut parts = NewOutbox::parts(wa_id, None, Some(phone_number_id), &bodies, now);
+        if !open && let Some(part) = parts.first_mut() {
+            part.template = Some(closed_window);
+        }
+        self.store.insert_outbox(&parts).await?;
+        self.store
+            .append_message(NewMessage {
+                wa_id: wa_id.clone(),
+                role: MessageRole::Ai,
+                content: bodies.join("\n\n"),
+                agent: Some(agent.to_owned()),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                wamids: Vec::new(),
+                at: now,
+            })
+            .await?;
+        self.store.note_history_written(wa_id, now).await?;
+        Ok(parts)
     }
 
     async fn set_dialog_state(

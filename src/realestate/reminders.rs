@@ -1,9 +1,11 @@
 //! Visit reminders: from a configured time of the day before (19:00 by default, in the business
-//! time zone), each customer with a visit booked for tomorrow gets one reminder. Inside
-//! WhatsApp's 24-hour customer-service window it is a plain text; outside it only an approved
-//! template is delivered, so it goes as the configured template with the visit's details as
-//! parameters. Each reminder is claimed by unique insert before it is queued, so it is queued
-//! once however many instances run; the outbox and the sender do the rest.
+//! time zone), each customer with a visit booked for tomorrow gets one reminder, like any
+//! reply: in the conversation's language (through guard_translator) and in the history, so
+//! when the customer answers «¿me lo puedes pasar al viernes?» the assistant knows what about.
+//! Inside WhatsApp's 24-hour customer-service window it is a plain text; outside it only an
+//! approved template is delivered, so it goes as the configured template with the visit's
+//! details as parameters. Each reminder is claimed by unique insert before it is queued, so it
+//! is queued once however many instances run; the outbox and the sender do the rest.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +13,11 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 
 use super::RealEstateStore;
-use crate::domain::WaId;
-use crate::store::{NewOutbox, Store, StoreError, Template};
+use crate::engine::{Engine, EngineError};
+use crate::store::Template;
+
+/// The `agent` of reminders in the history.
+pub const REMINDER_AGENT: &str = "visit_reminder";
 
 /// How reminders are sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,19 +38,20 @@ pub struct ReminderSettings {
 /// The reminder loop of one process.
 pub struct Reminders {
     realestate: Arc<dyn RealEstateStore>,
-    store: Arc<dyn Store>,
+    /// Says them: translation, outbox, history.
+    engine: Arc<Engine>,
     settings: ReminderSettings,
 }
 
 impl Reminders {
     pub fn new(
         realestate: Arc<dyn RealEstateStore>,
-        store: Arc<dyn Store>,
+        engine: Arc<Engine>,
         settings: ReminderSettings,
     ) -> Self {
         Self {
             realestate,
-            store,
+            engine,
             settings,
         }
     }
@@ -65,7 +71,7 @@ impl Reminders {
     }
 
     /// Queues the reminders due at `now`; returns how many.
-    pub async fn tick(&self, now: DateTime<Utc>) -> Result<usize, StoreError> {
+    pub async fn tick(&self, now: DateTime<Utc>) -> Result<usize, EngineError> {
         let tz = self.settings.timezone;
         let local = now.with_timezone(&tz);
         if local.time() < self.settings.at {
@@ -98,44 +104,28 @@ impl Reminders {
             if !self.realestate.claim_reminder(&appointment.id, now).await? {
                 continue;
             }
-            let part = self
-                .reminder(&appointment.wa_id, &title, &day, &address, now)
+            let text = format!(
+                "Recordatorio: mañana, {day}, tienes la visita a {title} ({address}). Si \
+                 necesitas cambiarla o cancelarla, escríbenos por aquí."
+            );
+            let template = Template {
+                name: self.settings.template.clone(),
+                language: self.settings.template_language.clone(),
+                parameters: vec![title, day, address],
+            };
+            self.engine
+                .notify(
+                    &appointment.wa_id,
+                    &text,
+                    REMINDER_AGENT,
+                    &self.settings.phone_number_id,
+                    template,
+                    now,
+                )
                 .await?;
-            self.store.insert_outbox(&[part]).await?;
             metrics::counter!("zaguan_reminders_total").increment(1);
             queued += 1;
         }
         Ok(queued)
-    }
-
-    /// Text inside the 24-hour window, the template outside it.
-    async fn reminder(
-        &self,
-        wa_id: &WaId,
-        title: &str,
-        day: &str,
-        address: &str,
-        now: DateTime<Utc>,
-    ) -> Result<NewOutbox, StoreError> {
-        let last_inbound = self
-            .store
-            .conversation(wa_id)
-            .await?
-            .and_then(|c| c.last_inbound_at);
-        let in_window = last_inbound.is_some_and(|at| now - at < chrono::Duration::hours(24));
-        let text = format!(
-            "Recordatorio: mañana, {day}, tienes la visita a {title} ({address}). Si necesitas \
-             cambiarla o cancelarla, escríbenos por aquí."
-        );
-        let mut part = NewOutbox::text(wa_id.clone(), None, text, now);
-        part.phone_number_id = Some(self.settings.phone_number_id.clone());
-        if !in_window {
-            part.template = Some(Template {
-                name: self.settings.template.clone(),
-                language: self.settings.template_language.clone(),
-                parameters: vec![title.to_owned(), day.to_owned(), address.to_owned()],
-            });
-        }
-        Ok(part)
     }
 }
