@@ -177,7 +177,9 @@ async fn a_message_is_in_the_inbox_before_the_200(app: TestApp) {
 /// Arrivals are stamped by the database's clock the heartbeat brought, not this host's: two
 /// instances whose clocks disagree still order one conversation's messages as they came.
 async fn arrivals_are_stamped_by_the_database_clock(app: TestApp) {
-    let behind = chrono::Utc::now() - chrono::Duration::hours(1);
+    // The database keeps milliseconds, as its own clock does.
+    let behind =
+        chrono::SubsecRound::trunc_subsecs(chrono::Utc::now() - chrono::Duration::hours(1), 3);
     app.state.clock.anchor(behind, std::time::Instant::now());
     let body = text_notification(&[("wamid.CLOCK", "34600111222", "¿Tiene terraza?")]);
     assert_eq!(app.post_webhook(body).await, StatusCode::OK);
