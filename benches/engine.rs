@@ -61,17 +61,22 @@ fn route(c: &mut Criterion) {
     c.bench_function("engine/route_to_workflow", |b| {
         b.iter(|| route_to_workflow(std::hint::black_box(&state), Role::Prospect, &registry))
     });
-    // The fast path's keyword match, run on the first message of a turn at the primary agent.
+    // The fast path's router, run on the first message of a turn at the primary agent (and on
+    // every message inside a subgraph).
     let primary = registry.primary_for(Role::Prospect);
     let long = "Hola, buenas tardes. Vi en vuestra web el piso de tres dormitorios de la calle \
                 Colón y me interesa mucho; quería saber si puedo agendar una visita esta semana, \
                 a poder ser el jueves por la tarde.";
     assert_eq!(long.split_whitespace().count(), 37);
-    c.bench_function("engine/keyword_route, 37 words", |b| {
-        b.iter(|| registry.keyword_route(std::hint::black_box(long), primary, Role::Prospect))
+    c.bench_function("engine/fast_route, 37 words", |b| {
+        b.iter(|| registry.fast_route(std::hint::black_box(long), primary, Role::Prospect))
     });
-    c.bench_function("engine/keyword_route, \"hola\"", |b| {
-        b.iter(|| registry.keyword_route(std::hint::black_box("hola"), primary, Role::Prospect))
+    c.bench_function("engine/fast_route, \"hola\"", |b| {
+        b.iter(|| registry.fast_route(std::hint::black_box("hola"), primary, Role::Prospect))
+    });
+    // The router is learned whenever the prompts load (start-up and every reload).
+    c.bench_function("engine/prompts load with the router's training", |b| {
+        b.iter(self::registry)
     });
 }
 

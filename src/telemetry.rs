@@ -154,7 +154,12 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     (
         "zaguan_fast_route_total",
         Kind::Counter,
-        "Subgraphs entered by keywords without asking the primary's model [agent]",
+        "Subgraphs entered by the fast path's router without asking the primary's model [agent]",
+    ),
+    (
+        "zaguan_fast_leaves_total",
+        Kind::Counter,
+        "Subgraphs left by the fast path's router for another assistant's message [agent]",
     ),
     (
         "zaguan_route_fallbacks_total",

@@ -324,15 +324,15 @@ async fn complete_or_escalate_returns_to_the_primary_in_the_same_turn(store: Arc
             .calls(
                 "appointment_assistant",
                 "CompleteOrEscalate",
-                json!({"cancel": true, "reason": "pregunta por hipotecas"}),
+                json!({"cancel": false, "reason": "cita gestionada"}),
             )
-            .says("primary_assistant", "Te cuento sobre hipotecas."),
+            .says("primary_assistant", "¡A ti! ¿Te ayudo en algo más?"),
         EngineSettings::default(),
     );
     h.set_state("appointment_assistant").await;
     assert_eq!(
-        h.say("¿y la hipoteca?").await.as_deref(),
-        Some("Te cuento sobre hipotecas.")
+        h.say("perfecto, muchas gracias").await.as_deref(),
+        Some("¡A ti! ¿Te ayudo en algo más?")
     );
     assert!(h.dialog_state().await.is_empty());
     assert_eq!(
@@ -635,10 +635,69 @@ async fn a_message_naming_one_subgraph_enters_it_without_asking_the_primary(stor
     );
     assert_eq!(requests[0].conversation.as_deref(), Some("34600111222"));
 
-    // Inside a subgraph the fast path stays out: the active agent answers, whatever the words.
-    h.say("¿Y la cuota de la hipoteca?").await;
+    // Inside a subgraph, a follow-up stays with the assistant that holds the conversation.
+    h.say("el jueves a las cinco mejor").await;
     assert_eq!(h.dialog_state().await, ["appointment_assistant"]);
     assert_eq!(h.llm.remaining(), 0);
+}
+
+/// A subgraph holds the conversation and the user asks for another assistant's work: the router
+/// leaves and enters the right one in the same turn, recorded exactly as the subgraph's
+/// CompleteOrEscalate and the primary's delegation would be, and only the new assistant's LLM
+/// is asked.
+async fn a_busy_subgraph_hands_a_message_for_another_assistant_over_in_the_same_turn(
+    store: Arc<dyn Store>,
+) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new()
+            .says("appointment_assistant", "¿Qué día te viene bien?")
+            .says("mortgage_loan_assistant", "¿Qué precio tiene la vivienda?"),
+        EngineSettings::default(),
+    );
+    h.say("Quiero agendar una visita").await;
+    let text = "Oye y otra cosa, ¿cuánto me saldría la cuota de la hipoteca al mes?";
+    assert_eq!(
+        h.say(text).await.as_deref(),
+        Some("¿Qué precio tiene la vivienda?")
+    );
+    assert_eq!(h.dialog_state().await, ["mortgage_loan_assistant"]);
+    assert_eq!(
+        h.shape().await[4..],
+        [
+            "human",
+            "ai:appointment_assistant->CompleteOrEscalate",
+            "tool",
+            "ai:primary_assistant->ToMortgageLoanAssistant",
+            "tool",
+            "ai:mortgage_loan_assistant"
+        ]
+    );
+    let history = h.history().await;
+    assert_eq!(history[5].message.tool_calls[0].args["cancel"], json!(true));
+    assert_eq!(
+        history[7].message.tool_calls[0].args,
+        json!({ "query": text })
+    );
+    let requests = h.llm.requests();
+    assert_eq!(requests.len(), 2, "no LLM call for leaving or entering");
+    assert_eq!(requests[1].agent, "mortgage_loan_assistant");
+    assert_eq!(h.llm.remaining(), 0);
+}
+
+/// A first message that tells nothing about the language leaves the conversation in the
+/// business's language all the same (the first of the configured languages).
+async fn a_message_without_language_evidence_leaves_the_business_language(store: Arc<dyn Store>) {
+    let h = Harness::new(
+        store,
+        ScriptedLlm::new().says("primary_assistant", "¡Hola! ¿En qué te ayudo?"),
+        EngineSettings {
+            languages: vec!["pt".into(), "es".into(), "en".into()],
+            ..EngineSettings::default()
+        },
+    );
+    h.say("👍").await;
+    assert_eq!(conversation_lang(&h).await.as_deref(), Some("pt"));
 }
 
 async fn ambiguous_words_or_a_switched_off_fast_path_leave_it_to_the_llm(store: Arc<dyn Store>) {
@@ -820,16 +879,16 @@ async fn a_failed_translation_sends_the_reply_untranslated(store: Arc<dyn Store>
         ScriptedLlm::new()
             .says(
                 "primary_assistant",
-                "El piso sigue disponible y puedes visitarlo el jueves.",
+                "Soy el asistente de la inmobiliaria y puedo ayudarte con pisos y visitas.",
             )
             .fails("HTTP 503"),
         EngineSettings::default(),
     );
     assert_eq!(
-        h.say("Hi, is the flat still available? I would like to visit it")
+        h.say("Hi there, good afternoon, who am I talking to please?")
             .await
             .as_deref(),
-        Some("El piso sigue disponible y puedes visitarlo el jueves.")
+        Some("Soy el asistente de la inmobiliaria y puedo ayudarte con pisos y visitas.")
     );
 }
 
@@ -890,6 +949,8 @@ both_stores!(
     messages_that_arrive_together_are_merged_into_one_turn,
     a_message_naming_one_subgraph_enters_it_without_asking_the_primary,
     ambiguous_words_or_a_switched_off_fast_path_leave_it_to_the_llm,
+    a_busy_subgraph_hands_a_message_for_another_assistant_over_in_the_same_turn,
+    a_message_without_language_evidence_leaves_the_business_language,
     with_the_llm_down_keywords_route_to_the_subgraphs_offline_reply,
     with_the_llm_down_and_no_keyword_the_primary_answers_offline,
     with_the_llm_down_a_subgraph_lets_go_when_the_keywords_do,

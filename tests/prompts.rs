@@ -60,33 +60,37 @@ fn the_shipped_prompts_folder_passes_the_check() {
 }
 
 #[test]
-fn an_example_the_keywords_send_to_another_agent_is_a_problem() {
+fn an_example_taught_as_two_agents_is_a_problem() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
     write(
         "primary_assistant.md",
         "+++\nname = \"primary_assistant\"\nkind = \"primary\"\n\
-         roles = [\"prospect\", \"owner\", \"agent\"]\n+++\nHola.\n",
+         roles = [\"prospect\", \"owner\", \"agent\"]\nexamples = [\"hola\"]\n+++\nHola.\n",
     );
     write(
         "appointment_assistant.md",
         "+++\nname = \"appointment_assistant\"\nkind = \"subgraph\"\ndelegation = \"Citas.\"\n\
-         roles = [\"prospect\"]\nkeywords = [\"cita\", \"hipoteca\"]\n+++\nCitas.\n",
+         roles = [\"prospect\"]\nkeywords = [\"cita\"]\n\
+         examples = [\"Quiero una cita\", \"¿Y la cuota?\"]\n+++\nCitas.\n",
     );
     write(
         "mortgage_loan_assistant.md",
         "+++\nname = \"mortgage_loan_assistant\"\nkind = \"subgraph\"\ndelegation = \"Hipotecas.\"\n\
          roles = [\"prospect\"]\nkeywords = [\"cuota\"]\n\
-         examples = [\"¿Qué hipoteca me dais?\", \"¿Y la cuota?\"]\n+++\nHipotecas.\n",
+         examples = [\"¿Qué hipoteca me dais?\", \"¿y la CUOTA?\"]\n+++\nHipotecas.\n",
     );
     let output = prompts_check(Some(dir.path()), None);
     assert!(!output.status.success(), "{output:?}");
     let text = stdout(&output);
     assert!(
-        text.contains("mortgage_loan_assistant.md:7: example «¿Qué hipoteca me dais?» would be sent straight to `appointment_assistant`"),
+        text.contains(
+            "mortgage_loan_assistant.md:7: example «¿y la CUOTA?» is also an example of \
+             `appointment_assistant`"
+        ),
         "{text}"
     );
-    assert!(!text.contains("¿Y la cuota?"), "{text}");
+    assert!(!text.contains("hipoteca me dais"), "{text}");
 }
 
 #[test]

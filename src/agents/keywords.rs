@@ -123,9 +123,33 @@ impl KeywordIndex {
         }
     }
 
+    /// Every keyword match that no longer match of another agent hides: its agent and the
+    /// index of its first word among the text's [`tokens`], in order of position.
+    pub fn found(&self, text: &str) -> Vec<(&str, usize)> {
+        let found = self.found_matches(text, |_| true);
+        found
+            .iter()
+            .filter(|m| !self.is_hidden(m, &found))
+            .map(|m| (self.agents[m.agent].as_str(), m.start))
+            .collect()
+    }
+
     /// Indices of the agents `reachable` accepts that keep a match once longer matches of other
     /// agents have hidden the shorter ones inside them; sorted and distinct.
     fn matched_agents(&self, text: &str, reachable: impl Fn(&str) -> bool) -> Vec<usize> {
+        let found = self.found_matches(text, reachable);
+        let mut agents: Vec<usize> = found
+            .iter()
+            .filter(|m| !self.is_hidden(m, &found))
+            .map(|m| m.agent)
+            .collect();
+        agents.sort_unstable();
+        agents.dedup();
+        agents
+    }
+
+    /// Every match of a keyword of an agent `reachable` accepts, in order of `start`.
+    fn found_matches(&self, text: &str, reachable: impl Fn(&str) -> bool) -> Vec<Match> {
         if self.keywords.is_empty() {
             return Vec::new();
         }
@@ -156,15 +180,7 @@ impl KeywordIndex {
                 }
             }
         }
-
-        let mut agents: Vec<usize> = found
-            .iter()
-            .filter(|m| !self.is_hidden(m, &found))
-            .map(|m| m.agent)
-            .collect();
-        agents.sort_unstable();
-        agents.dedup();
-        agents
+        found
     }
 
     /// Whether `m` lies inside a strictly longer match of another agent. `found` is sorted by

@@ -3,9 +3,11 @@
 //! a role is, which `To<X>Assistant` delegation tools an agent is offered, and what its system
 //! prompt says.
 
+pub mod fast_route;
 pub mod keywords;
 pub mod prompt;
 pub mod registry;
+pub mod route_eval;
 
 use std::collections::BTreeSet;
 

@@ -12,7 +12,7 @@ use minijinja::{AutoEscape, Environment, context};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::keywords::KeywordIndex;
+use super::fast_route::{Abstention, Decision, FastRouter};
 pub use super::prompt::PromptProblem;
 use super::prompt::{self, PromptFile, PromptKind};
 use crate::llm::ToolSpec;
@@ -22,6 +22,11 @@ use crate::store::Role;
 pub const COMPLETE_OR_ESCALATE: &str = "CompleteOrEscalate";
 
 const ROLES: [Role; 3] = [Role::Prospect, Role::Owner, Role::Agent];
+
+/// An owner is routed to a specialist prospects reach too only while the owners' own
+/// specialists stay under this probability. Chosen on the training split's cross-validation
+/// (`cargo run --release --example route_tune`).
+const OWNERS_OWN_MAX: f32 = 0.01;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentKind {
@@ -54,7 +59,8 @@ pub struct Agent {
     pub tools: Vec<String>,
     /// Words and phrases that send a message straight to this agent (fast path).
     pub keywords: Vec<String>,
-    /// Messages users write that this agent should answer (checked against the keywords).
+    /// Messages users write that this agent should answer: what the fast path's router learns
+    /// from (a primary agent's examples teach it when not to route).
     pub examples: Vec<String>,
     /// What to answer when no LLM is reachable.
     pub offline_reply: Option<String>,
@@ -72,7 +78,7 @@ impl Agent {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FastRouteReport {
     pub examples: usize,
-    /// `(agent, example)` the keywords do not send straight to the agent.
+    /// `(agent, example)` the router does not send straight to the agent.
     pub misses: Vec<(String, String)>,
 }
 
@@ -108,8 +114,8 @@ pub struct AgentRegistry {
     primaries: [usize; 3],
     /// Delegation tool name → index in `agents`.
     delegations: BTreeMap<String, usize>,
-    /// The subgraph agents' keywords, for the fast path.
-    keywords: KeywordIndex,
+    /// The fast path's router, learned from the examples and keywords.
+    router: std::sync::Arc<FastRouter>,
     /// Every prompt file's body as written (templates unrendered), for the leak guard.
     bodies: Vec<String>,
     /// Whether `guard_translator` is among the templates.
@@ -214,13 +220,24 @@ impl AgentRegistry {
             }
         }
 
-        let keywords = KeywordIndex::new(
-            agent_files
-                .iter()
-                .filter(|file| file.kind == PromptKind::Subgraph)
-                .map(|file| (file.name.as_str(), &file.keywords)),
-        );
-        check_examples(&agent_files, &keywords, &mut problems);
+        let subgraphs: Vec<(&str, &[String], &[String])> = agent_files
+            .iter()
+            .filter(|file| file.kind == PromptKind::Subgraph)
+            .map(|file| {
+                (
+                    file.name.as_str(),
+                    file.examples.as_slice(),
+                    file.keywords.as_slice(),
+                )
+            })
+            .collect();
+        let primary_examples: Vec<&String> = agent_files
+            .iter()
+            .filter(|file| file.kind == PromptKind::Primary)
+            .flat_map(|file| &file.examples)
+            .collect();
+        let router = FastRouter::learned(&subgraphs, &primary_examples);
+        check_examples(&agent_files, &router, &mut problems);
 
         if !problems.is_empty() {
             problems.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
@@ -267,7 +284,7 @@ impl AgentRegistry {
             agents,
             primaries,
             delegations,
-            keywords,
+            router,
             has_translator,
             bodies,
             templates,
@@ -381,14 +398,39 @@ impl AgentRegistry {
             .collect()
     }
 
-    /// The subgraph agent `caller` would delegate `text` to, decided by keywords alone: the one
-    /// reachable agent (a subgraph other than `caller` that `role` may reach) whose keywords the
-    /// text matches; `None` when none or several match (the LLM decides then).
-    pub fn keyword_route(&self, text: &str, caller: &Agent, role: Role) -> Option<&Agent> {
-        let name = self.keywords.route(text, |name| {
+    /// The subgraph agent `caller` would delegate `text` to, decided without an LLM: the one
+    /// the router is sure of, when it is a subgraph other than `caller` that `role` may reach;
+    /// `None` when the router abstains (the LLM decides then).
+    pub fn fast_route(&self, text: &str, caller: &Agent, role: Role) -> Option<&Agent> {
+        self.get(self.fast_route_decision(text, caller, role).agent()?)
+    }
+
+    /// The router's decision for `text` from `caller`, with its reason when it abstains.
+    ///
+    /// The role counts twice: an agent the role cannot reach is never routed to, and an owner
+    /// (who writes mostly about the property they sell) goes to a specialist prospects reach
+    /// too only when the owners' own specialists are unlikely («¿podéis ponerlo en alquiler?»
+    /// is about their flat, not a search).
+    pub fn fast_route_decision(&self, text: &str, caller: &Agent, role: Role) -> Decision<'_> {
+        let decision = self.router.decide(text, |name| {
             name != caller.name && self.get(name).is_some_and(|a| a.roles.contains(&role))
-        })?;
-        self.get(name)
+        });
+        if let Decision::Route { agent, confidence } = decision
+            && role == Role::Owner
+            && self
+                .get(agent)
+                .is_some_and(|a| a.roles.contains(&Role::Prospect))
+        {
+            let owners_own = self.router.probability(text, |name| {
+                self.get(name).is_some_and(|a| {
+                    a.roles.contains(&Role::Owner) && !a.roles.contains(&Role::Prospect)
+                })
+            });
+            if owners_own >= OWNERS_OWN_MAX {
+                return Decision::Abstain(Abstention::Unsure { confidence });
+            }
+        }
+        decision
     }
 
     /// How the fast path does on the subgraph agents' own example phrases: an example is a hit
@@ -401,7 +443,7 @@ impl AgentRegistry {
             for example in &agent.examples {
                 report.examples += 1;
                 let hit = agent.roles.iter().all(|&role| {
-                    self.keyword_route(example, self.primary_for(role), role)
+                    self.fast_route(example, self.primary_for(role), role)
                         .is_some_and(|routed| routed.name == agent.name)
                 });
                 if !hit {
@@ -519,14 +561,36 @@ fn prompt_paths(dir: &Path) -> Result<Vec<PathBuf>, PromptProblem> {
     Ok(paths)
 }
 
-/// An example phrase the fast path would send to another agent is a keyword mistake a staff
-/// member should hear about before users do. (An example the fast path misses is fine: the LLM
-/// routes it.)
-fn check_examples(
-    files: &[&PromptFile],
-    keywords: &KeywordIndex,
-    problems: &mut Vec<PromptProblem>,
-) {
+/// An example the router sends to another agent contradicts the others (or the keywords): a
+/// mistake a staff member should hear about before users do. (An example it does not route is
+/// fine: the LLM routes it.)
+fn check_examples(files: &[&PromptFile], router: &FastRouter, problems: &mut Vec<PromptProblem>) {
+    // The same message taught as two agents' (primary agents are one class: no subgraph).
+    let mut seen: BTreeMap<String, &PromptFile> = BTreeMap::new();
+    for file in files {
+        for example in &file.examples {
+            let key = super::keywords::tokens(example).join(" ");
+            match seen.get(&key) {
+                Some(first)
+                    if first.name != file.name
+                        && (first.kind == PromptKind::Subgraph
+                            || file.kind == PromptKind::Subgraph) =>
+                {
+                    problems.push(file.problem(
+                        file.key_line("examples"),
+                        format!(
+                            "example «{example}» is also an example of `{}`: keep it in one",
+                            first.name
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(key, file);
+                }
+            }
+        }
+    }
     for file in files {
         let own = file.kind == PromptKind::Subgraph;
         for example in &file.examples {
@@ -540,8 +604,9 @@ fn check_examples(
                                 && other.roles.contains(role)
                         })
                 };
-                keywords
-                    .route(example, reachable)
+                router
+                    .decide(example, reachable)
+                    .agent()
                     .filter(|routed| *routed != file.name)
                     .map(|routed| (routed.to_owned(), *role))
             });
@@ -549,8 +614,9 @@ fn check_examples(
                 problems.push(file.problem(
                     file.key_line("examples"),
                     format!(
-                        "example «{example}» would be sent straight to `{routed}` by its \
-                         keywords (role `{}`); adjust the keywords of one of them",
+                        "example «{example}» would be sent straight to `{routed}` (role `{}`): \
+                         it reads like that agent's examples and keywords; reword it, or adjust \
+                         the examples of one of them",
                         role.as_str()
                     ),
                 ));

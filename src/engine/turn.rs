@@ -31,6 +31,7 @@ use super::route::{RouteFallback, route_to_workflow};
 use super::state::UserCache;
 use super::state::{State, Window, context_with};
 use super::tools::{TOOL_TIMEOUT, ToolContext, ToolRegistry};
+use crate::agents::fast_route::{Abstention, Decision};
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext};
 use crate::domain::{WaId, WaMessageId};
 use crate::guard::{GuardTranslator, LanguageDetector};
@@ -99,6 +100,10 @@ const STALE_BUTTON: &str = "Esa confirmación ya no es válida: no hay nada pend
 pub const DEFAULT_BUSINESS_NAME: &str = "Zaguan Inmobiliaria";
 
 /// Said when the turn cannot produce an answer (LLM down, runaway graph).
+/// Offline, a subgraph hands back a message the router reads as the primary assistant's with at
+/// least this probability (a thanks, a goodbye); below it, the subgraph keeps the conversation.
+const OFFLINE_PRIMARY_CONFIDENCE: f32 = 0.5;
+
 const APOLOGY: &str = "Lo siento, ahora mismo no puedo atenderte bien. Por favor, inténtalo de nuevo en unos minutos.";
 
 #[derive(Debug, thiserror::Error)]
@@ -628,14 +633,19 @@ impl Engine {
         // The conversation's language follows the user's confident switches, in what they
         // wrote (not in the placeholders of media without text).
         let written: Vec<&str> = new.iter().filter_map(|e| e.text.as_deref()).collect();
-        let lang = if written.is_empty() {
-            state.lang.clone()
-        } else {
-            set.guard
-                .languages()
-                .follow(&written.join("\n"), state.lang.as_deref())
+        // Every message leaves the conversation with a language: the business's (the first of
+        // `ZAGUAN_LANGUAGES`) until the user writes something that tells.
+        let default = self.settings.languages.first().map_or("es", String::as_str);
+        let lang = match (written.is_empty(), &state.lang) {
+            (true, Some(lang)) => lang.clone(),
+            (true, None) => default.to_owned(),
+            (false, previous) => {
+                set.guard
+                    .languages()
+                    .follow_or(&written.join("\n"), previous.as_deref(), default)
+            }
         };
-        if let Some(lang) = lang.filter(|lang| state.lang.as_ref() != Some(lang)) {
+        if state.lang.as_ref() != Some(&lang) {
             tracing::info!(lang = %lang, "conversation language set");
             self.store
                 .set_conversation_lang(&state.wa_id, &lang)
@@ -901,11 +911,21 @@ impl Engine {
         metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
 
         if self.settings.fast_route
-            && let Some((target, message)) = self.keyword_delegation(set, state, agent)
+            && let Some((target, message)) = self.fast_delegation(set, state, agent)
         {
             metrics::counter!("zaguan_fast_route_total", "agent" => target.name.clone())
                 .increment(1);
-            tracing::info!(to = %target.name, "fast path: entered by keywords");
+            tracing::info!(to = %target.name, "fast path: entered by the router");
+            return self.append(state, message).await;
+        }
+        if self.settings.fast_route
+            && route.in_subgraph
+            && let Some((target, message)) = self.fast_leave(set, state, agent)
+        {
+            // The primary assistant's fast path enters `target` in the next node.
+            metrics::counter!("zaguan_fast_leaves_total", "agent" => agent.name.clone())
+                .increment(1);
+            tracing::info!(from = %agent.name, to = %target.name, "fast path: left for another assistant");
             return self.append(state, message).await;
         }
 
@@ -928,20 +948,28 @@ impl Engine {
             }
         };
         if message.is_none() && agent.kind == AgentKind::Subgraph {
-            // Offline, no model can call CompleteOrEscalate: the keywords decide whether the
-            // new message is still this assistant's. If not, the conversation goes back to the
-            // primary assistant, which routes it by keywords in the next node.
-            let stays = state
+            // Offline, no model can call CompleteOrEscalate: the router decides whether the
+            // new message is still this assistant's. It is not when the router reads it as
+            // another assistant's or as the primary's (thanks, goodbye, small talk); then the
+            // conversation goes back to the primary assistant, which routes it in the next node.
+            let leaves = state
                 .messages
                 .last()
                 .filter(|m| m.message.role == MessageRole::Human)
-                .is_none_or(|last| {
-                    set.agents
-                        .keyword_route(&last.message.content, set.agents.primary_for(role), role)
-                        .is_some_and(|routed| routed.name == agent.name)
+                .is_some_and(|last| {
+                    match set
+                        .agents
+                        .fast_route_decision(&last.message.content, agent, role)
+                    {
+                        Decision::Route { .. } => true,
+                        Decision::Abstain(Abstention::Primary { confidence }) => {
+                            confidence >= OFFLINE_PRIMARY_CONFIDENCE
+                        }
+                        Decision::Abstain(_) => false,
+                    }
                 });
-            if !stays {
-                tracing::info!(from = %agent.name, "offline: left by keywords");
+            if leaves {
+                tracing::info!(from = %agent.name, "offline: left by the router");
                 metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.clone())
                     .increment(1);
                 return self.set_dialog_state(state, Vec::new()).await;
@@ -949,7 +977,7 @@ impl Engine {
         }
         let message = match message {
             Some(message) => message,
-            None => match self.keyword_delegation(set, state, agent) {
+            None => match self.fast_delegation(set, state, agent) {
                 // Offline, keywords still find the right subgraph, whose offline reply is more
                 // useful than the primary's general one.
                 Some((target, delegation)) => {
@@ -977,9 +1005,9 @@ impl Engine {
     }
 
     /// The `To<X>Assistant` call the primary agent would make for the user's new message, when
-    /// its keywords name exactly one reachable subgraph: written as if the LLM had made it, so
-    /// the router, the history and every provider see an ordinary delegation.
-    fn keyword_delegation<'a>(
+    /// the router is sure which reachable subgraph it belongs to: written as if the LLM had made
+    /// it, so the router node, the history and every provider see an ordinary delegation.
+    fn fast_delegation<'a>(
         &self,
         set: &'a Assistants,
         state: &State,
@@ -988,16 +1016,42 @@ impl Engine {
         if agent.kind != AgentKind::Primary || !state.dialog_state.is_empty() {
             return None;
         }
-        let last = state.messages.last()?;
-        if last.message.role != MessageRole::Human {
-            return None;
-        }
-        let text = &last.message.content;
-        let target = set.agents.keyword_route(text, agent, state.user.role)?;
+        let text = unanswered_user_text(state)?;
+        let target = set.agents.fast_route(text, agent, state.user.role)?;
         let call = ToolCall {
             id: crate::llm::new_call_id(),
             name: AgentRegistry::delegation_tool_name(&target.name),
             args: serde_json::json!({ "query": text }),
+        };
+        Some((
+            target,
+            ai_message(&state.wa_id, "", &agent.name, vec![call]),
+        ))
+    }
+
+    /// The `CompleteOrEscalate` the subgraph `agent` holding the conversation would call when
+    /// the router is sure the user's new message belongs to another assistant: the subgraph
+    /// hands back, and the primary's fast path enters the right one in the same turn.
+    fn fast_leave<'a>(
+        &self,
+        set: &'a Assistants,
+        state: &State,
+        agent: &Agent,
+    ) -> Option<(&'a Agent, NewMessage)> {
+        let last = state.messages.last()?;
+        if last.message.role != MessageRole::Human {
+            return None;
+        }
+        let target = set
+            .agents
+            .fast_route(&last.message.content, agent, state.user.role)?;
+        let call = ToolCall {
+            id: crate::llm::new_call_id(),
+            name: COMPLETE_OR_ESCALATE.to_owned(),
+            args: serde_json::json!({
+                "cancel": true,
+                "reason": format!("the user's request is for {}", target.name),
+            }),
         };
         Some((
             target,
@@ -1437,6 +1491,30 @@ impl Engine {
         state.unsaved = 0;
         Ok(())
     }
+}
+
+/// The user's message the graph still has to answer: the last message when it is the user's,
+/// or the user's message before a subgraph handed the conversation back (a `CompleteOrEscalate`
+/// call and its result, nothing else), so the primary assistant can route it on.
+fn unanswered_user_text(state: &State) -> Option<&str> {
+    for message in state.messages.iter().rev().map(|m| &m.message) {
+        match message.role {
+            MessageRole::Human => return Some(&message.content),
+            MessageRole::Tool => continue,
+            MessageRole::Ai
+                if message.content.is_empty()
+                    && !message.tool_calls.is_empty()
+                    && message
+                        .tool_calls
+                        .iter()
+                        .all(|call| call.name == COMPLETE_OR_ESCALATE) =>
+            {
+                continue;
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 fn ai_message(wa_id: &WaId, content: &str, agent: &str, tool_calls: Vec<ToolCall>) -> NewMessage {

@@ -257,6 +257,14 @@ impl LanguageDetector {
         Some(SUPPORTED[detected].to_string())
     }
 
+    /// [`follow`](Self::follow), and `default` (the business's language) when the text says
+    /// nothing and the conversation has no language yet: every message leaves the conversation
+    /// with one, so no reply goes out in a language picked by chance.
+    pub fn follow_or(&self, text: &str, previous: Option<&str>, default: &str) -> String {
+        self.follow(text, previous)
+            .unwrap_or_else(|| default.to_string())
+    }
+
     /// Reads `text` through the three layers of the module documentation.
     fn read(&self, text: &str) -> Reading {
         if looks_like_street_address(text) {

@@ -1,0 +1,390 @@
+//! How well the fast path routes, measured on labelled messages (`tests/data/routing/*.jsonl`):
+//! what `zaguan prompts eval` prints, what `zaguan prompts check` warns about, and what a test
+//! asserts so a prompt edit that breaks routing fails CI.
+//!
+//! A line is a message, the assistant that should answer it, and the sender's role; optionally
+//! the subgraph holding the conversation (`dialog_state`). The router *acts* when it enters a
+//! subgraph (from the primary assistant, or leaving the one holding the conversation); otherwise
+//! the LLM decides, as without a fast path. Precision is how often an act is right; recall, how
+//! many of the lines that call for an act get it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::registry::{AgentKind, AgentRegistry};
+use crate::store::Role;
+
+/// The held-out corpus, built into the binary: it only measures the router, never shapes it.
+pub const HELD_OUT: &str = include_str!("../../tests/data/routing/held_out.jsonl");
+
+/// What routing aims at on the held-out corpus: precision and recall on every line, and on the
+/// hard ones (negations, a topic word inside another intent, two intents…).
+pub const TARGET: Bars = Bars {
+    precision: 0.99,
+    recall: 0.60,
+    hard_precision: 0.97,
+    hard_recall: 0.40,
+};
+
+/// What a prompt set must keep on the held-out corpus: a little under what the shipped prompts
+/// reach (`docs/prompts.md`), so an edit that makes routing worse fails `zaguan prompts eval`
+/// and CI. Raise it when the prompts do better.
+pub const FLOOR: Bars = Bars {
+    precision: 0.97,
+    recall: 0.45,
+    hard_precision: 0.93,
+    hard_recall: 0.33,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Bars {
+    pub precision: f64,
+    pub recall: f64,
+    pub hard_precision: f64,
+    pub hard_recall: f64,
+}
+
+/// One labelled message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Labelled {
+    pub text: String,
+    /// The assistant that should answer: a subgraph, or the role's primary assistant.
+    pub agent: String,
+    pub role: Role,
+    pub lang: String,
+    #[serde(default)]
+    pub hard: bool,
+    /// The subgraph holding the conversation when the message arrives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog_state: Option<String>,
+}
+
+/// Reads JSON Lines; blank lines are skipped. Errors name the line.
+pub fn parse(text: &str) -> Result<Vec<Labelled>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect()
+}
+
+/// Precision and recall of the router's acts over a set of lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Score {
+    pub lines: usize,
+    /// Lines whose right answer is to enter a subgraph.
+    pub should_route: usize,
+    /// Subgraphs entered by the router.
+    pub routed: usize,
+    /// ... and the right one.
+    pub right: usize,
+}
+
+impl Score {
+    /// 1 when the router never acted: no act, no wrong act.
+    pub fn precision(&self) -> f64 {
+        if self.routed == 0 {
+            1.0
+        } else {
+            self.right as f64 / self.routed as f64
+        }
+    }
+
+    pub fn recall(&self) -> f64 {
+        if self.should_route == 0 {
+            1.0
+        } else {
+            self.right as f64 / self.should_route as f64
+        }
+    }
+}
+
+/// A line the router sent to the wrong assistant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Misroute {
+    /// 1-based, among the evaluated lines.
+    pub line: usize,
+    pub text: String,
+    pub expected: String,
+    pub routed: String,
+    pub hard: bool,
+}
+
+/// Everything `zaguan prompts eval` reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Evaluation {
+    pub all: Score,
+    pub hard: Score,
+    /// Per agent: `lines` and `should_route` count the lines expecting it, `routed` the lines
+    /// sent to it, `right` those sent to it rightly: so its precision and recall.
+    pub per_agent: BTreeMap<String, Score>,
+    /// `(expected, routed)` → lines; routed is `-` when the router left it to the LLM.
+    pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
+    pub misroutes: Vec<Misroute>,
+    /// Lines naming an agent the prompts do not have, or one the role cannot reach.
+    pub unusable: Vec<String>,
+}
+
+impl Evaluation {
+    /// What falls short of `bars`, in words; empty when every bar is met.
+    pub fn shortfalls(&self, bars: &Bars) -> Vec<String> {
+        let mut short = Vec::new();
+        let mut check = |what: &str, value: f64, bar: f64| {
+            if value < bar {
+                short.push(format!(
+                    "{what} {:.1} % is below {:.0} %",
+                    100.0 * value,
+                    100.0 * bar
+                ));
+            }
+        };
+        check("precision", self.all.precision(), bars.precision);
+        check("recall", self.all.recall(), bars.recall);
+        check(
+            "precision on hard lines",
+            self.hard.precision(),
+            bars.hard_precision,
+        );
+        check("recall on hard lines", self.hard.recall(), bars.hard_recall);
+        short
+    }
+}
+
+/// The router's act on one line: the subgraph it enters, or `None` (the LLM decides, or the
+/// subgraph holding the conversation keeps it). From `dialog_state` when it names a subgraph
+/// the role reaches, else from the role's primary assistant.
+pub fn route_line<'r>(registry: &'r AgentRegistry, line: &Labelled) -> Option<&'r str> {
+    let caller = line
+        .dialog_state
+        .as_deref()
+        .and_then(|name| registry.get(name))
+        .filter(|agent| agent.kind == AgentKind::Subgraph && agent.roles.contains(&line.role))
+        .unwrap_or_else(|| registry.primary_for(line.role));
+    registry
+        .fast_route(&line.text, caller, line.role)
+        .map(|agent| agent.name.as_str())
+}
+
+/// Evaluates `route` (a line → the subgraph entered, if any) on `lines`. `registry` says which
+/// agents are subgraphs.
+pub fn evaluate<'a>(
+    registry: &AgentRegistry,
+    lines: &[Labelled],
+    route: impl Fn(&Labelled) -> Option<&'a str>,
+) -> Evaluation {
+    let mut evaluation = Evaluation::default();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(expected) = registry.get(&line.agent) else {
+            evaluation.unusable.push(format!(
+                "line {}: no agent `{}` in the prompts",
+                i + 1,
+                line.agent
+            ));
+            continue;
+        };
+        if !expected.roles.contains(&line.role) {
+            evaluation.unusable.push(format!(
+                "line {}: role `{}` cannot reach `{}`",
+                i + 1,
+                line.role.as_str(),
+                line.agent
+            ));
+            continue;
+        }
+        // An act is called for when a subgraph other than the one holding the conversation
+        // should answer.
+        let should_route = expected.kind == AgentKind::Subgraph
+            && line.dialog_state.as_deref() != Some(line.agent.as_str());
+        let routed = route(line);
+        let right = routed == Some(line.agent.as_str());
+
+        let mut scores = vec![&mut evaluation.all];
+        if line.hard {
+            scores.push(&mut evaluation.hard);
+        }
+        for score in scores {
+            score.lines += 1;
+            score.should_route += usize::from(should_route);
+            score.routed += usize::from(routed.is_some());
+            score.right += usize::from(right);
+        }
+        let expected_score = evaluation.per_agent.entry(line.agent.clone()).or_default();
+        expected_score.lines += 1;
+        expected_score.should_route += usize::from(should_route);
+        if let Some(routed) = routed {
+            let routed_score = evaluation.per_agent.entry(routed.to_owned()).or_default();
+            routed_score.routed += 1;
+            routed_score.right += usize::from(right);
+            if !right {
+                evaluation.misroutes.push(Misroute {
+                    line: i + 1,
+                    text: line.text.clone(),
+                    expected: line.agent.clone(),
+                    routed: routed.to_owned(),
+                    hard: line.hard,
+                });
+            }
+        }
+        *evaluation
+            .confusion
+            .entry(line.agent.clone())
+            .or_default()
+            .entry(routed.unwrap_or("-").to_owned())
+            .or_default() += 1;
+    }
+    evaluation
+}
+
+/// The evaluation as text: totals, a table per agent, the confusion table, the misroutes.
+pub fn render(evaluation: &Evaluation, bars: &Bars) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let percent = |value: f64| format!("{:.1} %", 100.0 * value);
+    for (name, score) in [
+        ("all lines", evaluation.all),
+        ("hard lines", evaluation.hard),
+    ] {
+        let _ = writeln!(
+            out,
+            "{name}: {} lines, {} routed, {} right: precision {}, recall {} ({} of {})",
+            score.lines,
+            score.routed,
+            score.right,
+            percent(score.precision()),
+            percent(score.recall()),
+            score.right,
+            score.should_route,
+        );
+    }
+    for (name, bars) in [("floor", bars), ("target", &TARGET)] {
+        let _ = writeln!(
+            out,
+            "{name}: precision ≥ {}, recall ≥ {}; hard lines ≥ {} / ≥ {}",
+            percent(bars.precision),
+            percent(bars.recall),
+            percent(bars.hard_precision),
+            percent(bars.hard_recall)
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "\n{:<26} {:>6} {:>7} {:>6} {:>10} {:>8}",
+        "agent", "lines", "routed", "right", "precision", "recall"
+    );
+    for (agent, score) in &evaluation.per_agent {
+        let _ = writeln!(
+            out,
+            "{agent:<26} {:>6} {:>7} {:>6} {:>10} {:>8}",
+            score.lines,
+            score.routed,
+            score.right,
+            if score.routed == 0 {
+                "-".to_owned()
+            } else {
+                percent(score.precision())
+            },
+            if score.should_route == 0 {
+                "-".to_owned()
+            } else {
+                percent(score.recall())
+            },
+        );
+    }
+
+    let columns: Vec<String> = {
+        let mut columns: Vec<String> = evaluation
+            .confusion
+            .values()
+            .flat_map(|row| row.keys().cloned())
+            .collect();
+        columns.sort();
+        columns.dedup();
+        columns
+    };
+    let short = |name: &str| name.trim_end_matches("_assistant").to_owned();
+    let _ = write!(out, "\nexpected \\ routed          ");
+    for column in &columns {
+        let _ = write!(out, " {:>10}", truncate(&short(column), 10));
+    }
+    let _ = writeln!(out);
+    for (expected, row) in &evaluation.confusion {
+        let _ = write!(out, "{:<26}", truncate(&short(expected), 26));
+        for column in &columns {
+            let _ = write!(out, " {:>10}", row.get(column).copied().unwrap_or(0));
+        }
+        let _ = writeln!(out);
+    }
+
+    if !evaluation.misroutes.is_empty() {
+        let _ = writeln!(out, "\nmisrouted:");
+        for m in &evaluation.misroutes {
+            let _ = writeln!(
+                out,
+                "  line {}: «{}» → {} (expected {}){}",
+                m.line,
+                m.text,
+                m.routed,
+                m.expected,
+                if m.hard { " [hard]" } else { "" }
+            );
+        }
+    }
+    for problem in &evaluation.unusable {
+        let _ = writeln!(out, "skipped: {problem}");
+    }
+    out
+}
+
+fn truncate(text: &str, width: usize) -> String {
+    text.chars().take(width).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_and_errors_name_the_line() {
+        let lines = parse(
+            "{\"text\":\"hola\",\"agent\":\"primary_assistant\",\"role\":\"prospect\",\"lang\":\"es\"}\n\n\
+             {\"text\":\"y la hipoteca?\",\"agent\":\"mortgage_loan_assistant\",\"role\":\"prospect\",\
+             \"lang\":\"es\",\"hard\":true,\"dialog_state\":\"appointment_assistant\"}\n",
+        )
+        .unwrap();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].hard);
+        assert_eq!(
+            lines[1].dialog_state.as_deref(),
+            Some("appointment_assistant")
+        );
+        let error = parse("{\"text\":\"hola\"}\n{\"text\":1}").unwrap_err();
+        assert!(error.starts_with("line 1:"), "{error}");
+        let error = parse(
+            "{\"text\":\"a\",\"agent\":\"x\",\"role\":\"prospect\",\"lang\":\"es\",\"typo\":1}",
+        )
+        .unwrap_err();
+        assert!(error.contains("typo"), "{error}");
+    }
+
+    #[test]
+    fn the_held_out_corpus_parses() {
+        let lines = parse(HELD_OUT).unwrap();
+        assert!(lines.len() >= 300, "{} lines", lines.len());
+    }
+
+    #[test]
+    fn precision_and_recall_count_acts() {
+        let score = Score {
+            lines: 10,
+            should_route: 8,
+            routed: 5,
+            right: 4,
+        };
+        assert_eq!(score.precision(), 0.8);
+        assert_eq!(score.recall(), 0.5);
+        assert_eq!(Score::default().precision(), 1.0);
+    }
+}

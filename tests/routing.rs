@@ -1,0 +1,249 @@
+//! The fast path's routing, measured on the labelled corpus of `tests/data/routing/`: the shipped
+//! prompts must keep the floor on the held-out part (so a prompt edit that breaks routing fails
+//! CI), the corpus keeps its shape, and `zaguan prompts eval` / `check` report it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use zaguan::agents::keywords::tokens;
+use zaguan::agents::route_eval::{self, FLOOR, Labelled};
+use zaguan::agents::{AgentKind, AgentRegistry, known_tools};
+use zaguan::store::Role;
+
+fn prompts_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts")
+}
+
+fn registry() -> AgentRegistry {
+    AgentRegistry::load(&prompts_dir(), &known_tools()).expect("shipped prompts load")
+}
+
+fn corpus(name: &str) -> Vec<Labelled> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/routing")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    route_eval::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn zaguan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zaguan"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_shipped_prompts_route_the_held_out_corpus_above_the_floor() {
+    let registry = registry();
+    let lines = corpus("held_out.jsonl");
+    let evaluation = route_eval::evaluate(&registry, &lines, |line| {
+        route_eval::route_line(&registry, line)
+    });
+    let report = route_eval::render(&evaluation, &FLOOR);
+    println!("{report}");
+    assert!(evaluation.unusable.is_empty(), "{report}");
+    assert_eq!(evaluation.all.lines, lines.len());
+    assert!(evaluation.shortfalls(&FLOOR).is_empty(), "{report}");
+}
+
+/// The three misroutes found by reading the old keywords stay with the primary assistant or go
+/// where they belong.
+#[test]
+fn the_known_misroutes_stay_in_the_primary_or_go_right() {
+    let registry = registry();
+    let primary = registry.primary_for(Role::Prospect);
+    for (text, allowed) in [
+        ("Tengo interés en el piso", &[][..]),
+        ("¿hay un banco cerca?", &["property_assistant"][..]),
+        ("No quiero una cita", &[][..]),
+    ] {
+        let routed = registry.fast_route(text, primary, Role::Prospect);
+        assert!(
+            routed.is_none_or(|agent| allowed.contains(&agent.name.as_str())),
+            "«{text}» went to {:?}",
+            routed.map(|a| &a.name)
+        );
+    }
+}
+
+/// ≥ 600 lines, Spanish ≥ 60 %, English and Portuguese, every agent; the held-out part never
+/// shapes the router: none of its messages is a prompt example, and the two parts share none.
+#[test]
+fn the_corpus_has_its_shape_and_the_held_out_part_stays_out_of_the_prompts() {
+    let train = corpus("train.jsonl");
+    let held_out = corpus("held_out.jsonl");
+    let all: Vec<&Labelled> = train.iter().chain(&held_out).collect();
+    assert!(all.len() >= 600, "{} lines", all.len());
+    let mut languages: BTreeMap<&str, usize> = BTreeMap::new();
+    for line in &all {
+        *languages.entry(line.lang.as_str()).or_default() += 1;
+    }
+    assert!(
+        languages["es"] * 100 >= all.len() * 60,
+        "Spanish is {} of {}",
+        languages["es"],
+        all.len()
+    );
+    assert!(
+        languages["en"] >= 50 && languages["pt"] >= 50,
+        "{languages:?}"
+    );
+    let hard = held_out.iter().filter(|line| line.hard).count();
+    assert!(hard * 4 >= held_out.len(), "{hard} hard held-out lines");
+
+    let registry = registry();
+    let agents: BTreeSet<&str> = registry.agents().map(|a| a.name.as_str()).collect();
+    for split in [&train, &held_out] {
+        let labelled: BTreeSet<&str> = split.iter().map(|line| line.agent.as_str()).collect();
+        assert_eq!(labelled, agents, "every agent is in both parts");
+    }
+
+    let key = |text: &str| tokens(text).join(" ");
+    let examples: BTreeSet<String> = registry
+        .agents()
+        .flat_map(|agent| agent.examples.iter().map(|e| key(e)))
+        .collect();
+    let train_texts: BTreeSet<String> = train.iter().map(|line| key(&line.text)).collect();
+    for line in &held_out {
+        let text = key(&line.text);
+        assert!(
+            !examples.contains(&text),
+            "held-out «{}» is a prompt example",
+            line.text
+        );
+        assert!(
+            !train_texts.contains(&text),
+            "«{}» is in both parts",
+            line.text
+        );
+    }
+    // The training part is what shapes the router: its lines (those not about a conversation
+    // already in a subgraph) are the prompts' examples, under the agent they are labelled with.
+    for line in train.iter().filter(|line| line.dialog_state.is_none()) {
+        let agent = registry.get(&line.agent).unwrap();
+        assert!(
+            agent.examples.iter().any(|e| key(e) == key(&line.text)),
+            "train «{}» is not an example of {}",
+            line.text,
+            agent.name
+        );
+    }
+}
+
+/// Every line names an agent its role reaches, and `dialog_state` a subgraph.
+#[test]
+fn every_corpus_line_is_usable() {
+    let registry = registry();
+    for name in ["train.jsonl", "held_out.jsonl"] {
+        for (i, line) in corpus(name).iter().enumerate() {
+            let agent = registry
+                .get(&line.agent)
+                .unwrap_or_else(|| panic!("{name}:{}", i + 1));
+            assert!(agent.roles.contains(&line.role), "{name}:{}", i + 1);
+            if let Some(state) = &line.dialog_state {
+                let holding = registry.get(state).unwrap();
+                assert_eq!(holding.kind, AgentKind::Subgraph, "{name}:{}", i + 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn prompts_eval_prints_the_tables_and_json_for_ci() {
+    let output = zaguan(&["prompts", "eval"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(text.starts_with("the held-out corpus, prompts "), "{text}");
+    assert!(
+        text.contains("all lines: ") && text.contains("hard lines: "),
+        "{text}"
+    );
+    assert!(text.contains("expected \\ routed"), "{text}");
+
+    let output = zaguan(&["prompts", "eval", "--json"]);
+    assert!(output.status.success(), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        json["precision"].as_f64().unwrap() >= FLOOR.precision,
+        "{json}"
+    );
+    assert!(json["recall"].as_f64().unwrap() >= FLOOR.recall, "{json}");
+    assert_eq!(json["shortfalls"], serde_json::json!([]));
+    assert!(
+        json["evaluation"]["per_agent"]["appointment_assistant"].is_object(),
+        "{json}"
+    );
+}
+
+/// A staff file: its own lines are measured, a misroute is listed with its line, and falling
+/// below the floor fails the command. A bad line is an error naming it.
+#[test]
+fn prompts_eval_measures_a_file_staff_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.jsonl");
+    // The second line is labelled wrong on purpose: whatever routes it is a misroute.
+    std::fs::write(
+        &file,
+        "{\"text\":\"Quiero agendar una visita para el piso de la calle Mayor\",\
+          \"agent\":\"appointment_assistant\",\"role\":\"prospect\",\"lang\":\"es\"}\n\
+         {\"text\":\"¿Cuánto me saldría la cuota de la hipoteca a 30 años?\",\
+          \"agent\":\"searcher_assistant\",\"role\":\"prospect\",\"lang\":\"es\"}\n",
+    )
+    .unwrap();
+    let output = zaguan(&["prompts", "eval", file.to_str().unwrap(), "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["evaluation"]["all"]["lines"], 2, "{json}");
+    let misroutes = json["evaluation"]["misroutes"].as_array().unwrap();
+    assert_eq!(misroutes.len(), 1, "{json}");
+    assert_eq!(misroutes[0]["line"], 2);
+    assert_eq!(misroutes[0]["routed"], "mortgage_loan_assistant");
+    assert_eq!(output.status.code(), Some(1), "below the floor: {output:?}");
+
+    std::fs::write(
+        &file,
+        "{\"text\":\"hola\",\"agent\":\"primary_assistant\"}\n",
+    )
+    .unwrap();
+    let output = zaguan(&["prompts", "eval", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(error.contains("line 1:"), "{error}");
+}
+
+/// An edit that empties the examples still loads, but `check` warns that routing fell below the
+/// floor on the held-out corpus.
+#[test]
+fn prompts_check_warns_when_an_edit_drops_routing_below_the_floor() {
+    let output = zaguan(&["prompts", "check", "prompts"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        text.contains("routing on the held-out corpus: precision"),
+        "{text}"
+    );
+    assert!(!text.contains("warning:"), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(prompts_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Drops the examples array, one line or many.
+        let edited = match text.find("examples = [") {
+            Some(start) => {
+                let end = start + text[start..].find("]\n").unwrap() + 2;
+                format!("{}{}", &text[..start], &text[end..])
+            }
+            None => text,
+        };
+        std::fs::write(dir.path().join(path.file_name().unwrap()), edited).unwrap();
+    }
+    let output = zaguan(&["prompts", "check", dir.path().to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "still a valid set: {output:?}");
+    assert!(text.contains("warning: routing recall"), "{text}");
+}
