@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use chrono::Utc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::fast_route::FastRouter;
+use zaguan::agents::{self, AgentKind, AgentRegistry};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, history, route_to_workflow};
 use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
@@ -74,10 +75,33 @@ fn route(c: &mut Criterion) {
     c.bench_function("engine/fast_route, \"hola\"", |b| {
         b.iter(|| registry.fast_route(std::hint::black_box("hola"), primary, Role::Prospect))
     });
-    // The router is learned whenever the prompts load (start-up and every reload).
-    c.bench_function("engine/prompts load with the router's training", |b| {
+    // The router is learned when the prompts load with new examples or keywords (a reload that
+    // keeps them reuses the model: the second figure).
+    let subgraphs: Vec<(&str, &[String], &[String])> = registry
+        .agents()
+        .filter(|a| a.kind == AgentKind::Subgraph)
+        .map(|a| {
+            (
+                a.name.as_str(),
+                a.examples.as_slice(),
+                a.keywords.as_slice(),
+            )
+        })
+        .collect();
+    let primary: Vec<&String> = registry
+        .agents()
+        .filter(|a| a.kind == AgentKind::Primary)
+        .flat_map(|a| &a.examples)
+        .collect();
+    let mut group = c.benchmark_group("engine/router");
+    group.sample_size(10);
+    group.bench_function("training on the prompts' examples", |b| {
+        b.iter(|| FastRouter::train(subgraphs.iter().copied(), primary.iter().copied()))
+    });
+    group.bench_function("prompts load, router already learned", |b| {
         b.iter(self::registry)
     });
+    group.finish();
 }
 
 fn hygiene(c: &mut Criterion) {
