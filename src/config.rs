@@ -45,6 +45,8 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_LLM_BREAKER_COOLDOWN",
     "ZAGUAN_LLM_MAX_TOKENS",
     "ZAGUAN_FAST_ROUTE",
+    "LLM_TRANSCRIBE",
+    "ZAGUAN_TRANSCRIBE_TIMEOUT",
     "ZAGUAN_PROMPTS_DIR",
     "ZAGUAN_ADMIN_TOKEN",
     "ZAGUAN_DIALOG_IDLE_TTL",
@@ -169,6 +171,11 @@ pub struct LlmConfig {
     pub max_tokens: u32,
     /// Enter a subgraph without an LLM call when the keywords leave no doubt.
     pub fast_route: bool,
+    /// The model that transcribes voice notes (`LLM_TRANSCRIBE=openai:MODEL`, spoken to at
+    /// `OPENAI_BASE_URL` with `OPENAI_API_KEY`); `None`: voice notes get the polite answer.
+    pub transcribe: Option<String>,
+    /// Bounds each media download and each transcription call.
+    pub transcribe_timeout: Duration,
 }
 
 /// Which wire format a model is spoken to in.
@@ -305,6 +312,20 @@ impl Config {
                 _ => Err(format!("`{v}` is not `true` or `false`")),
             }
         });
+        let transcribe = match env.get("LLM_TRANSCRIBE").map(str::to_owned) {
+            None => Some(None),
+            Some(_) => env.parsed("LLM_TRANSCRIBE", "", |value| match value.parse::<LlmSpec>() {
+                Ok(LlmSpec {
+                    provider: LlmProvider::OpenAi,
+                    model,
+                }) => Ok(Some(model)),
+                Ok(_) => Err(format!(
+                    "`{value}`: only `openai:MODEL` (an OpenAI-compatible /audio/transcriptions)"
+                )),
+                Err(why) => Err(why),
+            }),
+        };
+        let transcribe_timeout = env.duration("ZAGUAN_TRANSCRIBE_TIMEOUT", "30s");
         let languages = env.parsed("ZAGUAN_LANGUAGES", "es,en,pt,fr,de,it,ca", |v| {
             let codes: Vec<String> = v
                 .split(',')
@@ -369,6 +390,8 @@ impl Config {
                 },
                 max_tokens: max_tokens.expect(checked),
                 fast_route: fast_route.expect(checked),
+                transcribe: transcribe.expect(checked),
+                transcribe_timeout: transcribe_timeout.expect(checked),
             },
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
@@ -618,6 +641,25 @@ mod tests {
         );
         assert!(
             err.0[1].starts_with("ZAGUAN_BUSINESS_CONTACT: must be one line"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn voice_notes_are_transcribed_only_by_an_openai_compatible_model() {
+        let config = Config::from_vars(vars(&[])).unwrap();
+        assert_eq!(config.llm.transcribe, None);
+        assert_eq!(config.llm.transcribe_timeout, Duration::from_secs(30));
+        let config = Config::from_vars(vars(&[
+            ("LLM_TRANSCRIBE", "openai:whisper-1"),
+            ("ZAGUAN_TRANSCRIBE_TIMEOUT", "45s"),
+        ]))
+        .unwrap();
+        assert_eq!(config.llm.transcribe.as_deref(), Some("whisper-1"));
+        assert_eq!(config.llm.transcribe_timeout, Duration::from_secs(45));
+        let err = Config::from_vars(vars(&[("LLM_TRANSCRIBE", "anthropic:claude")])).unwrap_err();
+        assert!(
+            err.0[0].starts_with("LLM_TRANSCRIBE: `anthropic:claude`: only `openai:MODEL`"),
             "{err}"
         );
     }

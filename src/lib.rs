@@ -20,4 +20,5 @@ pub mod serve;
 pub mod store;
 pub mod telemetry;
 pub mod transport;
+pub mod voice;
 pub mod webhook;

@@ -25,6 +25,7 @@ use crate::realestate::reminders::{ReminderSettings, Reminders};
 use crate::realestate::{MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
 use crate::store::{MemoryStore, MongoPool, MongoStore, Store};
 use crate::telemetry;
+use crate::voice::{GraphMedia, OpenAiTranscriber, VoiceNotes};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {}
@@ -298,11 +299,43 @@ pub fn build_engine(
         business_contact: config.business_contact.clone(),
         ..EngineSettings::default()
     };
-    Ok(
-        Engine::new(store, llm, Arc::new(registry), Arc::new(tools), settings)
-            .with_roles(roles)
-            .with_context(context),
-    )
+    let engine = Engine::new(store, llm, Arc::new(registry), Arc::new(tools), settings)
+        .with_roles(roles)
+        .with_context(context);
+    Ok(match voice_notes(config)? {
+        Some(voice) => engine.with_voice_notes(Arc::new(voice)),
+        None => engine,
+    })
+}
+
+/// Voice notes to text when `LLM_TRANSCRIBE` is set and both keys it needs are there: the
+/// Graph API's (to download) and OpenAI's (to transcribe). Otherwise voice notes get the polite
+/// answer, and start-up says why.
+fn voice_notes(config: &Config) -> anyhow::Result<Option<VoiceNotes>> {
+    let Some(model) = &config.llm.transcribe else {
+        return Ok(None);
+    };
+    let (Some(token), Some(key)) = (
+        config.whatsapp.access_token.clone(),
+        config.llm.openai_api_key.clone(),
+    ) else {
+        tracing::warn!(
+            "LLM_TRANSCRIBE is set but WHATSAPP_ACCESS_TOKEN or OPENAI_API_KEY is not: voice \
+             notes get the polite answer"
+        );
+        return Ok(None);
+    };
+    let timeout = config.llm.transcribe_timeout;
+    tracing::info!(model = %model, "voice notes are transcribed");
+    Ok(Some(VoiceNotes::new(
+        GraphMedia::new(config.whatsapp.api_base_url.clone(), token, timeout)?,
+        OpenAiTranscriber::new(
+            config.llm.openai_base_url.clone(),
+            key,
+            model.clone(),
+            timeout,
+        )?,
+    )))
 }
 
 /// How often the cleanup job deletes what the retention no longer keeps.

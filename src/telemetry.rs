@@ -157,6 +157,12 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Subgraphs entered by the fast path's router without asking the primary's model [agent]",
     ),
     (
+        "zaguan_voice_notes_total",
+        Kind::Counter,
+        "Voice notes by outcome: transcribed, or why not (download_failed, too_large, \
+         not_audio, transcription_failed, empty, no_media_id) [outcome]",
+    ),
+    (
         "zaguan_fast_leaves_total",
         Kind::Counter,
         "Subgraphs left by the fast path's router for another assistant's message [agent]",

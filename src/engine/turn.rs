@@ -40,6 +40,7 @@ use crate::store::{
     HandoffRequest, InboxEntry, MessageRole, NewMessage, NewOutbox, OutboxEntry, PendingAction,
     Role, RoleAssignment, RoleSource, Store, StoreError, StoredMessage, Template, reply_parts,
 };
+use crate::voice::VoiceNotes;
 
 /// Limits and names of the engine.
 #[derive(Debug, Clone)]
@@ -179,6 +180,8 @@ pub struct Engine {
     /// What the business data says about each user, for `{{ user_info }}`.
     context: Option<Arc<dyn ContextSource>>,
     contexts: ContextCache,
+    /// Voice notes to text (`LLM_TRANSCRIBE`); without it they get the polite media answer.
+    voice: Option<Arc<VoiceNotes>>,
 }
 
 /// The windows the last turns left, per conversation held (see [`TurnOptions::hold`]),
@@ -320,6 +323,7 @@ impl Engine {
             roles: None,
             context: None,
             contexts: ContextCache::default(),
+            voice: None,
         }
     }
 
@@ -327,6 +331,12 @@ impl Engine {
     /// prospect's appointments and offers).
     pub fn with_context(mut self, source: Arc<dyn ContextSource>) -> Self {
         self.context = Some(source);
+        self
+    }
+
+    /// Transcribes voice notes, so they run as the user's words.
+    pub fn with_voice_notes(mut self, voice: Arc<VoiceNotes>) -> Self {
+        self.voice = Some(voice);
         self
     }
 
@@ -467,6 +477,7 @@ impl Engine {
         // What was stored before this call: a reply delivered from it may have gone out.
         let loaded_seq = state.messages.last().map_or(0, |m| m.seq);
         let new = self.add_human_message(&set, &mut state, inbox).await?;
+        let new: Vec<&InboxEntry> = new.iter().collect();
         let turn_started = Utc::now();
         if let Some(handoff) = state.handoff.take() {
             if handoff.is_active(turn_started) {
@@ -582,25 +593,37 @@ impl Engine {
         Ok(outcome)
     }
 
-    /// Appends the inbox messages not yet in the history as one human message. Before that,
-    /// a subgraph idle past the TTL is left, so the new message starts from the primary agent.
-    async fn add_human_message<'e>(
+    /// Appends the inbox messages not yet in the history as one human message, voice notes
+    /// transcribed. Before that, a subgraph idle past the TTL is left, so the new message starts
+    /// from the primary agent. Returns the new entries, a voice note's text its transcript.
+    async fn add_human_message(
         &self,
         set: &Assistants,
         state: &mut State,
-        inbox: &'e [InboxEntry],
-    ) -> Result<Vec<&'e InboxEntry>, EngineError> {
+        inbox: &[InboxEntry],
+    ) -> Result<Vec<InboxEntry>, EngineError> {
         let known: HashSet<&WaMessageId> = state
             .messages
             .iter()
             .filter(|m| m.message.role == MessageRole::Human)
             .flat_map(|m| m.message.wamids.iter())
             .collect();
-        let new: Vec<&InboxEntry> = inbox.iter().filter(|e| !known.contains(&e.wamid)).collect();
+        let mut new: Vec<InboxEntry> = inbox
+            .iter()
+            .filter(|e| !known.contains(&e.wamid))
+            .cloned()
+            .collect();
         if new.is_empty() {
             return Ok(new);
         }
-        if let Some(location) = new.iter().rev().find_map(|e| shared_location(e)) {
+        let mut voice_notes = HashSet::new();
+        for entry in &mut new {
+            if let Some(transcript) = self.transcribe(entry, state.lang.as_deref()).await {
+                entry.text = Some(transcript);
+                voice_notes.insert(entry.wamid.clone());
+            }
+        }
+        if let Some(location) = new.iter().rev().find_map(shared_location) {
             self.store
                 .set_conversation_location(&state.wa_id, location)
                 .await?;
@@ -623,10 +646,10 @@ impl Engine {
         }
         let content = new
             .iter()
-            .map(|e| {
-                e.text
-                    .clone()
-                    .unwrap_or_else(|| format!("(sent a {} without text)", e.kind))
+            .map(|e| match &e.text {
+                Some(text) if voice_notes.contains(&e.wamid) => format!("(voice note) {text}"),
+                Some(text) => text.clone(),
+                None => format!("(sent a {} without text)", e.kind),
             })
             .collect::<Vec<_>>()
             .join("\n");
@@ -698,6 +721,40 @@ impl Engine {
         }
         let message = ai_message(&state.wa_id, BUDGET_REPLY, "guard", Vec::new());
         self.append(state, message).await
+    }
+
+    /// The transcript of a voice note (an `audio` message without text), when voice notes are
+    /// set up and every step works; `None` otherwise, and the polite answer to media follows.
+    async fn transcribe(&self, entry: &InboxEntry, lang: Option<&str>) -> Option<String> {
+        let voice = self.voice.as_ref()?;
+        if !matches!(entry.kind.as_str(), "audio" | "voice") || entry.text.is_some() {
+            return None;
+        }
+        let payload: serde_json::Value = serde_json::from_str(&entry.payload).ok()?;
+        let Some(media_id) = payload["audio"]["id"].as_str() else {
+            tracing::warn!("voice note without a media id");
+            metrics::counter!("zaguan_voice_notes_total", "outcome" => "no_media_id").increment(1);
+            return None;
+        };
+        let started = std::time::Instant::now();
+        match voice.transcript(media_id, lang).await {
+            Ok(text) => {
+                tracing::info!(
+                    chars = text.chars().count(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "voice note transcribed"
+                );
+                metrics::counter!("zaguan_voice_notes_total", "outcome" => "transcribed")
+                    .increment(1);
+                Some(text)
+            }
+            Err(error) => {
+                tracing::warn!("voice note not transcribed: {error}");
+                metrics::counter!("zaguan_voice_notes_total", "outcome" => error.label())
+                    .increment(1);
+                None
+            }
+        }
     }
 
     /// The role the business data gives the user, when theirs follows the data and differs:

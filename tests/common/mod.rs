@@ -7,6 +7,7 @@
 
 pub mod graph;
 pub mod proxy;
+pub mod spec;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
