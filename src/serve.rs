@@ -288,6 +288,9 @@ pub fn build_engine(
         version = %registry.version(),
         "prompts loaded"
     );
+    for warning in registry.warnings() {
+        tracing::warn!("{warning}");
+    }
     let llm = llm_chain(config, usage)?;
     let settings = EngineSettings {
         dialog_idle_ttl: config.dialog_idle_ttl,

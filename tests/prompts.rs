@@ -93,6 +93,36 @@ fn an_example_taught_as_two_agents_is_a_problem() {
     assert!(!text.contains("hipoteca me dais"), "{text}");
 }
 
+/// A body that names a tool its agent does not have would promise what the assistant cannot
+/// do: the set loads, and `check` warns with the line.
+#[test]
+fn a_body_naming_a_tool_its_agent_lacks_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "primary_assistant.md",
+        "+++\nname = \"primary_assistant\"\nkind = \"primary\"\n\
+         roles = [\"prospect\", \"owner\", \"agent\"]\ntools = [\"request_human\"]\n+++\n\
+         Hola.\nSi lo piden, usa request_human.\nReserva con book_appointment.\n\
+         Nada de book_appointments_x.\n",
+    );
+    let output = prompts_check(Some(dir.path()), None);
+    assert!(output.status.success(), "{output:?}");
+    let text = stdout(&output);
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(
+        warnings[0].ends_with(
+            "primary_assistant.md:9: the body names `book_appointment`, which is not in `tools`: \
+             add it there, or do not promise what it does"
+        ),
+        "{text}"
+    );
+}
+
 #[test]
 fn the_folder_defaults_to_zaguan_prompts_dir_then_prompts() {
     let output = prompts_check(None, None);

@@ -124,6 +124,8 @@ pub struct AgentRegistry {
     /// What was loaded, for operators: a hash of the files and when they were read.
     version: String,
     loaded_at: chrono::DateTime<chrono::Utc>,
+    /// What loads but deserves a look (a body naming a tool the agent does not have).
+    warnings: Vec<PromptProblem>,
 }
 
 impl AgentRegistry {
@@ -238,6 +240,7 @@ impl AgentRegistry {
             .collect();
         let router = FastRouter::learned(&subgraphs, &primary_examples);
         check_examples(&agent_files, &router, &mut problems);
+        let warnings = tools_promised(&agent_files, known_tools);
 
         if !problems.is_empty() {
             problems.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
@@ -290,6 +293,7 @@ impl AgentRegistry {
             templates,
             version: hex::encode(&version.finalize()[..6]),
             loaded_at: chrono::Utc::now(),
+            warnings,
         })
     }
 
@@ -301,6 +305,12 @@ impl AgentRegistry {
 
     pub fn loaded_at(&self) -> chrono::DateTime<chrono::Utc> {
         self.loaded_at
+    }
+
+    /// What loads but deserves a look: a body naming a tool its agent does not have promises
+    /// customers something the assistant cannot do.
+    pub fn warnings(&self) -> &[PromptProblem] {
+        &self.warnings
     }
 
     pub fn get(&self, name: &str) -> Option<&Agent> {
@@ -559,6 +569,38 @@ fn prompt_paths(dir: &Path) -> Result<Vec<PathBuf>, PromptProblem> {
         .collect();
     paths.sort();
     Ok(paths)
+}
+
+/// Each place a body names a known tool that is not in its agent's `tools`: the assistant would
+/// promise what it cannot do (or the tool is missing from the front matter).
+fn tools_promised(files: &[&PromptFile], known_tools: &BTreeSet<String>) -> Vec<PromptProblem> {
+    let mut warnings = Vec::new();
+    for file in files {
+        for (offset, line) in file.body.lines().enumerate() {
+            for tool in known_tools {
+                if file.tools.contains(tool) {
+                    continue;
+                }
+                let named = line.match_indices(tool.as_str()).any(|(at, _)| {
+                    let before = line[..at].chars().next_back();
+                    let after = line[at + tool.len()..].chars().next();
+                    let part_of_word =
+                        |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    !part_of_word(before) && !part_of_word(after)
+                });
+                if named {
+                    warnings.push(file.problem(
+                        file.body_line + offset,
+                        format!(
+                            "the body names `{tool}`, which is not in `tools`: add it there, or \
+                             do not promise what it does"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    warnings
 }
 
 /// An example the router sends to another agent contradicts the others (or the keywords): a

@@ -92,6 +92,9 @@ impl PromptReloader {
                     return Ok(Reloaded::Unchanged { version });
                 }
                 let agents = set.agents().count();
+                for warning in set.warnings() {
+                    tracing::warn!("{warning}");
+                }
                 self.engine.reload(Arc::new(set));
                 tracing::info!(%version, agents, "prompts reloaded");
                 metrics::counter!("zaguan_prompt_reloads_total", "outcome" => "loaded")

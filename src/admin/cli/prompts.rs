@@ -60,6 +60,9 @@ fn check(args: CheckArgs) -> anyhow::Result<()> {
     match AgentRegistry::load(&args.dir, &agents::known_tools()) {
         Ok(registry) => {
             println!("{} agents OK", registry.agents().count());
+            for warning in registry.warnings() {
+                println!("warning: {warning}");
+            }
             let report = registry.fast_route_report();
             if report.examples > 0 {
                 println!(
