@@ -270,8 +270,12 @@ pub fn build_engine(
 ) -> anyhow::Result<Engine> {
     let roles = Arc::new(RoleDirectory::new(realestate.clone()));
     let context = Arc::new(RealEstateContext::new(realestate.clone(), config.timezone));
-    let tools = crate::realestate::tools::registry(realestate)
-        .with(RequestHuman::new(store.clone()).with_contact(config.business_contact.clone()));
+    let tools = crate::realestate::tools::registry(realestate.clone())
+        .with(RequestHuman::new(store.clone()).with_contact(config.business_contact.clone()))
+        .with(crate::realestate::tools::RequestCallback::new(
+            realestate,
+            store.clone(),
+        ));
     let registry =
         AgentRegistry::load(&config.prompts_dir, &agents::known_tools()).map_err(|problems| {
             for problem in &problems {

@@ -157,6 +157,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Subgraphs entered by the fast path's router without asking the primary's model [agent]",
     ),
     (
+        "zaguan_callback_requests_total",
+        Kind::Counter,
+        "Customers who asked to be called back (stored in callback_requests, flagged for a person)",
+    ),
+    (
         "zaguan_voice_notes_total",
         Kind::Counter,
         "Voice notes by outcome: transcribed, or why not (download_failed, too_large, \

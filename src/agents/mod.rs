@@ -22,7 +22,10 @@ pub use registry::{
 pub fn known_tools() -> BTreeSet<String> {
     crate::realestate::tools::TOOL_NAMES
         .iter()
-        .chain([&crate::engine::handoff::REQUEST_HUMAN])
+        .chain([
+            &crate::engine::handoff::REQUEST_HUMAN,
+            &crate::realestate::tools::REQUEST_CALLBACK,
+        ])
         .map(|name| (*name).to_owned())
         .collect()
 }

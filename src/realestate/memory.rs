@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::model::{
-    Appointment, AppointmentStatus, Offer, Owner, Property, Slot, StaffMember, Visit,
+    Appointment, AppointmentStatus, CallbackRequest, Offer, Owner, Property, Slot, StaffMember,
+    Visit,
 };
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
@@ -37,6 +38,7 @@ struct Inner {
     /// Appointments whose reminder has been claimed.
     reminders: HashSet<String>,
     visits: BTreeMap<String, Visit>,
+    callback_requests: BTreeMap<String, CallbackRequest>,
     offers: BTreeMap<String, Offer>,
 }
 
@@ -299,5 +301,23 @@ impl RealEstateStore for MemoryRealEstate {
             .cloned()
             .collect();
         Ok(newest_first(offers, |o| o.created_at, |o| &o.id))
+    }
+
+    async fn save_callback_request(&self, request: &CallbackRequest) -> StoreResult<()> {
+        self.lock()
+            .callback_requests
+            .insert(request.id.clone(), request.clone());
+        Ok(())
+    }
+
+    async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>> {
+        let requests = self
+            .lock()
+            .callback_requests
+            .values()
+            .filter(|r| r.wa_id == *wa_id)
+            .cloned()
+            .collect();
+        Ok(newest_first(requests, |r| r.created_at, |r| &r.id))
     }
 }

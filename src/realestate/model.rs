@@ -302,3 +302,17 @@ pub struct Offer {
     pub status: OfferStatus,
     pub created_at: DateTime<Utc>,
 }
+
+/// `callback_requests`: a customer asked to be called back (the mortgage or offer assistants'
+/// `request_callback`); the conversation is flagged for a person at the same time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallbackRequest {
+    /// `C-…`.
+    pub id: String,
+    pub wa_id: WaId,
+    /// What the call is about, in the assistant's words.
+    pub reason: String,
+    /// When the customer prefers, as they said it («mañana por la tarde»).
+    pub preferred_time: Option<String>,
+    pub created_at: DateTime<Utc>,
+}

@@ -25,8 +25,8 @@ use mongodb::IndexModel;
 use serde::de::DeserializeOwned;
 
 use super::model::{
-    Appointment, AppointmentStatus, GeoPoint, ListingStatus, Offer, Owner, Property, Slot,
-    StaffMember, Visit,
+    Appointment, AppointmentStatus, CallbackRequest, GeoPoint, ListingStatus, Offer, Owner,
+    Property, Slot, StaffMember, Visit,
 };
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
@@ -50,7 +50,7 @@ impl MongoRealEstate {
 
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
-        let indexes: [(&str, Document); 10] = [
+        let indexes: [(&str, Document); 11] = [
             ("slots", doc! {"property_id": 1, "starts_at": 1}),
             ("appointments", doc! {"wa_id": 1, "starts_at": 1}),
             ("appointments", doc! {"status": 1, "starts_at": 1}),
@@ -61,6 +61,7 @@ impl MongoRealEstate {
             ("properties", doc! {"owner_id": 1}),
             ("owners", doc! {"wa_id": 1}),
             ("staff", doc! {"wa_id": 1}),
+            ("callback_requests", doc! {"wa_id": 1}),
         ];
         for (collection, keys) in indexes {
             let model = IndexModel::builder().keys(keys).build();
@@ -472,6 +473,27 @@ fn offer(d: &Document) -> StoreResult<Offer> {
     })
 }
 
+fn callback_request_doc(r: &CallbackRequest) -> Document {
+    doc! {
+        "_id": &r.id,
+        "wa_id": r.wa_id.as_str(),
+        "reason": &r.reason,
+        "preferred_time": opt_str(r.preferred_time.as_deref()),
+        "created_at": date(r.created_at),
+    }
+}
+
+fn callback_request(d: &Document) -> StoreResult<CallbackRequest> {
+    let f = Fields(d);
+    Ok(CallbackRequest {
+        id: f.required_str("_id")?,
+        wa_id: f.wa_id("wa_id")?,
+        reason: f.required_str("reason")?,
+        preferred_time: f.str("preferred_time"),
+        created_at: f.required_date("created_at")?,
+    })
+}
+
 /// By start time, ties by id.
 fn by_start() -> Document {
     doc! {"starts_at": 1, "_id": 1}
@@ -742,6 +764,21 @@ impl RealEstateStore for MongoRealEstate {
             doc! {"property_id": property_id},
             newest_first("created_at"),
             offer,
+        )
+        .await
+    }
+
+    async fn save_callback_request(&self, request: &CallbackRequest) -> StoreResult<()> {
+        self.upsert_all("callback_requests", vec![callback_request_doc(request)])
+            .await
+    }
+
+    async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>> {
+        self.find_all(
+            "callback_requests",
+            doc! {"wa_id": wa_id.as_str()},
+            newest_first("created_at"),
+            callback_request,
         )
         .await
     }

@@ -13,7 +13,8 @@ use unicode_normalization::UnicodeNormalization as _;
 use unicode_normalization::char::is_combining_mark;
 
 use super::model::{
-    Appointment, ListingStatus, Offer, Operation, Owner, Property, Slot, StaffMember, Visit,
+    Appointment, CallbackRequest, ListingStatus, Offer, Operation, Owner, Property, Slot,
+    StaffMember, Visit,
 };
 use crate::domain::WaId;
 use crate::store::StoreResult;
@@ -113,6 +114,10 @@ pub trait RealEstateStore: Send + Sync + 'static {
     /// A customer's offers, newest first.
     async fn offers_of(&self, wa_id: &WaId) -> StoreResult<Vec<Offer>>;
     async fn offers_for(&self, property_id: &str) -> StoreResult<Vec<Offer>>;
+
+    async fn save_callback_request(&self, request: &CallbackRequest) -> StoreResult<()>;
+    /// Newest first.
+    async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>>;
 }
 
 #[cfg(test)]

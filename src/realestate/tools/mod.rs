@@ -3,6 +3,7 @@
 //! user to confirm first.
 
 pub mod appointments;
+pub mod callbacks;
 pub mod mortgage;
 pub mod offers;
 pub mod owners;
@@ -16,6 +17,7 @@ pub use appointments::{
     BookAppointment, CancelAppointment, ListAvailableSlots, ListMyAppointments,
     RescheduleAppointment,
 };
+pub use callbacks::{REQUEST_CALLBACK, RequestCallback};
 pub use mortgage::SimulateMortgage;
 pub use offers::{ListMyOffers, SubmitOffer};
 pub use owners::OwnerListingStats;
