@@ -273,6 +273,10 @@ pub fn build_engine(
     let tools = crate::realestate::tools::registry(realestate.clone())
         .with(RequestHuman::new(store.clone()).with_contact(config.business_contact.clone()))
         .with(crate::realestate::tools::RequestCallback::new(
+            realestate.clone(),
+            store.clone(),
+        ))
+        .with(crate::realestate::tools::RequestListingChange::new(
             realestate,
             store.clone(),
         ));

@@ -157,6 +157,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Subgraphs entered by the fast path's router without asking the primary's model [agent]",
     ),
     (
+        "zaguan_listing_requests_total",
+        Kind::Counter,
+        "Owners' confirmed requests to change a listing (stored in listing_requests, flagged for a person) [change]",
+    ),
+    (
         "zaguan_callback_requests_total",
         Kind::Counter,
         "Customers who asked to be called back (stored in callback_requests, flagged for a person)",

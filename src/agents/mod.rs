@@ -25,6 +25,7 @@ pub fn known_tools() -> BTreeSet<String> {
         .chain([
             &crate::engine::handoff::REQUEST_HUMAN,
             &crate::realestate::tools::REQUEST_CALLBACK,
+            &crate::realestate::tools::REQUEST_LISTING_CHANGE,
         ])
         .map(|name| (*name).to_owned())
         .collect()

@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::model::{
-    Appointment, AppointmentStatus, CallbackRequest, Offer, Owner, Property, Slot, StaffMember,
-    Visit,
+    Appointment, AppointmentStatus, CallbackRequest, ListingRequest, Offer, Owner, Property, Slot,
+    StaffMember, Visit,
 };
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
@@ -39,6 +39,7 @@ struct Inner {
     reminders: HashSet<String>,
     visits: BTreeMap<String, Visit>,
     callback_requests: BTreeMap<String, CallbackRequest>,
+    listing_requests: BTreeMap<String, ListingRequest>,
     offers: BTreeMap<String, Offer>,
 }
 
@@ -308,6 +309,24 @@ impl RealEstateStore for MemoryRealEstate {
             .callback_requests
             .insert(request.id.clone(), request.clone());
         Ok(())
+    }
+
+    async fn save_listing_request(&self, request: &ListingRequest) -> StoreResult<()> {
+        self.lock()
+            .listing_requests
+            .insert(request.id.clone(), request.clone());
+        Ok(())
+    }
+
+    async fn listing_requests_for(&self, property_id: &str) -> StoreResult<Vec<ListingRequest>> {
+        let requests = self
+            .lock()
+            .listing_requests
+            .values()
+            .filter(|r| r.property_id == property_id)
+            .cloned()
+            .collect();
+        Ok(newest_first(requests, |r| r.created_at, |r| &r.id))
     }
 
     async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>> {

@@ -316,3 +316,58 @@ pub struct CallbackRequest {
     pub preferred_time: Option<String>,
     pub created_at: DateTime<Utc>,
 }
+
+/// `listing_requests`: an owner asked to change one of their listings (a new price, a pause, a
+/// withdrawal). Nothing changes on the listing itself: a person at the agency handles it, and
+/// the conversation is flagged for them at the same time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListingRequest {
+    /// `R-…`.
+    pub id: String,
+    pub property_id: String,
+    pub owner_id: String,
+    /// Who asked: the owner, or a staff member on their behalf.
+    pub wa_id: WaId,
+    pub change: ListingChange,
+    pub note: Option<String>,
+    /// `requested` until a person handles it.
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What an owner wants done with a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListingChange {
+    /// A new asking price, in the listing's currency.
+    Price(u64),
+    Pause,
+    Withdraw,
+}
+
+impl ListingChange {
+    /// `price`, `pause`, `withdraw`: the stored `change`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListingChange::Price(_) => "price",
+            ListingChange::Pause => "pause",
+            ListingChange::Withdraw => "withdraw",
+        }
+    }
+
+    pub fn new_price(self) -> Option<u64> {
+        match self {
+            ListingChange::Price(price) => Some(price),
+            _ => None,
+        }
+    }
+
+    /// From the stored `change` and `new_price`.
+    pub fn parse(change: &str, new_price: Option<u64>) -> Option<Self> {
+        match (change, new_price) {
+            ("price", Some(price)) => Some(ListingChange::Price(price)),
+            ("pause", _) => Some(ListingChange::Pause),
+            ("withdraw", _) => Some(ListingChange::Withdraw),
+            _ => None,
+        }
+    }
+}

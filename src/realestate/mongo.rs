@@ -25,8 +25,8 @@ use mongodb::IndexModel;
 use serde::de::DeserializeOwned;
 
 use super::model::{
-    Appointment, AppointmentStatus, CallbackRequest, GeoPoint, ListingStatus, Offer, Owner,
-    Property, Slot, StaffMember, Visit,
+    Appointment, AppointmentStatus, CallbackRequest, GeoPoint, ListingChange, ListingRequest,
+    ListingStatus, Offer, Owner, Property, Slot, StaffMember, Visit,
 };
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
@@ -50,7 +50,7 @@ impl MongoRealEstate {
 
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
-        let indexes: [(&str, Document); 11] = [
+        let indexes: [(&str, Document); 12] = [
             ("slots", doc! {"property_id": 1, "starts_at": 1}),
             ("appointments", doc! {"wa_id": 1, "starts_at": 1}),
             ("appointments", doc! {"status": 1, "starts_at": 1}),
@@ -62,6 +62,7 @@ impl MongoRealEstate {
             ("owners", doc! {"wa_id": 1}),
             ("staff", doc! {"wa_id": 1}),
             ("callback_requests", doc! {"wa_id": 1}),
+            ("listing_requests", doc! {"property_id": 1}),
         ];
         for (collection, keys) in indexes {
             let model = IndexModel::builder().keys(keys).build();
@@ -483,6 +484,41 @@ fn callback_request_doc(r: &CallbackRequest) -> Document {
     }
 }
 
+fn listing_request_doc(r: &ListingRequest) -> StoreResult<Document> {
+    Ok(doc! {
+        "_id": &r.id,
+        "property_id": &r.property_id,
+        "owner_id": &r.owner_id,
+        "wa_id": r.wa_id.as_str(),
+        "change": r.change.as_str(),
+        "new_price": match r.change.new_price() {
+            Some(price) => Bson::Int64(whole(price, "new price")?),
+            None => Bson::Null,
+        },
+        "note": opt_str(r.note.as_deref()),
+        "status": &r.status,
+        "created_at": date(r.created_at),
+    })
+}
+
+fn listing_request(d: &Document) -> StoreResult<ListingRequest> {
+    let f = Fields(d);
+    let change = f.required_str("change")?;
+    let new_price = f.int("new_price").and_then(|p| u64::try_from(p).ok());
+    Ok(ListingRequest {
+        id: f.required_str("_id")?,
+        property_id: f.required_str("property_id")?,
+        owner_id: f.required_str("owner_id")?,
+        wa_id: f.wa_id("wa_id")?,
+        change: ListingChange::parse(&change, new_price).ok_or_else(|| {
+            f.missing("change", "`price` with a new_price, `pause` or `withdraw`")
+        })?,
+        note: f.str("note"),
+        status: f.required_str("status")?,
+        created_at: f.required_date("created_at")?,
+    })
+}
+
 fn callback_request(d: &Document) -> StoreResult<CallbackRequest> {
     let f = Fields(d);
     Ok(CallbackRequest {
@@ -771,6 +807,21 @@ impl RealEstateStore for MongoRealEstate {
     async fn save_callback_request(&self, request: &CallbackRequest) -> StoreResult<()> {
         self.upsert_all("callback_requests", vec![callback_request_doc(request)])
             .await
+    }
+
+    async fn save_listing_request(&self, request: &ListingRequest) -> StoreResult<()> {
+        self.upsert_all("listing_requests", vec![listing_request_doc(request)?])
+            .await
+    }
+
+    async fn listing_requests_for(&self, property_id: &str) -> StoreResult<Vec<ListingRequest>> {
+        self.find_all(
+            "listing_requests",
+            doc! {"property_id": property_id},
+            newest_first("created_at"),
+            listing_request,
+        )
+        .await
     }
 
     async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>> {

@@ -13,8 +13,8 @@ use unicode_normalization::UnicodeNormalization as _;
 use unicode_normalization::char::is_combining_mark;
 
 use super::model::{
-    Appointment, CallbackRequest, ListingStatus, Offer, Operation, Owner, Property, Slot,
-    StaffMember, Visit,
+    Appointment, CallbackRequest, ListingRequest, ListingStatus, Offer, Operation, Owner, Property,
+    Slot, StaffMember, Visit,
 };
 use crate::domain::WaId;
 use crate::store::StoreResult;
@@ -116,6 +116,9 @@ pub trait RealEstateStore: Send + Sync + 'static {
     async fn offers_for(&self, property_id: &str) -> StoreResult<Vec<Offer>>;
 
     async fn save_callback_request(&self, request: &CallbackRequest) -> StoreResult<()>;
+    async fn save_listing_request(&self, request: &ListingRequest) -> StoreResult<()>;
+    /// Newest first.
+    async fn listing_requests_for(&self, property_id: &str) -> StoreResult<Vec<ListingRequest>>;
     /// Newest first.
     async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>>;
 }

@@ -4,6 +4,7 @@
 
 pub mod appointments;
 pub mod callbacks;
+pub mod listing_requests;
 pub mod mortgage;
 pub mod offers;
 pub mod owners;
@@ -18,6 +19,7 @@ pub use appointments::{
     RescheduleAppointment,
 };
 pub use callbacks::{REQUEST_CALLBACK, RequestCallback};
+pub use listing_requests::{REQUEST_LISTING_CHANGE, RequestListingChange};
 pub use mortgage::SimulateMortgage;
 pub use offers::{ListMyOffers, SubmitOffer};
 pub use owners::OwnerListingStats;

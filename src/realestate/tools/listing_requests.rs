@@ -1,0 +1,209 @@
+//! `request_listing_change`: an owner asks for a new price, a pause or the withdrawal of one of
+//! their listings. The listing itself does not change: after the owner's yes the request is
+//! stored (`listing_requests`, status `requested`) and the conversation is flagged for a person,
+//! who handles it with the owner. Whose listing it is comes from the number writing, never from
+//! the model; the agency's agents may ask for any listing.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::text::{self, money, unavailable};
+use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::llm::ToolSpec;
+use crate::realestate::{ListingChange, ListingRequest, Property, RealEstateStore};
+use crate::store::{HandoffRequest, Role, Store};
+
+/// The tool's name, for prompt files.
+pub const REQUEST_LISTING_CHANGE: &str = "request_listing_change";
+
+const MAX_NOTE: usize = 300;
+
+pub struct RequestListingChange {
+    realestate: Arc<dyn RealEstateStore>,
+    conversations: Arc<dyn Store>,
+}
+
+impl RequestListingChange {
+    pub fn new(realestate: Arc<dyn RealEstateStore>, conversations: Arc<dyn Store>) -> Self {
+        Self {
+            realestate,
+            conversations,
+        }
+    }
+
+    /// The listing and the change, once the caller may ask for it.
+    async fn check(
+        &self,
+        args: &ChangeArgs,
+        context: &ToolContext,
+    ) -> Result<(Property, ListingChange), ToolError> {
+        let change = match (args.change.as_str(), args.new_price) {
+            ("price", Some(price)) if price > 0 => ListingChange::Price(price),
+            ("price", _) => {
+                return Err(ToolError::InvalidArgs(
+                    "a price change needs `new_price` (whole euros)".into(),
+                ));
+            }
+            ("pause", _) => ListingChange::Pause,
+            ("withdraw", _) => ListingChange::Withdraw,
+            (other, _) => {
+                return Err(ToolError::InvalidArgs(format!(
+                    "`change` is `price`, `pause` or `withdraw`, not `{other}`"
+                )));
+            }
+        };
+        let property = self
+            .realestate
+            .property(args.property_id.trim())
+            .await
+            .map_err(unavailable)?
+            .ok_or_else(|| ToolError::Failed(format!("no listing {}", args.property_id.trim())))?;
+        if context.role != Role::Agent {
+            let owner = self
+                .realestate
+                .owner_by_wa_id(&context.wa_id)
+                .await
+                .map_err(unavailable)?;
+            if owner.is_none_or(|owner| owner.id != property.owner_id) {
+                return Err(ToolError::Failed(format!(
+                    "{} is not a listing of the owner writing from this number; only its owner \
+                     (or the agency) can ask to change it",
+                    property.id
+                )));
+            }
+        }
+        Ok((property, change))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct ChangeArgs {
+    property_id: String,
+    change: String,
+    new_price: Option<u64>,
+    note: Option<String>,
+}
+
+fn describe(change: ListingChange, property: &Property) -> String {
+    match change {
+        ListingChange::Price(price) => format!(
+            "Cambiar el precio de {} ({}) de {} a {}",
+            property.id,
+            property.title,
+            money(property.price, &property.currency),
+            money(price, &property.currency)
+        ),
+        ListingChange::Pause => {
+            format!("Pausar el anuncio de {} ({})", property.id, property.title)
+        }
+        ListingChange::Withdraw => format!(
+            "Retirar {} ({}) de la venta o el alquiler",
+            property.id, property.title
+        ),
+    }
+}
+
+#[async_trait]
+impl Tool for RequestListingChange {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: REQUEST_LISTING_CHANGE.into(),
+            description: "Registra que el propietario quiere cambiar el precio de su inmueble, \
+                          pausar el anuncio o retirarlo. No cambia nada al momento: el \
+                          propietario confirma con un botón y una persona de la agencia lo \
+                          gestiona con él."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "property_id": {"type": "string", "description": "Id del inmueble (P-…)"},
+                    "change": {"type": "string", "enum": ["price", "pause", "withdraw"]},
+                    "new_price": {"type": "integer", "minimum": 1, "description": "Nuevo precio en euros, sin decimales (solo con change=price)"},
+                    "note": {"type": "string", "description": "Lo que el propietario añada (motivo, desde cuándo…)"}
+                },
+                "required": ["property_id", "change"]
+            }),
+        }
+    }
+
+    fn roles(&self) -> &'static [Role] {
+        &[Role::Owner, Role::Agent]
+    }
+
+    async fn confirmation(
+        &self,
+        args: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        Some(
+            async {
+                let args: ChangeArgs = text::args(args.clone())?;
+                let (property, change) = self.check(&args, context).await?;
+                Ok(format!(
+                    "{}; la agencia lo gestionará contigo",
+                    describe(change, &property)
+                ))
+            }
+            .await,
+        )
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let args: ChangeArgs = text::args(args)?;
+        let (property, change) = self.check(&args, context).await?;
+        let request = ListingRequest {
+            id: format!(
+                "R-{}-{}",
+                property.id.trim_start_matches("P-"),
+                context.now.timestamp_millis() % 10_000_000
+            ),
+            property_id: property.id.clone(),
+            owner_id: property.owner_id.clone(),
+            wa_id: context.wa_id.clone(),
+            change,
+            note: args
+                .note
+                .map(|n| n.trim().chars().take(MAX_NOTE).collect::<String>())
+                .filter(|n| !n.is_empty()),
+            status: "requested".into(),
+            created_at: context.now,
+        };
+        self.realestate
+            .save_listing_request(&request)
+            .await
+            .map_err(unavailable)?;
+        self.conversations
+            .request_handoff(
+                &context.wa_id,
+                &HandoffRequest {
+                    at: context.now,
+                    reason: format!(
+                        "Propietario: {} ({})",
+                        describe(change, &property),
+                        request.id
+                    ),
+                },
+            )
+            .await
+            .map_err(|error| {
+                ToolError::Failed(format!("the team could not be notified: {error}"))
+            })?;
+        tracing::info!(conversation.id = %context.wa_id.masked(), change = change.as_str(), "listing change requested");
+        metrics::counter!("zaguan_listing_requests_total", "change" => change.as_str())
+            .increment(1);
+        Ok(format!(
+            "Done: request {} recorded ({}); the listing itself is unchanged until a person at \
+             the agency handles it with the owner, who will hear from them in this chat. Tell the \
+             owner so in one short sentence.",
+            request.id,
+            describe(change, &property)
+        ))
+    }
+}

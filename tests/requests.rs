@@ -1,0 +1,329 @@
+//! What customers and owners ask a person for, through the engine on both stores:
+//! `request_callback` (stored in `callback_requests`) and `request_listing_change` (confirmed,
+//! stored in `listing_requests`). Each flags the conversation for a person, so it shows in
+//! `conversations list --handoff requested`; only the assistants that list a tool offer it.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::json;
+use zaguan::agents::{self, AgentRegistry};
+use zaguan::domain::{WaId, WaMessageId};
+use zaguan::engine::{Engine, EngineSettings};
+use zaguan::llm::ScriptedLlm;
+use zaguan::realestate::tools::{self, RequestCallback, RequestListingChange};
+use zaguan::realestate::{ListingChange, MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
+use zaguan::store::{
+    ConversationQuery, HandoffFilter, InboxEntry, InboxStatus, MemoryStore, Role, Store,
+};
+
+/// An engine with the domain tools and both request tools over `store` and `realestate`.
+fn engine(
+    store: &Arc<dyn Store>,
+    realestate: &Arc<dyn RealEstateStore>,
+    llm: &Arc<ScriptedLlm>,
+) -> Engine {
+    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    let tools = tools::registry(realestate.clone())
+        .with(RequestCallback::new(realestate.clone(), store.clone()))
+        .with(RequestListingChange::new(realestate.clone(), store.clone()));
+    Engine::new(
+        store.clone(),
+        llm.clone(),
+        Arc::new(registry),
+        Arc::new(tools),
+        EngineSettings::default(),
+    )
+}
+
+/// `text` from `wa_id` as a new inbound message; the turn's reply.
+async fn say(
+    engine: &Engine,
+    store: &Arc<dyn Store>,
+    wa_id: &WaId,
+    n: u32,
+    text: &str,
+) -> Option<String> {
+    let entry = InboxEntry {
+        wamid: WaMessageId::parse(&format!("wamid.{wa_id}.{n}")).unwrap(),
+        wa_id: wa_id.clone(),
+        phone_number_id: "109876543210".into(),
+        kind: "text".into(),
+        text: Some(text.into()),
+        payload: "{}".into(),
+        context_id: None,
+        sent_at: None,
+        status: InboxStatus::Pending,
+        received_at: Utc::now(),
+        attempts: 0,
+    };
+    store.insert_inbox(&[entry]).await.unwrap();
+    let open = store.open_inbox(wa_id).await.unwrap();
+    let outcome = engine.run_turn(wa_id, &open).await.unwrap();
+    store
+        .set_inbox_status(&outcome.answered, InboxStatus::Done)
+        .await
+        .unwrap();
+    outcome.reply
+}
+
+/// The reasons of the conversations flagged for a person.
+async fn flagged(store: &Arc<dyn Store>) -> Vec<String> {
+    store
+        .list_conversations(&ConversationQuery {
+            handoff: Some(HandoffFilter::Requested),
+            limit: 10,
+            ..ConversationQuery::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|c| c.handoff_requested.map(|r| r.reason))
+        .collect()
+}
+
+async fn a_customer_asks_to_be_called_back(
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+) {
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .calls(
+                "mortgage_loan_assistant",
+                "request_callback",
+                json!({"reason": "Estudio de hipoteca para un piso de 250.000 €", "preferred_time": "mañana por la tarde"}),
+            )
+            .says("mortgage_loan_assistant", "Hecho: el asesor te llamará mañana por la tarde."),
+    );
+    let engine = engine(&store, &realestate, &llm);
+    let wa_id = WaId::parse("34611222333").unwrap();
+    store
+        .set_dialog_state(&wa_id, &["mortgage_loan_assistant".to_owned()], Utc::now())
+        .await
+        .unwrap();
+    let reply = say(
+        &engine,
+        &store,
+        &wa_id,
+        1,
+        "¿Me puede llamar el asesor? Mejor mañana por la tarde",
+    )
+    .await;
+    assert_eq!(
+        reply.as_deref(),
+        Some("Hecho: el asesor te llamará mañana por la tarde.")
+    );
+    // The mortgage assistant was offered the tool.
+    let requests = llm.requests();
+    assert!(
+        requests[0]
+            .tools
+            .iter()
+            .any(|t| t.name == "request_callback")
+    );
+
+    let stored = realestate.callback_requests_of(&wa_id).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        stored[0].reason,
+        "Estudio de hipoteca para un piso de 250.000 €"
+    );
+    assert_eq!(
+        stored[0].preferred_time.as_deref(),
+        Some("mañana por la tarde")
+    );
+    assert!(stored[0].id.starts_with("C-"));
+
+    assert_eq!(
+        flagged(&store).await,
+        [
+            "Llamar al cliente: Estudio de hipoteca para un piso de 250.000 € (prefiere: mañana por la tarde)"
+        ]
+    );
+    // Someone else's requests are not this customer's.
+    let other = WaId::parse("34611222444").unwrap();
+    assert!(
+        realestate
+            .callback_requests_of(&other)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// An owner asks to lower the price of their listing: asked to confirm, stored only on the yes,
+/// flagged for a person; the listing itself is unchanged. Someone else's listing is refused.
+async fn an_owner_asks_for_a_new_price_and_confirms(
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+) {
+    let today = Utc::now()
+        .with_timezone(&chrono_tz::Europe::Madrid)
+        .date_naive();
+    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
+    demo::seed(realestate.as_ref(), &set).await.unwrap();
+    let owner = set
+        .owners
+        .iter()
+        .find(|o| o.wa_id.is_some())
+        .expect("a demo owner on WhatsApp");
+    let own = set
+        .properties
+        .iter()
+        .find(|p| p.owner_id == owner.id)
+        .expect("a listing of that owner");
+    let other = set
+        .properties
+        .iter()
+        .find(|p| p.owner_id != owner.id)
+        .expect("someone else's listing");
+    let new_price = own.price - 10_000;
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .calls(
+                "owner_info_assistant",
+                "request_listing_change",
+                json!({"property_id": other.id, "change": "withdraw"}),
+            )
+            .says(
+                "owner_info_assistant",
+                "Ese inmueble no figura a tu nombre.",
+            )
+            .calls(
+                "owner_info_assistant",
+                "request_listing_change",
+                json!({"property_id": own.id, "change": "price", "new_price": new_price}),
+            )
+            .says("owner_info_assistant", "Confírmalo con el botón.")
+            .says(
+                "owner_info_assistant",
+                "Hecho: tu agente lo revisará contigo.",
+            ),
+    );
+    let engine = engine(&store, &realestate, &llm);
+    let wa_id = owner.wa_id.clone().unwrap();
+    store.set_user_role(&wa_id, Role::Owner).await.unwrap();
+    store
+        .set_dialog_state(&wa_id, &["owner_info_assistant".to_owned()], Utc::now())
+        .await
+        .unwrap();
+
+    say(&engine, &store, &wa_id, 1, "Quiero retirar el otro piso").await;
+    let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
+    assert!(conversation.pending_action.is_none(), "nothing to confirm");
+    assert!(
+        realestate
+            .listing_requests_for(&other.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    say(
+        &engine,
+        &store,
+        &wa_id,
+        2,
+        "Bájale 10.000 € al mío, por favor",
+    )
+    .await;
+    let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(
+        conversation.pending_action.map(|a| a.tool).as_deref(),
+        Some("request_listing_change")
+    );
+    assert!(
+        realestate
+            .listing_requests_for(&own.id)
+            .await
+            .unwrap()
+            .is_empty(),
+        "not before the yes"
+    );
+    assert!(flagged(&store).await.is_empty());
+
+    assert_eq!(
+        say(&engine, &store, &wa_id, 3, "sí").await.as_deref(),
+        Some("Hecho: tu agente lo revisará contigo.")
+    );
+    let requests = realestate.listing_requests_for(&own.id).await.unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].change, ListingChange::Price(new_price));
+    assert_eq!(requests[0].owner_id, owner.id);
+    assert_eq!(requests[0].status, "requested");
+    let reasons = flagged(&store).await;
+    assert_eq!(reasons.len(), 1);
+    assert!(
+        reasons[0].starts_with(&format!("Propietario: Cambiar el precio de {}", own.id)),
+        "{reasons:?}"
+    );
+    // The listing itself waits for a person.
+    let listing = realestate.property(&own.id).await.unwrap().unwrap();
+    assert_eq!(listing.price, own.price);
+    assert_eq!(llm.remaining(), 0);
+}
+
+/// Only the mortgage and offer assistants list the tool, so only they are offered it.
+#[tokio::test]
+async fn only_the_assistants_that_list_it_are_offered_the_tool() {
+    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    for (agent, offered) in [
+        ("mortgage_loan_assistant", true),
+        ("prospect_offer_assistant", true),
+        ("property_assistant", false),
+        ("searcher_assistant", false),
+    ] {
+        let agent = registry.get(agent).unwrap();
+        assert_eq!(
+            agent.tools.iter().any(|t| t == "request_callback"),
+            offered,
+            "{}",
+            agent.name
+        );
+    }
+}
+
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(
+                        std::sync::Arc::new(super::MemoryStore::new()),
+                        std::sync::Arc::new(super::MemoryRealEstate::new()),
+                    )
+                    .await;
+                }
+            )*
+        }
+        mod mongo {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(db) = super::common::TestMongo::new().await else {
+                        return;
+                    };
+                    let realestate = super::MongoRealEstate::new(db.store.pool().clone());
+                    realestate.ensure_indexes().await.unwrap();
+                    super::$name(
+                        std::sync::Arc::new(db.store.clone()),
+                        std::sync::Arc::new(realestate),
+                    )
+                    .await;
+                    db.drop().await;
+                }
+            )*
+        }
+    };
+}
+
+both_stores!(
+    a_customer_asks_to_be_called_back,
+    an_owner_asks_for_a_new_price_and_confirms,
+);
