@@ -17,11 +17,12 @@ use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::tools::{self, RequestCallback, RequestListingChange};
 use zaguan::realestate::{ListingChange, MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
 use zaguan::store::{
-    ConversationQuery, HandoffFilter, InboxEntry, InboxStatus, MemoryStore, Role, Store,
+    ConversationQuery, HandoffFilter, InboxEntry, InboxStatus, MemoryStore, MessageRole, Role,
+    Store,
 };
 
 /// An engine with the domain tools and both request tools over `store` and `realestate`.
-fn engine(
+fn build_engine(
     store: &Arc<dyn Store>,
     realestate: &Arc<dyn RealEstateStore>,
     llm: &Arc<ScriptedLlm>,
@@ -99,7 +100,7 @@ async fn a_customer_asks_to_be_called_back(
             )
             .says("mortgage_loan_assistant", "Hecho: el asesor te llamará mañana por la tarde."),
     );
-    let engine = engine(&store, &realestate, &llm);
+    let engine = build_engine(&store, &realestate, &llm);
     let wa_id = WaId::parse("34611222333").unwrap();
     store
         .set_dialog_state(&wa_id, &["mortgage_loan_assistant".to_owned()], Utc::now())
@@ -204,7 +205,7 @@ async fn an_owner_asks_for_a_new_price_and_confirms(
                 "Hecho: tu agente lo revisará contigo.",
             ),
     );
-    let engine = engine(&store, &realestate, &llm);
+    let engine = build_engine(&store, &realestate, &llm);
     let wa_id = owner.wa_id.clone().unwrap();
     store.set_user_role(&wa_id, Role::Owner).await.unwrap();
     store
@@ -267,6 +268,142 @@ async fn an_owner_asks_for_a_new_price_and_confirms(
     assert_eq!(llm.remaining(), 0);
 }
 
+/// The tool messages of `wa_id`'s history, oldest first.
+async fn tool_results(store: &Arc<dyn Store>, wa_id: &WaId) -> Vec<String> {
+    store
+        .recent_messages(wa_id, 200)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.message.role == MessageRole::Tool)
+        .map(|m| m.message.content)
+        .collect()
+}
+
+/// The agency's staff look up a property's visits and a customer's offers; a prospect naming
+/// someone else gets an error, and without a name only their own.
+async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+) {
+    let today = Utc::now()
+        .with_timezone(&chrono_tz::Europe::Madrid)
+        .date_naive();
+    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
+    demo::seed(realestate.as_ref(), &set).await.unwrap();
+    let property = &set.visits[0].property_id;
+    let property_visits: Vec<&str> = set
+        .visits
+        .iter()
+        .filter(|v| &v.property_id == property)
+        .map(|v| v.id.as_str())
+        .collect();
+    let offer = &set.offers[0];
+    let customer = set
+        .visits
+        .iter()
+        .map(|v| &v.wa_id)
+        .find(|wa_id| *wa_id != &offer.wa_id)
+        .unwrap();
+
+    // Staff.
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .calls(
+                "visit_tracker_assistant",
+                "list_my_visits",
+                json!({"property_id": property}),
+            )
+            .says("visit_tracker_assistant", "Estas son sus visitas.")
+            .calls(
+                "prospect_offer_assistant",
+                "list_my_offers",
+                json!({"customer": format!("+{}", offer.wa_id)}),
+            )
+            .says("prospect_offer_assistant", "Estas son sus ofertas."),
+    );
+    let engine = build_engine(&store, &realestate, &llm);
+    let staff = set.staff[0].wa_id.clone().unwrap();
+    store.set_user_role(&staff, Role::Agent).await.unwrap();
+    store
+        .set_dialog_state(&staff, &["visit_tracker_assistant".to_owned()], Utc::now())
+        .await
+        .unwrap();
+    say(
+        &engine,
+        &store,
+        &staff,
+        1,
+        "¿Qué visitas ha tenido esa propiedad?",
+    )
+    .await;
+    store
+        .set_dialog_state(&staff, &["prospect_offer_assistant".to_owned()], Utc::now())
+        .await
+        .unwrap();
+    say(
+        &engine,
+        &store,
+        &staff,
+        2,
+        "¿Y qué ofertas ha hecho ese cliente?",
+    )
+    .await;
+    let results = tool_results(&store, &staff).await;
+    assert_eq!(results.len(), 2, "{results:?}");
+    for visit in &property_visits {
+        assert!(results[0].contains(visit), "{visit} in {}", results[0]);
+    }
+    assert!(results[1].contains(&offer.id), "{}", results[1]);
+
+    // A prospect: someone else's records are refused; their own come without a name.
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .calls(
+                "visit_tracker_assistant",
+                "list_my_visits",
+                json!({"customer": offer.wa_id.as_str()}),
+            )
+            .says("visit_tracker_assistant", "Solo puedo ver las tuyas.")
+            .calls("visit_tracker_assistant", "list_my_visits", json!({}))
+            .says("visit_tracker_assistant", "Estas son tus visitas."),
+    );
+    let engine = build_engine(&store, &realestate, &llm);
+    store.set_user_role(customer, Role::Prospect).await.unwrap();
+    store
+        .set_dialog_state(
+            customer,
+            &["visit_tracker_assistant".to_owned()],
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+    say(
+        &engine,
+        &store,
+        customer,
+        1,
+        "¿Qué visitas ha hecho mi vecino?",
+    )
+    .await;
+    say(&engine, &store, customer, 2, "¿Y las mías?").await;
+    let results = tool_results(&store, customer).await;
+    assert!(
+        results[0].contains("only the agency's staff"),
+        "{}",
+        results[0]
+    );
+    for visit in &set.visits {
+        assert_eq!(
+            results[1].contains(&visit.id),
+            &visit.wa_id == customer,
+            "{} in {}",
+            visit.id,
+            results[1]
+        );
+    }
+}
+
 /// Only the mortgage and offer assistants list the tool, so only they are offered it.
 #[tokio::test]
 async fn only_the_assistants_that_list_it_are_offered_the_tool() {
@@ -326,4 +463,5 @@ macro_rules! both_stores {
 both_stores!(
     a_customer_asks_to_be_called_back,
     an_owner_asks_for_a_new_price_and_confirms,
+    staff_look_up_a_property_or_a_customer_and_nobody_else_can,
 );

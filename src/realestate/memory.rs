@@ -232,6 +232,17 @@ impl RealEstateStore for MemoryRealEstate {
         Ok(by_start(appointments, |a| a.starts_at, |a| &a.id))
     }
 
+    async fn appointments_for(&self, property_id: &str) -> StoreResult<Vec<Appointment>> {
+        let appointments = self
+            .lock()
+            .appointments
+            .values()
+            .filter(|a| a.property_id == property_id)
+            .cloned()
+            .collect();
+        Ok(by_start(appointments, |a| a.starts_at, |a| &a.id))
+    }
+
     async fn booked_between(
         &self,
         from: DateTime<Utc>,

@@ -50,9 +50,10 @@ impl MongoRealEstate {
 
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
-        let indexes: [(&str, Document); 12] = [
+        let indexes: [(&str, Document); 13] = [
             ("slots", doc! {"property_id": 1, "starts_at": 1}),
             ("appointments", doc! {"wa_id": 1, "starts_at": 1}),
+            ("appointments", doc! {"property_id": 1, "starts_at": 1}),
             ("appointments", doc! {"status": 1, "starts_at": 1}),
             ("visits", doc! {"wa_id": 1}),
             ("visits", doc! {"property_id": 1}),
@@ -719,6 +720,16 @@ impl RealEstateStore for MongoRealEstate {
         self.find_all(
             "appointments",
             doc! {"wa_id": wa_id.as_str()},
+            by_start(),
+            appointment,
+        )
+        .await
+    }
+
+    async fn appointments_for(&self, property_id: &str) -> StoreResult<Vec<Appointment>> {
+        self.find_all(
+            "appointments",
+            doc! {"property_id": property_id},
             by_start(),
             appointment,
         )

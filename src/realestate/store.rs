@@ -98,6 +98,8 @@ pub trait RealEstateStore: Send + Sync + 'static {
     async fn appointment(&self, id: &str) -> StoreResult<Option<Appointment>>;
     /// A customer's appointments, by start time.
     async fn appointments_of(&self, wa_id: &WaId) -> StoreResult<Vec<Appointment>>;
+    /// A property's appointments, by start (for the agency's staff).
+    async fn appointments_for(&self, property_id: &str) -> StoreResult<Vec<Appointment>>;
     /// Booked appointments starting in `[from, to)`, by start time (for reminders).
     async fn booked_between(
         &self,

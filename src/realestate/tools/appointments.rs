@@ -10,7 +10,7 @@ use chrono::{Duration, TimeZone};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::text::{self, unavailable, when};
+use super::text::{self, Lookup, unavailable, when};
 use crate::engine::tools::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
 use crate::realestate::{
@@ -520,28 +520,29 @@ impl Tool for ListMyAppointments {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_my_appointments".into(),
-            description: "Las visitas reservadas del usuario que escribe (próximas primero)."
+            description: "Las visitas reservadas del usuario que escribe (próximas primero); un \
+                          agente de la agencia puede pedir las de un cliente o una propiedad."
                 .into(),
-            parameters: json!({"type": "object", "properties": {}}),
+            parameters: text::lookup_parameters(),
         }
     }
 
     async fn run(
         &self,
-        _args: serde_json::Value,
+        args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
-        let appointments = self
-            .store
-            .appointments_of(&context.wa_id)
-            .await
-            .map_err(unavailable)?;
+        let appointments = match text::lookup(args, context)? {
+            Lookup::Customer(wa_id) => self.store.appointments_of(&wa_id).await,
+            Lookup::Property(id) => self.store.appointments_for(&id).await,
+        }
+        .map_err(unavailable)?;
         let upcoming: Vec<&Appointment> = appointments
             .iter()
             .filter(|a| a.status == AppointmentStatus::Booked && a.starts_at > context.now)
             .collect();
         if upcoming.is_empty() {
-            return Ok("El usuario no tiene visitas reservadas próximamente.".into());
+            return Ok("No hay visitas reservadas próximamente.".into());
         }
         let mut out = String::from("Visitas reservadas:");
         for a in upcoming {

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::text::{self, money, unavailable};
+use super::text::{self, Lookup, money, unavailable};
 use crate::engine::tools::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
 use crate::realestate::{ListingStatus, Offer, OfferStatus, Property, RealEstateStore};
@@ -171,8 +171,10 @@ impl Tool for ListMyOffers {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_my_offers".into(),
-            description: "Las ofertas que ha presentado el usuario y su estado.".into(),
-            parameters: json!({"type": "object", "properties": {}}),
+            description: "Las ofertas que ha presentado el usuario y su estado; un agente de la \
+                          agencia puede pedir las de un cliente o una propiedad."
+                .into(),
+            parameters: text::lookup_parameters(),
         }
     }
 
@@ -182,18 +184,18 @@ impl Tool for ListMyOffers {
 
     async fn run(
         &self,
-        _args: serde_json::Value,
+        args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
-        let offers = self
-            .store
-            .offers_of(&context.wa_id)
-            .await
-            .map_err(unavailable)?;
-        if offers.is_empty() {
-            return Ok("El usuario no ha presentado ninguna oferta.".into());
+        let offers = match text::lookup(args, context)? {
+            Lookup::Customer(wa_id) => self.store.offers_of(&wa_id).await,
+            Lookup::Property(id) => self.store.offers_for(&id).await,
         }
-        let mut out = String::from("Ofertas del usuario:");
+        .map_err(unavailable)?;
+        if offers.is_empty() {
+            return Ok("No consta ninguna oferta.".into());
+        }
+        let mut out = String::from("Ofertas:");
         for offer in offers.iter().take(10) {
             out.push_str(&format!(
                 "\n- {} · {} por {} · {}",

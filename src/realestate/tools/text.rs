@@ -4,8 +4,10 @@
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::de::DeserializeOwned;
 
+use crate::domain::WaId;
 use crate::engine::tools::{ToolContext, ToolError};
 use crate::realestate::{Property, RealEstateStore};
+use crate::store::Role;
 
 /// The model's arguments as `T`; serde's message names the field that is wrong.
 pub fn args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ToolError> {
@@ -134,4 +136,63 @@ mod tests {
         assert_eq!(money(1_234_567, "USD"), "1.234.567 USD");
         assert_eq!(thousands(0), "0");
     }
+}
+
+/// Whose records a list tool shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// A customer's, by their WhatsApp number: the caller's own unless staff named another.
+    Customer(WaId),
+    /// A property's (staff only).
+    Property(String),
+}
+
+/// What the list tools take from the agency's staff (the `agent` role): a customer's number or
+/// a property id instead of the caller's own records.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct LookupArgs {
+    pub customer: Option<String>,
+    pub property_id: Option<String>,
+}
+
+/// The JSON Schema properties of [`LookupArgs`], for the tools' specs.
+pub fn lookup_parameters() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "customer": {"type": "string", "description": "Solo para agentes de la agencia: el número de WhatsApp de un cliente (con prefijo, p. ej. 34600111222)"},
+            "property_id": {"type": "string", "description": "Solo para agentes de la agencia: una propiedad (P-…)"}
+        }
+    })
+}
+
+/// Whose records: the caller's own, or for staff the customer or property they name. Anyone
+/// else naming one gets an error, never someone else's data nor their own passed off as it.
+pub fn lookup(args: serde_json::Value, context: &ToolContext) -> Result<Lookup, ToolError> {
+    let args: LookupArgs = self::args(args)?;
+    let customer = args
+        .customer
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty());
+    let property = args
+        .property_id
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty());
+    if (customer.is_some() || property.is_some()) && context.role != Role::Agent {
+        return Err(ToolError::Failed(
+            "only the agency's staff can look at another customer's or a property's records; \
+             call it without `customer` or `property_id` for the user's own"
+                .into(),
+        ));
+    }
+    Ok(match (customer, property) {
+        (_, Some(property)) => Lookup::Property(property),
+        (Some(customer), None) => {
+            let digits: String = customer.chars().filter(char::is_ascii_digit).collect();
+            Lookup::Customer(WaId::parse(&digits).map_err(|_| {
+                ToolError::InvalidArgs(format!("`{customer}` is not a WhatsApp number"))
+            })?)
+        }
+        (None, None) => Lookup::Customer(context.wa_id.clone()),
+    })
 }

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::text::{self, unavailable, when};
+use super::text::{self, Lookup, unavailable, when};
 use crate::engine::tools::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
 use crate::realestate::{RealEstateStore, Visit, VisitOutcome};
@@ -36,25 +36,26 @@ impl Tool for ListMyVisits {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_my_visits".into(),
-            description:
-                "Las visitas que el usuario ya hizo (V-…), con la opinión que dejó, si la dejó."
-                    .into(),
-            parameters: json!({"type": "object", "properties": {}}),
+            description: "Las visitas que el usuario ya hizo (V-…), con la opinión que dejó, si \
+                          la dejó; un agente de la agencia puede pedir las de un cliente o una \
+                          propiedad."
+                .into(),
+            parameters: text::lookup_parameters(),
         }
     }
 
     async fn run(
         &self,
-        _args: serde_json::Value,
+        args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
-        let visits = self
-            .store
-            .visits_of(&context.wa_id)
-            .await
-            .map_err(unavailable)?;
+        let visits = match text::lookup(args, context)? {
+            Lookup::Customer(wa_id) => self.store.visits_of(&wa_id).await,
+            Lookup::Property(id) => self.store.visits_to(&id).await,
+        }
+        .map_err(unavailable)?;
         if visits.is_empty() {
-            return Ok("El usuario no ha hecho ninguna visita todavía.".into());
+            return Ok("No consta ninguna visita hecha.".into());
         }
         let mut out = String::from("Visitas hechas:");
         for v in visits.iter().take(10) {
