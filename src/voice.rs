@@ -134,7 +134,8 @@ impl GraphMedia {
             .bearer_auth(self.token.expose_secret())
             .send()
             .await
-            .map_err(|e| VoiceError::Download(without_url(e).to_string()))?;
+            // Without the URL: media URLs carry signed tokens.
+            .map_err(|e| VoiceError::Download(e.without_url().to_string()))?;
         if !response.status().is_success() {
             return Err(VoiceError::Download(format!("HTTP {}", response.status())));
         }
@@ -176,7 +177,7 @@ impl MediaSource for GraphMedia {
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|e| VoiceError::Download(without_url(e).to_string()))?
+            .map_err(|e| VoiceError::Download(e.without_url().to_string()))?
         {
             bytes.extend_from_slice(&chunk);
             if bytes.len() as u64 > MAX_AUDIO_BYTES {
@@ -259,7 +260,7 @@ impl Transcriber for OpenAiTranscriber {
             .multipart(form)
             .send()
             .await
-            .map_err(|e| VoiceError::Transcription(without_url(e).to_string()))?;
+            .map_err(|e| VoiceError::Transcription(e.without_url().to_string()))?;
         let status = response.status();
         if !status.is_success() {
             let body = response.text().await.unwrap_or_default();
@@ -277,11 +278,6 @@ impl Transcriber for OpenAiTranscriber {
             .map_err(|e| VoiceError::Transcription(format!("unreadable answer: {e}")))?;
         Ok(answer.text)
     }
-}
-
-/// A reqwest error without its URL: media URLs carry signed tokens.
-fn without_url(error: reqwest::Error) -> reqwest::Error {
-    error.without_url()
 }
 
 #[cfg(test)]

@@ -11,14 +11,13 @@ use std::sync::Arc;
 use chrono::Utc;
 use serde_json::json;
 use zaguan::agents::{self, AgentRegistry};
-use zaguan::domain::{WaId, WaMessageId};
+use zaguan::domain::WaId;
 use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::tools::{self, RequestCallback, RequestListingChange};
 use zaguan::realestate::{ListingChange, MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
 use zaguan::store::{
-    ConversationQuery, HandoffFilter, InboxEntry, InboxStatus, MemoryStore, MessageRole, Role,
-    Store,
+    ConversationQuery, HandoffFilter, InboxStatus, MemoryStore, MessageRole, Role, Store,
 };
 
 /// An engine with the domain tools and both request tools over `store` and `realestate`.
@@ -49,19 +48,12 @@ async fn say(
     n: u32,
     text: &str,
 ) -> Option<String> {
-    let entry = InboxEntry {
-        wamid: WaMessageId::parse(&format!("wamid.{wa_id}.{n}")).unwrap(),
-        wa_id: wa_id.clone(),
-        phone_number_id: "109876543210".into(),
-        kind: "text".into(),
-        text: Some(text.into()),
-        payload: "{}".into(),
-        context_id: None,
-        sent_at: None,
-        status: InboxStatus::Pending,
-        received_at: Utc::now(),
-        attempts: 0,
-    };
+    let entry = common::inbox_entry(
+        &format!("wamid.{wa_id}.{n}"),
+        wa_id,
+        text,
+        InboxStatus::Pending,
+    );
     store.insert_inbox(&[entry]).await.unwrap();
     let open = store.open_inbox(wa_id).await.unwrap();
     let outcome = engine.run_turn(wa_id, &open).await.unwrap();
@@ -70,6 +62,16 @@ async fn say(
         .await
         .unwrap();
     outcome.reply
+}
+
+/// Today's demo data set, loaded into `realestate`.
+async fn seeded_demo(realestate: &dyn RealEstateStore) -> demo::DemoSet {
+    let today = Utc::now()
+        .with_timezone(&chrono_tz::Europe::Madrid)
+        .date_naive();
+    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
+    demo::seed(realestate, &set).await.unwrap();
+    set
 }
 
 /// The reasons of the conversations flagged for a person.
@@ -162,11 +164,7 @@ async fn an_owner_asks_for_a_new_price_and_confirms(
     store: Arc<dyn Store>,
     realestate: Arc<dyn RealEstateStore>,
 ) {
-    let today = Utc::now()
-        .with_timezone(&chrono_tz::Europe::Madrid)
-        .date_naive();
-    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
-    demo::seed(realestate.as_ref(), &set).await.unwrap();
+    let set = seeded_demo(realestate.as_ref()).await;
     let owner = set
         .owners
         .iter()
@@ -286,11 +284,7 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
     store: Arc<dyn Store>,
     realestate: Arc<dyn RealEstateStore>,
 ) {
-    let today = Utc::now()
-        .with_timezone(&chrono_tz::Europe::Madrid)
-        .date_naive();
-    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
-    demo::seed(realestate.as_ref(), &set).await.unwrap();
+    let set = seeded_demo(realestate.as_ref()).await;
     let property = &set.visits[0].property_id;
     let property_visits: Vec<&str> = set
         .visits

@@ -47,6 +47,15 @@ struct Fake {
     transcription_status: Arc<Mutex<StatusCode>>,
 }
 
+impl Fake {
+    /// Records a Graph API call to `path`; whether it carried the access token.
+    fn graph_call(&self, path: String, headers: &HeaderMap) -> bool {
+        let ok = authorized(headers, TOKEN);
+        self.seen.lock().unwrap().graph.push((path, ok));
+        ok
+    }
+}
+
 fn authorized(headers: &HeaderMap, token: &str) -> bool {
     headers
         .get("authorization")
@@ -59,13 +68,7 @@ async fn media_info(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> axum::response::Response {
-    let ok = authorized(&headers, TOKEN);
-    fake.seen
-        .lock()
-        .unwrap()
-        .graph
-        .push((format!("/v21.0/{id}"), ok));
-    if !ok {
+    if !fake.graph_call(format!("/v21.0/{id}"), &headers) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
     let base = fake.base.lock().unwrap().clone();
@@ -99,13 +102,7 @@ async fn media_bytes(
     Path(blob): Path<String>,
     headers: HeaderMap,
 ) -> axum::response::Response {
-    let ok = authorized(&headers, TOKEN);
-    fake.seen
-        .lock()
-        .unwrap()
-        .graph
-        .push((format!("/media/{blob}"), ok));
-    if !ok {
+    if !fake.graph_call(format!("/media/{blob}"), &headers) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
     ([("content-type", "audio/ogg")], VOICE.to_vec()).into_response()

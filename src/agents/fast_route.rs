@@ -48,9 +48,6 @@ pub struct Params {
     pub min_confidence: f32,
     /// How sure it must be otherwise; `None`: never without the keywords' agreement.
     pub sure_confidence: Option<f32>,
-    /// How far ahead of the second class the best must be (two requests in one message split
-    /// the probability between them).
-    pub min_margin: f32,
     /// How many words a negation reaches.
     pub negation_scope: usize,
     /// Feature weights by kind, before the vector is scaled to unit length.
@@ -71,7 +68,6 @@ impl Params {
     pub const DEFAULT: Params = Params {
         min_confidence: 0.90,
         sure_confidence: None,
-        min_margin: 0.0,
         negation_scope: 3,
         word: 1.0,
         pair: 0.6,
@@ -128,8 +124,6 @@ pub struct Reading<'r> {
     /// `None`: the primary class.
     pub agent: Option<&'r str>,
     pub confidence: f32,
-    /// `confidence` minus the second class's probability.
-    pub margin: f32,
     /// Whether the message's keywords (outside a negation) name this agent and no other.
     pub keywords_agree: bool,
 }
@@ -343,14 +337,23 @@ impl FastRouter {
         softmax(out);
     }
 
-    /// The probability that `text` belongs to one of the subgraphs `agents` accepts.
-    pub fn probability(&self, text: &str, agents: impl Fn(&str) -> bool) -> f32 {
-        let (features, _) = self.features(text);
+    /// Every class's probability for `text`, and the agents its keywords name; `None` with
+    /// nothing to read or nothing learned.
+    fn distribution<'t>(&'t self, text: &str) -> Option<(Vec<f32>, Vec<&'t str>)> {
+        let (features, keyword_agents) = self.features(text);
         if features.is_empty() || self.classes.len() < 2 {
-            return 0.0;
+            return None;
         }
         let mut probabilities = vec![0.0; self.classes.len()];
         self.probabilities(&features, &mut probabilities);
+        Some((probabilities, keyword_agents))
+    }
+
+    /// The probability that `text` belongs to one of the subgraphs `agents` accepts.
+    pub fn probability(&self, text: &str, agents: impl Fn(&str) -> bool) -> f32 {
+        let Some((probabilities, _)) = self.distribution(text) else {
+            return 0.0;
+        };
         self.classes
             .iter()
             .zip(&probabilities)
@@ -362,12 +365,7 @@ impl FastRouter {
 
     /// The best class of `text` and its probability.
     pub fn read(&self, text: &str) -> Option<Reading<'_>> {
-        let (features, keyword_agents) = self.features(text);
-        if features.is_empty() || self.classes.len() < 2 {
-            return None;
-        }
-        let mut probabilities = vec![0.0; self.classes.len()];
-        self.probabilities(&features, &mut probabilities);
+        let (probabilities, keyword_agents) = self.distribution(text)?;
         let (best, confidence) =
             probabilities
                 .iter()
@@ -379,17 +377,10 @@ impl FastRouter {
                         if p > best.1 { (c, p) } else { best }
                     },
                 );
-        let second = probabilities
-            .iter()
-            .enumerate()
-            .filter(|(c, _)| *c != best)
-            .map(|(_, p)| *p)
-            .fold(0.0, f32::max);
         let agent = (best != PRIMARY).then(|| self.classes[best].as_str());
         Some(Reading {
             agent,
             confidence,
-            margin: confidence - second,
             keywords_agree: agent.is_some_and(|agent| keyword_agents == [agent]),
         })
     }
@@ -409,9 +400,7 @@ impl FastRouter {
         match reading.agent {
             None => Decision::Abstain(Abstention::Primary { confidence }),
             Some(agent) if !reachable(agent) => Decision::Abstain(Abstention::Unreachable),
-            Some(_) if confidence < bar || reading.margin < self.params.min_margin => {
-                Decision::Abstain(Abstention::Unsure { confidence })
-            }
+            Some(_) if confidence < bar => Decision::Abstain(Abstention::Unsure { confidence }),
             Some(agent) => Decision::Route { agent, confidence },
         }
     }
