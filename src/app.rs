@@ -12,6 +12,7 @@ use secrecy::SecretString;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::engine::{Arrivals, PromptReloader};
+use crate::realestate::RealEstateStore;
 use crate::store::{Store, StoreClock};
 use crate::{admin, health, telemetry, webhook};
 
@@ -42,6 +43,8 @@ pub struct AppState {
     pub healthy: Arc<AtomicBool>,
     /// The database's clock, anchored by the instance's heartbeat: arrivals are stamped by it.
     pub clock: Arc<StoreClock>,
+    /// The business's data, for the listings routes (404 without it).
+    pub realestate: Option<Arc<dyn RealEstateStore>>,
 }
 
 impl AppState {
@@ -62,6 +65,7 @@ impl AppState {
             started: Arc::new(AtomicBool::new(true)),
             healthy: Arc::new(AtomicBool::new(true)),
             clock: Arc::default(),
+            realestate: None,
         }
     }
 
@@ -84,6 +88,12 @@ impl AppState {
 
     pub fn with_handoff_ttl(mut self, ttl: Duration) -> Self {
         self.handoff_ttl = ttl;
+        self
+    }
+
+    /// Lets the admin API add and change listings.
+    pub fn with_realestate(mut self, realestate: Arc<dyn RealEstateStore>) -> Self {
+        self.realestate = Some(realestate);
         self
     }
 
@@ -132,6 +142,14 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/admin/conversations/{wa_id}/messages",
             axum::routing::post(admin::api::send_message),
+        )
+        .route(
+            "/admin/listings",
+            axum::routing::post(admin::api::add_listings),
+        )
+        .route(
+            "/admin/listings/{id}",
+            axum::routing::patch(admin::api::update_listing),
         )
         .route("/admin/prompts", get(admin::api::prompts))
         .route(

@@ -30,6 +30,8 @@ pub const VARIABLES: &[&str] = &[
     "WHATSAPP_PHONE_NUMBER_ID",
     "WHATSAPP_REMINDER_TEMPLATE",
     "WHATSAPP_REMINDER_TEMPLATE_LANGUAGE",
+    "WHATSAPP_ALERT_TEMPLATE",
+    "WHATSAPP_ALERT_TEMPLATE_LANGUAGE",
     "ZAGUAN_REMINDER_TIME",
     "MONGODB_URI",
     "MONGODB_DATABASE",
@@ -146,6 +148,10 @@ pub struct WhatsAppConfig {
     /// The approved template of visit reminders outside the 24-hour window, and its language.
     pub reminder_template: String,
     pub reminder_template_language: String,
+    /// The approved template of saved-search notices outside the 24-hour window, and its
+    /// language.
+    pub alert_template: String,
+    pub alert_template_language: String,
     /// From this local time, tomorrow's visits are reminded.
     pub reminder_time: chrono::NaiveTime,
 }
@@ -372,6 +378,8 @@ impl Config {
                 phone_number_id: env.get("WHATSAPP_PHONE_NUMBER_ID").map(str::to_owned),
                 reminder_template: env.string("WHATSAPP_REMINDER_TEMPLATE", "visit_reminder"),
                 reminder_template_language: env.string("WHATSAPP_REMINDER_TEMPLATE_LANGUAGE", "es"),
+                alert_template: env.string("WHATSAPP_ALERT_TEMPLATE", "listing_alert"),
+                alert_template_language: env.string("WHATSAPP_ALERT_TEMPLATE_LANGUAGE", "es"),
                 reminder_time: reminder_time.expect(checked),
             },
             mongodb,

@@ -27,6 +27,9 @@ enum Command {
     Prompts(admin::cli::prompts::PromptsArgs),
     /// Work with the demo data (`seed` loads listings, owners, slots, visits and offers).
     Demo(admin::cli::demo::DemoArgs),
+    /// Add or change listings from a JSON file (`add FILE`, `update FILE`); saved searches
+    /// hear of new and cheaper ones.
+    Listings(admin::cli::listings::ListingsArgs),
     /// Find, inspect and reset conversations (`list`, `show`, `reset`), against the store.
     Conversations(admin::cli::conversations::ConversationsArgs),
     /// Erase what is stored about one WhatsApp contact (`forget WA_ID`).
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => admin::cli::chat::run(args, config).await,
             Command::Prompts(args) => admin::cli::prompts::run(args).await,
             Command::Demo(args) => admin::cli::demo::run(args, config).await,
+            Command::Listings(args) => admin::cli::listings::run(args, config).await,
             Command::Conversations(args) => admin::cli::conversations::run(args, config).await,
             Command::Users(args) => admin::cli::users::run(args, config).await,
             Command::Healthcheck(_) => unreachable!("answered before the configuration is read"),

@@ -20,6 +20,7 @@ use crate::engine::{Engine, EngineSettings, PromptReloader, WorkerSettings, Work
 use crate::health::StoreDoctor;
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
+use crate::realestate::alerts::{AlertSettings, Alerts};
 use crate::realestate::context::RealEstateContext;
 use crate::realestate::reminders::{ReminderSettings, Reminders};
 use crate::realestate::{MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
@@ -50,9 +51,9 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         Some(usage.clone()),
     )?);
     let reminders = match &config.whatsapp.phone_number_id {
-        Some(phone_number_id) => Some(
+        Some(phone_number_id) => Some((
             Reminders::new(
-                realestate,
+                realestate.clone(),
                 engine.clone(),
                 ReminderSettings {
                     at: config.whatsapp.reminder_time,
@@ -64,9 +65,22 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
                 },
             )
             .spawn(),
-        ),
+            Alerts::new(
+                realestate.clone(),
+                engine.clone(),
+                AlertSettings {
+                    template: config.whatsapp.alert_template.clone(),
+                    template_language: config.whatsapp.alert_template_language.clone(),
+                    phone_number_id: phone_number_id.clone(),
+                    every: Duration::from_secs(60),
+                },
+            )
+            .spawn(),
+        )),
         None => {
-            tracing::warn!("WHATSAPP_PHONE_NUMBER_ID is unset: no visit reminders are sent");
+            tracing::warn!(
+                "WHATSAPP_PHONE_NUMBER_ID is unset: no visit reminders nor saved-search notices are sent"
+            );
             None
         }
     };
@@ -85,6 +99,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         config.whatsapp.app_secret.clone(),
     )
     .with_admin_token(config.admin_token.clone())
+    .with_realestate(realestate)
     .with_prompts(prompts)
     .with_handoff_ttl(config.handoff_ttl);
     let worker_settings = WorkerSettings {
@@ -180,8 +195,9 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     }
     metrics_upkeep.abort();
     prompt_watch.abort();
-    if let Some(reminders) = reminders {
+    if let Some((reminders, alerts)) = reminders {
         reminders.abort();
+        alerts.abort();
     }
     usage.flush().await;
     if let Some(error) = failure {

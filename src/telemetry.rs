@@ -162,6 +162,16 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Owners' confirmed requests to change a listing (stored in listing_requests, flagged for a person) [change]",
     ),
     (
+        "zaguan_search_alerts_total",
+        Kind::Counter,
+        "Saved searches created or cancelled by customers [change]",
+    ),
+    (
+        "zaguan_alert_notices_total",
+        Kind::Counter,
+        "Saved-search notices queued, once per customer and listing [news]",
+    ),
+    (
         "zaguan_callback_requests_total",
         Kind::Counter,
         "Customers who asked to be called back (stored in callback_requests, flagged for a person)",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use chrono::{Duration, Utc};
 use common::TestApp;
-use serde_json::Value;
+use serde_json::{Value, json};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::store::{InboxEntry, InboxStatus, MessageRole, NewMessage, Store};
 
@@ -658,5 +658,182 @@ async fn the_cli_sets_a_role_on_mongodb() {
         !zaguan(&["34600000302", "owner"]).status.success(),
         "--operator is required"
     );
+    db.drop().await;
+}
+
+/// A listing as staff write it, under `id`.
+fn listing_json(id: &str, price: u64) -> Value {
+    json!({
+        "id": id, "title": "Piso reformado con balcón", "description": "Luminoso, exterior.",
+        "operation": "sale", "kind": "flat", "city": "Valencia", "neighbourhood": "Ruzafa",
+        "address": "Calle de Cádiz 20, 3º B", "location": {"lat": 39.4623, "lon": -0.3712},
+        "price": price, "currency": "EUR", "bedrooms": 3, "bathrooms": 1, "area_m2": 85,
+        "amenities": ["ascensor"], "status": "available", "owner_id": "O-01",
+        "photos": ["https://media.example.es/P-7001/1-salon.jpg"]
+    })
+}
+
+/// `POST /admin/listings` and `PATCH /admin/listings/{id}`: the token, a bad batch that writes
+/// nothing (400), an id taken (400), an unknown listing (404), a lower price noted as news.
+async fn staff_add_and_update_listings_through_the_api(
+    realestate: Arc<dyn zaguan::realestate::RealEstateStore>,
+) {
+    let app = TestApp::memory()
+        .with_admin(Some(common::ADMIN_TOKEN))
+        .with_state(|state| state.with_realestate(realestate.clone()));
+    let auth = common::bearer();
+    let body = json!([
+        listing_json("P-7001", 240_000),
+        listing_json("P-7002", 310_000)
+    ])
+    .to_string();
+    let (status, _) = app
+        .admin("POST", "/admin/listings", None, Some(&body))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let bad = json!([listing_json("P-7001", 240_000), {"id": "P-7003"}]).to_string();
+    let (status, answer) = app
+        .admin("POST", "/admin/listings", Some(&auth), Some(&bad))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("item 2 (P-7003)"),
+        "{answer}"
+    );
+    assert!(
+        realestate.property("P-7001").await.unwrap().is_none(),
+        "nothing written"
+    );
+    let (status, answer) = app
+        .admin("POST", "/admin/listings", Some(&auth), Some("not json"))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+
+    let (status, answer) = app
+        .admin("POST", "/admin/listings", Some(&auth), Some(&body))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["added"], json!(["P-7001", "P-7002"]));
+    let stored = realestate.property("P-7001").await.unwrap().unwrap();
+    assert_eq!(stored.photos.len(), 1);
+    let (status, _) = app
+        .admin("POST", "/admin/listings", Some(&auth), Some(&body))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "an id taken");
+
+    let (status, answer) = app
+        .admin(
+            "PATCH",
+            "/admin/listings/P-7002",
+            Some(&auth),
+            Some(r#"{"price": 295000}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["price_drops"], json!(["P-7002"]));
+    let cheaper = realestate.property("P-7002").await.unwrap().unwrap();
+    assert_eq!(cheaper.price, 295_000);
+    assert!(cheaper.price_dropped_at.is_some());
+    assert_eq!(cheaper.title, "Piso reformado con balcón", "the rest kept");
+    let (status, _) = app
+        .admin(
+            "PATCH",
+            "/admin/listings/P-7002",
+            Some(&auth),
+            Some(r#"{"id": "P-7001"}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "an id cannot change");
+    let (status, _) = app
+        .admin(
+            "PATCH",
+            "/admin/listings/P-7002",
+            Some(&auth),
+            Some(r#"{"photos": ["http://x/1.jpg"]}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "photos are https");
+    let (status, _) = app
+        .admin(
+            "PATCH",
+            "/admin/listings/P-0404",
+            Some(&auth),
+            Some(r#"{"price": 1}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn memory_staff_add_and_update_listings_through_the_api() {
+    staff_add_and_update_listings_through_the_api(Arc::new(
+        zaguan::realestate::MemoryRealEstate::new(),
+    ))
+    .await;
+}
+
+#[tokio::test]
+async fn mongo_staff_add_and_update_listings_through_the_api() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let realestate = Arc::new(zaguan::realestate::MongoRealEstate::new(
+        db.store.pool().clone(),
+    ));
+    staff_add_and_update_listings_through_the_api(realestate).await;
+    db.drop().await;
+}
+
+/// `zaguan listings add|update FILE` on MongoDB: a bad file exits non-zero, says why and writes
+/// nothing; a good one is stored and summed up.
+#[tokio::test]
+async fn the_cli_adds_and_updates_listings_on_mongodb() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
+    use zaguan::realestate::RealEstateStore as _;
+    let database = db.store.database().name().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let zaguan = |args: &[&str], content: &str| {
+        let file = dir.path().join("listings.json");
+        std::fs::write(&file, content).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
+            .env("MONGODB_DATABASE", &database)
+            .env("RUST_LOG", "error")
+            .arg("listings")
+            .args(args)
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    let bad = zaguan(
+        &["add"],
+        &json!([listing_json("P-7101", 200_000), listing_json("P-7102", 0)]).to_string(),
+    );
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("P-7102") && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert!(realestate.property("P-7101").await.unwrap().is_none());
+
+    let added = zaguan(&["add"], &listing_json("P-7101", 200_000).to_string());
+    assert!(added.status.success(), "{added:?}");
+    let stdout = String::from_utf8_lossy(&added.stdout);
+    assert!(stdout.contains("1 added (P-7101)"), "{stdout}");
+    let updated = zaguan(&["update"], r#"[{"id": "P-7101", "price": 190000}]"#);
+    assert!(updated.status.success(), "{updated:?}");
+    assert!(String::from_utf8_lossy(&updated.stdout).contains("1 cheaper"));
+    let stored = realestate.property("P-7101").await.unwrap().unwrap();
+    assert_eq!(stored.price, 190_000);
+    assert!(stored.price_dropped_at.is_some());
     db.drop().await;
 }

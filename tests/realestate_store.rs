@@ -46,6 +46,8 @@ fn property(id: &str, city: &str, operation: Operation, status: ListingStatus) -
         status,
         owner_id: "O-07".into(),
         listed_at: at(-30 * 24 * HOUR),
+        photos: vec![format!("https://media.example.es/{id}/1-salon.jpg")],
+        price_dropped_at: None,
     }
 }
 

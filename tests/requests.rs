@@ -15,10 +15,8 @@ use zaguan::domain::WaId;
 use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::tools::{self, RequestCallback, RequestListingChange};
-use zaguan::realestate::{ListingChange, MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
-use zaguan::store::{
-    ConversationQuery, HandoffFilter, InboxStatus, MemoryStore, MessageRole, Role, Store,
-};
+use zaguan::realestate::{ListingChange, MemoryRealEstate, MongoRealEstate, RealEstateStore};
+use zaguan::store::{ConversationQuery, HandoffFilter, MemoryStore, MessageRole, Role, Store};
 
 /// An engine with the domain tools and both request tools over `store` and `realestate`.
 fn build_engine(
@@ -38,40 +36,6 @@ fn build_engine(
         Arc::new(tools),
         EngineSettings::default(),
     )
-}
-
-/// `text` from `wa_id` as a new inbound message; the turn's reply.
-async fn say(
-    engine: &Engine,
-    store: &Arc<dyn Store>,
-    wa_id: &WaId,
-    n: u32,
-    text: &str,
-) -> Option<String> {
-    let entry = common::inbox_entry(
-        &format!("wamid.{wa_id}.{n}"),
-        wa_id,
-        text,
-        InboxStatus::Pending,
-    );
-    store.insert_inbox(&[entry]).await.unwrap();
-    let open = store.open_inbox(wa_id).await.unwrap();
-    let outcome = engine.run_turn(wa_id, &open).await.unwrap();
-    store
-        .set_inbox_status(&outcome.answered, InboxStatus::Done)
-        .await
-        .unwrap();
-    outcome.reply
-}
-
-/// Today's demo data set, loaded into `realestate`.
-async fn seeded_demo(realestate: &dyn RealEstateStore) -> demo::DemoSet {
-    let today = Utc::now()
-        .with_timezone(&chrono_tz::Europe::Madrid)
-        .date_naive();
-    let set = demo::demo_set(today, chrono_tz::Europe::Madrid);
-    demo::seed(realestate, &set).await.unwrap();
-    set
 }
 
 /// The reasons of the conversations flagged for a person.
@@ -108,7 +72,7 @@ async fn a_customer_asks_to_be_called_back(
         .set_dialog_state(&wa_id, &["mortgage_loan_assistant".to_owned()], Utc::now())
         .await
         .unwrap();
-    let reply = say(
+    let reply = common::say(
         &engine,
         &store,
         &wa_id,
@@ -164,7 +128,7 @@ async fn an_owner_asks_for_a_new_price_and_confirms(
     store: Arc<dyn Store>,
     realestate: Arc<dyn RealEstateStore>,
 ) {
-    let set = seeded_demo(realestate.as_ref()).await;
+    let set = common::seeded_demo(realestate.as_ref()).await;
     let owner = set
         .owners
         .iter()
@@ -211,7 +175,7 @@ async fn an_owner_asks_for_a_new_price_and_confirms(
         .await
         .unwrap();
 
-    say(&engine, &store, &wa_id, 1, "Quiero retirar el otro piso").await;
+    common::say(&engine, &store, &wa_id, 1, "Quiero retirar el otro piso").await;
     let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
     assert!(conversation.pending_action.is_none(), "nothing to confirm");
     assert!(
@@ -222,7 +186,7 @@ async fn an_owner_asks_for_a_new_price_and_confirms(
             .is_empty()
     );
 
-    say(
+    common::say(
         &engine,
         &store,
         &wa_id,
@@ -246,7 +210,9 @@ async fn an_owner_asks_for_a_new_price_and_confirms(
     assert!(flagged(&store).await.is_empty());
 
     assert_eq!(
-        say(&engine, &store, &wa_id, 3, "sí").await.as_deref(),
+        common::say(&engine, &store, &wa_id, 3, "sí")
+            .await
+            .as_deref(),
         Some("Hecho: tu agente lo revisará contigo.")
     );
     let requests = realestate.listing_requests_for(&own.id).await.unwrap();
@@ -284,7 +250,7 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
     store: Arc<dyn Store>,
     realestate: Arc<dyn RealEstateStore>,
 ) {
-    let set = seeded_demo(realestate.as_ref()).await;
+    let set = common::seeded_demo(realestate.as_ref()).await;
     let property = &set.visits[0].property_id;
     let property_visits: Vec<&str> = set
         .visits
@@ -323,7 +289,7 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
         .set_dialog_state(&staff, &["visit_tracker_assistant".to_owned()], Utc::now())
         .await
         .unwrap();
-    say(
+    common::say(
         &engine,
         &store,
         &staff,
@@ -335,7 +301,7 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
         .set_dialog_state(&staff, &["prospect_offer_assistant".to_owned()], Utc::now())
         .await
         .unwrap();
-    say(
+    common::say(
         &engine,
         &store,
         &staff,
@@ -372,7 +338,7 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
         )
         .await
         .unwrap();
-    say(
+    common::say(
         &engine,
         &store,
         customer,
@@ -380,7 +346,7 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
         "¿Qué visitas ha hecho mi vecino?",
     )
     .await;
-    say(&engine, &store, customer, 2, "¿Y las mías?").await;
+    common::say(&engine, &store, customer, 2, "¿Y las mías?").await;
     let results = tool_results(&store, customer).await;
     assert!(
         results[0].contains("only the agency's staff"),

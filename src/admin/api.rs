@@ -17,6 +17,7 @@ use crate::app::AppState;
 use crate::domain::WaId;
 use crate::engine::handoff::{self, HandoffError};
 use crate::engine::{PromptReloader, PromptStatus, Reloaded};
+use crate::realestate::listings::{self, Applied, ListingsError};
 use crate::store::{
     Conversation, ConversationQuery, HandoffFilter, Role, RoleAssignment, RoleSource, Store,
     StoreError,
@@ -600,4 +601,79 @@ pub async fn operator_message(
     let wa_id = wa_id(raw)?;
     let reply = handoff::reply(store, &wa_id, &operator_name(operator), text, Utc::now()).await?;
     Ok(json!({"wa_id": wa_id.as_str(), "parts": reply.parts}))
+}
+
+/// The real-estate store of the listings routes.
+fn realestate(state: &AppState) -> Result<&dyn crate::realestate::RealEstateStore, AdminError> {
+    state
+        .realestate
+        .as_deref()
+        .ok_or_else(|| AdminError::NotFound("no real-estate store in this process".to_owned()))
+}
+
+impl From<ListingsError> for AdminError {
+    fn from(error: ListingsError) -> Self {
+        match error {
+            ListingsError::Invalid(why) => {
+                AdminError::BadRequest(format!("{why}; nothing was written"))
+            }
+            ListingsError::Store(error) => AdminError::Store(error),
+        }
+    }
+}
+
+/// `POST /admin/listings`: adds a listing (a JSON object) or several (an array), like
+/// `zaguan listings add`; saved searches hear of them.
+pub async fn add_listings(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<(StatusCode, Json<Applied>), AdminError> {
+    authorize(&state, &headers)?;
+    let store = realestate(&state)?;
+    let applied = listings::add(store, listings::parse(&body)?, Utc::now()).await?;
+    tracing::info!(
+        added = applied.added.len(),
+        "listings added through the admin API"
+    );
+    Ok((StatusCode::CREATED, Json(applied)))
+}
+
+/// `PATCH /admin/listings/{id}`: changes the fields given (a JSON object), like
+/// `zaguan listings update`; a lower price is news for saved searches.
+pub async fn update_listing(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: String,
+) -> Result<Json<Applied>, AdminError> {
+    authorize(&state, &headers)?;
+    let store = realestate(&state)?;
+    let mut items = listings::parse(&body)?;
+    let [patch] = items.as_mut_slice() else {
+        return Err(AdminError::BadRequest(
+            "PATCH takes one listing's fields as a JSON object".to_owned(),
+        ));
+    };
+    match patch.get("id").and_then(|v| v.as_str()) {
+        Some(named) if named != id => {
+            return Err(AdminError::BadRequest(format!(
+                "the body names {named} but the path {id}; a listing's id cannot change"
+            )));
+        }
+        _ => {
+            patch.insert("id".to_owned(), json!(id));
+        }
+    }
+    let applied =
+        listings::update(store, items, Utc::now())
+            .await
+            .map_err(|error| match error {
+                ListingsError::Invalid(why) if why.contains("does not exist") => {
+                    AdminError::NotFound(why)
+                }
+                other => other.into(),
+            })?;
+    tracing::info!(listing = %id, cheaper = !applied.price_drops.is_empty(), "listing updated through the admin API");
+    Ok(Json(applied))
 }

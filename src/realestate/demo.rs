@@ -1027,6 +1027,7 @@ fn property(
     let description = description(
         kind, operation, area_m2, bedrooms, bathrooms, floor, street, &amenities, hood, rng,
     );
+    let photos = photos(index, kind, &amenities);
     Property {
         id: format!("P-{}", 1001 + index),
         title,
@@ -1045,8 +1046,37 @@ fn property(
         amenities,
         status,
         owner_id,
+        photos,
         listed_at,
+        price_dropped_at: None,
     }
+}
+
+/// Where the demo's photos live (an agency's image CDN would serve them).
+pub const DEMO_PHOTO_BASE: &str = "https://media.zaguan-demo.es/listings";
+
+/// The demo listing's photos, the cover first: the rooms a listing of its kind shows.
+fn photos(index: usize, kind: PropertyType, amenities: &[String]) -> Vec<String> {
+    let mut rooms: Vec<&str> = match kind {
+        Office | Commercial => vec!["fachada", "interior", "aseo"],
+        Studio => vec!["salon", "cocina", "bano"],
+        _ => vec!["salon", "cocina", "dormitorio", "bano"],
+    };
+    for (amenity, room) in [
+        ("terraza", "terraza"),
+        ("piscina", "piscina"),
+        ("jardín", "jardin"),
+    ] {
+        if has_amenity(amenities, amenity) {
+            rooms.insert(1, room);
+        }
+    }
+    let id = 1001 + index;
+    rooms
+        .iter()
+        .enumerate()
+        .map(|(n, room)| format!("{DEMO_PHOTO_BASE}/P-{id}/{}-{room}.jpg", n + 1))
+        .collect()
 }
 
 fn has_amenity(amenities: &[String], name: &str) -> bool {

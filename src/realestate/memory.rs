@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::model::{
-    Appointment, AppointmentStatus, CallbackRequest, ListingRequest, Offer, Owner, Property, Slot,
-    StaffMember, Visit,
+    Alert, Appointment, AppointmentStatus, CallbackRequest, ListingRequest, Offer, Owner, Property,
+    Slot, StaffMember, Visit,
 };
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
@@ -41,6 +41,9 @@ struct Inner {
     callback_requests: BTreeMap<String, CallbackRequest>,
     listing_requests: BTreeMap<String, ListingRequest>,
     offers: BTreeMap<String, Offer>,
+    alerts: BTreeMap<String, Alert>,
+    /// `(wa_id, property_id)` of the saved-search notices claimed.
+    alert_notices: HashSet<(WaId, String)>,
 }
 
 impl MemoryRealEstate {
@@ -349,5 +352,53 @@ impl RealEstateStore for MemoryRealEstate {
             .cloned()
             .collect();
         Ok(newest_first(requests, |r| r.created_at, |r| &r.id))
+    }
+
+    async fn save_alert(&self, alert: &Alert) -> StoreResult<()> {
+        self.lock().alerts.insert(alert.id.clone(), alert.clone());
+        Ok(())
+    }
+
+    async fn alerts_of(&self, wa_id: &WaId) -> StoreResult<Vec<Alert>> {
+        let alerts = self
+            .lock()
+            .alerts
+            .values()
+            .filter(|a| a.wa_id == *wa_id)
+            .cloned()
+            .collect();
+        Ok(newest_first(alerts, |a| a.created_at, |a| &a.id))
+    }
+
+    async fn active_alerts(&self) -> StoreResult<Vec<Alert>> {
+        Ok(self
+            .lock()
+            .alerts
+            .values()
+            .filter(|a| a.cancelled_at.is_none())
+            .cloned()
+            .collect())
+    }
+
+    async fn properties_news_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Property>> {
+        Ok(self
+            .lock()
+            .properties
+            .values()
+            .filter(|p| p.listed_at >= since || p.price_dropped_at.is_some_and(|at| at >= since))
+            .cloned()
+            .collect())
+    }
+
+    async fn claim_alert_notice(
+        &self,
+        wa_id: &WaId,
+        property_id: &str,
+        _at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        Ok(self
+            .lock()
+            .alert_notices
+            .insert((wa_id.clone(), property_id.to_owned())))
     }
 }

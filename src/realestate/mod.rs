@@ -1,8 +1,10 @@
 //! The real-estate business behind the assistants: its data ([`model`]), where it is kept
 //! ([`store`]), and the tools the assistants use on it.
 
+pub mod alerts;
 pub mod context;
 pub mod demo;
+pub mod listings;
 pub mod memory;
 pub mod model;
 pub mod mongo;

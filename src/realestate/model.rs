@@ -152,6 +152,21 @@ pub struct Property {
     pub status: ListingStatus,
     pub owner_id: String,
     pub listed_at: DateTime<Utc>,
+    /// Photo URLs (https), the cover first: sent as WhatsApp image messages.
+    #[serde(default)]
+    pub photos: Vec<String>,
+    /// When the price last went down (`zaguan listings update`): a saved search that now
+    /// matches hears of it.
+    #[serde(default)]
+    pub price_dropped_at: Option<DateTime<Utc>>,
+}
+
+impl Property {
+    /// When the listing last became news for saved searches: listed, or its price lowered.
+    pub fn news_at(&self) -> DateTime<Utc> {
+        self.price_dropped_at
+            .map_or(self.listed_at, |dropped| dropped.max(self.listed_at))
+    }
 }
 
 /// Someone whose property the agency markets.
@@ -370,4 +385,29 @@ impl ListingChange {
             _ => None,
         }
     }
+}
+
+/// `alerts`: a customer's saved search. When a listing is added or its price drops and it
+/// matches, the customer hears of it once (see [`crate::realestate::alerts`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    /// `S-…`.
+    pub id: String,
+    pub wa_id: WaId,
+    pub criteria: AlertCriteria,
+    pub created_at: DateTime<Utc>,
+    /// Set when the customer cancels it; a cancelled alert never fires.
+    pub cancelled_at: Option<DateTime<Utc>>,
+}
+
+/// What a saved search looks for; an empty field matches anything.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AlertCriteria {
+    pub city: Option<String>,
+    pub neighbourhood: Option<String>,
+    pub operation: Option<Operation>,
+    #[serde(rename = "type")]
+    pub kind: Option<PropertyType>,
+    pub max_price: Option<u64>,
+    pub min_bedrooms: Option<u32>,
 }

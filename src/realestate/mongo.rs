@@ -25,8 +25,8 @@ use mongodb::IndexModel;
 use serde::de::DeserializeOwned;
 
 use super::model::{
-    Appointment, AppointmentStatus, CallbackRequest, GeoPoint, ListingChange, ListingRequest,
-    ListingStatus, Offer, Owner, Property, Slot, StaffMember, Visit,
+    Alert, AlertCriteria, Appointment, AppointmentStatus, CallbackRequest, GeoPoint, ListingChange,
+    ListingRequest, ListingStatus, Offer, Owner, Property, Slot, StaffMember, Visit,
 };
 use super::store::{PropertyFilter, RealEstateStore};
 use crate::domain::WaId;
@@ -50,7 +50,7 @@ impl MongoRealEstate {
 
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
-        let indexes: [(&str, Document); 13] = [
+        let indexes: [(&str, Document); 17] = [
             ("slots", doc! {"property_id": 1, "starts_at": 1}),
             ("appointments", doc! {"wa_id": 1, "starts_at": 1}),
             ("appointments", doc! {"property_id": 1, "starts_at": 1}),
@@ -64,6 +64,10 @@ impl MongoRealEstate {
             ("staff", doc! {"wa_id": 1}),
             ("callback_requests", doc! {"wa_id": 1}),
             ("listing_requests", doc! {"property_id": 1}),
+            ("alerts", doc! {"wa_id": 1}),
+            ("alerts", doc! {"cancelled_at": 1}),
+            ("properties", doc! {"listed_at": 1}),
+            ("properties", doc! {"price_dropped_at": 1}),
         ];
         for (collection, keys) in indexes {
             let model = IndexModel::builder().keys(keys).build();
@@ -314,6 +318,8 @@ fn property_doc(p: &Property) -> StoreResult<Document> {
         "status": p.status.as_str(),
         "owner_id": &p.owner_id,
         "listed_at": date(p.listed_at),
+        "photos": &p.photos,
+        "price_dropped_at": p.price_dropped_at.map_or(Bson::Null, |at| Bson::DateTime(date(at))),
     })
 }
 
@@ -338,6 +344,8 @@ fn property(d: &Document) -> StoreResult<Property> {
         status: f.choice("status")?,
         owner_id: f.required_str("owner_id")?,
         listed_at: f.required_date("listed_at")?,
+        photos: f.strings("photos"),
+        price_dropped_at: f.date("price_dropped_at"),
     })
 }
 
@@ -517,6 +525,49 @@ fn listing_request(d: &Document) -> StoreResult<ListingRequest> {
         note: f.str("note"),
         status: f.required_str("status")?,
         created_at: f.required_date("created_at")?,
+    })
+}
+
+fn alert_doc(a: &Alert) -> StoreResult<Document> {
+    let c = &a.criteria;
+    Ok(doc! {
+        "_id": &a.id,
+        "wa_id": a.wa_id.as_str(),
+        "criteria": {
+            "city": opt_str(c.city.as_deref()),
+            "neighbourhood": opt_str(c.neighbourhood.as_deref()),
+            "operation": opt_str(c.operation.map(super::Operation::as_str)),
+            "type": opt_str(c.kind.map(super::PropertyType::as_str)),
+            "max_price": match c.max_price {
+                Some(price) => Bson::Int64(whole(price, "max_price")?),
+                None => Bson::Null,
+            },
+            "min_bedrooms": c.min_bedrooms.map_or(Bson::Null, |n| Bson::Int64(n.into())),
+        },
+        "created_at": date(a.created_at),
+        "cancelled_at": a.cancelled_at.map_or(Bson::Null, |at| Bson::DateTime(date(at))),
+    })
+}
+
+fn alert(d: &Document) -> StoreResult<Alert> {
+    let f = Fields(d);
+    let criteria = d
+        .get_document("criteria")
+        .map_err(|_| f.missing("criteria", "a document"))?;
+    let c = Fields(criteria);
+    Ok(Alert {
+        id: f.required_str("_id")?,
+        wa_id: f.wa_id("wa_id")?,
+        criteria: AlertCriteria {
+            city: c.str("city"),
+            neighbourhood: c.str("neighbourhood"),
+            operation: c.opt_choice("operation")?,
+            kind: c.opt_choice("type")?,
+            max_price: c.int("max_price").and_then(|p| u64::try_from(p).ok()),
+            min_bedrooms: c.int("min_bedrooms").and_then(|n| u32::try_from(n).ok()),
+        },
+        created_at: f.required_date("created_at")?,
+        cancelled_at: f.date("cancelled_at"),
     })
 }
 
@@ -833,6 +884,58 @@ impl RealEstateStore for MongoRealEstate {
             listing_request,
         )
         .await
+    }
+
+    async fn save_alert(&self, alert: &Alert) -> StoreResult<()> {
+        self.upsert_all("alerts", vec![alert_doc(alert)?]).await
+    }
+
+    async fn alerts_of(&self, wa_id: &WaId) -> StoreResult<Vec<Alert>> {
+        self.find_all(
+            "alerts",
+            doc! {"wa_id": wa_id.as_str()},
+            newest_first("created_at"),
+            alert,
+        )
+        .await
+    }
+
+    async fn active_alerts(&self) -> StoreResult<Vec<Alert>> {
+        self.find_all(
+            "alerts",
+            doc! {"cancelled_at": null},
+            doc! {"_id": 1},
+            alert,
+        )
+        .await
+    }
+
+    async fn properties_news_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Property>> {
+        self.find_all(
+            "properties",
+            doc! {"$or": [
+                {"listed_at": {"$gte": date(since)}},
+                {"price_dropped_at": {"$gte": date(since)}},
+            ]},
+            doc! {"_id": 1},
+            property,
+        )
+        .await
+    }
+
+    async fn claim_alert_notice(
+        &self,
+        wa_id: &WaId,
+        property_id: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let claim = doc! {
+            "_id": format!("{}:{property_id}", wa_id.as_str()),
+            "wa_id": wa_id.as_str(),
+            "property_id": property_id,
+            "at": date(at),
+        };
+        self.insert_claim("alert_notices", claim).await
     }
 
     async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>> {

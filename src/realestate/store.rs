@@ -13,8 +13,8 @@ use unicode_normalization::UnicodeNormalization as _;
 use unicode_normalization::char::is_combining_mark;
 
 use super::model::{
-    Appointment, CallbackRequest, ListingRequest, ListingStatus, Offer, Operation, Owner, Property,
-    Slot, StaffMember, Visit,
+    Alert, Appointment, CallbackRequest, ListingRequest, ListingStatus, Offer, Operation, Owner,
+    Property, Slot, StaffMember, Visit,
 };
 use crate::domain::WaId;
 use crate::store::StoreResult;
@@ -47,7 +47,7 @@ impl PropertyFilter {
 }
 
 /// A city as compared: trimmed, lowercase, without accents ("Málaga" = "malaga").
-fn city_key(city: &str) -> String {
+pub(crate) fn city_key(city: &str) -> String {
     city.trim()
         .chars()
         .flat_map(char::to_lowercase)
@@ -123,6 +123,23 @@ pub trait RealEstateStore: Send + Sync + 'static {
     async fn listing_requests_for(&self, property_id: &str) -> StoreResult<Vec<ListingRequest>>;
     /// Newest first.
     async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>>;
+
+    /// Inserts or replaces a saved search by id (cancelling one is saving it cancelled).
+    async fn save_alert(&self, alert: &Alert) -> StoreResult<()>;
+    /// A customer's saved searches, cancelled ones too, newest first.
+    async fn alerts_of(&self, wa_id: &WaId) -> StoreResult<Vec<Alert>>;
+    /// Every saved search not cancelled, by id.
+    async fn active_alerts(&self) -> StoreResult<Vec<Alert>>;
+    /// Listings listed or made cheaper at or after `since`, by id.
+    async fn properties_news_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Property>>;
+    /// Claims the notice of `property_id` to `wa_id`: `true` for exactly one caller, ever, so a
+    /// customer hears of a listing once however many saved searches match and instances run.
+    async fn claim_alert_notice(
+        &self,
+        wa_id: &WaId,
+        property_id: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool>;
 }
 
 #[cfg(test)]

@@ -344,3 +344,41 @@ pub fn inbox_entry(
         attempts: u32::from(status == zaguan::store::InboxStatus::Processing),
     }
 }
+
+/// `text` from `wa_id` as a new inbound message; the turn's reply.
+pub async fn say(
+    engine: &zaguan::engine::Engine,
+    store: &std::sync::Arc<dyn zaguan::store::Store>,
+    wa_id: &zaguan::domain::WaId,
+    n: u32,
+    text: &str,
+) -> Option<String> {
+    let entry = inbox_entry(
+        &format!("wamid.{wa_id}.{n}"),
+        wa_id,
+        text,
+        zaguan::store::InboxStatus::Pending,
+    );
+    store.insert_inbox(&[entry]).await.unwrap();
+    let open = store.open_inbox(wa_id).await.unwrap();
+    let outcome = engine.run_turn(wa_id, &open).await.unwrap();
+    store
+        .set_inbox_status(&outcome.answered, zaguan::store::InboxStatus::Done)
+        .await
+        .unwrap();
+    outcome.reply
+}
+
+/// Today's demo data set, loaded into `realestate`.
+pub async fn seeded_demo(
+    realestate: &dyn zaguan::realestate::RealEstateStore,
+) -> zaguan::realestate::demo::DemoSet {
+    let today = chrono::Utc::now()
+        .with_timezone(&chrono_tz::Europe::Madrid)
+        .date_naive();
+    let set = zaguan::realestate::demo::demo_set(today, chrono_tz::Europe::Madrid);
+    zaguan::realestate::demo::seed(realestate, &set)
+        .await
+        .unwrap();
+    set
+}

@@ -5,5 +5,6 @@ pub mod chat;
 pub mod conversations;
 pub mod demo;
 pub mod healthcheck;
+pub mod listings;
 pub mod prompts;
 pub mod users;

@@ -2,6 +2,7 @@
 //! turn (`ToolContext`), never from the model's arguments; the ones that change data ask the
 //! user to confirm first.
 
+pub mod alerts;
 pub mod appointments;
 pub mod callbacks;
 pub mod listing_requests;
@@ -14,6 +15,7 @@ pub mod visits;
 
 use std::sync::Arc;
 
+pub use alerts::{CancelSearchAlert, CreateSearchAlert, ListMyAlerts};
 pub use appointments::{
     BookAppointment, CancelAppointment, ListAvailableSlots, ListMyAppointments,
     RescheduleAppointment,
@@ -44,6 +46,9 @@ pub const TOOL_NAMES: &[&str] = &[
     "submit_offer",
     "list_my_offers",
     "owner_listing_stats",
+    "create_search_alert",
+    "list_my_alerts",
+    "cancel_search_alert",
 ];
 
 /// All the domain tools over `store`.
@@ -61,7 +66,10 @@ pub fn registry(store: Arc<dyn RealEstateStore>) -> ToolRegistry {
         .with(SimulateMortgage::new(store.clone()))
         .with(SubmitOffer::new(store.clone()))
         .with(ListMyOffers::new(store.clone()))
-        .with(OwnerListingStats::new(store))
+        .with(OwnerListingStats::new(store.clone()))
+        .with(CreateSearchAlert::new(store.clone()))
+        .with(ListMyAlerts::new(store.clone()))
+        .with(CancelSearchAlert::new(store))
 }
 
 #[cfg(test)]

@@ -372,6 +372,8 @@ mod tests {
             status: ListingStatus::Available,
             owner_id: "O-07".into(),
             listed_at: Utc.with_ymd_and_hms(2026, 1, 15, 9, 0, 0).unwrap(),
+            photos: Vec::new(),
+            price_dropped_at: None,
         }
     }
 

@@ -1,0 +1,300 @@
+//! `create_search_alert`, `list_my_alerts` and `cancel_search_alert`: a customer saves a search
+//! and hears of new or cheaper listings that match it (see [`crate::realestate::alerts`]). Whose
+//! alerts they are comes from the number writing, never from the model.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::text::{self, unavailable};
+use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::llm::ToolSpec;
+use crate::realestate::{Alert, AlertCriteria, Operation, PropertyType, RealEstateStore};
+use crate::store::Role;
+
+pub const CREATE_SEARCH_ALERT: &str = "create_search_alert";
+pub const LIST_MY_ALERTS: &str = "list_my_alerts";
+pub const CANCEL_SEARCH_ALERT: &str = "cancel_search_alert";
+
+/// Most saved searches a customer keeps at once.
+pub const MAX_ALERTS: usize = 5;
+
+/// Customers save searches; owners and staff have other tools.
+const ROLES: &[Role] = &[Role::Prospect];
+
+#[derive(Debug, Deserialize)]
+struct CreateArgs {
+    city: Option<String>,
+    neighbourhood: Option<String>,
+    operation: Option<Operation>,
+    #[serde(rename = "type")]
+    kind: Option<PropertyType>,
+    max_price: Option<u64>,
+    min_bedrooms: Option<u32>,
+}
+
+impl CreateArgs {
+    fn criteria(self) -> Result<AlertCriteria, ToolError> {
+        let clean = |text: Option<String>| {
+            text.map(|t| t.trim().chars().take(60).collect::<String>())
+                .filter(|t| !t.is_empty())
+        };
+        let criteria = AlertCriteria {
+            city: clean(self.city),
+            neighbourhood: clean(self.neighbourhood),
+            operation: self.operation,
+            kind: self.kind,
+            max_price: self.max_price.filter(|p| *p > 0),
+            min_bedrooms: self.min_bedrooms,
+        };
+        if criteria.city.is_none() && criteria.neighbourhood.is_none() {
+            return Err(ToolError::InvalidArgs(
+                "a saved search needs at least a city or a neighbourhood; ask the user where"
+                    .into(),
+            ));
+        }
+        Ok(criteria)
+    }
+}
+
+pub struct CreateSearchAlert {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl CreateSearchAlert {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+
+    async fn active(&self, context: &ToolContext) -> Result<Vec<Alert>, ToolError> {
+        Ok(self
+            .store
+            .alerts_of(&context.wa_id)
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .filter(|a| a.cancelled_at.is_none())
+            .collect())
+    }
+
+    async fn check(
+        &self,
+        args: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<AlertCriteria, ToolError> {
+        let criteria = text::args::<CreateArgs>(args.clone())?.criteria()?;
+        let active = self.active(context).await?;
+        if active.iter().any(|a| a.criteria == criteria) {
+            return Err(ToolError::Failed(
+                "the user already has this very search saved; nothing to do".into(),
+            ));
+        }
+        if active.len() >= MAX_ALERTS {
+            return Err(ToolError::Failed(format!(
+                "the user already has {MAX_ALERTS} saved searches (the most allowed); offer to \
+                 cancel one first (list_my_alerts)"
+            )));
+        }
+        Ok(criteria)
+    }
+}
+
+#[async_trait]
+impl Tool for CreateSearchAlert {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: CREATE_SEARCH_ALERT.into(),
+            description: "Guarda la búsqueda del cliente para avisarle por WhatsApp cuando entre \
+                          un inmueble que encaje o uno que encaje baje de precio (una vez por \
+                          inmueble). El cliente confirma con un botón."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "Ciudad"},
+                    "neighbourhood": {"type": "string", "description": "Barrio"},
+                    "operation": {"type": "string", "enum": ["sale", "rent"], "description": "sale = compra, rent = alquiler"},
+                    "type": {"type": "string", "enum": PropertyType::ALL.map(PropertyType::as_str)},
+                    "max_price": {"type": "integer", "minimum": 1, "description": "Precio máximo en euros (alquiler: por mes)"},
+                    "min_bedrooms": {"type": "integer", "minimum": 0}
+                }
+            }),
+        }
+    }
+
+    fn roles(&self) -> &'static [Role] {
+        ROLES
+    }
+
+    async fn confirmation(
+        &self,
+        args: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        Some(self.check(args, context).await.map(|criteria| {
+            format!(
+                "Avisarte por WhatsApp de novedades: {}",
+                criteria.describe()
+            )
+        }))
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let criteria = self.check(&args, context).await?;
+        let alert = Alert {
+            id: format!("S-{}", context.now.timestamp_millis() % 100_000_000),
+            wa_id: context.wa_id.clone(),
+            criteria,
+            created_at: context.now,
+            cancelled_at: None,
+        };
+        self.store.save_alert(&alert).await.map_err(unavailable)?;
+        tracing::info!(conversation.id = %context.wa_id.masked(), alert = %alert.id, "search alert saved");
+        metrics::counter!("zaguan_search_alerts_total", "change" => "created").increment(1);
+        Ok(format!(
+            "Búsqueda guardada ({}): {}. Se avisará al cliente de cada inmueble nuevo o más \
+             barato que encaje, una vez por inmueble. Puede cancelarla cuando quiera.",
+            alert.id,
+            alert.criteria.describe()
+        ))
+    }
+}
+
+pub struct ListMyAlerts {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl ListMyAlerts {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl Tool for ListMyAlerts {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: LIST_MY_ALERTS.into(),
+            description: "Las búsquedas guardadas del cliente (avisos activos), con su id (S-…)."
+                .into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    fn roles(&self) -> &'static [Role] {
+        ROLES
+    }
+
+    async fn run(
+        &self,
+        _args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let active: Vec<Alert> = self
+            .store
+            .alerts_of(&context.wa_id)
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .filter(|a| a.cancelled_at.is_none())
+            .collect();
+        if active.is_empty() {
+            return Ok("El cliente no tiene búsquedas guardadas.".into());
+        }
+        let mut out = format!("{} búsqueda(s) guardada(s):", active.len());
+        for alert in &active {
+            out.push_str(&format!("\n{} · {}", alert.id, alert.criteria.describe()));
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct CancelArgs {
+    alert_id: String,
+}
+
+pub struct CancelSearchAlert {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl CancelSearchAlert {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+
+    /// The caller's own active alert, or an error the model can act on.
+    async fn own(
+        &self,
+        args: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<Alert, ToolError> {
+        let args: CancelArgs = text::args(args.clone())?;
+        let id = args.alert_id.trim();
+        self.store
+            .alerts_of(&context.wa_id)
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .find(|a| a.id == id && a.cancelled_at.is_none())
+            .ok_or_else(|| {
+                ToolError::InvalidArgs(format!(
+                    "the user has no active saved search `{id}`; use an id from list_my_alerts"
+                ))
+            })
+    }
+}
+
+#[async_trait]
+impl Tool for CancelSearchAlert {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: CANCEL_SEARCH_ALERT.into(),
+            description: "Cancela una búsqueda guardada del cliente por su id (S-…, de \
+                          list_my_alerts): deja de recibir esos avisos."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"alert_id": {"type": "string", "description": "Id de la búsqueda, p. ej. S-1234"}},
+                "required": ["alert_id"]
+            }),
+        }
+    }
+
+    fn roles(&self) -> &'static [Role] {
+        ROLES
+    }
+
+    async fn confirmation(
+        &self,
+        args: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        Some(
+            self.own(args, context)
+                .await
+                .map(|alert| format!("Dejar de avisarte de: {}", alert.criteria.describe())),
+        )
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let mut alert = self.own(&args, context).await?;
+        alert.cancelled_at = Some(context.now);
+        self.store.save_alert(&alert).await.map_err(unavailable)?;
+        metrics::counter!("zaguan_search_alerts_total", "change" => "cancelled").increment(1);
+        Ok(format!(
+            "Búsqueda {} cancelada: el cliente ya no recibirá esos avisos.",
+            alert.id
+        ))
+    }
+}
