@@ -162,6 +162,16 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Owners' confirmed requests to change a listing (stored in listing_requests, flagged for a person) [change]",
     ),
     (
+        "zaguan_outbound_media_fallbacks_total",
+        Kind::Counter,
+        "Images or lists WhatsApp refused for good, sent again at once as plain text [kind]",
+    ),
+    (
+        "zaguan_tapped_routes_total",
+        Kind::Counter,
+        "Turns routed by a tapped list row to the assistant it names [agent]",
+    ),
+    (
         "zaguan_search_alerts_total",
         Kind::Counter,
         "Saved searches created or cancelled by customers [change]",

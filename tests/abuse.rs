@@ -183,10 +183,11 @@ async fn a_conversation_past_its_daily_budget_gets_the_fixed_reply(store: Arc<dy
         .unwrap();
     assert_eq!(
         store
-            .llm_tokens_since(wa_id.as_str(), Utc::now() - chrono::Duration::hours(1))
+            .llm_tokens_since(wa_id.as_str(), midnight)
             .await
             .unwrap(),
-        600
+        600,
+        "since midnight: not yesterday's, not another conversation's"
     );
     let llm = Arc::new(EchoLlm::default());
     let engine = engine(

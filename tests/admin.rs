@@ -98,6 +98,7 @@ async fn a_stuck_conversation_is_found_shown_and_reset(store: Arc<dyn Store>) {
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 wamids: Vec::new(),
+                attachments: Vec::new(),
                 at: now - Duration::hours(3) + Duration::seconds(i as i64),
             })
             .await
@@ -474,6 +475,7 @@ async fn the_cli_forgets_a_user_on_mongodb() {
             tool_calls: Vec::new(),
             tool_call_id: None,
             wamids: Vec::new(),
+            attachments: Vec::new(),
             at: now,
         })
         .await

@@ -232,6 +232,7 @@ async fn a_search_with_filters_returns_the_matching_demo_properties() {
     let listed: Vec<&str> = result
         .lines()
         .skip(1)
+        .take_while(|line| line.starts_with(|c: char| c.is_ascii_digit()))
         .map(|line| {
             line.split(" · ")
                 .next()
@@ -926,6 +927,7 @@ async fn wrong_arguments_get_messages_the_model_can_act_on() {
             registry
                 .run(&call, context, std::time::Duration::from_secs(5))
                 .await
+                .text
         }
     };
     let cases = [

@@ -17,8 +17,8 @@ use serde_json::json;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
 use zaguan::store::{
-    MemoryStore, NewOutbox, OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate, ReplyButton,
-    StatusOutcome, Store,
+    ListRow, Media, MemoryStore, NewOutbox, OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate,
+    ReplyButton, StatusOutcome, Store,
 };
 
 const TOKEN: &str = "EAAG-test-token";
@@ -196,6 +196,128 @@ async fn three_500s_then_success_is_sent_with_growing_backoff() {
     assert!(gaps[2] >= Duration::from_millis(40), "{gaps:?}");
     let sent = &replies(c.store.as_ref()).await[0];
     assert_eq!((sent.status, sent.attempts), (OutboxStatus::Sent, 4));
+}
+
+/// A media part as the engine queues it: `media`, and `body` its caption or plain-text form.
+async fn queue_media(store: &dyn Store, body: &str, media: Media) {
+    store
+        .insert_outbox(&[NewOutbox {
+            phone_number_id: Some(PHONE_NUMBER_ID.into()),
+            media: Some(media),
+            ..NewOutbox::text(wa(), None, body, Utc::now())
+        }])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn photos_and_lists_go_out_as_whatsapp_expects() {
+    let c = channel(vec![], SendLimits::default(), fast_retries()).await;
+    queue_media(
+        c.store.as_ref(),
+        "P-1001 · Ático con terraza (1/4)",
+        Media::Image {
+            link: "https://media.example.es/P-1001/1-salon.jpg".into(),
+        },
+    )
+    .await;
+    let long_title = "P-1001 · 1.250.000 € y algo más";
+    queue_media(
+        c.store.as_ref(),
+        "Toca una.\nP-1001 · 245.000 €",
+        Media::List {
+            text: "Toca una.".into(),
+            button: "Ver opciones".into(),
+            rows: vec![ListRow {
+                id: "ask:property_assistant:P-1001".into(),
+                title: long_title.into(),
+                description: "Ruzafa, Valencia · 🛏 3 · 95 m²".into(),
+            }],
+        },
+    )
+    .await;
+    c.outbound.flush(&wa()).await.unwrap();
+    let received = c.graph.received();
+    assert_eq!(
+        received[0].body["image"],
+        json!({"link": "https://media.example.es/P-1001/1-salon.jpg",
+               "caption": "P-1001 · Ático con terraza (1/4)"})
+    );
+    assert_eq!(received[0].body["type"], "image");
+    assert_eq!(
+        received[1].body["interactive"],
+        json!({"type": "list",
+               "body": {"text": "Toca una."},
+               "action": {"button": "Ver opciones", "sections": [{"rows": [
+                   {"id": "ask:property_assistant:P-1001",
+                    "title": long_title.chars().take(24).collect::<String>(),
+                    "description": "Ruzafa, Valencia · 🛏 3 · 95 m²"}]}]}})
+    );
+}
+
+/// WhatsApp refuses an image (a link it cannot fetch) or a list for good: the part goes again
+/// at once as text, so the customer gets the words and the link; a retryable refusal is retried
+/// as it was.
+#[tokio::test]
+async fn refused_media_goes_as_text_instead() {
+    let c = channel(
+        vec![
+            (
+                StatusCode::BAD_REQUEST,
+                graph_error(131053, "Media upload error"),
+                None,
+            ),
+            (
+                StatusCode::OK,
+                json!({"messaging_product": "whatsapp", "messages": [{"id": "wamid.OUT-TEXT"}]}),
+                None,
+            ),
+            (
+                StatusCode::BAD_REQUEST,
+                graph_error(100, "Invalid parameter"),
+                None,
+            ),
+        ],
+        SendLimits::default(),
+        fast_retries(),
+    )
+    .await;
+    queue_media(
+        c.store.as_ref(),
+        "P-1001 (1/4)",
+        Media::Image {
+            link: "https://media.example.es/P-1001/1-salon.jpg".into(),
+        },
+    )
+    .await;
+    queue_media(
+        c.store.as_ref(),
+        "Toca una.\nP-1001 · 245.000 €",
+        Media::List {
+            text: "Toca una.".into(),
+            button: "Ver opciones".into(),
+            rows: Vec::new(),
+        },
+    )
+    .await;
+    c.outbound.flush(&wa()).await.unwrap();
+    let kinds: Vec<String> = c
+        .graph
+        .received()
+        .iter()
+        .map(|r| r.body["type"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(kinds, ["image", "text", "interactive", "text"]);
+    assert_eq!(
+        c.graph.texts(),
+        [
+            "P-1001 (1/4)\nhttps://media.example.es/P-1001/1-salon.jpg",
+            "Toca una.",
+            "Toca una.\nP-1001 · 245.000 €"
+        ]
+    );
+    let sent = c.store.unsent_outbox(&wa()).await.unwrap();
+    assert!(sent.is_empty(), "both recorded sent: {sent:?}");
 }
 
 #[tokio::test]

@@ -55,6 +55,7 @@ fn message(wa_id: &WaId, content: &str, at: chrono::DateTime<Utc>) -> NewMessage
         tool_calls: Vec::new(),
         tool_call_id: None,
         wamids: Vec::new(),
+        attachments: Vec::new(),
         at,
     }
 }

@@ -234,6 +234,7 @@ async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
         tool_calls: Vec::new(),
         tool_call_id: None,
         wamids: Vec::new(),
+        attachments: Vec::new(),
         at: at(seconds),
     };
     let mut ai = message("34600111222", MessageRole::Ai, "", 2);
@@ -945,6 +946,7 @@ async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 wamids: vec![WaMessageId::parse(&format!("wamid.F{n}a")).unwrap()],
+                attachments: Vec::new(),
                 at: at(3),
             })
             .await

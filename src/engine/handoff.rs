@@ -153,6 +153,7 @@ pub async fn reply(
             tool_calls: Vec::new(),
             tool_call_id: None,
             wamids: Vec::new(),
+            attachments: Vec::new(),
             at: now,
         })
         .await?;

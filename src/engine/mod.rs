@@ -4,6 +4,7 @@
 //! `CompleteOrEscalate`), and every node's effect is stored before the next one runs.
 
 pub mod abuse;
+pub mod attachments;
 pub mod concurrency;
 pub mod confirm;
 pub mod context;

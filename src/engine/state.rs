@@ -44,6 +44,9 @@ pub struct State {
     pub unsaved: usize,
     /// What the business data says about the user (see [`super::context`]).
     pub context: Option<String>,
+    /// The assistant the user's new message asks for by a tapped list row (see
+    /// [`super::attachments::asked_agent`]); this turn only.
+    pub asked_for: Option<String>,
 }
 
 impl State {
@@ -140,6 +143,7 @@ pub async fn context_with(
         messages,
         unsaved: 0,
         context: None,
+        asked_for: None,
     })
 }
 

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::domain::WaId;
 use crate::llm::{ToolCall, ToolSpec};
 use crate::realestate::GeoPoint;
-use crate::store::Role;
+use crate::store::{Attachment, Role};
 
 /// Longest a tool may run before its call is answered with a timeout error.
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(20);
@@ -69,6 +69,33 @@ pub trait Tool: Send + Sync + 'static {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError>;
+
+    /// What `run` says, and what the customer is shown with the reply (photos, a list to tap).
+    /// Tools that show something implement it; the others keep this default.
+    async fn run_with_attachments(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        self.run(args, context).await.map(ToolOutput::from)
+    }
+}
+
+/// A tool call's outcome: the tool message's text, and what the customer is shown with the
+/// turn's reply.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub attachments: Vec<Attachment>,
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        Self {
+            text,
+            attachments: Vec::new(),
+        }
+    }
 }
 
 /// The tools agents may list in their prompt files.
@@ -117,13 +144,22 @@ impl ToolRegistry {
         }))
     }
 
-    /// Runs one call within `timeout`; the result is the tool message's text.
-    pub async fn run(&self, call: &ToolCall, context: &ToolContext, timeout: Duration) -> String {
+    /// Runs one call within `timeout`; the result is the tool message.
+    pub async fn run(
+        &self,
+        call: &ToolCall,
+        context: &ToolContext,
+        timeout: Duration,
+    ) -> ToolOutput {
         let Some(tool) = self.tools.get(&call.name) else {
-            return format!("Error: there is no tool named {}.", call.name);
+            return format!("Error: there is no tool named {}.", call.name).into();
         };
         let started = std::time::Instant::now();
-        let outcome = tokio::time::timeout(timeout, tool.run(call.args.clone(), context)).await;
+        let outcome = tokio::time::timeout(
+            timeout,
+            tool.run_with_attachments(call.args.clone(), context),
+        )
+        .await;
         let label = match &outcome {
             Ok(Ok(_)) => "ok",
             Ok(Err(ToolError::InvalidArgs(_))) => "invalid_args",
@@ -135,14 +171,14 @@ impl ToolRegistry {
         metrics::histogram!("zaguan_tool_duration_seconds", "tool" => call.name.clone())
             .record(started.elapsed().as_secs_f64());
         match outcome {
-            Ok(Ok(text)) => text,
+            Ok(Ok(output)) => output,
             Ok(Err(error)) => {
                 tracing::warn!(tool = %call.name, "tool error: {error}");
-                format!("Error: {error}")
+                format!("Error: {error}").into()
             }
             Err(_) => {
                 tracing::warn!(tool = %call.name, ?timeout, "tool timed out");
-                format!("Error: {} did not answer within {timeout:?}.", call.name)
+                format!("Error: {} did not answer within {timeout:?}.", call.name).into()
             }
         }
     }
@@ -201,7 +237,7 @@ mod tests {
                 TOOL_TIMEOUT,
             )
             .await;
-        assert_eq!(text, "Error: lento did not answer within 20s.");
+        assert_eq!(text.text, "Error: lento did not answer within 20s.");
     }
 
     #[tokio::test]
@@ -214,7 +250,7 @@ mod tests {
                 TOOL_TIMEOUT,
             )
             .await;
-        assert_eq!(text, "Error: invalid arguments: `bad` is not allowed");
+        assert_eq!(text.text, "Error: invalid arguments: `bad` is not allowed");
         let text = tools
             .run(
                 &call("nada", serde_json::json!({})),
@@ -222,6 +258,6 @@ mod tests {
                 TOOL_TIMEOUT,
             )
             .await;
-        assert_eq!(text, "Error: there is no tool named nada.");
+        assert_eq!(text.text, "Error: there is no tool named nada.");
     }
 }

@@ -23,6 +23,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
+use super::attachments;
 use super::confirm::{self, Answer};
 use super::context::{ContextCache, ContextSource};
 use super::history;
@@ -30,15 +31,16 @@ use super::roles::RoleDirectory;
 use super::route::{RouteFallback, route_to_workflow};
 use super::state::UserCache;
 use super::state::{State, Window, context_with};
-use super::tools::{TOOL_TIMEOUT, ToolContext, ToolRegistry};
+use super::tools::{TOOL_TIMEOUT, ToolContext, ToolOutput, ToolRegistry};
 use crate::agents::fast_route::{Abstention, Decision};
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext};
 use crate::domain::{WaId, WaMessageId};
 use crate::guard::{GuardTranslator, LanguageDetector};
 use crate::llm::{Llm, LlmRequest, ToolCall, ToolSpec};
 use crate::store::{
-    HandoffRequest, InboxEntry, MessageRole, NewMessage, NewOutbox, OutboxEntry, PendingAction,
-    Role, RoleAssignment, RoleSource, Store, StoreError, StoredMessage, Template, reply_parts,
+    Attachment, HandoffRequest, InboxEntry, Media, MessageRole, NewMessage, NewOutbox, OutboxEntry,
+    PendingAction, Role, RoleAssignment, RoleSource, Store, StoreError, StoredMessage, Template,
+    reply_parts,
 };
 use crate::voice::VoiceNotes;
 
@@ -675,6 +677,10 @@ impl Engine {
                 .await?;
             state.lang = Some(lang);
         }
+        state.asked_for = new
+            .iter()
+            .rev()
+            .find_map(|entry| attachments::asked_agent(&entry.payload));
         let message = NewMessage {
             wa_id: state.wa_id.clone(),
             role: MessageRole::Human,
@@ -683,6 +689,7 @@ impl Engine {
             tool_calls: Vec::new(),
             tool_call_id: None,
             wamids: new.iter().map(|e| e.wamid.clone()).collect(),
+            attachments: Vec::new(),
             at: now,
         };
         self.append(state, message).await?;
@@ -890,7 +897,7 @@ impl Engine {
         };
         tracing::info!(tool = %action.tool, outcome, "pending action settled");
         metrics::counter!("zaguan_pending_actions_total", "outcome" => outcome).increment(1);
-        let content = match answer {
+        let output: ToolOutput = match answer {
             Answer::Confirm if self.tools.allows(&call.name, state.user.role) => {
                 let context = self.tool_context(state);
                 let result = self
@@ -904,12 +911,14 @@ impl Engine {
             Answer::Confirm => format!(
                 "Error: the tool {} is not available for this user.",
                 call.name
-            ),
+            )
+            .into(),
             Answer::Decline => format!(
                 "The user declined; nothing was done ({}). Acknowledge briefly and ask what \
                  else they need.",
                 action.summary
-            ),
+            )
+            .into(),
             Answer::Unclear | Answer::Stale => format!(
                 "Not executed: the user was asked to confirm ({}) and answered with something \
                  other than a plain yes or no (their message is above). Nothing was done. If \
@@ -917,8 +926,13 @@ impl Engine {
                  be asked to confirm again); if they do not want it, acknowledge; otherwise \
                  answer what they said.",
                 action.summary, call.name
-            ),
+            )
+            .into(),
         };
+        let ToolOutput {
+            text: content,
+            attachments,
+        } = output;
         let message = NewMessage {
             wa_id: state.wa_id.clone(),
             role: MessageRole::Tool,
@@ -927,6 +941,7 @@ impl Engine {
             tool_calls: Vec::new(),
             tool_call_id: Some(call.id),
             wamids: Vec::new(),
+            attachments,
             at: Utc::now(),
         };
         self.append(state, message).await
@@ -967,6 +982,9 @@ impl Engine {
         let agent = route.agent;
         metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
 
+        if let Some(message) = self.tapped_route(set, state, agent) {
+            return self.append(state, message).await;
+        }
         if self.settings.fast_route
             && let Some((target, message)) = self.fast_delegation(set, state, agent)
         {
@@ -1086,6 +1104,54 @@ impl Engine {
         ))
     }
 
+    /// A tapped list row asks a named assistant (the property assistant, for a search result):
+    /// the primary delegates to it, or the subgraph holding the conversation hands back so the
+    /// primary can, whatever the router or a model would read in the row's words.
+    fn tapped_route(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+        agent: &Agent,
+    ) -> Option<NewMessage> {
+        let name = state.asked_for.clone()?;
+        let role = state.user.role;
+        let target = set
+            .agents
+            .get(&name)
+            .filter(|t| t.kind == AgentKind::Subgraph && t.roles.contains(&role));
+        let Some(target) = target.filter(|t| t.name != agent.name) else {
+            // There already, or not one this user may reach: the assistant reads the row.
+            state.asked_for = None;
+            return None;
+        };
+        let call = match agent.kind {
+            AgentKind::Primary if state.dialog_state.is_empty() => {
+                state.asked_for = None;
+                ToolCall {
+                    id: crate::llm::new_call_id(),
+                    name: AgentRegistry::delegation_tool_name(&target.name),
+                    args: serde_json::json!({ "query": unanswered_user_text(state)? }),
+                }
+            }
+            AgentKind::Subgraph => ToolCall {
+                id: crate::llm::new_call_id(),
+                name: COMPLETE_OR_ESCALATE.to_owned(),
+                args: serde_json::json!({
+                    "cancel": true,
+                    "reason": format!("the user tapped an option for {}", target.name),
+                }),
+            },
+            _ => {
+                state.asked_for = None;
+                return None;
+            }
+        };
+        tracing::info!(from = %agent.name, to = %target.name, "a tapped list row routes the turn");
+        metrics::counter!("zaguan_tapped_routes_total", "agent" => target.name.clone())
+            .increment(1);
+        Some(ai_message(&state.wa_id, "", &agent.name, vec![call]))
+    }
+
     /// The `CompleteOrEscalate` the subgraph `agent` holding the conversation would call when
     /// the router is sure the user's new message belongs to another assistant: the subgraph
     /// hands back, and the primary's fast path enters the right one in the same turn.
@@ -1173,7 +1239,7 @@ impl Engine {
             .iter()
             .position(|p| matches!(p, Plan::Enter { .. } | Plan::Leave { .. }));
 
-        let results: Vec<String> = match winner {
+        let results: Vec<ToolOutput> = match winner {
             Some(w) => {
                 let (new_state, text, what) = match &plans[w] {
                     Plan::Enter { target, query } => (
@@ -1202,9 +1268,9 @@ impl Engine {
                 (0..plans.len())
                     .map(|i| {
                         if i == w {
-                            text.clone()
+                            text.clone().into()
                         } else {
-                            format!("Not executed: {what} in the same step.")
+                            format!("Not executed: {what} in the same step.").into()
                         }
                     })
                     .collect()
@@ -1263,8 +1329,8 @@ impl Engine {
                         let context = &context;
                         async move {
                             match (plan, done) {
-                                (_, Some(text)) => text,
-                                (Plan::Refuse(why), None) => why.clone(),
+                                (_, Some(text)) => ToolOutput::from(text),
+                                (Plan::Refuse(why), None) => why.clone().into(),
                                 _ => {
                                     self.tools
                                         .run(call, context, self.settings.tool_timeout)
@@ -1276,15 +1342,16 @@ impl Engine {
                 futures::future::join_all(runs).await
             }
         };
-        for (call, content) in calls.iter().zip(results) {
+        for (call, output) in calls.iter().zip(results) {
             let message = NewMessage {
                 wa_id: state.wa_id.clone(),
                 role: MessageRole::Tool,
-                content,
+                content: output.text,
                 agent: Some(caller.name.clone()),
                 tool_calls: Vec::new(),
                 tool_call_id: Some(call.id.clone()),
                 wamids: Vec::new(),
+                attachments: output.attachments,
                 at: Utc::now(),
             };
             self.append(state, message).await?;
@@ -1378,6 +1445,30 @@ impl Engine {
             .guard(text, lang, state.wa_id.as_str())
             .await
             .parts;
+        let texts = bodies.len();
+        // What the turn's tools show (photos, a list to tap), after the words.
+        let mut media = Vec::new();
+        let wa_id = state.wa_id.as_str();
+        for attachment in attachments::this_turn(state) {
+            let said = |text: String| async move {
+                set.guard.guard(&text, lang, wa_id).await.parts.join("\n")
+            };
+            match attachment {
+                Attachment::Image { link, caption } => {
+                    bodies.push(attachments::caption(&said(caption).await));
+                    media.push(Media::Image { link });
+                }
+                Attachment::List { text, rows } => {
+                    let text = said(text).await;
+                    bodies.push(attachments::plain_list(&text, &rows));
+                    media.push(Media::List {
+                        text,
+                        button: attachments::list_button(lang).to_owned(),
+                        rows,
+                    });
+                }
+            }
+        }
         let mut buttons = Vec::new();
         if let Some(action) = asked {
             // The summary with Confirm / Cancel buttons, as a last message of its own.
@@ -1403,9 +1494,19 @@ impl Engine {
             &bodies,
             now,
         );
+        for (part, media) in parts.iter_mut().skip(texts).zip(media) {
+            part.media = Some(media);
+        }
         if let Some(last) = parts.last_mut() {
             last.buttons = buttons;
         }
+        // The customer's reply reads as the words and the confirmation, not the captions.
+        let bodies: Vec<String> = bodies
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i < texts || parts.get(*i).is_some_and(|p| p.media.is_none()))
+            .map(|(_, body)| body)
+            .collect();
         let Some(reply_to) = reply_to else {
             self.store.insert_outbox(&parts).await?;
             return Ok((bodies, None));
@@ -1496,6 +1597,7 @@ impl Engine {
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 wamids: Vec::new(),
+                attachments: Vec::new(),
                 at: now,
             })
             .await?;
@@ -1583,6 +1685,7 @@ fn ai_message(wa_id: &WaId, content: &str, agent: &str, tool_calls: Vec<ToolCall
         tool_calls,
         tool_call_id: None,
         wamids: Vec::new(),
+        attachments: Vec::new(),
         at: Utc::now(),
     }
 }

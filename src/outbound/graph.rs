@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use url::Url;
 
 use crate::domain::{GraphError, WaId, WaMessageId};
-use crate::store::ReplyButton;
+use crate::store::{ListRow, ReplyButton};
 
 /// Most reply buttons WhatsApp shows on one message.
 pub const MAX_BUTTONS: usize = 3;
@@ -23,6 +23,15 @@ const MAX_BUTTON_ID: usize = 256;
 
 /// Longest body of an interactive message, in characters.
 pub const MAX_INTERACTIVE_BODY: usize = 1024;
+/// Longest image caption WhatsApp accepts, in characters.
+pub const MAX_CAPTION: usize = 1024;
+/// Most rows of one list message.
+pub const MAX_LIST_ROWS: usize = 10;
+/// Longest list row title, description and id, and list button text, in characters.
+pub const MAX_ROW_TITLE: usize = 24;
+pub const MAX_ROW_DESCRIPTION: usize = 72;
+const MAX_ROW_ID: usize = 200;
+pub const MAX_LIST_BUTTON: usize = 20;
 
 /// What to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +43,17 @@ pub enum OutboundMessage<'a> {
     Buttons {
         body: &'a str,
         buttons: &'a [ReplyButton],
+    },
+    /// A photo by its link, with a caption.
+    Image {
+        link: &'a str,
+        caption: &'a str,
+    },
+    /// A list of up to ten rows to tap, behind a button.
+    List {
+        body: &'a str,
+        button: &'a str,
+        rows: &'a [ListRow],
     },
     /// An approved template with its body parameters (outside the 24-hour window).
     Template {
@@ -270,6 +290,42 @@ pub fn message_body(to: &WaId, message: &OutboundMessage<'_>) -> Value {
                 "action": {"buttons": buttons},
             });
         }
+        OutboundMessage::Image { link, caption } => {
+            body["type"] = json!("image");
+            body["image"] = json!({"link": link});
+            if !caption.is_empty() {
+                body["image"]["caption"] = json!(cut(caption, MAX_CAPTION));
+            }
+        }
+        OutboundMessage::List {
+            body: text,
+            button,
+            rows,
+        } => {
+            let rows: Vec<Value> = rows
+                .iter()
+                .take(MAX_LIST_ROWS)
+                .map(|row| {
+                    let mut item = json!({
+                        "id": cut(&row.id, MAX_ROW_ID),
+                        "title": cut(&row.title, MAX_ROW_TITLE),
+                    });
+                    if !row.description.is_empty() {
+                        item["description"] = json!(cut(&row.description, MAX_ROW_DESCRIPTION));
+                    }
+                    item
+                })
+                .collect();
+            body["type"] = json!("interactive");
+            body["interactive"] = json!({
+                "type": "list",
+                "body": {"text": cut(text, MAX_INTERACTIVE_BODY)},
+                "action": {
+                    "button": cut(button, MAX_LIST_BUTTON),
+                    "sections": [{"rows": rows}],
+                },
+            });
+        }
         OutboundMessage::Template {
             name,
             language,
@@ -288,6 +344,11 @@ pub fn message_body(to: &WaId, message: &OutboundMessage<'_>) -> Value {
         }
     }
     body
+}
+
+/// `text` cut to `max` characters (WhatsApp counts characters, not bytes).
+fn cut(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
 }
 
 /// What the sender may do about `error` (HTTP `status`), by Graph code first, then by status.

@@ -21,7 +21,7 @@ use rand::Rng as _;
 use super::graph::{GraphClient, OutboundMessage, SendError};
 use super::limits::Limiters;
 use crate::domain::{GraphError, WaId, WaMessageId};
-use crate::store::{OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate, Store, StoreError};
+use crate::store::{Media, OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate, Store, StoreError};
 
 /// How the sender retries.
 #[derive(Debug, Clone, PartialEq)]
@@ -208,15 +208,13 @@ impl Outbound {
             let now = Utc::now();
             entry.attempts = 1;
             entry.sending_at = Some(now);
-            let sent = self
-                .graph
-                .send(
-                    &phone_number_id,
-                    &entry.wa_id,
-                    &outbound_message(entry),
-                    Some(&entry.id.callback_data()),
-                )
-                .await;
+            let sent = send_entry(
+                &self.graph,
+                &phone_number_id,
+                entry,
+                &entry.id.callback_data(),
+            )
+            .await;
             match sent {
                 Ok(wamid) => {
                     let status = if wamid.is_some() { "sent" } else { "dry_run" };
@@ -394,14 +392,7 @@ impl Outbound {
                 let in_flight = self.in_flight.enter(&entry.id);
                 tokio::spawn(async move {
                     let callback_data = entry.id.callback_data();
-                    let sent = graph
-                        .send(
-                            &phone_number_id,
-                            &entry.wa_id,
-                            &outbound_message(&entry),
-                            Some(&callback_data),
-                        )
-                        .await;
+                    let sent = send_entry(&graph, &phone_number_id, &entry, &callback_data).await;
                     let recorded = match &sent {
                         Ok(wamid) => {
                             let update = OutboxUpdate::Sent {
@@ -617,6 +608,54 @@ async fn record_with_patience(store: &dyn Store, parts: &[OutboxEntry]) -> Resul
     result
 }
 
+/// Sends `entry`. An image or a list WhatsApp refuses for good (a link it cannot fetch, a list
+/// it will not show) goes again at once as its plain-text form: the customer gets the words
+/// and the link rather than nothing.
+async fn send_entry(
+    graph: &GraphClient,
+    phone_number_id: &str,
+    entry: &OutboxEntry,
+    callback_data: &str,
+) -> Result<Option<WaMessageId>, SendError> {
+    let sent = graph
+        .send(
+            phone_number_id,
+            &entry.wa_id,
+            &outbound_message(entry),
+            Some(callback_data),
+        )
+        .await;
+    let Some(media) = &entry.media else {
+        return sent;
+    };
+    match sent {
+        Err(SendError::Permanent { error }) if entry.template.is_none() => {
+            let kind = match media {
+                Media::Image { .. } => "image",
+                Media::List { .. } => "list",
+            };
+            tracing::warn!(conversation.id = %entry.wa_id.masked(), part = entry.part, kind, "media refused, sent as text instead: {error}");
+            metrics::counter!("zaguan_outbound_media_fallbacks_total", "kind" => kind).increment(1);
+            let body = match media {
+                Media::Image { link } if !entry.body.is_empty() => {
+                    format!("{}\n{link}", entry.body)
+                }
+                Media::Image { link } => link.clone(),
+                Media::List { .. } => entry.body.clone(),
+            };
+            graph
+                .send(
+                    phone_number_id,
+                    &entry.wa_id,
+                    &OutboundMessage::Text { body: &body },
+                    Some(callback_data),
+                )
+                .await
+        }
+        other => other,
+    }
+}
+
 /// What the Graph API is asked to send for `entry`.
 fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
     match (&entry.template, entry.buttons.is_empty()) {
@@ -624,6 +663,18 @@ fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
             name: &template.name,
             language: &template.language,
             parameters: &template.parameters,
+        },
+        (None, _) if entry.media.is_some() => match &entry.media {
+            Some(Media::Image { link }) => OutboundMessage::Image {
+                link,
+                caption: &entry.body,
+            },
+            Some(Media::List { text, button, rows }) => OutboundMessage::List {
+                body: text,
+                button,
+                rows,
+            },
+            None => OutboundMessage::Text { body: &entry.body },
         },
         (None, true) => OutboundMessage::Text { body: &entry.body },
         (None, false) => OutboundMessage::Buttons {

@@ -426,7 +426,7 @@ fn inbox_entry(doc: &Document) -> StoreResult<InboxEntry> {
 
 fn message_doc(seq: i64, m: &NewMessage) -> StoreResult<Document> {
     let tool_calls = bson::to_bson(&m.tool_calls).context("tool calls to BSON")?;
-    Ok(doc! {
+    let mut doc = doc! {
         "wa_id": m.wa_id.as_str(),
         "seq": seq,
         "role": m.role.as_str(),
@@ -436,7 +436,12 @@ fn message_doc(seq: i64, m: &NewMessage) -> StoreResult<Document> {
         "tool_call_id": opt_str(&m.tool_call_id),
         "wamids": m.wamids.iter().map(|w| w.as_str()).collect::<Vec<_>>(),
         "at": date(m.at),
-    })
+    };
+    if !m.attachments.is_empty() {
+        let attachments = bson::to_bson(&m.attachments).context("attachments to BSON")?;
+        doc.insert("attachments", attachments);
+    }
+    Ok(doc)
 }
 
 fn stored_message(doc: &Document) -> StoreResult<StoredMessage> {
@@ -465,6 +470,14 @@ fn stored_message(doc: &Document) -> StoreResult<StoredMessage> {
                 Some(Bson::Array(ids)) => ids
                     .iter()
                     .filter_map(|id| id.as_str().map(|id| WaMessageId::from(id.to_owned())))
+                    .collect(),
+                _ => Vec::new(),
+            },
+            attachments: match doc.get("attachments") {
+                // One this version cannot read is dropped, never the message.
+                Some(Bson::Array(items)) => items
+                    .iter()
+                    .filter_map(|a| bson::from_bson::<Attachment>(a.clone()).ok())
                     .collect(),
                 _ => Vec::new(),
             },
@@ -508,6 +521,9 @@ fn outbox_entry(doc: &Document) -> StoreResult<OutboxEntry> {
         body: f.str("body").unwrap_or_default(),
         buttons,
         template: doc.get_document("template").ok().and_then(template),
+        media: doc
+            .get("media")
+            .and_then(|m| bson::from_bson::<Media>(m.clone()).ok()),
         part: count("part").unwrap_or(0),
         parts: count("parts").unwrap_or(1),
         status: f
@@ -1803,6 +1819,9 @@ fn outbox_doc(entry: &OutboxEntry) -> Document {
         "attempts": i64::from(entry.attempts),
         "at": date(entry.at),
     };
+    if let Some(media) = entry.media.as_ref().and_then(|m| bson::to_bson(m).ok()) {
+        doc.insert("media", media);
+    }
     if let Some(at) = entry.sending_at {
         doc.insert("sending_at", date(at));
     }

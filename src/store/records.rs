@@ -473,7 +473,44 @@ pub struct NewMessage {
     /// For a human message: the inbox messages it carries (several when merged). Lets a
     /// resumed turn see that they are already in the history.
     pub wamids: Vec<WaMessageId>,
+    /// For a tool message: what the tool shows the customer with the turn's reply (photos, a
+    /// list to tap), sent after its text.
+    pub attachments: Vec<Attachment>,
     pub at: DateTime<Utc>,
+}
+
+/// Something a tool shows the customer besides the assistant's words, in Spanish; the reply
+/// puts it into the conversation's language.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Attachment {
+    /// A photo by its https link, with a caption.
+    Image { link: String, caption: String },
+    /// Options to tap: `text` above them, one row each.
+    List { text: String, rows: Vec<ListRow> },
+}
+
+/// What an outbox part shows besides text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Media {
+    /// An image message; the part's `body` is its caption.
+    Image { link: String },
+    /// An interactive list message: `text` above it, `button` opens it. The part's `body` is
+    /// the plain-text form, sent instead when WhatsApp refuses the list.
+    List {
+        text: String,
+        button: String,
+        rows: Vec<ListRow>,
+    },
+}
+
+/// A row of a list message: WhatsApp sends its `id` back when it is tapped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListRow {
+    pub id: String,
+    pub title: String,
+    pub description: String,
 }
 
 /// A `messages` document.
@@ -610,6 +647,8 @@ pub struct NewOutbox {
     /// Sent as this approved template instead of `body` (outside the 24-hour window, only
     /// templates are delivered); `body` keeps a readable copy.
     pub template: Option<Template>,
+    /// An image or a list instead of plain text.
+    pub media: Option<Media>,
     /// 0-based position among the parts of one reply.
     pub part: u32,
     pub parts: u32,
@@ -652,6 +691,7 @@ impl NewOutbox {
             body: body.into(),
             buttons: Vec::new(),
             template: None,
+            media: None,
             part: 0,
             parts: 1,
             at,
@@ -714,6 +754,7 @@ pub struct OutboxEntry {
     pub body: String,
     pub buttons: Vec<ReplyButton>,
     pub template: Option<Template>,
+    pub media: Option<Media>,
     pub part: u32,
     pub parts: u32,
     pub status: OutboxStatus,
@@ -742,6 +783,7 @@ impl OutboxEntry {
             body: entry.body.clone(),
             buttons: entry.buttons.clone(),
             template: entry.template.clone(),
+            media: entry.media.clone(),
             part: entry.part,
             parts: entry.parts,
             status: OutboxStatus::Queued,

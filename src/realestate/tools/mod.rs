@@ -9,6 +9,7 @@ pub mod listing_requests;
 pub mod mortgage;
 pub mod offers;
 pub mod owners;
+pub mod photos;
 pub mod search;
 pub mod text;
 pub mod visits;
@@ -25,6 +26,7 @@ pub use listing_requests::{REQUEST_LISTING_CHANGE, RequestListingChange};
 pub use mortgage::SimulateMortgage;
 pub use offers::{ListMyOffers, SubmitOffer};
 pub use owners::OwnerListingStats;
+pub use photos::SendPropertyPhotos;
 pub use search::{GetPropertyDetails, SearchProperties};
 pub use visits::{ListMyVisits, RecordVisitFeedback};
 
@@ -49,6 +51,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "create_search_alert",
     "list_my_alerts",
     "cancel_search_alert",
+    "send_property_photos",
 ];
 
 /// All the domain tools over `store`.
@@ -69,7 +72,8 @@ pub fn registry(store: Arc<dyn RealEstateStore>) -> ToolRegistry {
         .with(OwnerListingStats::new(store.clone()))
         .with(CreateSearchAlert::new(store.clone()))
         .with(ListMyAlerts::new(store.clone()))
-        .with(CancelSearchAlert::new(store))
+        .with(CancelSearchAlert::new(store.clone()))
+        .with(SendPropertyPhotos::new(store))
 }
 
 #[cfg(test)]

@@ -8,9 +8,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, listing_line, unavailable};
-use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::engine::attachments::ASK_PREFIX;
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{Operation, Property, PropertyFilter, PropertyType, RealEstateStore};
+use crate::store::{Attachment, ListRow};
 
 /// Most results on one page.
 const MAX_PAGE: usize = 10;
@@ -90,6 +92,16 @@ impl Tool for SearchProperties {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.run_with_attachments(args, context)
+            .await
+            .map(|output| output.text)
+    }
+
+    async fn run_with_attachments(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let args: SearchArgs = text::args(args)?;
         if let (Some(min), Some(max)) = (args.min_price, args.max_price)
             && min > max
@@ -146,11 +158,11 @@ impl Tool for SearchProperties {
             }
         }
         if found.is_empty() {
-            return Ok(
-                "No hay propiedades disponibles con esos filtros. Propón al usuario \
-                       ampliar el presupuesto, la zona o quitar algún requisito."
-                    .into(),
-            );
+            return Ok(ToolOutput::from(
+                "No hay propiedades disponibles con esos filtros. Propón al usuario ampliar el \
+                 presupuesto, la zona o quitar algún requisito."
+                    .to_owned(),
+            ));
         }
         let size = args.page_size.unwrap_or(5).clamp(1, MAX_PAGE);
         let pages = found.len().div_ceil(size);
@@ -164,6 +176,12 @@ impl Tool for SearchProperties {
             "{} propiedades disponibles (página {page} de {pages}):",
             found.len()
         );
+        let shown: Vec<&Property> = found
+            .iter()
+            .skip((page - 1) * size)
+            .take(size)
+            .map(|(p, _)| p)
+            .collect();
         for (i, (property, distance)) in found.iter().enumerate().skip((page - 1) * size).take(size)
         {
             out.push_str(&format!("\n{}. {}", i + 1, listing_line(property)));
@@ -174,7 +192,50 @@ impl Tool for SearchProperties {
                 out.push_str(&format!(" · a {:.1} km", km).replace('.', ","));
             }
         }
-        Ok(out)
+        out.push_str(
+            "\nEl usuario recibe además estos resultados como una lista que puede tocar para \
+             ver la ficha: no los repitas uno a uno; resume en una o dos frases (cuántos hay, \
+             precios, lo que destaca) y pregunta si quiere ver alguno o afinar la búsqueda.",
+        );
+        let first = (page - 1) * size + 1;
+        let text = if pages == 1 {
+            "Toca una para ver su ficha.".to_owned()
+        } else if page == 1 {
+            format!(
+                "Las {} primeras de {}: toca una para ver su ficha.",
+                shown.len(),
+                found.len()
+            )
+        } else {
+            format!(
+                "De la {first} a la {} de {}: toca una para ver su ficha.",
+                first + shown.len() - 1,
+                found.len()
+            )
+        };
+        let attachment = Attachment::List {
+            text,
+            rows: shown.into_iter().map(row).collect(),
+        };
+        Ok(ToolOutput {
+            text: out,
+            attachments: vec![attachment],
+        })
+    }
+}
+
+/// The assistant a tapped result asks for its listing.
+pub const DETAILS_AGENT: &str = "property_assistant";
+
+/// A search result as a list row: its id and price, then where and how big.
+fn row(property: &Property) -> ListRow {
+    ListRow {
+        id: format!("{ASK_PREFIX}{DETAILS_AGENT}:{}", property.id),
+        title: format!("{} · {}", property.id, text::price(property)),
+        description: format!(
+            "{}, {} · 🛏 {} · {} m²",
+            property.neighbourhood, property.city, property.bedrooms, property.area_m2
+        ),
     }
 }
 
@@ -261,6 +322,14 @@ impl Tool for GetPropertyDetails {
             out.push_str(&format!("\nExtras: {}", p.amenities.join(", ")));
         }
         out.push_str(&format!("\n{}\nPublicada hace {days} días.", p.description));
+        if p.photos.is_empty() {
+            out.push_str("\nSin fotos en la ficha.");
+        } else {
+            out.push_str(&format!(
+                "\nFotos: {} (se envían con send_property_photos).",
+                p.photos.len()
+            ));
+        }
         Ok(out)
     }
 }

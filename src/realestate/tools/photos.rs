@@ -1,0 +1,122 @@
+//! `send_property_photos`: the property assistant shows a listing's photos. They go to the
+//! customer as WhatsApp image messages right after the assistant's words, each with a caption,
+//! through the outbox like any reply; the model only reads how many were sent.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::text;
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::llm::ToolSpec;
+use crate::realestate::RealEstateStore;
+use crate::store::Attachment;
+
+pub const SEND_PROPERTY_PHOTOS: &str = "send_property_photos";
+
+/// Photos sent when the model does not say, and the most in one reply.
+const DEFAULT_PHOTOS: usize = 3;
+pub const MAX_PHOTOS: usize = 5;
+
+pub struct SendPropertyPhotos {
+    store: Arc<dyn RealEstateStore>,
+}
+
+impl SendPropertyPhotos {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct PhotosArgs {
+    property_id: String,
+    count: Option<usize>,
+    /// 1-based: the photo to start from, for «¿tienes más?».
+    from: Option<usize>,
+}
+
+#[async_trait]
+impl Tool for SendPropertyPhotos {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: SEND_PROPERTY_PHOTOS.into(),
+            description: "Envía al usuario por WhatsApp las fotos de una propiedad (P-…), como \
+                          imágenes con su pie, justo después de tu respuesta. Para «¿tienes \
+                          más?», pide las siguientes con `from`."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "property_id": {"type": "string", "description": "Id de la propiedad, p. ej. P-1001"},
+                    "count": {"type": "integer", "minimum": 1, "maximum": MAX_PHOTOS, "description": "Cuántas (3 si no se indica)"},
+                    "from": {"type": "integer", "minimum": 1, "description": "Desde qué foto (1 = la portada)"}
+                },
+                "required": ["property_id"]
+            }),
+        }
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        self.run_with_attachments(args, context)
+            .await
+            .map(|output| output.text)
+    }
+
+    async fn run_with_attachments(
+        &self,
+        args: serde_json::Value,
+        _context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: PhotosArgs = text::args(args)?;
+        let property = text::listing(self.store.as_ref(), &args.property_id).await?;
+        let total = property.photos.len();
+        if total == 0 {
+            return Err(ToolError::Failed(format!(
+                "{} has no photos in its listing; say so, and offer that an agent sends them \
+                 (request_human) if the user wants",
+                property.id
+            )));
+        }
+        let from = args.from.unwrap_or(1).max(1);
+        if from > total {
+            return Err(ToolError::InvalidArgs(format!(
+                "{} has {total} photo(s); `from` {from} is past the last",
+                property.id
+            )));
+        }
+        let count = args.count.unwrap_or(DEFAULT_PHOTOS).clamp(1, MAX_PHOTOS);
+        let attachments: Vec<Attachment> = property
+            .photos
+            .iter()
+            .enumerate()
+            .skip(from - 1)
+            .take(count)
+            .map(|(i, link)| Attachment::Image {
+                link: link.clone(),
+                caption: format!("{} · {} ({}/{total})", property.id, property.title, i + 1),
+            })
+            .collect();
+        let last = from - 1 + attachments.len();
+        let more = if last < total {
+            format!(" Quedan {} más (from={}).", total - last, last + 1)
+        } else {
+            String::new()
+        };
+        Ok(ToolOutput {
+            text: format!(
+                "Se envían al usuario {} foto(s) de {} ({from}–{last} de {total}) justo después \
+                 de tu respuesta: no pegues enlaces; di en una frase que van las fotos.{more}",
+                attachments.len(),
+                property.id
+            ),
+            attachments,
+        })
+    }
+}
