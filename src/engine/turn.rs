@@ -122,7 +122,8 @@ pub struct TurnOutcome {
     /// The reply queued in the outbox, its parts joined by blank lines (`None` when one was
     /// already queued before a crash).
     pub reply: Option<String>,
-    /// The WhatsApp messages of the reply, in order.
+    /// The WhatsApp text messages of the reply, in order; the photos and lists the tools
+    /// showed follow them in the outbox (`to_send`), not here.
     pub parts: Vec<String>,
     pub dialog_state: Vec<String>,
     /// Node transitions run in this call (a resumed turn counts only its own).
