@@ -151,6 +151,7 @@ pub fn router(state: AppState) -> Router {
             "/admin/listings/{id}",
             axum::routing::patch(admin::api::update_listing),
         )
+        .route("/admin/export/{kind}", get(admin::api::export))
         .route("/admin/prompts", get(admin::api::prompts))
         .route(
             "/admin/prompts/reload",

@@ -51,6 +51,10 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_TRANSCRIBE_TIMEOUT",
     "ZAGUAN_PROMPTS_DIR",
     "ZAGUAN_ADMIN_TOKEN",
+    "ZAGUAN_EVENTS_URL",
+    "ZAGUAN_EVENTS_SECRET",
+    "ZAGUAN_EVENTS_TYPES",
+    "ZAGUAN_EVENTS_TIMEOUT",
     "ZAGUAN_DIALOG_IDLE_TTL",
     "ZAGUAN_STUCK_AFTER",
     "ZAGUAN_HANDOFF_TTL",
@@ -94,6 +98,8 @@ pub struct Config {
     pub prompts_dir: PathBuf,
     /// Bearer token of the admin API; `None` turns the admin API off (404).
     pub admin_token: Option<SecretString>,
+    /// Where business events go (`ZAGUAN_EVENTS_URL`); `None`: they are only recorded.
+    pub events: Option<crate::events::EventSettings>,
     /// A subgraph left idle this long is exited on the next message.
     pub dialog_idle_ttl: Duration,
     /// A conversation in an assistant idle this long counts as stuck (metrics, log).
@@ -356,6 +362,7 @@ impl Config {
             100,
         );
         let business_contact = env.line("ZAGUAN_BUSINESS_CONTACT", "", 300);
+        let events = env.events();
         let mongodb = env.mongo();
 
         if !env.problems.is_empty() {
@@ -403,6 +410,7 @@ impl Config {
             },
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
+            events,
             dialog_idle_ttl: dialog_idle_ttl.expect(checked),
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),
@@ -539,6 +547,56 @@ impl Env {
             Ok(_) => Err(format!("`{v}` must be an http:// or https:// URL")),
             Err(e) => Err(format!("`{v}` is not a URL: {e}")),
         })
+    }
+
+    /// `ZAGUAN_EVENTS_URL` (URLs separated by commas or spaces), its secret, the types sent
+    /// and the request timeout.
+    fn events(&mut self) -> Option<crate::events::EventSettings> {
+        let timeout = self.duration("ZAGUAN_EVENTS_TIMEOUT", "10s");
+        let types = self.get("ZAGUAN_EVENTS_TYPES").map(|list| {
+            list.split([',', ' '])
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect::<std::collections::BTreeSet<String>>()
+        });
+        if let Some(types) = &types {
+            let known = crate::store::BusinessEvent::TYPES;
+            for unknown in types.iter().filter(|t| !known.contains(&t.as_str())) {
+                self.problems.push(format!(
+                    "ZAGUAN_EVENTS_TYPES: `{unknown}` is not one of {}",
+                    known.join(", ")
+                ));
+            }
+        }
+        let list = self.get("ZAGUAN_EVENTS_URL")?.to_owned();
+        let mut urls = Vec::new();
+        for item in list
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        {
+            match Url::parse(item) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") => urls.push(url),
+                _ => self.problems.push(format!(
+                    "ZAGUAN_EVENTS_URL: `{item}` is not an http:// or https:// URL"
+                )),
+            }
+        }
+        let Some(secret) = self.secret("ZAGUAN_EVENTS_SECRET") else {
+            self.problems.push(
+                "ZAGUAN_EVENTS_SECRET: required with ZAGUAN_EVENTS_URL (receivers verify the \
+                 signature with it)"
+                    .to_owned(),
+            );
+            return None;
+        };
+        let mut settings = crate::events::EventSettings::new(urls, secret);
+        settings.types = types;
+        if let Some(timeout) = timeout {
+            settings.timeout = timeout;
+        }
+        Some(settings)
     }
 
     /// `MONGODB_URI` and `MONGODB_DATABASE`; the URI may hold a password, so problems with it

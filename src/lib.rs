@@ -11,6 +11,7 @@ pub mod app;
 pub mod config;
 pub mod domain;
 pub mod engine;
+pub mod events;
 pub mod guard;
 pub mod health;
 pub mod llm;

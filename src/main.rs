@@ -30,6 +30,10 @@ enum Command {
     /// Add or change listings from a JSON file (`add FILE`, `update FILE`); saved searches
     /// hear of new and cheaper ones.
     Listings(admin::cli::listings::ListingsArgs),
+    /// Business events for the agency's CRM: `list [--failed]`, `retry ID|--failed`.
+    Events(admin::cli::events::EventsArgs),
+    /// Leads, appointments or offers since a moment, as CSV or JSON lines.
+    Export(admin::cli::export::ExportArgs),
     /// Find, inspect and reset conversations (`list`, `show`, `reset`), against the store.
     Conversations(admin::cli::conversations::ConversationsArgs),
     /// Erase what is stored about one WhatsApp contact (`forget WA_ID`).
@@ -66,6 +70,8 @@ fn main() -> ExitCode {
             Command::Prompts(args) => admin::cli::prompts::run(args).await,
             Command::Demo(args) => admin::cli::demo::run(args, config).await,
             Command::Listings(args) => admin::cli::listings::run(args, config).await,
+            Command::Events(args) => admin::cli::events::run(args, config).await,
+            Command::Export(args) => admin::cli::export::run(args, config).await,
             Command::Conversations(args) => admin::cli::conversations::run(args, config).await,
             Command::Users(args) => admin::cli::users::run(args, config).await,
             Command::Healthcheck(_) => unreachable!("answered before the configuration is read"),

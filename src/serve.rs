@@ -17,6 +17,7 @@ use crate::engine::monitor::Monitor;
 use crate::engine::retention::Cleanup;
 use crate::engine::roles::RoleDirectory;
 use crate::engine::{Engine, EngineSettings, PromptReloader, WorkerSettings, Workers};
+use crate::events::EventDelivery;
 use crate::health::StoreDoctor;
 use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient, UsageRecorder};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
@@ -85,6 +86,19 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         }
     };
     let outbound = Arc::new(outbound(&config, store.clone())?);
+    let events = match &config.events {
+        Some(settings) => {
+            tracing::info!(
+                receivers = settings.urls.len(),
+                "business events are delivered to ZAGUAN_EVENTS_URL"
+            );
+            Some(EventDelivery::new(store.clone(), settings.clone())?.spawn())
+        }
+        None => {
+            tracing::info!("ZAGUAN_EVENTS_URL is unset: business events are recorded, not sent");
+            None
+        }
+    };
     announce(&config);
     let prompts = Arc::new(PromptReloader::new(
         config.prompts_dir.clone(),
@@ -187,6 +201,9 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         }
     }
     cleanup.abort();
+    if let Some(events) = events {
+        events.abort();
+    }
     if let Some(doctor) = doctor {
         doctor.abort();
     }

@@ -172,6 +172,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Turns routed by a tapped list row to the assistant it names [agent]",
     ),
     (
+        "zaguan_events_total",
+        Kind::Counter,
+        "Business events for the agency's CRM: recorded, delivered, retry, failed [type, outcome]",
+    ),
+    (
         "zaguan_search_alerts_total",
         Kind::Counter,
         "Saved searches created or cancelled by customers [change]",

@@ -839,3 +839,156 @@ async fn the_cli_adds_and_updates_listings_on_mongodb() {
     assert!(stored.price_dropped_at.is_some());
     db.drop().await;
 }
+
+/// `zaguan events list --failed`, `zaguan events retry --failed` and `zaguan export` on
+/// MongoDB, as an operator runs them.
+#[tokio::test]
+async fn the_cli_lists_and_retries_failed_events_and_exports_on_mongodb() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let store = db.store.clone();
+    let wa_id = WaId::parse("34600000401").unwrap();
+    let failed = zaguan::store::Event::new(
+        &wa_id,
+        zaguan::store::BusinessEvent::HandoffRequested {
+            reason: "Quiere una persona".into(),
+        },
+        Utc::now(),
+    );
+    store
+        .insert_events(std::slice::from_ref(&failed))
+        .await
+        .unwrap();
+    store
+        .settle_event(
+            &failed.id,
+            &zaguan::store::EventUpdate::Failed {
+                error: "crm.example.es: HTTP 400: unknown field".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let realestate = zaguan::realestate::MongoRealEstate::new(store.pool().clone());
+    use zaguan::realestate::RealEstateStore as _;
+    realestate
+        .upsert_offers(&[zaguan::realestate::Offer {
+            id: "F-401".into(),
+            property_id: "P-1001".into(),
+            wa_id: wa_id.clone(),
+            amount: 231_000,
+            currency: "EUR".into(),
+            conditions: Some("con hipoteca, entrega en marzo".into()),
+            status: zaguan::realestate::OfferStatus::Submitted,
+            created_at: Utc::now(),
+        }])
+        .await
+        .unwrap();
+    let database = store.database().name().to_owned();
+    let zaguan = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
+            .env("MONGODB_DATABASE", &database)
+            .env("RUST_LOG", "error")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let listed = zaguan(&["events", "list", "--failed"]);
+    assert!(listed.status.success(), "{listed:?}");
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        stdout.contains(&failed.id) && stdout.contains("HTTP 400"),
+        "{stdout}"
+    );
+    let retried = zaguan(&["events", "retry", "--failed"]);
+    assert!(retried.status.success(), "{retried:?}");
+    assert!(String::from_utf8_lossy(&retried.stdout).contains("1 event(s) queued again"));
+    let listed = zaguan(&["events", "list", "--failed"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("no events"));
+    assert!(
+        !zaguan(&["events", "retry", "nope"]).status.success(),
+        "an unknown id"
+    );
+
+    let exported = zaguan(&["export", "offers", "--since", "1h", "--bom"]);
+    assert!(exported.status.success(), "{exported:?}");
+    let csv = String::from_utf8(exported.stdout).unwrap();
+    assert_eq!(
+        csv.trim_start_matches('\u{feff}')
+            .lines()
+            .collect::<Vec<_>>()[0],
+        "id,created_at,wa_id,property_id,amount,currency,conditions,status"
+    );
+    assert!(
+        csv.contains("F-401,") && csv.contains("\"con hipoteca, entrega en marzo\""),
+        "{csv}"
+    );
+    let jsonl = zaguan(&["export", "offers", "--since", "1h", "--format", "jsonl"]);
+    let line: Value =
+        serde_json::from_slice(jsonl.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(line["amount"], 231_000);
+    assert!(
+        !zaguan(&["export", "offers", "--since", "soon"])
+            .status
+            .success()
+    );
+    db.drop().await;
+}
+
+/// `GET /admin/export/{kind}`: the token, a bad `since`, an unknown kind, CSV and JSON lines.
+#[tokio::test]
+async fn exports_through_the_api() {
+    let realestate: Arc<dyn zaguan::realestate::RealEstateStore> =
+        Arc::new(zaguan::realestate::MemoryRealEstate::new());
+    let store: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let app = TestApp::with_store(store.clone())
+        .with_admin(Some(common::ADMIN_TOKEN))
+        .with_state(|state| state.with_realestate(realestate.clone()));
+    let wa_id = WaId::parse("34600000402").unwrap();
+    store
+        .insert_events(&[zaguan::store::Event::new(
+            &wa_id,
+            zaguan::store::BusinessEvent::LeadCreated {
+                name: Some("José Núñez".into()),
+                assistant: "searcher_assistant".into(),
+            },
+            Utc::now(),
+        )])
+        .await
+        .unwrap();
+    let get = |uri: &str, auth: bool| {
+        let mut request = axum::http::Request::get(uri);
+        if auth {
+            request = request.header("authorization", common::bearer());
+        }
+        app.request(request.body(axum::body::Body::empty()).unwrap())
+    };
+    assert_eq!(
+        get("/admin/export/leads", false).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        get("/admin/export/houses", true).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get("/admin/export/leads?since=ayer", true).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    let (status, csv) = get("/admin/export/leads?since=1h&bom=true", true).await;
+    assert_eq!(status, StatusCode::OK);
+    let rows: Vec<&str> = csv.trim_start_matches('\u{feff}').lines().collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(
+        rows[1].contains("34600000402,José Núñez,searcher_assistant"),
+        "{csv}"
+    );
+    let (_, jsonl) = get("/admin/export/leads?since=1h&format=jsonl", true).await;
+    let line: Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
+    assert_eq!(line["name"], "José Núñez");
+    let (_, empty) = get("/admin/export/offers?since=1h", true).await;
+    assert_eq!(empty.lines().count(), 1, "a header only: {empty}");
+}

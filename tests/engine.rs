@@ -1046,6 +1046,36 @@ impl Store for CrashingStore {
     async fn forget(&self, w: &WaId) -> StoreResult<zaguan::store::ForgetCounts> {
         self.inner.forget(w).await
     }
+    async fn insert_events(&self, e: &[zaguan::store::Event]) -> StoreResult<()> {
+        self.inner.insert_events(e).await
+    }
+    async fn due_events(
+        &self,
+        n: chrono::DateTime<Utc>,
+        l: usize,
+    ) -> StoreResult<Vec<zaguan::store::Event>> {
+        self.inner.due_events(n, l).await
+    }
+    async fn claim_event(
+        &self,
+        i: &str,
+        n: chrono::DateTime<Utc>,
+        u: chrono::DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        self.inner.claim_event(i, n, u).await
+    }
+    async fn settle_event(&self, i: &str, u: &zaguan::store::EventUpdate) -> StoreResult<()> {
+        self.inner.settle_event(i, u).await
+    }
+    async fn list_events(
+        &self,
+        q: &zaguan::store::EventQuery,
+    ) -> StoreResult<Vec<zaguan::store::Event>> {
+        self.inner.list_events(q).await
+    }
+    async fn retry_event(&self, i: &str, n: chrono::DateTime<Utc>) -> StoreResult<bool> {
+        self.inner.retry_event(i, n).await
+    }
     async fn llm_tokens_since(&self, w: &str, s: chrono::DateTime<Utc>) -> StoreResult<u64> {
         self.inner.llm_tokens_since(w, s).await
     }

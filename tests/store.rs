@@ -926,6 +926,14 @@ macro_rules! store_suite {
 async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<dyn Store>) {
     let (gone, kept) = ("34600111222", "34622333444");
     for (n, who) in [gone, kept].into_iter().enumerate() {
+        let lead = zaguan::store::BusinessEvent::LeadCreated {
+            name: Some("Lucía".into()),
+            assistant: "primary_assistant".into(),
+        };
+        store
+            .insert_events(&[zaguan::store::Event::new(&wa(who), lead, at(3))])
+            .await
+            .unwrap();
         store
             .record_contact(&contact(who, Some("Lucía"), 10))
             .await
@@ -1013,8 +1021,18 @@ async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<
             llm_calls: 1,
             leases: 1,
             webhook_rejects: 1,
+            events: 1,
         }
     );
+    let left = store
+        .list_events(&zaguan::store::EventQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 1, "the other contact's event stays");
+    assert_eq!(left[0].wa_id, wa(kept));
     assert!(store.user(&wa(gone)).await.unwrap().is_none());
     assert!(store.conversation(&wa(gone)).await.unwrap().is_none());
     assert!(

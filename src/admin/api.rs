@@ -677,3 +677,37 @@ pub async fn update_listing(
     tracing::info!(listing = %id, cheaper = !applied.price_drops.is_empty(), "listing updated through the admin API");
     Ok(Json(applied))
 }
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ExportQuery {
+    since: Option<String>,
+    format: Option<crate::events::export::ExportFormat>,
+    #[serde(default)]
+    bom: bool,
+}
+
+/// `GET /admin/export/{kind}?since=7d&format=csv|jsonl&bom=true`: like `zaguan export`.
+pub async fn export(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(kind): Path<String>,
+    Query(query): Query<ExportQuery>,
+) -> Result<Response, AdminError> {
+    use crate::events::export::{self, ExportFormat, ExportKind};
+    authorize(&state, &headers)?;
+    let kind = ExportKind::parse(&kind).ok_or_else(|| {
+        AdminError::NotFound(format!("no export `{kind}`: leads, appointments or offers"))
+    })?;
+    let since = export::parse_since(query.since.as_deref().unwrap_or("7d"), Utc::now())
+        .map_err(AdminError::BadRequest)?;
+    let realestate = realestate(&state)?;
+    let rows = export::rows(kind, since, state.store.as_ref(), realestate).await?;
+    let format = query.format.unwrap_or_default();
+    let body = export::render(kind, &rows, format, query.bom);
+    let content_type = match format {
+        ExportFormat::Csv => "text/csv; charset=utf-8",
+        ExportFormat::Jsonl => "application/x-ndjson",
+    };
+    tracing::info!(rows = rows.len(), "export served through the admin API");
+    Ok(([(axum::http::header::CONTENT_TYPE, content_type)], body).into_response())
+}

@@ -13,11 +13,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::tools::{Tool, ToolContext, ToolError};
+use super::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::domain::WaId;
 use crate::llm::ToolSpec;
 use crate::store::{
-    Handoff, HandoffRequest, MessageRole, NewMessage, NewOutbox, Store, StoreError,
+    BusinessEvent, Event, Handoff, HandoffRequest, MessageRole, NewMessage, NewOutbox, Store,
+    StoreError,
 };
 
 /// The tool an assistant calls when the customer asks for a person.
@@ -64,6 +65,13 @@ pub async fn take(
         return Err(HandoffError::NotFound(wa_id.as_str().to_owned()));
     }
     store.set_pending_action(wa_id, None).await?;
+    let taken = BusinessEvent::HandoffTaken {
+        operator: operator.to_owned(),
+        until: handoff.until,
+    };
+    store
+        .insert_events(&[Event::new(wa_id, taken, now)])
+        .await?;
     tracing::info!(conversation.id = %wa_id.masked(), %operator, until = %handoff.until, "conversation taken by an operator");
     metrics::counter!("zaguan_handoffs_total").increment(1);
     Ok(handoff)
@@ -87,6 +95,12 @@ pub async fn release(
         store.set_handoff(wa_id, None).await?;
     }
     if was_active {
+        let released = BusinessEvent::HandoffReleased {
+            operator: operator.to_owned(),
+        };
+        store
+            .insert_events(&[Event::new(wa_id, released, now)])
+            .await?;
         tracing::info!(conversation.id = %wa_id.masked(), %operator, "conversation released to the bot");
         metrics::counter!("zaguan_handoffs_ended_total", "how" => "released").increment(1);
     }
@@ -214,6 +228,14 @@ impl Tool for RequestHuman {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.execute(args, context).await.map(|output| output.text)
+    }
+
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let reason = args
             .get("reason")
             .and_then(|r| r.as_str())
@@ -243,7 +265,11 @@ impl Tool for RequestHuman {
                 " If it is urgent, the user can also reach the agency directly: {contact}"
             ));
         }
-        Ok(result)
+        let reason = reason.chars().take(500).collect();
+        Ok(ToolOutput::with_event(
+            result,
+            BusinessEvent::HandoffRequested { reason },
+        ))
     }
 }
 

@@ -47,6 +47,8 @@ pub struct State {
     /// The assistant the user's new message asks for by a tapped list row (see
     /// [`super::attachments::asked_agent`]); this turn only.
     pub asked_for: Option<String>,
+    /// The contact's first message is this turn's: a lead for the agency's CRM.
+    pub first_contact: bool,
 }
 
 impl State {
@@ -144,6 +146,7 @@ pub async fn context_with(
         unsaved: 0,
         context: None,
         asked_for: None,
+        first_contact: false,
     })
 }
 

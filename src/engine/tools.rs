@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::domain::WaId;
 use crate::llm::{ToolCall, ToolSpec};
 use crate::realestate::GeoPoint;
-use crate::store::{Attachment, Role};
+use crate::store::{Attachment, BusinessEvent, Role};
 
 /// Longest a tool may run before its call is answered with a timeout error.
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(20);
@@ -70,9 +70,10 @@ pub trait Tool: Send + Sync + 'static {
         context: &ToolContext,
     ) -> Result<String, ToolError>;
 
-    /// What `run` says, and what the customer is shown with the reply (photos, a list to tap).
-    /// Tools that show something implement it; the others keep this default.
-    async fn run_with_attachments(
+    /// What `run` says, what the customer is shown with the reply (photos, a list to tap) and
+    /// what changed for the agency's CRM. Tools that show or change something implement it (and
+    /// `run` as its text); the others keep this default.
+    async fn execute(
         &self,
         args: serde_json::Value,
         context: &ToolContext,
@@ -87,13 +88,26 @@ pub trait Tool: Send + Sync + 'static {
 pub struct ToolOutput {
     pub text: String,
     pub attachments: Vec<Attachment>,
+    /// What changed in the business, for the agency's CRM: written with the tool message.
+    pub events: Vec<BusinessEvent>,
 }
 
 impl From<String> for ToolOutput {
     fn from(text: String) -> Self {
         Self {
             text,
+            ..Self::default()
+        }
+    }
+}
+
+impl ToolOutput {
+    /// `text`, having done what `event` says.
+    pub fn with_event(text: String, event: BusinessEvent) -> Self {
+        Self {
+            text,
             attachments: Vec::new(),
+            events: vec![event],
         }
     }
 }
@@ -155,11 +169,7 @@ impl ToolRegistry {
             return format!("Error: there is no tool named {}.", call.name).into();
         };
         let started = std::time::Instant::now();
-        let outcome = tokio::time::timeout(
-            timeout,
-            tool.run_with_attachments(call.args.clone(), context),
-        )
-        .await;
+        let outcome = tokio::time::timeout(timeout, tool.execute(call.args.clone(), context)).await;
         let label = match &outcome {
             Ok(Ok(_)) => "ok",
             Ok(Err(ToolError::InvalidArgs(_))) => "invalid_args",

@@ -38,9 +38,9 @@ use crate::domain::{WaId, WaMessageId};
 use crate::guard::{GuardTranslator, LanguageDetector};
 use crate::llm::{Llm, LlmRequest, ToolCall, ToolSpec};
 use crate::store::{
-    Attachment, HandoffRequest, InboxEntry, Media, MessageRole, NewMessage, NewOutbox, OutboxEntry,
-    PendingAction, Role, RoleAssignment, RoleSource, Store, StoreError, StoredMessage, Template,
-    reply_parts,
+    Attachment, BusinessEvent, Event, HandoffRequest, InboxEntry, Media, MessageRole, NewMessage,
+    NewOutbox, OutboxEntry, PendingAction, Role, RoleAssignment, RoleSource, Store, StoreError,
+    StoredMessage, Template, reply_parts,
 };
 use crate::voice::VoiceNotes;
 
@@ -535,6 +535,18 @@ impl Engine {
                             Delivery { fresh, options },
                         )
                         .await?;
+                    if state.first_contact {
+                        // A lead: the contact's first message, and where it led.
+                        let assistant = state.dialog_state.last().cloned().unwrap_or_else(|| {
+                            set.agents.primary_for(state.user.role).name.clone()
+                        });
+                        let lead = BusinessEvent::LeadCreated {
+                            name: state.user.name.clone(),
+                            assistant,
+                        };
+                        self.record_events(&[Event::new(wa_id, lead, Utc::now())])
+                            .await?;
+                    }
                     break TurnOutcome {
                         reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
                         parts,
@@ -678,6 +690,7 @@ impl Engine {
                 .await?;
             state.lang = Some(lang);
         }
+        state.first_contact = state.messages.is_empty();
         state.asked_for = new
             .iter()
             .rev()
@@ -725,6 +738,11 @@ impl Engine {
                 reason: BUDGET_HANDOFF_REASON.to_owned(),
             };
             self.store.request_handoff(&state.wa_id, &request).await?;
+            let event = BusinessEvent::HandoffRequested {
+                reason: request.reason.clone(),
+            };
+            self.record_events(&[Event::new(&state.wa_id, event, request.at)])
+                .await?;
             state.handoff_requested = Some(request);
         }
         let message = ai_message(&state.wa_id, BUDGET_REPLY, "guard", Vec::new());
@@ -933,7 +951,13 @@ impl Engine {
         let ToolOutput {
             text: content,
             attachments,
+            events,
         } = output;
+        let events: Vec<Event> = events
+            .into_iter()
+            .map(|event| Event::new(&state.wa_id, event, Utc::now()))
+            .collect();
+        self.record_events(&events).await?;
         let message = NewMessage {
             wa_id: state.wa_id.clone(),
             role: MessageRole::Tool,
@@ -946,6 +970,19 @@ impl Engine {
             at: Utc::now(),
         };
         self.append(state, message).await
+    }
+
+    /// Business events for the agency's CRM, written in the step that made the change.
+    pub async fn record_events(&self, events: &[Event]) -> Result<(), EngineError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.store.insert_events(events).await?;
+        for event in events {
+            metrics::counter!("zaguan_events_total", "type" => event.event.kind(), "outcome" => "recorded")
+                .increment(1);
+        }
+        Ok(())
     }
 
     fn tool_context(&self, state: &State) -> ToolContext {
@@ -1343,6 +1380,12 @@ impl Engine {
                 futures::future::join_all(runs).await
             }
         };
+        let events: Vec<Event> = results
+            .iter()
+            .flat_map(|output| output.events.iter().cloned())
+            .map(|event| Event::new(&state.wa_id, event, Utc::now()))
+            .collect();
+        self.record_events(&events).await?;
         for (call, output) in calls.iter().zip(results) {
             let message = NewMessage {
                 wa_id: state.wa_id.clone(),

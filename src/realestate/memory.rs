@@ -354,6 +354,33 @@ impl RealEstateStore for MemoryRealEstate {
         Ok(newest_first(requests, |r| r.created_at, |r| &r.id))
     }
 
+    async fn appointments_created_since(
+        &self,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>> {
+        let mut found: Vec<Appointment> = self
+            .lock()
+            .appointments
+            .values()
+            .filter(|a| a.created_at >= since)
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(found)
+    }
+
+    async fn offers_created_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Offer>> {
+        let mut found: Vec<Offer> = self
+            .lock()
+            .offers
+            .values()
+            .filter(|o| o.created_at >= since)
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(found)
+    }
+
     async fn save_alert(&self, alert: &Alert) -> StoreResult<()> {
         self.lock().alerts.insert(alert.id.clone(), alert.clone());
         Ok(())

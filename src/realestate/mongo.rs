@@ -886,6 +886,29 @@ impl RealEstateStore for MongoRealEstate {
         .await
     }
 
+    async fn appointments_created_since(
+        &self,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>> {
+        self.find_all(
+            "appointments",
+            doc! {"created_at": {"$gte": date(since)}},
+            doc! {"created_at": 1, "_id": 1},
+            appointment,
+        )
+        .await
+    }
+
+    async fn offers_created_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Offer>> {
+        self.find_all(
+            "offers",
+            doc! {"created_at": {"$gte": date(since)}},
+            doc! {"created_at": 1, "_id": 1},
+            offer,
+        )
+        .await
+    }
+
     async fn save_alert(&self, alert: &Alert) -> StoreResult<()> {
         self.upsert_all("alerts", vec![alert_doc(alert)?]).await
     }

@@ -124,6 +124,13 @@ pub trait RealEstateStore: Send + Sync + 'static {
     /// Newest first.
     async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>>;
 
+    /// Appointments and offers created at or after `since`, oldest first (exports).
+    async fn appointments_created_since(
+        &self,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>>;
+    async fn offers_created_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Offer>>;
+
     /// Inserts or replaces a saved search by id (cancelling one is saving it cancelled).
     async fn save_alert(&self, alert: &Alert) -> StoreResult<()>;
     /// A customer's saved searches, cancelled ones too, newest first.

@@ -6,6 +6,7 @@
 //! transactions, and callers order their writes so a crash between two of them is safe to replay.
 
 mod clock;
+mod events;
 mod memory;
 mod mongo;
 pub mod pool;
@@ -15,6 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 pub use clock::StoreClock;
+pub use events::{BusinessEvent, Event, EventQuery, EventStatus, EventUpdate, heads_due};
 pub use memory::MemoryStore;
 pub use mongo::MongoStore;
 pub use pool::{Lane, MongoPool, Pressure};
@@ -101,6 +103,25 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes everything stored about one contact: conversation, user, history, inbox,
     /// outbox, LLM calls, leases, and rejected webhook bodies that mention the key.
     async fn forget(&self, wa_id: &WaId) -> StoreResult<ForgetCounts>;
+
+    /// Writes events; one whose id is already there is left as it is (a replayed step).
+    async fn insert_events(&self, events: &[Event]) -> StoreResult<()>;
+    /// Pending events due at `now` and not held by another instance: the oldest of each
+    /// conversation only (the ones behind it wait for it), oldest conversations first.
+    async fn due_events(&self, now: DateTime<Utc>, limit: usize) -> StoreResult<Vec<Event>>;
+    /// Holds a pending event for delivery until `until`: `true` for one caller at a time.
+    async fn claim_event(
+        &self,
+        id: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> StoreResult<bool>;
+    /// Records how a delivery attempt ended, and lets go of the event.
+    async fn settle_event(&self, id: &str, update: &EventUpdate) -> StoreResult<()>;
+    /// Events by newest first, as an operator filters them.
+    async fn list_events(&self, query: &EventQuery) -> StoreResult<Vec<Event>>;
+    /// A failed event back to pending, due now: `false` when there is no failed event `id`.
+    async fn retry_event(&self, id: &str, now: DateTime<Utc>) -> StoreResult<bool>;
 
     /// Tokens (input and output) of a conversation's LLM calls since `since`: what its daily
     /// budget is measured against.

@@ -61,7 +61,7 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 13] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 16] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             // The cleanup job's deletes by age.
             ("messages", doc! {"at": 1}, None),
@@ -76,6 +76,9 @@ impl MongoStore {
             ("outbox", doc! {"status": 1, "at": 1}, None),
             ("leases", doc! {"wa_id": 1, "generation": -1}, None),
             ("llm_calls", doc! {"wa_id": 1, "at": -1}, None),
+            ("events", doc! {"status": 1, "at": 1}, None),
+            ("events", doc! {"wa_id": 1, "at": 1}, None),
+            ("event_claims", doc! {"event_id": 1}, None),
         ];
         for (collection, keys, options) in indexes {
             let model = IndexModel::builder().keys(keys).options(options).build();
@@ -740,10 +743,188 @@ impl Store for MongoStore {
             outbox: delete("outbox", doc! {"wa_id": key}).await?,
             llm_calls: delete("llm_calls", doc! {"wa_id": key}).await?,
             leases: delete("leases", doc! {"wa_id": key}).await?,
-            webhook_rejects: delete("webhook_rejects", doc! {"raw": {"$regex": mentions}}).await?,
+            webhook_rejects: delete("webhook_rejects", doc! {"raw": {"$regex": &mentions}}).await?,
+            events: delete("events", doc! {"wa_id": key}).await?
+                + delete("event_claims", doc! {"event_id": {"$regex": &mentions}}).await?,
             users: delete("users", doc! {"_id": key}).await?,
             conversations: delete("conversations", doc! {"_id": key}).await?,
         })
+    }
+
+    async fn insert_events(&self, events: &[Event]) -> StoreResult<()> {
+        for event in events {
+            // Already there: a replayed step; the first copy stands.
+            self.pool
+                .insert_unique(Lane::Work, "events", event_doc(event)?)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn due_events(&self, now: DateTime<Utc>, limit: usize) -> StoreResult<Vec<Event>> {
+        // The oldest pending ones, enough to find `limit` conversations' heads in most cases;
+        // a backlog larger than that is worked through in later rounds.
+        let documents = self
+            .pool
+            .find(
+                Lane::Work,
+                "events",
+                doc! {"status": "pending"},
+                Find::sorted(doc! {"at": 1, "_id": 1}).limit(limit.saturating_mul(20).min(2_000)),
+            )
+            .await?;
+        let pending = documents.iter().filter_map(|d| match event(d) {
+            Ok(event) => Some(event),
+            Err(error) => {
+                tracing::warn!(id = %d.get("_id").cloned().unwrap_or(Bson::Null), "skipping an unreadable event: {error}");
+                None
+            }
+        });
+        Ok(heads_due(pending, now, limit))
+    }
+
+    async fn claim_event(
+        &self,
+        id: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        // A claim is a unique insert per attempt (`{id}#{attempts}`), which every
+        // MongoDB-compatible server makes atomic (a conditional update is not atomic on all of
+        // them); an expired claim (its holder died) is deleted first, then raced for again.
+        let pending = |attempts: Option<i64>| {
+            let mut filter = doc! {"_id": id, "status": "pending"};
+            if let Some(attempts) = attempts {
+                filter.insert("attempts", attempts);
+            }
+            filter
+        };
+        let Some(event) = self
+            .pool
+            .find_one(Lane::Work, "events", pending(None), Find::default())
+            .await?
+        else {
+            return Ok(false);
+        };
+        let attempts = Fields(&event).int("attempts").unwrap_or(0);
+        let claim_id = format!("{id}#{attempts}");
+        let claim = || doc! {"_id": &claim_id, "event_id": id, "until": date(until)};
+        let mut won = self
+            .pool
+            .insert_unique(Lane::Work, "event_claims", claim())
+            .await?;
+        if !won {
+            let expired = self
+                .pool
+                .delete_many(
+                    Lane::Work,
+                    "event_claims",
+                    doc! {"_id": &claim_id, "until": {"$lte": date(now)}},
+                )
+                .await?;
+            if expired > 0 {
+                won = self
+                    .pool
+                    .insert_unique(Lane::Work, "event_claims", claim())
+                    .await?;
+            }
+        }
+        if !won {
+            return Ok(false);
+        }
+        // Read again: another instance may have settled this attempt since it was read.
+        let still = self
+            .pool
+            .find_one(
+                Lane::Work,
+                "events",
+                pending(Some(attempts)),
+                Find::default(),
+            )
+            .await?
+            .is_some();
+        if !still {
+            self.pool
+                .delete_many(Lane::Work, "event_claims", doc! {"_id": &claim_id})
+                .await?;
+            return Ok(false);
+        }
+        self.pool
+            .update_one(
+                Lane::Work,
+                "events",
+                doc! {"_id": id},
+                doc! {"$set": {"claimed_until": date(until)}},
+            )
+            .await?;
+        Ok(true)
+    }
+
+    async fn settle_event(&self, id: &str, update: &EventUpdate) -> StoreResult<()> {
+        let set = match update {
+            EventUpdate::Delivered { at } => doc! {
+                "status": "delivered", "delivered_at": date(*at), "error": null,
+            },
+            EventUpdate::Retry { at, error } => doc! {
+                "next_attempt_at": date(*at), "error": error,
+            },
+            EventUpdate::Failed { error } => doc! {"status": "failed", "error": error},
+        };
+        self.pool
+            .update_one(
+                Lane::Work,
+                "events",
+                doc! {"_id": id},
+                doc! {"$set": set, "$unset": {"claimed_until": ""}, "$inc": {"attempts": 1}},
+            )
+            .await?;
+        // The attempt is over: the next one is claimed under its own id.
+        self.pool
+            .delete_many(Lane::Work, "event_claims", doc! {"event_id": id})
+            .await?;
+        Ok(())
+    }
+
+    async fn list_events(&self, query: &EventQuery) -> StoreResult<Vec<Event>> {
+        let mut filter = doc! {};
+        if let Some(status) = query.status {
+            filter.insert("status", status.as_str());
+        }
+        if let Some(since) = query.since {
+            filter.insert("at", doc! {"$gte": date(since)});
+        }
+        if let Some(wa_id) = &query.wa_id {
+            filter.insert("wa_id", wa_id.as_str());
+        }
+        if let Some(kind) = &query.kind {
+            filter.insert("type", kind.as_str());
+        }
+        let documents = self
+            .pool
+            .find(
+                Lane::Work,
+                "events",
+                filter,
+                Find::sorted(doc! {"at": -1, "_id": -1}).limit(query.limit),
+            )
+            .await?;
+        documents.iter().map(event).collect()
+    }
+
+    async fn retry_event(&self, id: &str, now: DateTime<Utc>) -> StoreResult<bool> {
+        let result = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "events",
+                doc! {"_id": id, "status": "failed"},
+                doc! {
+                    "$set": {"status": "pending", "next_attempt_at": date(now), "attempts": 0_i64},
+                    "$unset": {"claimed_until": ""},
+                },
+            )
+            .await?;
+        Ok(result.modified_count == 1)
     }
 
     async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64> {
@@ -1842,4 +2023,56 @@ fn outbox_doc(entry: &OutboxEntry) -> Document {
 
 fn statuses(list: &[OutboxStatus]) -> Vec<&'static str> {
     list.iter().map(|s| s.as_str()).collect()
+}
+
+/// An `events` document.
+fn event_doc(event: &Event) -> StoreResult<Document> {
+    let Bson::Document(typed) = bson::to_bson(&event.event).context("event to BSON")? else {
+        return Err(StoreError::Unexpected(anyhow::anyhow!(
+            "an event is not a document"
+        )));
+    };
+    let mut doc = doc! {
+        "_id": &event.id,
+        "wa_id": event.wa_id.as_str(),
+        "at": date(event.at),
+        "status": event.status.as_str(),
+        "attempts": i64::from(event.attempts),
+    };
+    doc.extend(typed);
+    if let Some(at) = event.next_attempt_at {
+        doc.insert("next_attempt_at", date(at));
+    }
+    if let Some(error) = &event.error {
+        doc.insert("error", error);
+    }
+    Ok(doc)
+}
+
+fn event(doc: &Document) -> StoreResult<Event> {
+    let f = Fields(doc);
+    let typed = doc! {
+        "type": doc.get("type").cloned().unwrap_or(Bson::Null),
+        "data": doc.get("data").cloned().unwrap_or(Bson::Null),
+    };
+    let business =
+        bson::from_document::<BusinessEvent>(typed).context("an event's type and data")?;
+    Ok(Event {
+        id: f.required_str("_id")?,
+        wa_id: f.wa_id("wa_id")?,
+        at: f.date("at").unwrap_or_default(),
+        event: business,
+        status: f
+            .str("status")
+            .and_then(|s| EventStatus::parse(&s))
+            .unwrap_or(EventStatus::Pending),
+        attempts: f
+            .int("attempts")
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0),
+        next_attempt_at: f.date("next_attempt_at"),
+        claimed_until: f.date("claimed_until"),
+        delivered_at: f.date("delivered_at"),
+        error: f.str("error"),
+    })
 }

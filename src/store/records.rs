@@ -371,6 +371,8 @@ pub struct ForgetCounts {
     pub leases: u64,
     /// Rejected webhook bodies that mention the number.
     pub webhook_rejects: u64,
+    /// Business events of the conversation (delivered or not).
+    pub events: u64,
 }
 
 impl ForgetCounts {
@@ -383,6 +385,7 @@ impl ForgetCounts {
             + self.llm_calls
             + self.leases
             + self.webhook_rejects
+            + self.events
     }
 }
 

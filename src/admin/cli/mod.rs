@@ -4,6 +4,8 @@
 pub mod chat;
 pub mod conversations;
 pub mod demo;
+pub mod events;
+pub mod export;
 pub mod healthcheck;
 pub mod listings;
 pub mod prompts;

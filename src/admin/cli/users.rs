@@ -119,7 +119,8 @@ async fn forget(wa_id: &str, json: bool, config: Config) -> anyhow::Result<()> {
     } else {
         println!(
             "{}: deleted {} documents (conversations {}, users {}, messages {}, inbox {}, \
-             outbox {}, llm_calls {}, leases {}, webhook_rejects {}); kept business records: \
+             outbox {}, llm_calls {}, leases {}, webhook_rejects {}, events {}); kept business \
+             records: \
              appointments {}, visits {}, offers {}",
             wa_id.as_str(),
             counts.total(),
@@ -131,6 +132,7 @@ async fn forget(wa_id: &str, json: bool, config: Config) -> anyhow::Result<()> {
             counts.llm_calls,
             counts.leases,
             counts.webhook_rejects,
+            counts.events,
             kept["appointments"],
             kept["visits"],
             kept["offers"],

@@ -11,11 +11,12 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, Lookup, unavailable, when};
-use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{
     Appointment, AppointmentStatus, ListingStatus, Property, RealEstateStore, Slot,
 };
+use crate::store::BusinessEvent;
 
 /// Most slots listed at once.
 const MAX_SLOTS: usize = 12;
@@ -277,6 +278,14 @@ impl Tool for BookAppointment {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.execute(args, context).await.map(|output| output.text)
+    }
+
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let args: BookArgs = text::args(args)?;
         let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context).await?;
         let id = new_appointment_id(&slot, context);
@@ -305,13 +314,20 @@ impl Tool for BookAppointment {
             .save_appointment(&appointment)
             .await
             .map_err(unavailable)?;
-        Ok(format!(
-            "Visita reservada ({id}): {} ({}), {} con {}. Recuérdale la dirección y que puede \
+        Ok(ToolOutput::with_event(
+            format!(
+                "Visita reservada ({id}): {} ({}), {} con {}. Recuérdale la dirección y que puede \
              cambiarla o cancelarla por aquí.",
-            property.title,
-            property.address,
-            when(slot.starts_at, context),
-            slot.agent
+                property.title,
+                property.address,
+                when(slot.starts_at, context),
+                slot.agent
+            ),
+            BusinessEvent::AppointmentBooked {
+                appointment_id: id.clone(),
+                property_id: property.id.clone(),
+                starts_at: slot.starts_at,
+            },
         ))
     }
 }
@@ -393,6 +409,14 @@ impl Tool for RescheduleAppointment {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.execute(args, context).await.map(|output| output.text)
+    }
+
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let args: RescheduleArgs = text::args(args)?;
         let (mut appointment, slot, property) = self.check(&args, context).await?;
         if !self
@@ -407,7 +431,7 @@ impl Tool for RescheduleAppointment {
             )));
         }
         let old_slot = std::mem::replace(&mut appointment.slot_id, slot.id.clone());
-        appointment.starts_at = slot.starts_at;
+        let previous_starts_at = std::mem::replace(&mut appointment.starts_at, slot.starts_at);
         appointment.reminder_sent_at = None;
         self.store
             .save_appointment(&appointment)
@@ -417,13 +441,21 @@ impl Tool for RescheduleAppointment {
             .release_slot(&old_slot, &appointment.id)
             .await
             .map_err(unavailable)?;
-        Ok(format!(
-            "Visita cambiada ({}): {} ({}), ahora el {} con {}.",
-            appointment.id,
-            property.title,
-            property.address,
-            when(slot.starts_at, context),
-            slot.agent
+        Ok(ToolOutput::with_event(
+            format!(
+                "Visita cambiada ({}): {} ({}), ahora el {} con {}.",
+                appointment.id,
+                property.title,
+                property.address,
+                when(slot.starts_at, context),
+                slot.agent
+            ),
+            BusinessEvent::AppointmentRescheduled {
+                appointment_id: appointment.id.clone(),
+                property_id: property.id.clone(),
+                previous_starts_at,
+                starts_at: slot.starts_at,
+            },
         ))
     }
 }
@@ -485,6 +517,14 @@ impl Tool for CancelAppointment {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.execute(args, context).await.map(|output| output.text)
+    }
+
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let args: CancelArgs = text::args(args)?;
         let mut appointment =
             own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
@@ -497,10 +537,17 @@ impl Tool for CancelAppointment {
             .release_slot(&appointment.slot_id, &appointment.id)
             .await
             .map_err(unavailable)?;
-        Ok(format!(
-            "Visita {} cancelada ({}). El hueco queda libre para otros.",
-            appointment.id,
-            when(appointment.starts_at, context)
+        Ok(ToolOutput::with_event(
+            format!(
+                "Visita {} cancelada ({}). El hueco queda libre para otros.",
+                appointment.id,
+                when(appointment.starts_at, context)
+            ),
+            BusinessEvent::AppointmentCancelled {
+                appointment_id: appointment.id.clone(),
+                property_id: appointment.property_id.clone(),
+                starts_at: appointment.starts_at,
+            },
         ))
     }
 }

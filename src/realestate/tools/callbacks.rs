@@ -10,10 +10,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, unavailable};
-use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{CallbackRequest, RealEstateStore};
-use crate::store::{HandoffRequest, Store};
+use crate::store::{BusinessEvent, HandoffRequest, Store};
 
 /// The tool's name, for prompt files.
 pub const REQUEST_CALLBACK: &str = "request_callback";
@@ -67,6 +67,14 @@ impl Tool for RequestCallback {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.execute(args, context).await.map(|output| output.text)
+    }
+
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let args: CallbackArgs = text::args(args)?;
         let reason: String = args.reason.trim().chars().take(MAX_REASON).collect();
         if reason.is_empty() {
@@ -111,14 +119,21 @@ impl Tool for RequestCallback {
             })?;
         tracing::info!(conversation.id = %context.wa_id.masked(), "the customer asked to be called back");
         metrics::counter!("zaguan_callback_requests_total").increment(1);
-        Ok(format!(
-            "Done: callback request {} recorded and the team notified; a person will call the \
+        Ok(ToolOutput::with_event(
+            format!(
+                "Done: callback request {} recorded and the team notified; a person will call the \
              user at this number{}. Tell the user so in one short sentence, without promising an \
              exact time.",
-            request.id,
-            preferred_time
-                .as_deref()
-                .map_or_else(String::new, |t| format!(", preferably {t}"))
+                request.id,
+                preferred_time
+                    .as_deref()
+                    .map_or_else(String::new, |t| format!(", preferably {t}"))
+            ),
+            BusinessEvent::CallbackRequested {
+                request_id: request.id.clone(),
+                reason: request.reason.clone(),
+                preferred_time: request.preferred_time.clone(),
+            },
         ))
     }
 }

@@ -11,10 +11,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, money, unavailable};
-use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{ListingChange, ListingRequest, Property, RealEstateStore};
-use crate::store::{HandoffRequest, Role, Store};
+use crate::store::{BusinessEvent, HandoffRequest, Role, Store};
 
 /// The tool's name, for prompt files.
 pub const REQUEST_LISTING_CHANGE: &str = "request_listing_change";
@@ -156,6 +156,14 @@ impl Tool for RequestListingChange {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.execute(args, context).await.map(|output| output.text)
+    }
+
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let args: ChangeArgs = text::args(args)?;
         let (property, change) = self.check(&args, context).await?;
         let request = ListingRequest {
@@ -198,12 +206,20 @@ impl Tool for RequestListingChange {
         tracing::info!(conversation.id = %context.wa_id.masked(), change = change.as_str(), "listing change requested");
         metrics::counter!("zaguan_listing_requests_total", "change" => change.as_str())
             .increment(1);
-        Ok(format!(
-            "Done: request {} recorded ({}); the listing itself is unchanged until a person at \
+        Ok(ToolOutput::with_event(
+            format!(
+                "Done: request {} recorded ({}); the listing itself is unchanged until a person at \
              the agency handles it with the owner, who will hear from them in this chat. Tell the \
              owner so in one short sentence.",
-            request.id,
-            describe(change, &property)
+                request.id,
+                describe(change, &property)
+            ),
+            BusinessEvent::ListingChangeRequested {
+                request_id: request.id.clone(),
+                property_id: property.id.clone(),
+                change: change.as_str().to_owned(),
+                new_price: change.new_price(),
+            },
         ))
     }
 }

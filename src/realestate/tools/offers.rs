@@ -8,9 +8,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, Lookup, money, unavailable};
-use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{ListingStatus, Offer, OfferStatus, Property, RealEstateStore};
+use crate::store::BusinessEvent;
 use crate::store::Role;
 
 /// Offers below this share of the asking price are not submitted: the owner would not take
@@ -115,6 +116,14 @@ impl Tool for SubmitOffer {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.execute(args, context).await.map(|output| output.text)
+    }
+
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let args: OfferArgs = text::args(args)?;
         let property = self.check(&args).await?;
         let offer = Offer {
@@ -135,13 +144,22 @@ impl Tool for SubmitOffer {
             .upsert_offers(std::slice::from_ref(&offer))
             .await
             .map_err(unavailable)?;
-        Ok(format!(
-            "Oferta {} presentada: {} por {} ({}). El propietario responderá en unos días; \
+        Ok(ToolOutput::with_event(
+            format!(
+                "Oferta {} presentada: {} por {} ({}). El propietario responderá en unos días; \
              avisaremos al usuario por aquí.",
-            offer.id,
-            money(offer.amount, &offer.currency),
-            property.id,
-            property.title
+                offer.id,
+                money(offer.amount, &offer.currency),
+                property.id,
+                property.title
+            ),
+            BusinessEvent::OfferSubmitted {
+                offer_id: offer.id.clone(),
+                property_id: offer.property_id.clone(),
+                amount: offer.amount,
+                currency: offer.currency.clone(),
+                conditions: offer.conditions.clone(),
+            },
         ))
     }
 }

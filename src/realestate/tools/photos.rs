@@ -64,12 +64,10 @@ impl Tool for SendPropertyPhotos {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
-        self.run_with_attachments(args, context)
-            .await
-            .map(|output| output.text)
+        self.execute(args, context).await.map(|output| output.text)
     }
 
-    async fn run_with_attachments(
+    async fn execute(
         &self,
         args: serde_json::Value,
         _context: &ToolContext,
@@ -117,6 +115,7 @@ impl Tool for SendPropertyPhotos {
                 property.id
             ),
             attachments,
+            events: Vec::new(),
         })
     }
 }

@@ -92,12 +92,10 @@ impl Tool for SearchProperties {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
-        self.run_with_attachments(args, context)
-            .await
-            .map(|output| output.text)
+        self.execute(args, context).await.map(|output| output.text)
     }
 
-    async fn run_with_attachments(
+    async fn execute(
         &self,
         args: serde_json::Value,
         context: &ToolContext,
@@ -220,6 +218,7 @@ impl Tool for SearchProperties {
         Ok(ToolOutput {
             text: out,
             attachments: vec![attachment],
+            events: Vec::new(),
         })
     }
 }

@@ -8,9 +8,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, Lookup, unavailable, when};
-use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{RealEstateStore, Visit, VisitOutcome};
+use crate::store::BusinessEvent;
 
 pub struct ListMyVisits {
     store: Arc<dyn RealEstateStore>,
@@ -197,14 +198,30 @@ impl Tool for RecordVisitFeedback {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.execute(args, context).await.map(|output| output.text)
+    }
+
+    async fn execute(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let visit = self.updated(args, context).await?;
         self.store
             .upsert_visits(std::slice::from_ref(&visit))
             .await
             .map_err(unavailable)?;
-        Ok(format!(
-            "Opinión guardada para la visita {}. Agradéceselo.",
-            visit.id
+        Ok(ToolOutput::with_event(
+            format!(
+                "Opinión guardada para la visita {}. Agradéceselo.",
+                visit.id
+            ),
+            BusinessEvent::VisitFeedbackRecorded {
+                visit_id: visit.id.clone(),
+                property_id: visit.property_id.clone(),
+                interest: visit.outcome.map_or("unknown", |o| o.as_str()).to_owned(),
+                feedback: visit.feedback.clone().unwrap_or_default(),
+            },
         ))
     }
 }

@@ -1,0 +1,281 @@
+//! `events`: what happened in the business that the agency's CRM should hear of — a visit
+//! booked, an offer made, a customer asking for a person, a new lead. Written in the step that
+//! makes the change, under an id derived from what changed (so a replayed step writes nothing
+//! new), then delivered by [`crate::events`] in order per conversation, once.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::WaId;
+
+/// What happened, with only what a receiver needs. Serialised as `{"type": …, "data": {…}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum BusinessEvent {
+    #[serde(rename = "appointment.booked")]
+    AppointmentBooked {
+        appointment_id: String,
+        property_id: String,
+        starts_at: DateTime<Utc>,
+    },
+    #[serde(rename = "appointment.rescheduled")]
+    AppointmentRescheduled {
+        appointment_id: String,
+        property_id: String,
+        previous_starts_at: DateTime<Utc>,
+        starts_at: DateTime<Utc>,
+    },
+    #[serde(rename = "appointment.cancelled")]
+    AppointmentCancelled {
+        appointment_id: String,
+        property_id: String,
+        starts_at: DateTime<Utc>,
+    },
+    #[serde(rename = "offer.submitted")]
+    OfferSubmitted {
+        offer_id: String,
+        property_id: String,
+        amount: u64,
+        currency: String,
+        conditions: Option<String>,
+    },
+    #[serde(rename = "visit_feedback.recorded")]
+    VisitFeedbackRecorded {
+        visit_id: String,
+        property_id: String,
+        interest: String,
+        feedback: String,
+    },
+    #[serde(rename = "handoff.requested")]
+    HandoffRequested { reason: String },
+    #[serde(rename = "handoff.taken")]
+    HandoffTaken {
+        operator: String,
+        until: DateTime<Utc>,
+    },
+    #[serde(rename = "handoff.released")]
+    HandoffReleased { operator: String },
+    /// A contact wrote for the first time; `assistant` is the one their first message reached.
+    #[serde(rename = "lead.created")]
+    LeadCreated {
+        name: Option<String>,
+        assistant: String,
+    },
+    #[serde(rename = "listing_change.requested")]
+    ListingChangeRequested {
+        request_id: String,
+        property_id: String,
+        change: String,
+        new_price: Option<u64>,
+    },
+    #[serde(rename = "callback.requested")]
+    CallbackRequested {
+        request_id: String,
+        reason: String,
+        preferred_time: Option<String>,
+    },
+}
+
+impl BusinessEvent {
+    /// Every type, as receivers and `ZAGUAN_EVENTS_TYPES` name them.
+    pub const TYPES: [&'static str; 11] = [
+        "appointment.booked",
+        "appointment.rescheduled",
+        "appointment.cancelled",
+        "offer.submitted",
+        "visit_feedback.recorded",
+        "handoff.requested",
+        "handoff.taken",
+        "handoff.released",
+        "lead.created",
+        "listing_change.requested",
+        "callback.requested",
+    ];
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BusinessEvent::AppointmentBooked { .. } => Self::TYPES[0],
+            BusinessEvent::AppointmentRescheduled { .. } => Self::TYPES[1],
+            BusinessEvent::AppointmentCancelled { .. } => Self::TYPES[2],
+            BusinessEvent::OfferSubmitted { .. } => Self::TYPES[3],
+            BusinessEvent::VisitFeedbackRecorded { .. } => Self::TYPES[4],
+            BusinessEvent::HandoffRequested { .. } => Self::TYPES[5],
+            BusinessEvent::HandoffTaken { .. } => Self::TYPES[6],
+            BusinessEvent::HandoffReleased { .. } => Self::TYPES[7],
+            BusinessEvent::LeadCreated { .. } => Self::TYPES[8],
+            BusinessEvent::ListingChangeRequested { .. } => Self::TYPES[9],
+            BusinessEvent::CallbackRequested { .. } => Self::TYPES[10],
+        }
+    }
+
+    /// What changed, for the event's id: the same change always gives the same id.
+    fn subject(&self, at: DateTime<Utc>) -> String {
+        match self {
+            BusinessEvent::AppointmentBooked { appointment_id, .. }
+            | BusinessEvent::AppointmentCancelled { appointment_id, .. } => appointment_id.clone(),
+            BusinessEvent::AppointmentRescheduled {
+                appointment_id,
+                starts_at,
+                ..
+            } => format!("{appointment_id}@{}", starts_at.timestamp()),
+            BusinessEvent::OfferSubmitted { offer_id, .. } => offer_id.clone(),
+            BusinessEvent::VisitFeedbackRecorded { visit_id, .. } => visit_id.clone(),
+            BusinessEvent::ListingChangeRequested { request_id, .. }
+            | BusinessEvent::CallbackRequested { request_id, .. } => request_id.clone(),
+            BusinessEvent::LeadCreated { .. } => String::new(),
+            BusinessEvent::HandoffRequested { .. }
+            | BusinessEvent::HandoffTaken { .. }
+            | BusinessEvent::HandoffReleased { .. } => at.timestamp_millis().to_string(),
+        }
+    }
+}
+
+/// Where an event stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventStatus {
+    /// Not delivered yet (maybe waiting for a retry).
+    Pending,
+    Delivered,
+    /// Refused for good by a receiver, or not accepted within a day: listed for an operator.
+    Failed,
+}
+
+impl EventStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventStatus::Pending => "pending",
+            EventStatus::Delivered => "delivered",
+            EventStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Pending, Self::Delivered, Self::Failed]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+    }
+}
+
+/// An `events` document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// `{type}:{conversation}:{subject}`: the idempotency key receivers see.
+    pub id: String,
+    /// The conversation it belongs to: events of one conversation are delivered in order.
+    pub wa_id: WaId,
+    pub at: DateTime<Utc>,
+    pub event: BusinessEvent,
+    pub status: EventStatus,
+    pub attempts: u32,
+    /// Not before then (a retry's backoff).
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// Held by an instance delivering it until then.
+    pub claimed_until: Option<DateTime<Utc>>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    /// The last receiver's answer or the network error.
+    pub error: Option<String>,
+}
+
+impl Event {
+    /// A new event of `wa_id`'s conversation, at `at`.
+    pub fn new(wa_id: &WaId, event: BusinessEvent, at: DateTime<Utc>) -> Self {
+        let subject = event.subject(at);
+        let id = if subject.is_empty() {
+            format!("{}:{}", event.kind(), wa_id.as_str())
+        } else {
+            format!("{}:{}:{subject}", event.kind(), wa_id.as_str())
+        };
+        Self {
+            id,
+            wa_id: wa_id.clone(),
+            at,
+            event,
+            status: EventStatus::Pending,
+            attempts: 0,
+            next_attempt_at: None,
+            claimed_until: None,
+            delivered_at: None,
+            error: None,
+        }
+    }
+
+    /// The JSON body receivers get.
+    pub fn body(&self) -> serde_json::Value {
+        let mut body = serde_json::to_value(&self.event).unwrap_or_default();
+        body["id"] = serde_json::json!(self.id);
+        body["at"] = serde_json::json!(self.at);
+        body["conversation"] = serde_json::json!(self.wa_id.as_str());
+        body
+    }
+}
+
+/// How a delivery attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventUpdate {
+    Delivered { at: DateTime<Utc> },
+    Retry { at: DateTime<Utc>, error: String },
+    Failed { error: String },
+}
+
+/// Which events an operator lists.
+#[derive(Debug, Clone, Default)]
+pub struct EventQuery {
+    pub status: Option<EventStatus>,
+    pub since: Option<DateTime<Utc>>,
+    pub wa_id: Option<WaId>,
+    /// Only events of this type (`lead.created`…).
+    pub kind: Option<String>,
+    pub limit: usize,
+}
+
+impl Event {
+    /// The event after `update`, let go by whoever held it.
+    pub fn apply(&mut self, update: &EventUpdate) {
+        self.attempts += 1;
+        self.claimed_until = None;
+        match update {
+            EventUpdate::Delivered { at } => {
+                self.status = EventStatus::Delivered;
+                self.delivered_at = Some(*at);
+                self.error = None;
+            }
+            EventUpdate::Retry { at, error } => {
+                self.next_attempt_at = Some(*at);
+                self.error = Some(error.clone());
+            }
+            EventUpdate::Failed { error } => {
+                self.status = EventStatus::Failed;
+                self.error = Some(error.clone());
+            }
+        }
+    }
+}
+
+impl EventQuery {
+    pub fn admits(&self, event: &Event) -> bool {
+        self.status.is_none_or(|s| s == event.status)
+            && self.since.is_none_or(|since| event.at >= since)
+            && self.wa_id.as_ref().is_none_or(|w| *w == event.wa_id)
+            && self.kind.as_deref().is_none_or(|k| k == event.event.kind())
+    }
+}
+
+/// Of pending events oldest first, the first of each conversation, when it is due and not
+/// held: the ones behind a waiting event wait with it, so a conversation's events arrive in
+/// order.
+pub fn heads_due(
+    pending: impl IntoIterator<Item = Event>,
+    now: DateTime<Utc>,
+    limit: usize,
+) -> Vec<Event> {
+    let mut seen = std::collections::HashSet::new();
+    pending
+        .into_iter()
+        .filter(|e| seen.insert(e.wa_id.clone()))
+        .filter(|e| {
+            e.next_attempt_at.is_none_or(|at| at <= now)
+                && e.claimed_until.is_none_or(|until| until <= now)
+        })
+        .take(limit)
+        .collect()
+}
