@@ -68,6 +68,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_RETENTION_OUTBOX",
     "ZAGUAN_RETENTION_MESSAGES",
     "ZAGUAN_RETENTION_LLM_CALLS",
+    "ZAGUAN_RETENTION_EVENTS",
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
     "ZAGUAN_BUSINESS_NAME",
@@ -86,6 +87,8 @@ pub struct Retention {
     /// The conversation history.
     pub messages: Option<Duration>,
     pub llm_calls: Option<Duration>,
+    /// Business events delivered or failed.
+    pub events: Option<Duration>,
 }
 
 /// The service's whole configuration.
@@ -300,6 +303,7 @@ impl Config {
             outbox: env.retention("ZAGUAN_RETENTION_OUTBOX", "30d"),
             messages: env.retention("ZAGUAN_RETENTION_MESSAGES", "365d"),
             llm_calls: env.retention("ZAGUAN_RETENTION_LLM_CALLS", "90d"),
+            events: env.retention("ZAGUAN_RETENTION_EVENTS", "90d"),
         };
         let timezone = env.parsed("ZAGUAN_TIMEZONE", "Europe/Madrid", |v| {
             v.parse::<chrono_tz::Tz>()

@@ -96,6 +96,35 @@ async fn old_records_go_and_open_work_stays(store: Arc<dyn Store>, with_outbox: 
         .append_message(message(&wa_id, "ayer", now - days(1)))
         .await
         .unwrap();
+    // Business events: an old delivered one goes, an old pending one and a recent one stay.
+    let event = |reason: &str, age: i64| {
+        zaguan::store::Event::new(
+            &wa_id,
+            zaguan::store::BusinessEvent::HandoffRequested {
+                reason: reason.into(),
+            },
+            now - days(age),
+        )
+    };
+    let (delivered_old, pending_old, delivered_new) = (
+        event("old", 100),
+        event("old, pending", 101),
+        event("new", 1),
+    );
+    store
+        .insert_events(&[
+            delivered_old.clone(),
+            pending_old.clone(),
+            delivered_new.clone(),
+        ])
+        .await
+        .unwrap();
+    for id in [&delivered_old.id, &delivered_new.id] {
+        store
+            .settle_event(id, &zaguan::store::EventUpdate::Delivered { at: now })
+            .await
+            .unwrap();
+    }
     store
         .insert_llm_calls(&[llm_call(now - days(100)), llm_call(now - days(1))])
         .await
@@ -132,6 +161,7 @@ async fn old_records_go_and_open_work_stays(store: Arc<dyn Store>, with_outbox: 
             outbox: Some(Duration::from_secs(30 * 86_400)),
             messages: Some(Duration::from_secs(365 * 86_400)),
             llm_calls: Some(Duration::from_secs(90 * 86_400)),
+            events: Some(Duration::from_secs(90 * 86_400)),
         },
     );
     let counts = cleanup.run_once(now).await.unwrap();
@@ -145,6 +175,18 @@ async fn old_records_go_and_open_work_stays(store: Arc<dyn Store>, with_outbox: 
         (2, 1, 1, 1),
         "{counts:?}"
     );
+    assert_eq!(counts.events, 1, "{counts:?}");
+    let kept: Vec<String> = store
+        .list_events(&zaguan::store::EventQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(kept, [delivered_new.id.clone(), pending_old.id.clone()]);
     let rejects = store.rejected(10).await.unwrap();
     assert_eq!(rejects.len(), 1);
     assert_eq!(rejects[0].raw, "{\"id\":1}", "the recent reject stays");

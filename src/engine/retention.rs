@@ -35,6 +35,7 @@ impl Cleanup {
             messages: before(self.retention.messages),
             llm_calls: before(self.retention.llm_calls),
             leases: Some(now - LEASE_RECORDS_KEPT),
+            events: before(self.retention.events),
         }
     }
 
@@ -48,6 +49,7 @@ impl Cleanup {
             ("llm_calls", counts.llm_calls),
             ("leases", counts.leases),
             ("webhook_rejects", counts.webhook_rejects),
+            ("events", counts.events),
         ] {
             metrics::counter!("zaguan_retention_deleted_total", "collection" => collection)
                 .increment(deleted);

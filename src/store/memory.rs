@@ -730,6 +730,13 @@ impl Store for MemoryStore {
             inner.llm_calls.retain(|c| c.at >= at);
             counts.llm_calls = (before_len - inner.llm_calls.len()) as u64;
         }
+        if let Some(at) = before.events {
+            let before_len = inner.events.len();
+            inner
+                .events
+                .retain(|_, e| e.status == EventStatus::Pending || e.at >= at);
+            counts.events = (before_len - inner.events.len()) as u64;
+        }
         if let Some(at) = before.leases {
             let before_len = inner.instances.len();
             inner.instances.retain(|_, record| record.seen_at >= at);

@@ -1525,6 +1525,15 @@ impl Store for MongoStore {
         if let Some(at) = before.llm_calls {
             counts.llm_calls = delete("llm_calls", doc! {"at": {"$lt": date(at)}}).await?;
         }
+        if let Some(at) = before.events {
+            counts.events = delete(
+                "events",
+                doc! {"status": {"$in": ["delivered", "failed"]}, "at": {"$lt": date(at)}},
+            )
+            .await?;
+            // Claims whose holder died mid-attempt: long expired by then.
+            delete("event_claims", doc! {"until": {"$lt": date(at)}}).await?;
+        }
         if let Some(at) = before.leases {
             // Released long ago; or held by an instance silent that long (gone for good).
             counts.leases = delete("instances", doc! {"seen_at": {"$lt": date(at)}}).await?;

@@ -345,6 +345,8 @@ pub struct PurgeBefore {
     pub llm_calls: Option<DateTime<Utc>>,
     /// Lease records expired before.
     pub leases: Option<DateTime<Utc>>,
+    /// Business events delivered or failed that happened before.
+    pub events: Option<DateTime<Utc>>,
 }
 
 /// Documents deleted by one purge.
@@ -357,6 +359,7 @@ pub struct PurgeCounts {
     pub leases: u64,
     /// Rejected webhook updates, kept as long as the inbox.
     pub webhook_rejects: u64,
+    pub events: u64,
 }
 
 /// Documents deleted by forgetting one user (`zaguan users forget`).
