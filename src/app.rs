@@ -45,6 +45,11 @@ pub struct AppState {
     pub clock: Arc<StoreClock>,
     /// The business's data, for the listings routes (404 without it).
     pub realestate: Option<Arc<dyn RealEstateStore>>,
+    /// `ZAGUAN_LEASE`: how long a silent instance still holds its conversations (forgetting a
+    /// user waits for them).
+    pub lease: Duration,
+    /// `ZAGUAN_PUBLIC_URL` is https: the console's cookie is `Secure`.
+    pub secure_cookies: bool,
 }
 
 impl AppState {
@@ -66,6 +71,8 @@ impl AppState {
             healthy: Arc::new(AtomicBool::new(true)),
             clock: Arc::default(),
             realestate: None,
+            lease: Duration::from_secs(30),
+            secure_cookies: false,
         }
     }
 
@@ -88,6 +95,17 @@ impl AppState {
 
     pub fn with_handoff_ttl(mut self, ttl: Duration) -> Self {
         self.handoff_ttl = ttl;
+        self
+    }
+
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Console cookies only over https when the service is reached over https.
+    pub fn with_secure_cookies(mut self, secure: bool) -> Self {
+        self.secure_cookies = secure;
         self
     }
 
@@ -152,6 +170,11 @@ pub fn router(state: AppState) -> Router {
             axum::routing::patch(admin::api::update_listing),
         )
         .route("/admin/export/{kind}", get(admin::api::export))
+        .route(
+            "/admin/users/{wa_id}/forget",
+            axum::routing::post(admin::api::forget),
+        )
+        .merge(admin::console::routes())
         .route("/admin/prompts", get(admin::api::prompts))
         .route(
             "/admin/prompts/reload",

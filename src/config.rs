@@ -51,6 +51,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_TRANSCRIBE_TIMEOUT",
     "ZAGUAN_PROMPTS_DIR",
     "ZAGUAN_ADMIN_TOKEN",
+    "ZAGUAN_PUBLIC_URL",
     "ZAGUAN_EVENTS_URL",
     "ZAGUAN_EVENTS_SECRET",
     "ZAGUAN_EVENTS_TYPES",
@@ -101,6 +102,9 @@ pub struct Config {
     pub prompts_dir: PathBuf,
     /// Bearer token of the admin API; `None` turns the admin API off (404).
     pub admin_token: Option<SecretString>,
+    /// Where operators reach the service (`ZAGUAN_PUBLIC_URL`): https makes the console's
+    /// cookie `Secure`.
+    pub public_url: Option<Url>,
     /// Where business events go (`ZAGUAN_EVENTS_URL`); `None`: they are only recorded.
     pub events: Option<crate::events::EventSettings>,
     /// A subgraph left idle this long is exited on the next message.
@@ -367,6 +371,11 @@ impl Config {
         );
         let business_contact = env.line("ZAGUAN_BUSINESS_CONTACT", "", 300);
         let events = env.events();
+        let public_url = env
+            .get("ZAGUAN_PUBLIC_URL")
+            .is_some()
+            .then(|| env.url("ZAGUAN_PUBLIC_URL", ""))
+            .flatten();
         let mongodb = env.mongo();
 
         if !env.problems.is_empty() {
@@ -415,6 +424,7 @@ impl Config {
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
             events,
+            public_url,
             dialog_idle_ttl: dialog_idle_ttl.expect(checked),
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),

@@ -114,6 +114,13 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     )
     .with_admin_token(config.admin_token.clone())
     .with_realestate(realestate)
+    .with_lease(config.lease)
+    .with_secure_cookies(
+        config
+            .public_url
+            .as_ref()
+            .is_some_and(|url| url.scheme() == "https"),
+    )
     .with_prompts(prompts)
     .with_handoff_ttl(config.handoff_ttl);
     let worker_settings = WorkerSettings {

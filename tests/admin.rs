@@ -992,3 +992,46 @@ async fn exports_through_the_api() {
     let (_, empty) = get("/admin/export/offers?since=1h", true).await;
     assert_eq!(empty.lines().count(), 1, "a header only: {empty}");
 }
+
+/// `POST /admin/users/{wa_id}/forget` (what the console's forget button runs): the token, a
+/// conversation being answered (409, nothing deleted), then everything of the contact.
+#[tokio::test]
+async fn a_user_is_forgotten_through_the_api() {
+    let store: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let app = TestApp::with_store(store.clone()).with_admin(Some(common::ADMIN_TOKEN));
+    let wa_id = WaId::parse("34600000403").unwrap();
+    store
+        .set_dialog_state(&wa_id, &["appointment_assistant".to_owned()], Utc::now())
+        .await
+        .unwrap();
+    let uri = "/admin/users/34600000403/forget";
+    assert_eq!(
+        app.admin("POST", uri, None, None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let now = Utc::now();
+    store.instance_beat("worker-1", "n1", true).await.unwrap();
+    assert!(
+        store
+            .claim_conversation(
+                &wa_id,
+                "worker-1",
+                now,
+                now + Duration::seconds(30),
+                &["worker-1".to_owned()]
+            )
+            .await
+            .unwrap()
+    );
+    let (status, body) = app.admin("POST", uri, Some(&common::bearer()), None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(store.conversation(&wa_id).await.unwrap().is_some());
+    store
+        .release_conversation(&wa_id, "worker-1")
+        .await
+        .unwrap();
+    let (status, body) = app.admin("POST", uri, Some(&common::bearer()), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["deleted"]["conversations"], 1);
+    assert!(store.conversation(&wa_id).await.unwrap().is_none());
+}

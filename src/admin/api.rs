@@ -79,6 +79,21 @@ impl IntoResponse for AdminError {
     }
 }
 
+impl AdminError {
+    /// The HTTP status it answers with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AdminError::Disabled | AdminError::NotFound(_) => StatusCode::NOT_FOUND,
+            AdminError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AdminError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AdminError::Conflict(_) => StatusCode::CONFLICT,
+            AdminError::InvalidPrompts(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            AdminError::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
+            AdminError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
 impl std::fmt::Display for AdminError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -113,7 +128,7 @@ impl From<StoreError> for AdminError {
 }
 
 /// The caller holds the admin token.
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), AdminError> {
+pub(crate) fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), AdminError> {
     let Some(token) = &state.admin_token else {
         return Err(AdminError::Disabled);
     };
@@ -710,4 +725,57 @@ pub async fn export(
     };
     tracing::info!(rows = rows.len(), "export served through the admin API");
     Ok(([(axum::http::header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// Who holds a conversation while it is being forgotten, so no turn runs meanwhile.
+const FORGETTER: &str = "zaguan-users-forget";
+
+/// Erases what is stored about a contact, for `zaguan users forget`, the API and the console:
+/// the conversation is first taken like a worker would (409 while a turn runs), so no turn
+/// writes it back meanwhile.
+pub async fn forget_user(
+    store: &dyn Store,
+    raw: &str,
+    lease: std::time::Duration,
+) -> Result<crate::store::ForgetCounts, AdminError> {
+    let wa_id = wa_id(raw)?;
+    let now = store.server_time().await?;
+    let since = now - chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
+    let live: Vec<String> = store
+        .instances()
+        .await?
+        .into_iter()
+        .filter(|record| record.seen_at >= since)
+        .map(|record| record.id)
+        .collect();
+    let now = Utc::now();
+    if !store
+        .claim_conversation(
+            &wa_id,
+            FORGETTER,
+            now,
+            now + chrono::Duration::minutes(5),
+            &live,
+        )
+        .await?
+    {
+        return Err(AdminError::Conflict(format!(
+            "{} is being answered right now; try again in a minute",
+            wa_id.masked()
+        )));
+    }
+    let counts = store.forget(&wa_id).await?;
+    tracing::info!(conversation.id = %wa_id.masked(), deleted = counts.total(), "user forgotten");
+    Ok(counts)
+}
+
+/// `POST /admin/users/{wa_id}/forget`: like `zaguan users forget`.
+pub async fn forget(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    authorize(&state, &headers)?;
+    let counts = forget_user(state.store.as_ref(), &raw, state.lease).await?;
+    Ok(Json(json!({"wa_id": raw, "deleted": counts})))
 }

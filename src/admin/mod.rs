@@ -2,3 +2,4 @@
 
 pub mod api;
 pub mod cli;
+pub mod console;

@@ -121,6 +121,11 @@ impl PromptReloader {
         }
     }
 
+    /// The running prompt set.
+    pub fn prompts(&self) -> Arc<crate::agents::AgentRegistry> {
+        self.engine.prompts()
+    }
+
     pub fn status(&self) -> PromptStatus {
         let prompts = self.engine.prompts();
         PromptStatus {

@@ -40,25 +40,6 @@ pub enum UsersCommand {
     },
 }
 
-/// The instances beating now (a lease they hold is theirs while they do).
-async fn live_instances(
-    store: &dyn crate::store::Store,
-    lease: std::time::Duration,
-) -> anyhow::Result<Vec<String>> {
-    let now = store.server_time().await?;
-    let since = now - chrono::Duration::from_std(lease)?;
-    Ok(store
-        .instances()
-        .await?
-        .into_iter()
-        .filter(|record| record.seen_at >= since)
-        .map(|record| record.id)
-        .collect())
-}
-
-/// Who holds the conversation while it is being forgotten, so no turn runs meanwhile.
-const FORGETTER: &str = "zaguan-users-forget";
-
 pub async fn run(args: UsersArgs, config: Config) -> anyhow::Result<()> {
     match args.command {
         UsersCommand::Forget { wa_id, json } => forget(&wa_id, json, config).await,
@@ -89,23 +70,9 @@ async fn forget(wa_id: &str, json: bool, config: Config) -> anyhow::Result<()> {
     let wa_id = WaId::parse(wa_id).map_err(|e| anyhow::anyhow!("`{wa_id}`: {e}"))?;
     let pool = open_pool(&config).await?;
     let store = open_store(pool.as_ref());
-    let now = chrono::Utc::now();
-    if !store
-        .claim_conversation(
-            &wa_id,
-            FORGETTER,
-            now,
-            now + chrono::Duration::minutes(5),
-            &live_instances(store.as_ref(), config.lease).await?,
-        )
-        .await?
-    {
-        anyhow::bail!(
-            "{} is being answered right now; try again in a minute",
-            wa_id.masked()
-        );
-    }
-    let counts = store.forget(&wa_id).await?;
+    let counts = crate::admin::api::forget_user(store.as_ref(), wa_id.as_str(), config.lease)
+        .await
+        .map_err(|error| anyhow::anyhow!("{error}"))?;
     let realestate = open_realestate(&config, pool.as_ref()).await?;
     let kept = serde_json::json!({
         "appointments": realestate.appointments_of(&wa_id).await?.len(),

@@ -1,0 +1,527 @@
+//! The operators' console in a real headless Chromium, driven over WebDriver (Debian's
+//! `chromium` and `chromium-driver`, installed by `scripts/test` when missing): sign in (a wrong
+//! token refused), find a conversation stuck in `appointment_assistant` with the filter, open
+//! it, reset it, take it over, reply (the fake Graph API receives it), release it; a form
+//! without its CSRF token is refused. Screenshots of each page go to the target directory, and
+//! to `docs/console/` with `UPDATE_SCREENSHOTS=1`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use common::graph::FakeGraph;
+use fantoccini::{Client, ClientBuilder, Locator};
+use secrecy::SecretString;
+use serde_json::json;
+use zaguan::agents::{self, AgentRegistry};
+use zaguan::app::{AppState, router};
+use zaguan::domain::WaId;
+use zaguan::engine::{Engine, EngineSettings, PromptReloader};
+use zaguan::llm::{ScriptedLlm, ToolCall};
+use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
+use zaguan::store::{ContactSeen, MemoryStore, MessageRole, NewMessage, Store};
+
+const TOKEN: &str = "console-test-token";
+
+/// chromedriver on a free port, stopped when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn find(binaries: &[&str]) -> Option<PathBuf> {
+    binaries
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .or_else(|| {
+            binaries.iter().find_map(|name| {
+                let found = Command::new("which").arg(name).output().ok()?;
+                let path = String::from_utf8(found.stdout).ok()?;
+                let path = path.trim();
+                (!path.is_empty()).then(|| PathBuf::from(path))
+            })
+        })
+}
+
+/// The driver and the browser, or `None` (with a message) outside CI when they are missing;
+/// under `CI=true` their absence fails the test.
+async fn browser() -> Option<(Driver, Client)> {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let driver = find(&["/usr/bin/chromedriver", "chromedriver"]);
+    let chromium = find(&["/usr/bin/chromium", "chromium", "chromium-browser"]);
+    let (Some(driver), Some(chromium)) = (driver, chromium) else {
+        assert!(
+            !ci,
+            "CI=true but chromium or chromedriver is missing (scripts/test installs them)"
+        );
+        eprintln!(
+            "chromium or chromedriver missing: skipping the browser test (run ./scripts/test)"
+        );
+        return None;
+    };
+    let port = common::free_port();
+    let child = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver starts");
+    let driver = Driver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let profile = tempfile::tempdir().unwrap().keep();
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--disable-quic", "--no-first-run", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--window-size=1100,900",
+                     format!("--user-data-dir={}", profile.display())],
+        }),
+    );
+    let mut last = None;
+    for _ in 0..50 {
+        // Plain HTTP to the local driver: no TLS stack needed.
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        match ClientBuilder::new(connector)
+            .capabilities(caps.clone())
+            .connect(&driver.url)
+            .await
+        {
+            Ok(client) => return Some((driver, client)),
+            Err(error) => last = Some(error),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("chromedriver did not answer: {last:?}");
+}
+
+fn message(
+    wa_id: &WaId,
+    role: MessageRole,
+    content: &str,
+    agent: Option<&str>,
+    calls: Vec<ToolCall>,
+) -> NewMessage {
+    NewMessage {
+        wa_id: wa_id.clone(),
+        role,
+        content: content.into(),
+        agent: agent.map(str::to_owned),
+        tool_calls: calls,
+        tool_call_id: None,
+        wamids: Vec::new(),
+        attachments: Vec::new(),
+        at: Utc::now() - chrono::Duration::hours(3),
+    }
+}
+
+async fn screenshot(client: &Client, name: &str) {
+    let png = client.screenshot().await.unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{name}.png")), &png).unwrap();
+    if std::env::var("UPDATE_SCREENSHOTS").is_ok_and(|v| v == "1") {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console");
+        std::fs::create_dir_all(&docs).unwrap();
+        std::fs::write(docs.join(format!("{name}.png")), &png).unwrap();
+    }
+}
+
+async fn text_of(client: &Client, css: &str) -> String {
+    element(client, css).await.text().await.unwrap()
+}
+
+/// Waits until the browser is at `path` (a form's answer has loaded).
+async fn wait_path(client: &Client, path: &str) {
+    for _ in 0..100 {
+        if client.current_url().await.is_ok_and(|u| u.path() == path) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never reached {path}: {:?}", client.current_url().await);
+}
+
+/// Waits until the element `css` shows `wanted` (an action's page has loaded).
+async fn wait_text(client: &Client, css: &str, wanted: &str) {
+    for _ in 0..100 {
+        if let Ok(element) = client.find(Locator::Css(css)).await
+            && element.text().await.is_ok_and(|t| t.contains(wanted))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "{css} never showed {wanted:?}:\n{}",
+        client.source().await.unwrap_or_default()
+    );
+}
+
+/// The element `css` on the page, waiting for it to appear (a navigation may still be on).
+async fn element(client: &Client, css: &str) -> fantoccini::elements::Element {
+    match client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(css))
+        .await
+    {
+        Ok(element) => element,
+        Err(error) => panic!(
+            "{css}: {error}\n{}",
+            client.source().await.unwrap_or_default()
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_unsticks_a_conversation_in_the_browser() {
+    let Some((_driver, client)) = browser().await else {
+        return;
+    };
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let stuck = WaId::parse("34611000961").unwrap();
+    let other = WaId::parse("34611000962").unwrap();
+    let three_hours_ago = Utc::now() - chrono::Duration::hours(3);
+    for (wa_id, name) in [(&stuck, "Lucía Pérez"), (&other, "Tomás")] {
+        store
+            .record_contact(&ContactSeen {
+                wa_id: wa_id.clone(),
+                phone: Some(wa_id.as_str().to_owned()),
+                user_id: None,
+                name: Some(name.into()),
+                username: None,
+                seen_at: three_hours_ago,
+            })
+            .await
+            .unwrap();
+    }
+    store
+        .set_dialog_state(
+            &stuck,
+            &["appointment_assistant".to_owned()],
+            three_hours_ago,
+        )
+        .await
+        .unwrap();
+    for m in [
+        message(
+            &stuck,
+            MessageRole::Human,
+            "Quiero ver el piso de Ruzafa el jueves",
+            None,
+            Vec::new(),
+        ),
+        message(
+            &stuck,
+            MessageRole::Ai,
+            "",
+            Some("primary_assistant"),
+            vec![ToolCall {
+                id: "call_1".into(),
+                name: "ToAppointment_Assistant".into(),
+                args: json!({"query": "visita el jueves"}),
+            }],
+        ),
+        message(
+            &stuck,
+            MessageRole::Ai,
+            "",
+            Some("appointment_assistant"),
+            vec![ToolCall {
+                id: "call_2".into(),
+                name: "list_available_slots".into(),
+                args: json!({"property_id": "P-1017"}),
+            }],
+        ),
+        message(
+            &stuck,
+            MessageRole::Tool,
+            "Huecos: jueves 10:00 (S-1), jueves 17:30 (S-2)",
+            Some("appointment_assistant"),
+            Vec::new(),
+        ),
+        message(
+            &stuck,
+            MessageRole::Ai,
+            "Tengo el jueves a las 10:00 o a las 17:30, ¿cuál prefieres?",
+            Some("appointment_assistant"),
+            Vec::new(),
+        ),
+    ] {
+        store.append_message(m).await.unwrap();
+    }
+    store
+        .set_dialog_state(&other, &[], Utc::now())
+        .await
+        .unwrap();
+    store
+        .insert_inbox(&[common::inbox_entry(
+            "wamid.CONSOLE1",
+            &stuck,
+            "Quiero ver el piso de Ruzafa el jueves",
+            zaguan::store::InboxStatus::Done,
+        )])
+        .await
+        .unwrap();
+
+    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let engine = Arc::new(Engine::new(
+        store.clone(),
+        Arc::new(ScriptedLlm::new()),
+        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
+        Arc::new(zaguan::engine::ToolRegistry::new()),
+        EngineSettings::default(),
+    ));
+    let reloader = Arc::new(PromptReloader::new(prompts, agents::known_tools(), engine));
+    let state = AppState::new(store.clone(), None, None)
+        .with_admin_token(Some(SecretString::from(TOKEN.to_owned())))
+        .with_prompts(reloader);
+    let base = common::serve_local(router(state)).await;
+    let graph = Arc::new(FakeGraph::default());
+    let graph_base = common::graph::serve(graph.clone()).await;
+    let outbound = Outbound::new(
+        store.clone(),
+        GraphClient::new(
+            format!("{graph_base}/v21.0").parse().unwrap(),
+            Some(SecretString::from("EAAG-test".to_owned())),
+            Duration::from_secs(5),
+        )
+        .unwrap(),
+        Limiters::new(&SendLimits::default()),
+        OutboundSettings::default(),
+    );
+
+    // Not signed in: the sign-in form.
+    client.goto(&format!("{base}/console")).await.unwrap();
+    assert_eq!(
+        client.current_url().await.unwrap().path(),
+        "/console/sign-in"
+    );
+    screenshot(&client, "sign-in").await;
+    let form = client.form(Locator::Css("#sign-in")).await.unwrap();
+    form.set_by_name("operator", "Marta").await.unwrap();
+    form.set_by_name("token", "not-the-token").await.unwrap();
+    form.submit().await.unwrap();
+    assert!(text_of(&client, ".error").await.contains("Wrong token"));
+    let form = client.form(Locator::Css("#sign-in")).await.unwrap();
+    form.set_by_name("operator", "Marta").await.unwrap();
+    form.set_by_name("token", TOKEN).await.unwrap();
+    form.submit().await.unwrap();
+    wait_path(&client, "/console").await;
+    assert_eq!(
+        text_of(&client, "#stuck").await,
+        "1",
+        "one conversation stuck"
+    );
+    screenshot(&client, "overview").await;
+
+    // Find it with the filter.
+    client
+        .goto(&format!("{base}/console/conversations"))
+        .await
+        .unwrap();
+    element(&client, "select[name=state]")
+        .await
+        .select_by_value("appointment_assistant")
+        .await
+        .unwrap();
+    client
+        .form(Locator::Css("#filters"))
+        .await
+        .unwrap()
+        .submit()
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        let url = client.current_url().await.unwrap();
+        if url
+            .query()
+            .is_some_and(|q| q.contains("state=appointment_assistant"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let listed = text_of(&client, "#conversations").await;
+    assert!(
+        listed.contains(stuck.as_str()) && listed.contains("Lucía Pérez"),
+        "{listed}"
+    );
+    assert!(!listed.contains(other.as_str()), "{listed}");
+    screenshot(&client, "conversations").await;
+
+    // Open it: the transcript, the handover marked.
+    client
+        .find(Locator::LinkText(stuck.as_str()))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let transcript = text_of(&client, "#transcript").await;
+    assert!(
+        transcript.contains("Quiero ver el piso de Ruzafa"),
+        "{transcript}"
+    );
+    assert!(transcript.contains("handed over"), "{transcript}");
+    assert_eq!(
+        text_of(&client, "#dialog-state").await,
+        "appointment_assistant"
+    );
+    screenshot(&client, "conversation").await;
+
+    // A form without its CSRF token is refused, and changes nothing.
+    let status = client
+        .execute(
+            &format!(
+                "var x = new XMLHttpRequest(); x.open('POST', '/console/conversations/{}/reset', false); \
+                 x.setRequestHeader('Content-Type', 'application/x-www-form-urlencoded'); x.send('csrf=forged'); return x.status;",
+                stuck.as_str()
+            ),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, json!(403));
+    assert_eq!(
+        store
+            .conversation(&stuck)
+            .await
+            .unwrap()
+            .unwrap()
+            .dialog_state,
+        ["appointment_assistant"]
+    );
+
+    // Reset, take over, reply, release.
+    element(&client, "#reset").await.click().await.unwrap();
+    wait_text(&client, "#dialog-state", "primary").await;
+    assert!(
+        text_of(&client, ".notice")
+            .await
+            .contains("primary assistant")
+    );
+    let conversation = store.conversation(&stuck).await.unwrap().unwrap();
+    assert!(conversation.dialog_state.is_empty());
+    assert_eq!(conversation.reset_by.as_deref(), Some("Marta"));
+    element(&client, "#take").await.click().await.unwrap();
+    element(&client, "#release").await;
+    let handoff = store
+        .conversation(&stuck)
+        .await
+        .unwrap()
+        .unwrap()
+        .handoff
+        .unwrap();
+    assert_eq!(handoff.operator, "Marta");
+    let reply = client.form(Locator::Css("#reply")).await.unwrap();
+    reply
+        .set_by_name(
+            "text",
+            "Hola Lucía, soy Marta: te confirmo el jueves a las 17:30.",
+        )
+        .await
+        .unwrap();
+    reply.submit().await.unwrap();
+    wait_text(&client, ".notice", "queued").await;
+    outbound.flush(&stuck).await.unwrap();
+    assert!(
+        graph
+            .texts()
+            .iter()
+            .any(|t| t.contains("te confirmo el jueves a las 17:30")),
+        "{:?}",
+        graph.texts()
+    );
+    screenshot(&client, "taken").await;
+    element(&client, "#release").await.click().await.unwrap();
+    element(&client, "#take").await;
+    assert!(
+        store
+            .conversation(&stuck)
+            .await
+            .unwrap()
+            .unwrap()
+            .handoff
+            .is_none()
+    );
+
+    // Forgetting a user asks first, then erases them.
+    client
+        .goto(&format!(
+            "{base}/console/conversations/{}/forget",
+            other.as_str()
+        ))
+        .await
+        .unwrap();
+    assert!(
+        store.conversation(&other).await.unwrap().is_some(),
+        "asked, not done"
+    );
+    element(&client, "#forget").await.click().await.unwrap();
+    element(&client, "#filters").await;
+    assert!(store.conversation(&other).await.unwrap().is_none());
+
+    // The prompts as staff wrote them.
+    client
+        .goto(&format!("{base}/console/prompts"))
+        .await
+        .unwrap();
+    assert!(
+        client
+            .source()
+            .await
+            .unwrap()
+            .contains("appointment_assistant")
+    );
+    screenshot(&client, "prompts").await;
+
+    // Signed out: back to the form.
+    client
+        .find(Locator::Css("header button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_path(&client, "/console/sign-in").await;
+    client
+        .goto(&format!("{base}/console/conversations"))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.current_url().await.unwrap().path(),
+        "/console/sign-in"
+    );
+    client.close().await.unwrap();
+}
+
+/// Without an admin token there is no console.
+#[tokio::test]
+async fn without_an_admin_token_there_is_no_console() {
+    let app = common::TestApp::memory();
+    for path in ["/console", "/console/sign-in", "/console/conversations"] {
+        assert_eq!(
+            app.get(path).await.0,
+            axum::http::StatusCode::NOT_FOUND,
+            "{path}"
+        );
+    }
+}
