@@ -48,7 +48,19 @@ fn main() -> ExitCode {
     if let Command::Healthcheck(args) = &cli.command {
         return admin::cli::healthcheck::run(args);
     }
-    telemetry::init_logs();
+    match &cli.command {
+        // The dialogue stays readable: logs to a file unless asked for.
+        Command::Chat(args) if !args.verbose => {
+            if let Err(error) = telemetry::init_logs_to_file(&args.log_path()) {
+                eprintln!(
+                    "cannot open the log file {}: {error}",
+                    args.log_path().display()
+                );
+                return ExitCode::from(2);
+            }
+        }
+        _ => telemetry::init_logs(),
+    }
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(error) => {

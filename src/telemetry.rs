@@ -15,6 +15,18 @@ pub fn init_logs() {
     log_subscriber(filter, json, std::io::stderr).init();
 }
 
+/// Like [`init_logs`], appending to the file at `path` instead of stderr (`zaguan chat`).
+pub fn init_logs_to_file(path: &std::path::Path) -> std::io::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let json = std::env::var("ZAGUAN_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    log_subscriber(filter, json, std::sync::Mutex::new(file)).init();
+    Ok(())
+}
+
 /// The subscriber [`init_logs`] installs, writing to `writer` (tests capture it in memory).
 /// In JSON, one object per line: the event's fields at the top level, `span` the innermost
 /// span (a turn's carries `conversation.id`, masked) and `spans` all of them.

@@ -367,6 +367,52 @@ fn chat_as_an_owners_number_talks_as_an_owner_without_being_told() {
     assert!(!stdout.contains("owner_info_assistant"), "{stdout}");
 }
 
+/// Without `-v` the logs go to the log file, not between the lines of the dialogue; with it,
+/// to stderr.
+#[test]
+fn chat_keeps_logs_out_of_the_dialogue_unless_asked() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("chat.log");
+    let run = |extra: &[&str]| {
+        let mut child = zaguan()
+            .arg("chat")
+            .args(extra)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"Quiero agendar una visita\n")
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let quiet = run(&["--log-file", log.to_str().unwrap()]);
+    assert!(quiet.status.success(), "{quiet:?}");
+    let stdout = String::from_utf8_lossy(&quiet.stdout);
+    let stderr = String::from_utf8_lossy(&quiet.stderr);
+    assert!(stdout.contains("bot> "), "{stdout}");
+    for noise in ["INFO", "DEBUG", "ERROR", "WARN"] {
+        assert!(
+            !stdout.contains(noise) && !stderr.contains(noise),
+            "{noise} in:\n{stdout}\n{stderr}"
+        );
+    }
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("prompts loaded"), "{logged}");
+    assert!(
+        !logged.contains("ERROR"),
+        "offline mode is not an error:\n{logged}"
+    );
+    let verbose = run(&["-v"]);
+    assert!(String::from_utf8_lossy(&verbose.stderr).contains("prompts loaded"));
+}
+
 /// Runs `zaguan chat ARGS` with no LLM keys (offline mode), typing `input`; returns stdout.
 fn chat(args: &[&str], input: &str) -> String {
     use std::io::Write;
@@ -600,7 +646,7 @@ fn chat_searches_books_and_cancels_a_visit_on_the_demo_data() {
             .unwrap()
             .write_all(
                 "Busco un piso en Madrid para comprar\nQuiero agendar una visita\n\
-                 Sí, resérvame ese\nConfirmar\nCancela la visita, por favor\nConfirmar\n"
+                 Sí, resérvame ese\nConfirmar\nCancela la visita, por favor\n1\n"
                     .as_bytes(),
             )
             .unwrap();
@@ -615,6 +661,8 @@ fn chat_searches_books_and_cancels_a_visit_on_the_demo_data() {
         "bot> Visita a P-",
         "¡Hecho! Tu visita está reservada.",
         "bot> Cancelar la visita a P-",
+        // The confirmation's buttons are numbered; «1» pressed Confirm.
+        "1) Confirmar",
         "Listo, visita cancelada.",
         r#"[dialog_state: ["appointment_assistant"]]"#,
     ] {

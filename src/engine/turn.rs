@@ -1053,6 +1053,14 @@ impl Engine {
                     &agent.name,
                     response.tool_calls,
                 )),
+                Err(crate::llm::LlmError::Unavailable(why))
+                    if why == crate::llm::offline::OFFLINE_MODE =>
+                {
+                    // No provider configured: offline mode is the setting, not a failure.
+                    tracing::debug!(agent = %agent.name, "offline mode: answering without a model");
+                    *llm_down = true;
+                    None
+                }
                 Err(error) => {
                     tracing::error!(agent = %agent.name, "LLM failed, answering offline: {error}");
                     *llm_down = true;

@@ -9,11 +9,12 @@ use super::{Llm, LlmError, LlmRequest, LlmResponse};
 #[derive(Debug, Default)]
 pub struct OfflineLlm;
 
+/// What [`OfflineLlm`] answers: a declared state, not a failure.
+pub const OFFLINE_MODE: &str = "offline mode: no LLM provider";
+
 #[async_trait]
 impl Llm for OfflineLlm {
     async fn complete(&self, _request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        Err(LlmError::Unavailable(
-            "offline mode: no LLM provider".to_owned(),
-        ))
+        Err(LlmError::Unavailable(OFFLINE_MODE.to_owned()))
     }
 }

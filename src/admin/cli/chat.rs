@@ -1,6 +1,8 @@
 //! `zaguan chat`: talk to the bot in the terminal through the very same engine and guard path
 //! as WhatsApp; each line you type is an inbound message, the reply is printed as the user
-//! would see it, followed by the conversation's `dialog_state`.
+//! would see it, followed by the conversation's `dialog_state`. Buttons and list rows are
+//! numbered: typing the number presses it. The service's logs go to a file (`--log-file`), or
+//! to stderr with `-v`, so the dialogue stays readable.
 
 use std::io::Write;
 
@@ -13,7 +15,7 @@ use crate::config::Config;
 use crate::domain::{WaId, WaMessageId};
 use crate::llm::UsageRecorder;
 use crate::serve::{build_engine, open_pool, open_realestate, open_store};
-use crate::store::{InboxEntry, InboxStatus, Role, RoleAssignment, RoleSource, Store};
+use crate::store::{InboxEntry, InboxStatus, Media, Role, RoleAssignment, RoleSource, Store};
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
@@ -25,6 +27,29 @@ pub struct ChatArgs {
     /// staff member's).
     #[arg(long, value_parser = ["prospect", "owner", "agent"])]
     role: Option<String>,
+    /// Show the service's logs on stderr instead of writing them to the log file.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Where the logs go without `-v` (default: zaguan-chat.log in the temporary folder).
+    #[arg(long)]
+    pub log_file: Option<std::path::PathBuf>,
+}
+
+impl ChatArgs {
+    /// The log file of a quiet session.
+    pub fn log_path(&self) -> std::path::PathBuf {
+        self.log_file
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("zaguan-chat.log"))
+    }
+}
+
+/// A button or list row the user can press by typing its number.
+struct Choice {
+    id: String,
+    title: String,
+    /// `button_reply` or `list_reply`.
+    kind: &'static str,
 }
 
 pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
@@ -51,6 +76,7 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout();
     let session = Utc::now().timestamp_millis();
     let mut n = 0u64;
+    let mut choices: Vec<Choice> = Vec::new();
     loop {
         write!(stdout, "tú> ")?;
         stdout.flush()?;
@@ -62,14 +88,34 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
             continue;
         }
         n += 1;
+        let pressed = text
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|i| choices.get(i));
+        let (kind, said, payload) = match pressed {
+            Some(choice) => (
+                "interactive",
+                choice.title.clone(),
+                serde_json::json!({"type": "interactive", "interactive": {
+                    "type": choice.kind,
+                    choice.kind: {"id": choice.id, "title": choice.title},
+                }}),
+            ),
+            None => (
+                "text",
+                text.to_owned(),
+                serde_json::json!({"type": "text", "text": {"body": text}}),
+            ),
+        };
         let entry = InboxEntry {
             wamid: WaMessageId::parse(&format!("wamid.chat.{session}.{n}"))
                 .map_err(anyhow::Error::msg)?,
             wa_id: wa_id.clone(),
             phone_number_id: "chat".to_owned(),
-            kind: "text".to_owned(),
-            text: Some(text.to_owned()),
-            payload: serde_json::json!({"type": "text", "text": {"body": text}}).to_string(),
+            kind: kind.to_owned(),
+            text: Some(said),
+            payload: payload.to_string(),
             context_id: None,
             sent_at: Some(Utc::now()),
             status: InboxStatus::Pending,
@@ -82,12 +128,55 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
         store
             .set_inbox_status(&outcome.answered, InboxStatus::Done)
             .await?;
-        // Each part is one WhatsApp message.
-        if outcome.parts.is_empty() {
+        // Each part is one WhatsApp message, as the customer would see it.
+        let sent = store.outbox_in_reply_to(&entry.wamid).await?;
+        choices.clear();
+        if sent.is_empty() && outcome.parts.is_empty() {
             writeln!(stdout, "bot> (ya respondido)")?;
         }
-        for part in &outcome.parts {
-            writeln!(stdout, "bot> {part}")?;
+        if sent.is_empty() {
+            for part in &outcome.parts {
+                writeln!(stdout, "bot> {part}")?;
+            }
+        }
+        for part in &sent {
+            match &part.media {
+                Some(Media::Image { link }) => {
+                    writeln!(stdout, "bot> [foto] {} {link}", part.body)?
+                }
+                Some(Media::List { text, rows, .. }) => {
+                    writeln!(stdout, "bot> {text}")?;
+                    for row in rows {
+                        choices.push(Choice {
+                            id: row.id.clone(),
+                            title: row.title.clone(),
+                            kind: "list_reply",
+                        });
+                        writeln!(
+                            stdout,
+                            "     {}) {} — {}",
+                            choices.len(),
+                            row.title,
+                            row.description
+                        )?;
+                    }
+                }
+                None => {
+                    writeln!(stdout, "bot> {}", part.body)?;
+                    if !part.buttons.is_empty() {
+                        let mut line = String::from("    ");
+                        for button in &part.buttons {
+                            choices.push(Choice {
+                                id: button.id.clone(),
+                                title: button.title.clone(),
+                                kind: "button_reply",
+                            });
+                            line.push_str(&format!(" {}) {}", choices.len(), button.title));
+                        }
+                        writeln!(stdout, "{line}")?;
+                    }
+                }
+            }
         }
         writeln!(stdout, "     [dialog_state: {:?}]", outcome.dialog_state)?;
     }
