@@ -184,6 +184,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Turns routed by a tapped list row to the assistant it names [agent]",
     ),
     (
+        "zaguan_console_sign_ins_total",
+        Kind::Counter,
+        "Sign-ins to the operators' console: ok, failed (wrong token or no name), throttled [outcome]",
+    ),
+    (
         "zaguan_events_total",
         Kind::Counter,
         "Business events for the agency's CRM: recorded, delivered, retry, failed [type, outcome]",

@@ -271,6 +271,19 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         .set_dialog_state(&other, &[], Utc::now())
         .await
         .unwrap();
+    let now = Utc::now();
+    assert!(
+        store
+            .claim_conversation(
+                &stuck,
+                "zaguan-7f3",
+                now,
+                now + chrono::Duration::seconds(30),
+                &[]
+            )
+            .await
+            .unwrap()
+    );
     store
         .insert_inbox(&[common::inbox_entry(
             "wamid.CONSOLE1",
@@ -330,6 +343,11 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         "1",
         "one conversation stuck"
     );
+    assert_eq!(
+        text_of(&client, "#answered").await,
+        "1",
+        "the last hour's answered message"
+    );
     screenshot(&client, "overview").await;
 
     // Find it with the filter.
@@ -385,6 +403,7 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         text_of(&client, "#dialog-state").await,
         "appointment_assistant"
     );
+    assert_eq!(text_of(&client, "#lease").await, "zaguan-7f3");
     screenshot(&client, "conversation").await;
 
     // A form without its CSRF token is refused, and changes nothing.

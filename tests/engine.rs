@@ -1046,6 +1046,15 @@ impl Store for CrashingStore {
     async fn forget(&self, w: &WaId) -> StoreResult<zaguan::store::ForgetCounts> {
         self.inner.forget(w).await
     }
+    async fn lease_of(&self, w: &WaId) -> StoreResult<Option<zaguan::store::LeaseView>> {
+        self.inner.lease_of(w).await
+    }
+    async fn inbox_outcomes_since(
+        &self,
+        s: chrono::DateTime<Utc>,
+    ) -> StoreResult<zaguan::store::InboxOutcomes> {
+        self.inner.inbox_outcomes_since(s).await
+    }
     async fn insert_events(&self, e: &[zaguan::store::Event]) -> StoreResult<()> {
         self.inner.insert_events(e).await
     }

@@ -1138,7 +1138,63 @@ store_suite!(
     the_sender_walks_a_part_through_its_states,
     the_backlog_and_the_leases_are_counted,
     a_pending_action_comes_back_with_its_id,
+    operators_see_a_conversations_lease_and_the_inbox_by_outcome,
 );
+
+/// What the console shows: who serves a conversation until when, and the inbox of a period by
+/// outcome.
+async fn operators_see_a_conversations_lease_and_the_inbox_by_outcome(store: Arc<dyn Store>) {
+    assert_eq!(store.lease_of(&wa("34600111222")).await.unwrap(), None);
+    assert!(
+        store
+            .claim_conversation(&wa("34600111222"), "zaguan-7f3", at(0), at(30), &[])
+            .await
+            .unwrap()
+    );
+    let lease = store.lease_of(&wa("34600111222")).await.unwrap().unwrap();
+    assert_eq!(
+        (lease.owner.as_str(), lease.until, lease.released),
+        ("zaguan-7f3", at(30), false)
+    );
+    store
+        .release_conversation(&wa("34600111222"), "zaguan-7f3")
+        .await
+        .unwrap();
+    assert!(
+        store
+            .lease_of(&wa("34600111222"))
+            .await
+            .unwrap()
+            .unwrap()
+            .released
+    );
+
+    store
+        .insert_inbox(&[
+            entry("wamid.O1", "34600111222", -7200),
+            entry("wamid.O2", "34600111222", 10),
+            entry("wamid.O3", "34600111222", 20),
+            entry("wamid.O4", "34622333444", 30),
+        ])
+        .await
+        .unwrap();
+    for (wamid, status) in [
+        ("wamid.O1", InboxStatus::Done),
+        ("wamid.O2", InboxStatus::Done),
+        ("wamid.O3", InboxStatus::Failed),
+    ] {
+        store
+            .set_inbox_status(&[WaMessageId::parse(wamid).unwrap()], status)
+            .await
+            .unwrap();
+    }
+    let outcomes = store.inbox_outcomes_since(at(-3600)).await.unwrap();
+    assert_eq!(
+        (outcomes.answered, outcomes.failed, outcomes.open),
+        (1, 1, 1),
+        "the older answered one is outside the hour"
+    );
+}
 
 #[tokio::test]
 async fn an_unreachable_mongodb_is_reported_as_unavailable() {

@@ -316,6 +316,27 @@ impl Store for MemoryStore {
         Ok(counts)
     }
 
+    async fn lease_of(&self, wa_id: &WaId) -> StoreResult<Option<LeaseView>> {
+        Ok(self.lock().leases.get(wa_id).map(|lease| LeaseView {
+            owner: lease.owner.clone(),
+            until: lease.until,
+            released: lease.released,
+        }))
+    }
+
+    async fn inbox_outcomes_since(&self, since: DateTime<Utc>) -> StoreResult<InboxOutcomes> {
+        let inner = self.lock();
+        let mut outcomes = InboxOutcomes::default();
+        for entry in inner.inbox.values().filter(|e| e.received_at >= since) {
+            match entry.status {
+                InboxStatus::Done => outcomes.answered += 1,
+                InboxStatus::Failed => outcomes.failed += 1,
+                _ => outcomes.open += 1,
+            }
+        }
+        Ok(outcomes)
+    }
+
     async fn insert_events(&self, events: &[Event]) -> StoreResult<()> {
         let mut inner = self.lock();
         for event in events {

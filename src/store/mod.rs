@@ -258,6 +258,12 @@ pub trait Store: Send + Sync + 'static {
     /// Every instance's record.
     async fn instances(&self) -> StoreResult<Vec<InstanceRecord>>;
 
+    /// The latest lease of a conversation (who serves it, until when), for operators.
+    async fn lease_of(&self, wa_id: &WaId) -> StoreResult<Option<LeaseView>>;
+
+    /// Inbox messages received since `since`, by outcome (the console's last hour).
+    async fn inbox_outcomes_since(&self, since: DateTime<Utc>) -> StoreResult<InboxOutcomes>;
+
     /// Instance `id` stops (if `nonce` still holds it): the others stop counting it at once.
     async fn instance_left(&self, id: &str, nonce: &str) -> StoreResult<()>;
 

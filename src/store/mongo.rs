@@ -751,6 +751,42 @@ impl Store for MongoStore {
         })
     }
 
+    async fn lease_of(&self, wa_id: &WaId) -> StoreResult<Option<LeaseView>> {
+        let latest = self
+            .pool
+            .find_one(
+                Lane::Work,
+                "leases",
+                doc! {"wa_id": wa_id.as_str()},
+                Find::sorted(doc! {"generation": -1}),
+            )
+            .await?;
+        Ok(latest.map(|d| {
+            let f = Fields(&d);
+            LeaseView {
+                owner: f.str("owner").unwrap_or_default(),
+                until: f.date("until").unwrap_or_default(),
+                released: d.get_bool("released").unwrap_or(false),
+            }
+        }))
+    }
+
+    async fn inbox_outcomes_since(&self, since: DateTime<Utc>) -> StoreResult<InboxOutcomes> {
+        let count = |status: Document| {
+            let mut filter = doc! {"received_at": {"$gte": date(since)}};
+            filter.extend(status);
+            self.pool.count(Lane::Work, "inbox", filter)
+        };
+        let answered = count(doc! {"status": InboxStatus::Done.as_str()}).await?;
+        let failed = count(doc! {"status": InboxStatus::Failed.as_str()}).await?;
+        let all = count(doc! {}).await?;
+        Ok(InboxOutcomes {
+            answered,
+            failed,
+            open: all.saturating_sub(answered + failed),
+        })
+    }
+
     async fn insert_events(&self, events: &[Event]) -> StoreResult<()> {
         for event in events {
             // Already there: a replayed step; the first copy stands.

@@ -349,6 +349,24 @@ pub struct PurgeBefore {
     pub events: Option<DateTime<Utc>>,
 }
 
+/// A conversation's latest lease, as operators see it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LeaseView {
+    /// The instance (`ZAGUAN_INSTANCE_ID`) or tool holding it.
+    pub owner: String,
+    pub until: DateTime<Utc>,
+    pub released: bool,
+}
+
+/// Inbox messages of a period by outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct InboxOutcomes {
+    pub answered: u64,
+    pub failed: u64,
+    /// Still pending or being answered.
+    pub open: u64,
+}
+
 /// Documents deleted by one purge.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PurgeCounts {

@@ -362,6 +362,9 @@ async fn overview(
         .prompts
         .as_ref()
         .map(|p| serde_json::to_value(p.status()).unwrap_or_default());
+    let last_hour = store
+        .inbox_outcomes_since(Utc::now() - chrono::Duration::hours(1))
+        .await?;
     render(
         "overview.html",
         who.context(
@@ -369,6 +372,7 @@ async fn overview(
             json!({
                 "stuck": stuck, "stuck_after": STUCK_AFTER, "requested": requested,
                 "taken": taken, "prompts": prompts, "metrics": instance_metrics(),
+                "last_hour": last_hour,
             }),
         ),
     )
@@ -565,6 +569,11 @@ async fn conversation_view(state: &AppState, raw: &str) -> Result<Value, Console
     view["role"] = json!(user.as_ref().map_or("prospect", |u| u.role.as_str()));
     view["wa_id"] = json!(raw);
     view["c"] = view["conversation"].clone();
+    view["lease"] = json!(state.store.lease_of(&wa_id).await?.map(|lease| json!({
+        "owner": lease.owner,
+        "until": lease.until.format("%d/%m %H:%M:%S UTC").to_string(),
+        "held": !lease.released && lease.until > Utc::now(),
+    })));
     let short = |at: &Value| {
         at.as_str()
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
