@@ -478,7 +478,7 @@ async fn conversations(
             idle_for: Some(filters.idle_for.clone()),
             handoff: Some(filters.handoff.clone()),
             page: Some(if narrowing { 1 } else { page }),
-            limit: Some(if narrowing { 200 } else { PAGE + 1 }),
+            limit: Some(if narrowing { 200 } else { PAGE }),
         },
     )
     .await?;
@@ -507,15 +507,20 @@ async fn conversations(
         row["idle"] = json!(c["idle_seconds"].as_i64().map(idle).unwrap_or_default());
         rows.push(row);
     }
-    let rows: Vec<Value> = if narrowing {
-        rows.into_iter()
-            .skip((page - 1) * PAGE)
-            .take(PAGE + 1)
-            .collect()
+    // A full page may have more behind it (a last page of exactly PAGE shows an empty next).
+    let (rows, more): (Vec<Value>, bool) = if narrowing {
+        let more = rows.len() > page * PAGE;
+        (
+            rows.into_iter()
+                .skip((page - 1) * PAGE)
+                .take(PAGE)
+                .collect(),
+            more,
+        )
     } else {
-        rows
+        let more = rows.len() == PAGE;
+        (rows, more)
     };
-    let more = rows.len() > PAGE;
     let query = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs([
             ("state", &filters.state),
@@ -536,7 +541,7 @@ async fn conversations(
         who.context(
             "conversations",
             json!({
-                "conversations": rows.into_iter().take(PAGE).collect::<Vec<_>>(),
+                "conversations": rows,
                 "filters": {"state": filters.state, "idle_for": filters.idle_for,
                             "handoff": filters.handoff, "role": filters.role,
                             "lang": filters.lang, "q": filters.q},
