@@ -30,7 +30,11 @@ impl Tool for LookupProperty {
         }
     }
 
-    async fn run(&self, args: serde_json::Value, _: &ToolContext) -> Result<String, ToolError> {
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        _: &ToolContext,
+    ) -> Result<zaguan::engine::tools::ToolOutput, ToolError> {
         match args.get("ref").and_then(|r| r.as_str()) {
             Some("P-102") => Ok("P-102: piso en Chamberí, 3 hab., 95 m², 450.000 €".into()),
             Some(other) => Err(ToolError::Failed(format!("no property {other}"))),

@@ -227,14 +227,6 @@ impl Tool for RequestHuman {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let reason = args
             .get("reason")
@@ -290,11 +282,11 @@ mod tests {
         };
         let args = json!({"reason": "Quiere negociar el precio"});
         let plain = RequestHuman::new(store.clone());
-        let said = plain.run(args.clone(), &context).await.unwrap();
+        let said = plain.run(args.clone(), &context).await.unwrap().text;
         assert!(!said.contains("directly"), "{said}");
         let with_contact =
             RequestHuman::new(store.clone()).with_contact(Some("Tel. 910 000 000".into()));
-        let said = with_contact.run(args, &context).await.unwrap();
+        let said = with_contact.run(args, &context).await.unwrap().text;
         assert!(said.ends_with("directly: Tel. 910 000 000"), "{said}");
         let conversation = store.conversation(&context.wa_id).await.unwrap().unwrap();
         assert_eq!(

@@ -64,22 +64,13 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// The tool message's text, what the customer is shown with the reply (photos, a list to
+    /// tap) and what changed for the agency's CRM; a text alone converts with `.into()`.
     async fn run(
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError>;
-
-    /// What `run` says, what the customer is shown with the reply (photos, a list to tap) and
-    /// what changed for the agency's CRM. Tools that show or change something implement it (and
-    /// `run` as its text); the others keep this default.
-    async fn execute(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        self.run(args, context).await.map(ToolOutput::from)
-    }
+    ) -> Result<ToolOutput, ToolError>;
 }
 
 /// A tool call's outcome: the tool message's text, and what the customer is shown with the
@@ -98,6 +89,12 @@ impl From<String> for ToolOutput {
             text,
             ..Self::default()
         }
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(text: &str) -> Self {
+        text.to_owned().into()
     }
 }
 
@@ -169,7 +166,7 @@ impl ToolRegistry {
             return format!("Error: there is no tool named {}.", call.name).into();
         };
         let started = std::time::Instant::now();
-        let outcome = tokio::time::timeout(timeout, tool.execute(call.args.clone(), context)).await;
+        let outcome = tokio::time::timeout(timeout, tool.run(call.args.clone(), context)).await;
         let label = match &outcome {
             Ok(Ok(_)) => "ok",
             Ok(Err(ToolError::InvalidArgs(_))) => "invalid_args",
@@ -210,7 +207,11 @@ mod tests {
             }
         }
 
-        async fn run(&self, args: serde_json::Value, _: &ToolContext) -> Result<String, ToolError> {
+        async fn run(
+            &self,
+            args: serde_json::Value,
+            _: &ToolContext,
+        ) -> Result<ToolOutput, ToolError> {
             if args.get("bad").is_some() {
                 return Err(ToolError::InvalidArgs("`bad` is not allowed".into()));
             }

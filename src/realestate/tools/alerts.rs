@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, unavailable};
-use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{Alert, AlertCriteria, Operation, PropertyType, RealEstateStore};
 use crate::store::Role;
@@ -145,7 +145,7 @@ impl Tool for CreateSearchAlert {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let criteria = self.check(&args, context).await?;
         let alert = Alert {
             id: format!("S-{}", context.now.timestamp_millis() % 100_000_000),
@@ -162,7 +162,8 @@ impl Tool for CreateSearchAlert {
              barato que encaje, una vez por inmueble. Puede cancelarla cuando quiera.",
             alert.id,
             alert.criteria.describe()
-        ))
+        )
+        .into())
     }
 }
 
@@ -195,7 +196,7 @@ impl Tool for ListMyAlerts {
         &self,
         _args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let active: Vec<Alert> = self
             .store
             .alerts_of(&context.wa_id)
@@ -211,7 +212,7 @@ impl Tool for ListMyAlerts {
         for alert in &active {
             out.push_str(&format!("\n{} · {}", alert.id, alert.criteria.describe()));
         }
-        Ok(out)
+        Ok(out.into())
     }
 }
 
@@ -287,7 +288,7 @@ impl Tool for CancelSearchAlert {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let mut alert = self.own(&args, context).await?;
         alert.cancelled_at = Some(context.now);
         self.store.save_alert(&alert).await.map_err(unavailable)?;
@@ -295,6 +296,7 @@ impl Tool for CancelSearchAlert {
         Ok(format!(
             "Búsqueda {} cancelada: el cliente ya no recibirá esos avisos.",
             alert.id
-        ))
+        )
+        .into())
     }
 }

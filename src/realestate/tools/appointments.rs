@@ -64,7 +64,7 @@ impl Tool for ListAvailableSlots {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let args: SlotsArgs = text::args(args)?;
         let property = visitable(self.store.as_ref(), &args.property_id).await?;
         let days = args.days.unwrap_or(7);
@@ -91,7 +91,7 @@ impl Tool for ListAvailableSlots {
             return Ok(format!(
                 "No quedan huecos libres para {} en esas fechas. Prueba otros días (hasta {MAX_DAYS} vista).",
                 property.id
-            ));
+            ).into());
         }
         let mut out = format!(
             "Huecos libres para visitar {} ({}):",
@@ -109,7 +109,7 @@ impl Tool for ListAvailableSlots {
         if free.len() > MAX_SLOTS {
             out.push_str(&format!("\n(y {} más)", free.len() - MAX_SLOTS));
         }
-        Ok(out)
+        Ok(out.into())
     }
 }
 
@@ -277,14 +277,6 @@ impl Tool for BookAppointment {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: BookArgs = text::args(args)?;
         let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context).await?;
@@ -408,14 +400,6 @@ impl Tool for RescheduleAppointment {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: RescheduleArgs = text::args(args)?;
         let (mut appointment, slot, property) = self.check(&args, context).await?;
@@ -516,14 +500,6 @@ impl Tool for CancelAppointment {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: CancelArgs = text::args(args)?;
         let mut appointment =
@@ -578,7 +554,7 @@ impl Tool for ListMyAppointments {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let appointments = match text::lookup(args, context)? {
             Lookup::Customer(wa_id) => self.store.appointments_of(&wa_id).await,
             Lookup::Property(id) => self.store.appointments_for(&id).await,
@@ -603,6 +579,6 @@ impl Tool for ListMyAppointments {
                 when(a.starts_at, context)
             ));
         }
-        Ok(out)
+        Ok(out.into())
     }
 }

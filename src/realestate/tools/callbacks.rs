@@ -66,14 +66,6 @@ impl Tool for RequestCallback {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: CallbackArgs = text::args(args)?;
         let reason: String = args.reason.trim().chars().take(MAX_REASON).collect();

@@ -155,14 +155,6 @@ impl Tool for RequestListingChange {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: ChangeArgs = text::args(args)?;
         let (property, change) = self.check(&args, context).await?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::mortgage::{
     MAX_RATE_PERCENT, MAX_YEARS, MIN_YEARS, MortgageInput, MortgageSimulation,
@@ -120,7 +120,7 @@ impl Tool for SimulateMortgage {
         }
     }
 
-    async fn run(&self, args: Value, _context: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, args: Value, _context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args = parse_args(&args)?;
         let listing = match &args.property_id {
             Some(id) => Some(self.listing(id).await?),
@@ -151,7 +151,8 @@ impl Tool for SimulateMortgage {
             args.annual_rate_percent.is_none(),
             &simulation,
             currency,
-        ))
+        )
+        .into())
     }
 }
 
@@ -401,7 +402,11 @@ mod tests {
     }
 
     async fn run(args: Value) -> Result<String, ToolError> {
-        tool().await.run(args, &context()).await
+        tool()
+            .await
+            .run(args, &context())
+            .await
+            .map(|output| output.text)
     }
 
     async fn invalid(args: Value) -> String {

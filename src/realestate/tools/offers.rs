@@ -115,14 +115,6 @@ impl Tool for SubmitOffer {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: OfferArgs = text::args(args)?;
         let property = self.check(&args).await?;
@@ -204,7 +196,7 @@ impl Tool for ListMyOffers {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let offers = match text::lookup(args, context)? {
             Lookup::Customer(wa_id) => self.store.offers_of(&wa_id).await,
             Lookup::Property(id) => self.store.offers_for(&id).await,
@@ -223,6 +215,6 @@ impl Tool for ListMyOffers {
                 status_es(offer.status)
             ));
         }
-        Ok(out)
+        Ok(out.into())
     }
 }

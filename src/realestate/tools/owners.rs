@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, money, unavailable};
-use crate::engine::tools::{Tool, ToolContext, ToolError};
+use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{OfferStatus, PropertyFilter, RealEstateStore};
 use crate::store::Role;
@@ -55,7 +55,7 @@ impl Tool for OwnerListingStats {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let args: StatsArgs = text::args(args)?;
         let owner = match (context.role, args.owner_id) {
             (Role::Agent, Some(id)) => self.store.owner(id.trim()).await.map_err(unavailable)?,
@@ -84,7 +84,8 @@ impl Tool for OwnerListingStats {
             return Ok(format!(
                 "{} no tiene propiedades publicadas con nosotros.",
                 owner.name
-            ));
+            )
+            .into());
         }
         let mut out = format!("Propiedades de {} ({}):", owner.name, owner.id);
         for p in &listings {
@@ -110,6 +111,6 @@ impl Tool for OwnerListingStats {
                 out.push_str(&format!(" · mejor oferta {}", money(best, &p.currency)));
             }
         }
-        Ok(out)
+        Ok(out.into())
     }
 }

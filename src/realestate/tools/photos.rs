@@ -62,14 +62,6 @@ impl Tool for SendPropertyPhotos {
     async fn run(
         &self,
         args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
-        &self,
-        args: serde_json::Value,
         _context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: PhotosArgs = text::args(args)?;

@@ -91,14 +91,6 @@ impl Tool for SearchProperties {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: SearchArgs = text::args(args)?;
         if let (Some(min), Some(max)) = (args.min_price, args.max_price)
@@ -290,7 +282,7 @@ impl Tool for GetPropertyDetails {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let args: DetailsArgs = text::args(args)?;
         let p = text::listing(self.store.as_ref(), &args.property_id).await?;
         let status = match p.status {
@@ -329,6 +321,6 @@ impl Tool for GetPropertyDetails {
                 p.photos.len()
             ));
         }
-        Ok(out)
+        Ok(out.into())
     }
 }

@@ -49,7 +49,7 @@ impl Tool for ListMyVisits {
         &self,
         args: serde_json::Value,
         context: &ToolContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let visits = match text::lookup(args, context)? {
             Lookup::Customer(wa_id) => self.store.visits_of(&wa_id).await,
             Lookup::Property(id) => self.store.visits_to(&id).await,
@@ -81,7 +81,7 @@ impl Tool for ListMyVisits {
                 }
             }
         }
-        Ok(out)
+        Ok(out.into())
     }
 }
 
@@ -194,14 +194,6 @@ impl Tool for RecordVisitFeedback {
     }
 
     async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<String, ToolError> {
-        self.execute(args, context).await.map(|output| output.text)
-    }
-
-    async fn execute(
         &self,
         args: serde_json::Value,
         context: &ToolContext,
