@@ -544,8 +544,7 @@ impl Engine {
                             name: state.user.name.clone(),
                             assistant,
                         };
-                        self.record_events(&[Event::new(wa_id, lead, Utc::now())])
-                            .await?;
+                        self.record_events(wa_id, [lead], Utc::now()).await?;
                     }
                     break TurnOutcome {
                         reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
@@ -741,7 +740,7 @@ impl Engine {
             let event = BusinessEvent::HandoffRequested {
                 reason: request.reason.clone(),
             };
-            self.record_events(&[Event::new(&state.wa_id, event, request.at)])
+            self.record_events(&state.wa_id, [event], request.at)
                 .await?;
             state.handoff_requested = Some(request);
         }
@@ -953,11 +952,7 @@ impl Engine {
             attachments,
             events,
         } = output;
-        let events: Vec<Event> = events
-            .into_iter()
-            .map(|event| Event::new(&state.wa_id, event, Utc::now()))
-            .collect();
-        self.record_events(&events).await?;
+        self.record_events(&state.wa_id, events, Utc::now()).await?;
         let message = NewMessage {
             wa_id: state.wa_id.clone(),
             role: MessageRole::Tool,
@@ -972,12 +967,22 @@ impl Engine {
         self.append(state, message).await
     }
 
-    /// Business events for the agency's CRM, written in the step that made the change.
-    pub async fn record_events(&self, events: &[Event]) -> Result<(), EngineError> {
+    /// Business events of `wa_id`'s conversation for the agency's CRM, written in the step
+    /// that made the change.
+    async fn record_events(
+        &self,
+        wa_id: &WaId,
+        events: impl IntoIterator<Item = BusinessEvent>,
+        at: chrono::DateTime<Utc>,
+    ) -> Result<(), EngineError> {
+        let events: Vec<Event> = events
+            .into_iter()
+            .map(|event| Event::new(wa_id, event, at))
+            .collect();
         if events.is_empty() {
             return Ok(());
         }
-        self.store.insert_events(events).await?;
+        self.store.insert_events(&events).await?;
         for event in events {
             metrics::counter!("zaguan_events_total", "type" => event.event.kind(), "outcome" => "recorded")
                 .increment(1);
@@ -1139,11 +1144,7 @@ impl Engine {
         }
         let text = unanswered_user_text(state)?;
         let target = set.agents.fast_route(text, agent, state.user.role)?;
-        let call = ToolCall {
-            id: crate::llm::new_call_id(),
-            name: AgentRegistry::delegation_tool_name(&target.name),
-            args: serde_json::json!({ "query": text }),
-        };
+        let call = delegation_call(&target.name, text);
         Some((
             target,
             ai_message(&state.wa_id, "", &agent.name, vec![call]),
@@ -1173,20 +1174,11 @@ impl Engine {
         let call = match agent.kind {
             AgentKind::Primary if state.dialog_state.is_empty() => {
                 state.asked_for = None;
-                ToolCall {
-                    id: crate::llm::new_call_id(),
-                    name: AgentRegistry::delegation_tool_name(&target.name),
-                    args: serde_json::json!({ "query": unanswered_user_text(state)? }),
-                }
+                delegation_call(&target.name, unanswered_user_text(state)?)
             }
-            AgentKind::Subgraph => ToolCall {
-                id: crate::llm::new_call_id(),
-                name: COMPLETE_OR_ESCALATE.to_owned(),
-                args: serde_json::json!({
-                    "cancel": true,
-                    "reason": format!("the user tapped an option for {}", target.name),
-                }),
-            },
+            AgentKind::Subgraph => {
+                leave_call(format!("the user tapped an option for {}", target.name))
+            }
             _ => {
                 state.asked_for = None;
                 return None;
@@ -1214,14 +1206,7 @@ impl Engine {
         let target = set
             .agents
             .fast_route(&last.message.content, agent, state.user.role)?;
-        let call = ToolCall {
-            id: crate::llm::new_call_id(),
-            name: COMPLETE_OR_ESCALATE.to_owned(),
-            args: serde_json::json!({
-                "cancel": true,
-                "reason": format!("the user's request is for {}", target.name),
-            }),
-        };
+        let call = leave_call(format!("the user's request is for {}", target.name));
         Some((
             target,
             ai_message(&state.wa_id, "", &agent.name, vec![call]),
@@ -1388,12 +1373,10 @@ impl Engine {
                 futures::future::join_all(runs).await
             }
         };
-        let events: Vec<Event> = results
+        let events = results
             .iter()
-            .flat_map(|output| output.events.iter().cloned())
-            .map(|event| Event::new(&state.wa_id, event, Utc::now()))
-            .collect();
-        self.record_events(&events).await?;
+            .flat_map(|output| output.events.iter().cloned());
+        self.record_events(&state.wa_id, events, Utc::now()).await?;
         for (call, output) in calls.iter().zip(results) {
             let message = NewMessage {
                 wa_id: state.wa_id.clone(),
@@ -1726,6 +1709,24 @@ fn unanswered_user_text(state: &State) -> Option<&str> {
         }
     }
     None
+}
+
+/// The `To<X>Assistant` call the primary makes to hand `query` to `target`.
+fn delegation_call(target: &str, query: &str) -> ToolCall {
+    ToolCall {
+        id: crate::llm::new_call_id(),
+        name: AgentRegistry::delegation_tool_name(target),
+        args: serde_json::json!({ "query": query }),
+    }
+}
+
+/// The `CompleteOrEscalate` a subgraph calls to hand the conversation back for `reason`.
+fn leave_call(reason: String) -> ToolCall {
+    ToolCall {
+        id: crate::llm::new_call_id(),
+        name: COMPLETE_OR_ESCALATE.to_owned(),
+        args: serde_json::json!({ "cancel": true, "reason": reason }),
+    }
 }
 
 fn ai_message(wa_id: &WaId, content: &str, agent: &str, tool_calls: Vec<ToolCall>) -> NewMessage {

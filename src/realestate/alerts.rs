@@ -11,9 +11,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::store::city_key;
 use super::tools::text::{listing_line, price};
-use super::{Alert, AlertCriteria, ListingStatus, Property, RealEstateStore};
+use super::{Alert, AlertCriteria, ListingStatus, Property, PropertyFilter, RealEstateStore};
 use crate::agents::keywords::tokens;
 use crate::engine::{Engine, EngineError};
 use crate::store::Template;
@@ -28,16 +27,17 @@ pub const ALERT_LOOKBACK: chrono::Duration = chrono::Duration::days(3);
 impl AlertCriteria {
     /// Whether `property`, available, is what the search asks for.
     pub fn matches(&self, property: &Property) -> bool {
-        property.status == ListingStatus::Available
-            && self
-                .city
-                .as_ref()
-                .is_none_or(|city| city_key(city) == city_key(&property.city))
+        let listed = PropertyFilter {
+            city: self.city.clone(),
+            operation: self.operation,
+            available_only: true,
+            owner_id: None,
+        };
+        listed.admits(property)
             && self
                 .neighbourhood
                 .as_ref()
                 .is_none_or(|n| tokens(n) == tokens(&property.neighbourhood))
-            && self.operation.is_none_or(|op| op == property.operation)
             && self.kind.is_none_or(|kind| kind == property.kind)
             && self.max_price.is_none_or(|max| property.price <= max)
             && self.min_bedrooms.is_none_or(|min| property.bedrooms >= min)

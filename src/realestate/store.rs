@@ -47,7 +47,7 @@ impl PropertyFilter {
 }
 
 /// A city as compared: trimmed, lowercase, without accents ("Málaga" = "malaga").
-pub(crate) fn city_key(city: &str) -> String {
+fn city_key(city: &str) -> String {
     city.trim()
         .chars()
         .flat_map(char::to_lowercase)
