@@ -15,6 +15,16 @@ use zaguan::store::{InboxEntry, InboxStatus, MessageRole, NewMessage, Store};
 const TOKEN: &str = common::ADMIN_TOKEN;
 use common::bearer;
 
+/// The real binary against the test's MongoDB database, logging errors only.
+fn cli_on(database: &str) -> std::process::Command {
+    let mut command = common::zaguan();
+    command
+        .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
+        .env("MONGODB_DATABASE", database)
+        .env("RUST_LOG", "error");
+    command
+}
+
 fn app(store: Arc<dyn Store>, token: Option<&str>) -> TestApp {
     TestApp::with_store(store).with_admin(token)
 }
@@ -291,12 +301,7 @@ async fn the_cli_finds_shows_and_resets_a_stuck_conversation() {
         .unwrap();
     let database = store.database().name().to_owned();
     let zaguan = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
-            .env("MONGODB_DATABASE", &database)
-            .env("RUST_LOG", "error")
+        let output = cli_on(&database)
             .arg("conversations")
             .args(args)
             .output()
@@ -504,12 +509,7 @@ async fn the_cli_forgets_a_user_on_mongodb() {
     );
     let database = store.database().name().to_owned();
     let zaguan = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
-            .env("MONGODB_DATABASE", &database)
-            .env("RUST_LOG", "error")
+        cli_on(&database)
             .args(["users", "forget"])
             .args(args)
             .output()
@@ -627,12 +627,7 @@ async fn the_cli_sets_a_role_on_mongodb() {
     };
     let database = db.store.database().name().to_owned();
     let zaguan = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
-            .env("MONGODB_DATABASE", &database)
-            .env("RUST_LOG", "error")
+        cli_on(&database)
             .args(["users", "set-role"])
             .args(args)
             .output()
@@ -803,12 +798,7 @@ async fn the_cli_adds_and_updates_listings_on_mongodb() {
     let zaguan = |args: &[&str], content: &str| {
         let file = dir.path().join("listings.json");
         std::fs::write(&file, content).unwrap();
-        std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
-            .env("MONGODB_DATABASE", &database)
-            .env("RUST_LOG", "error")
+        cli_on(&database)
             .arg("listings")
             .args(args)
             .arg(&file)
@@ -885,17 +875,7 @@ async fn the_cli_lists_and_retries_failed_events_and_exports_on_mongodb() {
         .await
         .unwrap();
     let database = store.database().name().to_owned();
-    let zaguan = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_zaguan"))
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
-            .env("MONGODB_DATABASE", &database)
-            .env("RUST_LOG", "error")
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let zaguan = |args: &[&str]| cli_on(&database).args(args).output().unwrap();
     let listed = zaguan(&["events", "list", "--failed"]);
     assert!(listed.status.success(), "{listed:?}");
     let stdout = String::from_utf8_lossy(&listed.stdout);

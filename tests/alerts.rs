@@ -6,15 +6,13 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{Map, Value, json};
-use zaguan::agents::{self, AgentRegistry};
 use zaguan::domain::WaId;
-use zaguan::engine::{Engine, EngineSettings};
+use zaguan::engine::Engine;
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::alerts::{ALERT_AGENT, AlertSettings, Alerts};
 use zaguan::realestate::listings::{self, ListingsError};
@@ -35,17 +33,7 @@ fn engine(
     realestate: &Arc<dyn RealEstateStore>,
     llm: &Arc<ScriptedLlm>,
 ) -> Arc<Engine> {
-    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    Arc::new(Engine::new(
-        store.clone(),
-        llm.clone(),
-        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
-        Arc::new(zaguan::realestate::tools::registry(realestate.clone())),
-        EngineSettings {
-            fast_route: false,
-            ..EngineSettings::default()
-        },
-    ))
+    Arc::new(common::realestate_engine(store, realestate, llm))
 }
 
 /// A listing as staff would write it in a file: a copy of `like` under a new id.

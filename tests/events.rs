@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,14 +15,12 @@ use axum::routing::post;
 use chrono::Utc;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use zaguan::agents::{self, AgentRegistry};
 use zaguan::domain::WaId;
-use zaguan::engine::handoff::{self, RequestHuman};
-use zaguan::engine::{Engine, EngineSettings};
+use zaguan::engine::Engine;
+use zaguan::engine::handoff;
 use zaguan::events::export::{self, ExportFormat, ExportKind};
 use zaguan::events::{EventDelivery, EventSettings};
 use zaguan::llm::ScriptedLlm;
-use zaguan::realestate::tools::{self, RequestCallback, RequestListingChange};
 use zaguan::realestate::{
     ListingStatus, MemoryRealEstate, MongoRealEstate, Property, RealEstateStore, Visit,
 };
@@ -36,21 +33,7 @@ fn engine(
     realestate: &Arc<dyn RealEstateStore>,
     llm: &Arc<ScriptedLlm>,
 ) -> Engine {
-    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let tools = tools::registry(realestate.clone())
-        .with(RequestHuman::new(store.clone()))
-        .with(RequestCallback::new(realestate.clone(), store.clone()))
-        .with(RequestListingChange::new(realestate.clone(), store.clone()));
-    Engine::new(
-        store.clone(),
-        llm.clone(),
-        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
-        Arc::new(tools),
-        EngineSettings {
-            fast_route: false,
-            ..EngineSettings::default()
-        },
-    )
+    common::realestate_engine(store, realestate, llm)
 }
 
 /// The types of the events of `wa_id`, oldest first.

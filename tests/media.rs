@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,9 +13,8 @@ use chrono::Utc;
 use common::graph::FakeGraph;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use zaguan::agents::{self, AgentRegistry};
 use zaguan::domain::{WaId, WaMessageId};
-use zaguan::engine::{Engine, EngineSettings};
+use zaguan::engine::Engine;
 use zaguan::llm::ScriptedLlm;
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
 use zaguan::realestate::{
@@ -29,17 +27,7 @@ fn engine(
     realestate: &Arc<dyn RealEstateStore>,
     llm: &Arc<ScriptedLlm>,
 ) -> Engine {
-    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    Engine::new(
-        store.clone(),
-        llm.clone(),
-        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
-        Arc::new(zaguan::realestate::tools::registry(realestate.clone())),
-        EngineSettings {
-            fast_route: false,
-            ..EngineSettings::default()
-        },
-    )
+    common::realestate_engine(store, realestate, llm)
 }
 
 async fn outbound(store: &Arc<dyn Store>) -> (Outbound, Arc<FakeGraph>) {

@@ -382,3 +382,31 @@ pub async fn seeded_demo(
         .unwrap();
     set
 }
+
+/// An engine over `store` and `realestate` with every domain tool, the ones that flag a person
+/// (`request_human`, `request_callback`, `request_listing_change`) and the shipped prompts;
+/// no fast path, so the scripted model decides every step.
+pub fn realestate_engine(
+    store: &std::sync::Arc<dyn zaguan::store::Store>,
+    realestate: &std::sync::Arc<dyn zaguan::realestate::RealEstateStore>,
+    llm: &std::sync::Arc<zaguan::llm::ScriptedLlm>,
+) -> zaguan::engine::Engine {
+    use zaguan::realestate::tools::{RequestCallback, RequestListingChange};
+    let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let registry =
+        zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap();
+    let tools = zaguan::realestate::tools::registry(realestate.clone())
+        .with(zaguan::engine::handoff::RequestHuman::new(store.clone()))
+        .with(RequestCallback::new(realestate.clone(), store.clone()))
+        .with(RequestListingChange::new(realestate.clone(), store.clone()));
+    zaguan::engine::Engine::new(
+        store.clone(),
+        llm.clone(),
+        Arc::new(registry),
+        Arc::new(tools),
+        zaguan::engine::EngineSettings {
+            fast_route: false,
+            ..zaguan::engine::EngineSettings::default()
+        },
+    )
+}
