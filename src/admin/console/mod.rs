@@ -629,12 +629,17 @@ async fn transcript(
     render("transcript.html", view)
 }
 
-/// After an action: back to the conversation, saying what was done.
-fn done(raw: &str, what: &str) -> Response {
+/// `path` with a notice of what was done (shown by the page).
+fn with_notice(path: &str, what: &str) -> Response {
     let query = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("done", what)
         .finish();
-    redirect(&format!("/console/conversations/{raw}?{query}"))
+    redirect(&format!("{path}?{query}"))
+}
+
+/// After an action: back to the conversation, saying what was done.
+fn done(raw: &str, what: &str) -> Response {
+    with_notice(&format!("/console/conversations/{raw}"), what)
 }
 
 async fn reset(
@@ -776,10 +781,7 @@ async fn reload(
         Err(_) => "Refused: the running set stays (problems below).",
     };
     tracing::info!(operator = %who.session.operator, "prompts reloaded from the console");
-    let query = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("done", said)
-        .finish();
-    Ok(redirect(&format!("/console/prompts?{query}")))
+    Ok(with_notice("/console/prompts", said))
 }
 
 #[cfg(test)]
