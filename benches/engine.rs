@@ -15,10 +15,12 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use zaguan::agents::fast_route::FastRouter;
 use zaguan::agents::{self, AgentKind, AgentRegistry};
+use zaguan::domain::Role;
+use zaguan::domain::ToolCall;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, history, route_to_workflow};
-use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
-use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, Role, Store};
+use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse};
+use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, Store};
 
 /// Answers at once: the primary answers (or delegates, when asked to), the subgraph answers.
 struct InstantLlm {

@@ -14,11 +14,14 @@ use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use zaguan::agents::{self, AgentRegistry};
+use zaguan::domain::Role;
+use zaguan::domain::ToolCall;
+use zaguan::engine::UsageRecorder;
 use zaguan::llm::{
     CallPolicy, ChatMessage, FallbackChain, Llm, LlmError, LlmRequest, LlmResponse, OpenAiClient,
-    ToolCall, UsageRecorder, anthropic, openai,
+    anthropic, openai,
 };
-use zaguan::store::{MemoryStore, Role};
+use zaguan::store::MemoryStore;
 
 /// The request the primary agent sends after 20 messages of conversation.
 fn request() -> LlmRequest {

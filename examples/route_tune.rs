@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use zaguan::agents::fast_route::{FastRouter, Params};
 use zaguan::agents::route_eval::{self, FLOOR, Labelled};
 use zaguan::agents::{AgentKind, AgentRegistry, known_tools};
-use zaguan::store::Role;
+use zaguan::domain::Role;
 
 const FOLDS: usize = 5;
 

@@ -17,12 +17,14 @@ use secrecy::SecretString;
 use common::graph::FakeGraph;
 use common::{TestApp, text_notification};
 use zaguan::agents::{self, AgentRegistry};
+use zaguan::domain::MessageRole;
+use zaguan::domain::{CallOutcome, LlmCall};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY, SLOW_DOWN};
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
-use zaguan::llm::{CallOutcome, Llm, LlmCall, LlmError, LlmRequest, LlmResponse};
+use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
-use zaguan::store::{InboxStatus, MemoryStore, MessageRole, Store};
+use zaguan::store::{InboxStatus, MemoryStore, Store};
 
 const CUSTOMER: &str = "34611222333";
 

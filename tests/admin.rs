@@ -9,8 +9,9 @@ use axum::http::StatusCode;
 use chrono::{Duration, Utc};
 use common::TestApp;
 use serde_json::{Value, json};
+use zaguan::domain::MessageRole;
 use zaguan::domain::{WaId, WaMessageId};
-use zaguan::store::{InboxEntry, InboxStatus, MessageRole, NewMessage, Store};
+use zaguan::store::{InboxEntry, InboxStatus, NewMessage, Store};
 
 const TOKEN: &str = common::ADMIN_TOKEN;
 use common::bearer;
@@ -474,7 +475,7 @@ async fn the_cli_forgets_a_user_on_mongodb() {
     store
         .append_message(zaguan::store::NewMessage {
             wa_id: wa_id.clone(),
-            role: zaguan::store::MessageRole::Human,
+            role: zaguan::domain::MessageRole::Human,
             content: "Soy Ana, mi DNI es 12345678Z".into(),
             agent: None,
             tool_calls: Vec::new(),
@@ -565,12 +566,12 @@ async fn an_operator_sets_a_role_through_the_api(store: Arc<dyn Store>) {
     assert_eq!(body["source"], "operator");
     assert_eq!(body["set_by"], "Ana");
     let user = store.user(&wa_id).await.unwrap().unwrap();
-    assert_eq!(user.role, zaguan::store::Role::Owner);
+    assert_eq!(user.role, zaguan::domain::Role::Owner);
     assert_eq!(user.role_set_by.as_deref(), Some("Ana"));
     assert!(user.role_set_at.is_some());
     assert!(!user.role_follows_data());
     let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
-    assert_eq!(conversation.role, Some(zaguan::store::Role::Owner));
+    assert_eq!(conversation.role, Some(zaguan::domain::Role::Owner));
 
     for bad in [r#"{"role": "admin"}"#, r#"{}"#, "not json"] {
         let (status, body) = app.admin("POST", uri, Some(&auth), Some(bad)).await;
@@ -583,7 +584,7 @@ async fn an_operator_sets_a_role_through_the_api(store: Arc<dyn Store>) {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(
         store.user(&wa_id).await.unwrap().unwrap().role,
-        zaguan::store::Role::Owner,
+        zaguan::domain::Role::Owner,
         "unchanged by bad requests"
     );
 
@@ -642,10 +643,10 @@ async fn the_cli_sets_a_role_on_mongodb() {
     );
     let wa_id = WaId::parse("34600000302").unwrap();
     let user = db.store.user(&wa_id).await.unwrap().unwrap();
-    assert_eq!(user.role, zaguan::store::Role::Agent);
+    assert_eq!(user.role, zaguan::domain::Role::Agent);
     assert_eq!(user.role_set_by.as_deref(), Some("Luis"));
     let conversation = db.store.conversation(&wa_id).await.unwrap().unwrap();
-    assert_eq!(conversation.role, Some(zaguan::store::Role::Agent));
+    assert_eq!(conversation.role, Some(zaguan::domain::Role::Agent));
     assert!(
         !zaguan(&["34600000302", "boss", "--operator", "Luis"])
             .status

@@ -12,12 +12,13 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
 use zaguan::domain::WaId;
+use zaguan::domain::{MessageRole, Role};
 use zaguan::engine::Engine;
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::alerts::{ALERT_AGENT, AlertSettings, Alerts};
 use zaguan::realestate::listings::{self, ListingsError};
 use zaguan::realestate::{MemoryRealEstate, MongoRealEstate, Property, RealEstateStore};
-use zaguan::store::{ContactSeen, MemoryStore, MessageRole, Role, Store};
+use zaguan::store::{ContactSeen, MemoryStore, Store};
 
 fn settings() -> AlertSettings {
     AlertSettings {

@@ -12,13 +12,14 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::{Value, json};
 use zaguan::agents::{self, AgentRegistry};
+use zaguan::domain::{MessageRole, Role};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::roles::RoleDirectory;
 use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::context::RealEstateContext;
 use zaguan::realestate::{AppointmentStatus, MemoryRealEstate, RealEstateStore, demo, tools};
-use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, MessageRole, Role, Store};
+use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, Store};
 
 /// One customer talking to an engine over shared stores.
 struct Customer {
@@ -917,7 +918,7 @@ async fn wrong_arguments_get_messages_the_model_can_act_on() {
         timezone: chrono_tz::Europe::Madrid,
     };
     let run = |name: &str, args: Value| {
-        let call = zaguan::llm::ToolCall {
+        let call = zaguan::domain::ToolCall {
             id: "call_1".into(),
             name: name.into(),
             args,

@@ -19,11 +19,13 @@ use secrecy::SecretString;
 use serde_json::json;
 use zaguan::agents::{self, AgentRegistry};
 use zaguan::app::{AppState, router};
+use zaguan::domain::MessageRole;
+use zaguan::domain::ToolCall;
 use zaguan::domain::WaId;
 use zaguan::engine::{Engine, EngineSettings, PromptReloader};
-use zaguan::llm::{ScriptedLlm, ToolCall};
+use zaguan::llm::ScriptedLlm;
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
-use zaguan::store::{ContactSeen, MemoryStore, MessageRole, NewMessage, Store};
+use zaguan::store::{ContactSeen, MemoryStore, NewMessage, Store};
 
 const TOKEN: &str = "console-test-token";
 

@@ -12,10 +12,12 @@ use chrono::Utc;
 use common::inbox_entry;
 use serde_json::json;
 use zaguan::agents::{AgentKind, AgentRegistry};
+use zaguan::domain::LlmCall;
+use zaguan::domain::{MessageRole, Role};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::{Engine, EngineSettings, Tool, ToolContext, ToolError, ToolRegistry};
-use zaguan::llm::{LlmCall, ScriptedLlm, ToolSpec};
-use zaguan::store::{InboxEntry, InboxStatus, MessageRole, Role, Store, StoredMessage};
+use zaguan::llm::{ScriptedLlm, ToolSpec};
+use zaguan::store::{InboxEntry, InboxStatus, Store, StoredMessage};
 
 /// A domain tool for the tests: looks a property up.
 struct LookupProperty;
@@ -967,11 +969,13 @@ both_stores!(
 // ---- crash after each node, then resume ---------------------------------------------------
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use zaguan::domain::OutboxId;
 use zaguan::domain::StatusUpdate;
-use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
+use zaguan::domain::ToolCall;
+use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::store::{
-    ContactSeen, Conversation, InboxInsert, NewMessage, NewOutbox, OutboxEntry, OutboxId,
-    OutboxUpdate, RejectedEntry, RoleAssignment, StatusOutcome, StoreError, StoreResult, User,
+    ContactSeen, Conversation, InboxInsert, NewMessage, NewOutbox, OutboxEntry, OutboxUpdate,
+    RejectedEntry, RoleAssignment, StatusOutcome, StoreError, StoreResult, User,
 };
 
 /// A real store whose `crash_at`-th engine write fails, as if the process died right before it.
@@ -1200,7 +1204,11 @@ impl Store for CrashingStore {
         self.write()?;
         self.inner.purge(b).await
     }
-    async fn set_handoff(&self, w: &WaId, h: Option<&zaguan::store::Handoff>) -> StoreResult<bool> {
+    async fn set_handoff(
+        &self,
+        w: &WaId,
+        h: Option<&zaguan::domain::Handoff>,
+    ) -> StoreResult<bool> {
         self.write()?;
         self.inner.set_handoff(w, h).await
     }
@@ -1218,7 +1226,7 @@ impl Store for CrashingStore {
     async fn set_pending_action(
         &self,
         w: &WaId,
-        a: Option<&zaguan::store::PendingAction>,
+        a: Option<&zaguan::domain::PendingAction>,
     ) -> StoreResult<()> {
         self.write()?;
         self.inner.set_pending_action(w, a).await
@@ -1226,7 +1234,7 @@ impl Store for CrashingStore {
     async fn set_conversation_location(
         &self,
         w: &WaId,
-        l: zaguan::realestate::GeoPoint,
+        l: zaguan::domain::GeoPoint,
     ) -> StoreResult<()> {
         self.inner.set_conversation_location(w, l).await
     }

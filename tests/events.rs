@@ -15,6 +15,7 @@ use axum::routing::post;
 use chrono::Utc;
 use secrecy::SecretString;
 use serde_json::{Value, json};
+use zaguan::domain::Role;
 use zaguan::domain::WaId;
 use zaguan::engine::Engine;
 use zaguan::engine::handoff;
@@ -24,7 +25,7 @@ use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::{
     ListingStatus, MemoryRealEstate, MongoRealEstate, Property, RealEstateStore, Visit,
 };
-use zaguan::store::{BusinessEvent, Event, EventQuery, EventStatus, MemoryStore, Role, Store};
+use zaguan::store::{BusinessEvent, Event, EventQuery, EventStatus, MemoryStore, Store};
 
 const SECRET: &str = "events-secret";
 

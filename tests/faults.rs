@@ -32,8 +32,9 @@ use serde_json::{Value, json};
 
 use common::proxy::{Mode, MongoProxy};
 use common::{free_port, zaguan};
+use zaguan::domain::MessageRole;
 use zaguan::domain::{WaId, WaMessageId};
-use zaguan::store::{MessageRole, OutboxStatus, Store};
+use zaguan::store::{OutboxStatus, Store};
 
 /// Messages each simulated user sends.
 const MESSAGES: usize = 5;

@@ -16,13 +16,15 @@ use common::{TestApp, bearer, text_notification};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use zaguan::agents::{self, AgentRegistry};
+use zaguan::domain::MessageRole;
+use zaguan::domain::ToolCall;
 use zaguan::domain::WaId;
 use zaguan::engine::handoff::RequestHuman;
 use zaguan::engine::monitor::Monitor;
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
-use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
+use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
-use zaguan::store::{MessageRole, Store};
+use zaguan::store::Store;
 
 const CUSTOMER: &str = "34611000777";
 

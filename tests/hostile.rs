@@ -286,7 +286,8 @@ impl zaguan::llm::Llm for ObedientLlm {
         &self,
         request: &zaguan::llm::LlmRequest,
     ) -> Result<zaguan::llm::LlmResponse, zaguan::llm::LlmError> {
-        use zaguan::llm::{ChatMessage, LlmResponse, ToolCall};
+        use zaguan::domain::ToolCall;
+        use zaguan::llm::{ChatMessage, LlmResponse};
         self.systems.lock().unwrap().push(request.system.clone());
         let after_tools = matches!(request.messages.last(), Some(ChatMessage::Tool { .. }));
         if !after_tools {
@@ -330,10 +331,11 @@ impl zaguan::llm::Llm for ObedientLlm {
 #[tokio::test]
 async fn a_prompt_injection_obeyed_by_the_model_changes_nothing_and_leaks_nothing() {
     use zaguan::agents::{AgentRegistry, known_tools};
+    use zaguan::domain::MessageRole;
     use zaguan::domain::WaId;
     use zaguan::engine::{Engine, EngineSettings};
     use zaguan::realestate::{MemoryRealEstate, RealEstateStore, demo};
-    use zaguan::store::{InboxStatus, MemoryStore, MessageRole};
+    use zaguan::store::{InboxStatus, MemoryStore};
 
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let realestate: Arc<dyn RealEstateStore> = Arc::new(MemoryRealEstate::new());

@@ -13,9 +13,8 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use url::Url;
-use zaguan::llm::{
-    AnthropicClient, ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall, ToolSpec,
-};
+use zaguan::domain::ToolCall;
+use zaguan::llm::{AnthropicClient, ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolSpec};
 
 const KEY: &str = "sk-ant-test-0123456789abcdef";
 const MODEL: &str = "claude-sonnet-4-5";

@@ -17,11 +17,12 @@ use axum::routing::post;
 use common::{TestApp, text_notification};
 use serde_json::{Value, json};
 use zaguan::config::Config;
+use zaguan::domain::CallOutcome;
 use zaguan::domain::{WaId, WaMessageId};
+use zaguan::engine::UsageRecorder;
 use zaguan::engine::{WorkerSettings, Workers};
 use zaguan::llm::{
-    AnthropicClient, CallOutcome, CallPolicy, ChatMessage, FallbackChain, Llm, LlmRequest,
-    OpenAiClient, UsageRecorder,
+    AnthropicClient, CallPolicy, ChatMessage, FallbackChain, Llm, LlmRequest, OpenAiClient,
 };
 use zaguan::outbound::Outbound;
 use zaguan::serve::build_engine;

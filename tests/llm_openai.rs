@@ -13,7 +13,8 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use url::Url;
-use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, OpenAiClient, ToolCall, ToolSpec};
+use zaguan::domain::ToolCall;
+use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, OpenAiClient, ToolSpec};
 
 const KEY: &str = "sk-test-0123456789abcdef";
 const MODEL: &str = "gpt-4.1-mini";

@@ -14,11 +14,12 @@ use axum::http::StatusCode;
 use chrono::Utc;
 use secrecy::SecretString;
 use serde_json::json;
+use zaguan::domain::OutboxId;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
 use zaguan::store::{
-    ListRow, Media, MemoryStore, NewOutbox, OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate,
-    ReplyButton, StatusOutcome, Store,
+    ListRow, Media, MemoryStore, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, ReplyButton,
+    StatusOutcome, Store,
 };
 
 const TOKEN: &str = "EAAG-test-token";

@@ -16,9 +16,10 @@ use common::{TestApp, bearer};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use zaguan::agents::{self, AgentRegistry};
+use zaguan::domain::ToolCall;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::{Engine, EngineSettings, PromptReloader, ToolRegistry};
-use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
+use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, Store};
 
 /// The primary delegates to appointments, which answers; every system prompt is recorded. The

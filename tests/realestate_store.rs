@@ -6,6 +6,7 @@ mod common;
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use zaguan::domain::GeoPoint;
 
 use chrono::{DateTime, TimeZone, Utc};
 use zaguan::domain::WaId;

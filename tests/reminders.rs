@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use zaguan::agents::{self, AgentRegistry};
+use zaguan::domain::MessageRole;
 use zaguan::domain::WaId;
 use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
@@ -16,7 +17,7 @@ use zaguan::realestate::reminders::{ReminderSettings, Reminders};
 use zaguan::realestate::{
     Appointment, AppointmentStatus, MemoryRealEstate, MongoRealEstate, RealEstateStore, demo,
 };
-use zaguan::store::{ContactSeen, MemoryStore, MessageRole, Store};
+use zaguan::store::{ContactSeen, MemoryStore, Store};
 
 const TZ: chrono_tz::Tz = chrono_tz::Europe::Madrid;
 

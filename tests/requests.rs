@@ -12,11 +12,12 @@ use chrono::Utc;
 use serde_json::json;
 use zaguan::agents::{self, AgentRegistry};
 use zaguan::domain::WaId;
+use zaguan::domain::{MessageRole, Role};
 use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::tools::{self, RequestCallback, RequestListingChange};
 use zaguan::realestate::{ListingChange, MemoryRealEstate, MongoRealEstate, RealEstateStore};
-use zaguan::store::{ConversationQuery, HandoffFilter, MemoryStore, MessageRole, Role, Store};
+use zaguan::store::{ConversationQuery, HandoffFilter, MemoryStore, Store};
 
 /// An engine with the domain tools and both request tools over `store` and `realestate`.
 fn build_engine(

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use zaguan::agents::keywords::tokens;
 use zaguan::agents::route_eval::{self, FLOOR, Labelled};
 use zaguan::agents::{AgentKind, AgentRegistry, known_tools};
-use zaguan::store::Role;
+use zaguan::domain::Role;
 
 fn prompts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts")

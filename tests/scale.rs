@@ -10,16 +10,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Utc;
 use zaguan::config::Retention;
+use zaguan::domain::MessageRole;
+use zaguan::domain::{CallOutcome, LlmCall};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::instances::Membership;
 use zaguan::engine::retention::Cleanup;
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
-use zaguan::llm::usage::{CallOutcome, LlmCall};
 use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{Limiters, Outbound, SendLimits};
-use zaguan::store::{
-    InboxEntry, InboxStatus, MessageRole, NewMessage, NewOutbox, OutboxUpdate, Store,
-};
+use zaguan::store::{InboxEntry, InboxStatus, NewMessage, NewOutbox, OutboxUpdate, Store};
 
 fn days(n: i64) -> chrono::Duration {
     chrono::Duration::days(n)
@@ -413,7 +412,7 @@ impl Llm for RoutingLlm {
         let content = match request.agent.as_str() {
             "primary_assistant" if last_human.contains("visita") && !delegated => {
                 return Ok(LlmResponse {
-                    tool_calls: vec![zaguan::llm::ToolCall {
+                    tool_calls: vec![zaguan::domain::ToolCall {
                         id: "call_visit".to_owned(),
                         name: "ToAppointmentAssistant".to_owned(),
                         args: serde_json::json!({"query": last_human}),

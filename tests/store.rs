@@ -4,6 +4,7 @@
 mod common;
 
 use std::sync::Arc;
+use zaguan::domain::{MessageRole, OutboxId, PendingAction, Role, ToolCall};
 
 use chrono::{DateTime, TimeZone, Utc};
 use zaguan::domain::{GraphError, StatusUpdate, WaId, WaMessageId};
@@ -603,7 +604,7 @@ async fn replies_are_found_by_the_message_they_answer(store: Arc<dyn Store>) {
 
 async fn llm_calls_are_kept_per_conversation_newest_last(store: Arc<dyn Store>) {
     use std::time::Duration;
-    use zaguan::llm::{CallOutcome, LlmCall};
+    use zaguan::domain::{CallOutcome, LlmCall};
     let call = |conversation: Option<&str>, secs: i64, outcome: CallOutcome| LlmCall {
         conversation: conversation.map(str::to_owned),
         agent: "primary_assistant".into(),
@@ -979,12 +980,12 @@ async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<
             .await
             .unwrap();
         store
-            .insert_llm_calls(&[zaguan::llm::LlmCall {
+            .insert_llm_calls(&[zaguan::domain::LlmCall {
                 conversation: Some(who.into()),
                 agent: "primary_assistant".into(),
                 provider: "openai".into(),
                 model: "gpt-4.1-mini".into(),
-                outcome: zaguan::llm::CallOutcome::Ok,
+                outcome: zaguan::domain::CallOutcome::Ok,
                 input_tokens: 100,
                 output_tokens: 20,
                 latency: std::time::Duration::from_millis(300),
@@ -1464,7 +1465,7 @@ async fn mongo_every_new_conversation_has_an_empty_dialog_state() {
     store
         .set_conversation_location(
             &ids[3],
-            zaguan::realestate::GeoPoint {
+            zaguan::domain::GeoPoint {
                 lat: 40.4,
                 lon: -3.7,
             },

@@ -14,13 +14,13 @@ use serde_json::json;
 use subtle::ConstantTimeEq;
 
 use crate::app::AppState;
+use crate::domain::Role;
 use crate::domain::WaId;
 use crate::engine::handoff::{self, HandoffError};
 use crate::engine::{PromptReloader, PromptStatus, Reloaded};
 use crate::realestate::listings::{self, Applied, ListingsError};
 use crate::store::{
-    Conversation, ConversationQuery, HandoffFilter, Role, RoleAssignment, RoleSource, Store,
-    StoreError,
+    Conversation, ConversationQuery, HandoffFilter, RoleAssignment, RoleSource, Store, StoreError,
 };
 
 /// Messages shown with one conversation.

@@ -12,7 +12,7 @@ use minijinja::Environment;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::store::Role;
+use crate::domain::Role;
 
 /// The stem of the translator prompt's file, which is not an agent.
 pub const TRANSLATOR_NAME: &str = "guard_translator";

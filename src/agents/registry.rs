@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 use super::fast_route::{Abstention, Decision, FastRouter};
 pub use super::prompt::PromptProblem;
 use super::prompt::{self, PromptFile, PromptKind};
+use crate::domain::Role;
 use crate::llm::ToolSpec;
-use crate::store::Role;
 
 /// The tool a subgraph agent calls to hand the conversation back to the primary agent.
 pub const COMPLETE_OR_ESCALATE: &str = "CompleteOrEscalate";

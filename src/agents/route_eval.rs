@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::registry::{AgentKind, AgentRegistry};
-use crate::store::Role;
+use crate::domain::Role;
 
 /// The held-out corpus, built into the binary: it only measures the router, never shapes it.
 pub const HELD_OUT: &str = include_str!("../../tests/data/routing/held_out.jsonl");

@@ -3,8 +3,9 @@
 //! in the order the tools ran (before a confirmation's buttons, which stay last).
 
 use super::state::State;
+use crate::domain::MessageRole;
 use crate::outbound::graph::{MAX_CAPTION, MAX_LIST_ROWS};
-use crate::store::{Attachment, ListRow, MessageRole};
+use crate::store::{Attachment, ListRow};
 
 /// Most attachments one reply carries: a few photos and a list, not an album.
 pub const MAX_PER_REPLY: usize = 6;

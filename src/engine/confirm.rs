@@ -8,7 +8,8 @@
 //! which is told what was pending and that nothing was done.
 
 use crate::agents::keywords::tokens;
-use crate::store::{InboxEntry, PendingAction, ReplyButton};
+use crate::domain::PendingAction;
+use crate::store::{InboxEntry, ReplyButton};
 
 /// What the user's new messages say to the pending action (or to a button they pressed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use crate::domain::Role;
 use crate::domain::WaId;
-use crate::store::Role;
 
 /// How long a user's context is used before it is read again.
 pub const CONTEXT_TTL: Duration = Duration::from_secs(60);

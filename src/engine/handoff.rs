@@ -15,10 +15,10 @@ use serde_json::json;
 
 use super::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::domain::WaId;
+use crate::domain::{Handoff, MessageRole};
 use crate::llm::ToolSpec;
 use crate::store::{
-    BusinessEvent, Event, Handoff, HandoffRequest, MessageRole, NewMessage, NewOutbox, Store,
-    StoreError,
+    BusinessEvent, Event, HandoffRequest, NewMessage, NewOutbox, Store, StoreError,
 };
 
 /// The tool an assistant calls when the customer asks for a person.
@@ -268,7 +268,8 @@ impl Tool for RequestHuman {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{MemoryStore, Role};
+    use crate::domain::Role;
+    use crate::store::MemoryStore;
 
     #[tokio::test]
     async fn asking_for_a_person_flags_the_conversation_and_offers_the_contact_line() {

@@ -20,7 +20,9 @@
 
 use std::collections::HashSet;
 
-use crate::llm::{ChatMessage, ToolCall};
+use crate::llm::ChatMessage;
+
+use crate::domain::ToolCall;
 
 /// Messages kept for an LLM call by default (the seed's limit): enough context for a conversation,
 /// a bounded cost per call.

@@ -19,6 +19,7 @@ pub mod route;
 pub mod state;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 pub mod worker;
 
 pub use abuse::UserLimits;
@@ -29,4 +30,5 @@ pub use tools::{ALL_ROLES, Tool, ToolContext, ToolError, ToolRegistry};
 pub use turn::{
     DEFAULT_BUSINESS_NAME, Engine, EngineError, EngineSettings, TurnOptions, TurnOutcome,
 };
+pub use usage::UsageRecorder;
 pub use worker::{Arrivals, WorkerSettings, Workers};

@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::domain::Role;
 use crate::domain::WaId;
 use crate::realestate::RealEstateStore;
-use crate::store::Role;
 
 /// How long the numbers read are used before they are read again.
 pub const REFRESH: Duration = Duration::from_secs(60);

@@ -3,7 +3,7 @@
 //! in MongoDB is exactly where the next message goes.
 
 use crate::agents::{Agent, AgentKind, AgentRegistry};
-use crate::store::Role;
+use crate::domain::Role;
 
 /// Why routing did not follow `dialog_state` as written.
 #[derive(Debug, Clone, PartialEq, Eq)]

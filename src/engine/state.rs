@@ -7,12 +7,11 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::GeoPoint;
 use crate::domain::WaId;
+use crate::domain::{Handoff, MessageRole, PendingAction};
 use crate::llm::ChatMessage;
-use crate::realestate::GeoPoint;
-use crate::store::{
-    Handoff, HandoffRequest, MessageRole, PendingAction, Store, StoreResult, StoredMessage, User,
-};
+use crate::store::{HandoffRequest, Store, StoreResult, StoredMessage, User};
 
 /// Messages loaded per turn: hygiene keeps a window of 50 out of these.
 pub const LOADED_MESSAGES: usize = 120;

@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::domain::GeoPoint;
+use crate::domain::Role;
+use crate::domain::ToolCall;
 use crate::domain::WaId;
-use crate::llm::{ToolCall, ToolSpec};
-use crate::realestate::GeoPoint;
-use crate::store::{Attachment, BusinessEvent, Role};
+use crate::llm::ToolSpec;
+use crate::store::{Attachment, BusinessEvent};
 
 /// Longest a tool may run before its call is answered with a timeout error.
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(20);

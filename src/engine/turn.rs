@@ -34,13 +34,15 @@ use super::state::{State, Window, context_with};
 use super::tools::{TOOL_TIMEOUT, ToolContext, ToolOutput, ToolRegistry};
 use crate::agents::fast_route::{Abstention, Decision};
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, PromptContext};
+use crate::domain::ToolCall;
+use crate::domain::{MessageRole, PendingAction, Role};
 use crate::domain::{WaId, WaMessageId};
 use crate::guard::{GuardTranslator, LanguageDetector};
-use crate::llm::{Llm, LlmRequest, ToolCall, ToolSpec};
+use crate::llm::{Llm, LlmRequest, ToolSpec};
 use crate::store::{
-    Attachment, BusinessEvent, Event, HandoffRequest, InboxEntry, Media, MessageRole, NewMessage,
-    NewOutbox, OutboxEntry, PendingAction, Role, RoleAssignment, RoleSource, Store, StoreError,
-    StoredMessage, Template, reply_parts,
+    Attachment, BusinessEvent, Event, HandoffRequest, InboxEntry, Media, NewMessage, NewOutbox,
+    OutboxEntry, RoleAssignment, RoleSource, Store, StoreError, StoredMessage, Template,
+    reply_parts,
 };
 use crate::voice::VoiceNotes;
 
@@ -1398,7 +1400,7 @@ impl Engine {
         &self,
         set: &'a Assistants,
         caller: &Agent,
-        role: crate::store::Role,
+        role: crate::domain::Role,
         call: &ToolCall,
     ) -> Plan<'a> {
         if call.name == COMPLETE_OR_ESCALATE {
@@ -1787,13 +1789,13 @@ fn next_step(state: &State) -> Next {
 }
 
 /// The location a WhatsApp location message carries.
-fn shared_location(entry: &InboxEntry) -> Option<crate::realestate::GeoPoint> {
+fn shared_location(entry: &InboxEntry) -> Option<crate::domain::GeoPoint> {
     if entry.kind != "location" {
         return None;
     }
     let payload: serde_json::Value = serde_json::from_str(&entry.payload).ok()?;
     let location = payload.get("location")?;
-    Some(crate::realestate::GeoPoint {
+    Some(crate::domain::GeoPoint {
         lat: location.get("latitude")?.as_f64()?,
         lon: location.get("longitude")?.as_f64()?,
     })

@@ -31,7 +31,8 @@ use serde_json::Value;
 use url::Url;
 
 use super::http::{self, is_portable_id, new_call_id};
-use super::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall, Usage};
+use super::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, Usage};
+use crate::domain::ToolCall;
 
 /// The API version this client speaks (the `anthropic-version` header).
 pub const API_VERSION: &str = "2023-06-01";

@@ -11,8 +11,9 @@ pub mod policy;
 pub mod scripted;
 pub mod usage;
 
+use crate::domain::ToolCall;
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 pub use anthropic::AnthropicClient;
 pub(crate) use http::new_call_id;
@@ -20,15 +21,7 @@ pub use offline::OfflineLlm;
 pub use openai::OpenAiClient;
 pub use policy::{CallPolicy, FallbackChain};
 pub use scripted::ScriptedLlm;
-pub use usage::{CallLog, CallOutcome, LlmCall, UsageRecorder};
-
-/// A tool call an assistant asked for. Ids are ours, `[A-Za-z0-9_-]`, valid for every provider.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub args: serde_json::Value,
-}
+pub use usage::CallLog;
 
 /// One message of a conversation as the LLM sees it.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::http::{self, is_portable_id, new_call_id};
-use super::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolCall, ToolSpec, Usage};
+use super::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolSpec, Usage};
+use crate::domain::ToolCall;
 
 /// A Chat Completions client for one model; build it once and share it.
 pub struct OpenAiClient {

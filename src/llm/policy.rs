@@ -16,8 +16,10 @@ use chrono::Utc;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::usage::{CallLog, CallOutcome, LlmCall};
+use super::usage::CallLog;
+
 use super::{Llm, LlmError, LlmRequest, LlmResponse};
+use crate::domain::{CallOutcome, LlmCall};
 
 /// The knobs of the policy (`ZAGUAN_LLM_*`).
 #[derive(Debug, Clone, PartialEq)]
@@ -420,8 +422,9 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{CallOutcome, LlmCall};
     use crate::llm::ScriptedLlm;
-    use crate::llm::usage::{CallLog, CallOutcome, LlmCall};
+    use crate::llm::usage::CallLog;
 
     fn request() -> LlmRequest {
         LlmRequest {

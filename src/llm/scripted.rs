@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 
-use super::{Llm, LlmError, LlmRequest, LlmResponse, ToolCall};
+use super::{Llm, LlmError, LlmRequest, LlmResponse};
+
+use crate::domain::ToolCall;
 
 /// One scripted answer, optionally checked against the agent that asks.
 #[derive(Debug, Clone)]

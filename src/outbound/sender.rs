@@ -20,8 +20,9 @@ use rand::Rng as _;
 
 use super::graph::{GraphClient, OutboundMessage, SendError};
 use super::limits::Limiters;
+use crate::domain::OutboxId;
 use crate::domain::{GraphError, WaId, WaMessageId};
-use crate::store::{Media, OutboxEntry, OutboxId, OutboxStatus, OutboxUpdate, Store, StoreError};
+use crate::store::{Media, OutboxEntry, OutboxStatus, OutboxUpdate, Store, StoreError};
 
 /// How the sender retries.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,9 +12,9 @@ use futures::future::try_join_all;
 
 use super::tools::text::{money, weekday_es};
 use super::{AppointmentStatus, OfferStatus, PropertyFilter, RealEstateStore};
+use crate::domain::Role;
 use crate::domain::WaId;
 use crate::engine::context::ContextSource;
-use crate::store::Role;
 
 /// Listings shown for an owner (the newest).
 const MAX_LISTINGS: usize = 8;

@@ -34,10 +34,12 @@ use chrono::{DateTime, Datelike, Days, NaiveDate, TimeZone, Utc, Weekday};
 use chrono_tz::Tz;
 
 use super::model::{
-    GeoPoint, ListingStatus, Offer, OfferStatus, Operation, Owner, Property, PropertyType, Slot,
-    StaffMember, Visit, VisitOutcome,
+    ListingStatus, Offer, OfferStatus, Operation, Owner, Property, PropertyType, Slot, StaffMember,
+    Visit, VisitOutcome,
 };
+
 use super::store::RealEstateStore;
+use crate::domain::GeoPoint;
 use crate::domain::WaId;
 use crate::store::StoreResult;
 

@@ -25,10 +25,12 @@ use mongodb::IndexModel;
 use serde::de::DeserializeOwned;
 
 use super::model::{
-    Alert, AlertCriteria, Appointment, AppointmentStatus, CallbackRequest, GeoPoint, ListingChange,
+    Alert, AlertCriteria, Appointment, AppointmentStatus, CallbackRequest, ListingChange,
     ListingRequest, ListingStatus, Offer, Owner, Property, Slot, StaffMember, Visit,
 };
+
 use super::store::{PropertyFilter, RealEstateStore};
+use crate::domain::GeoPoint;
 use crate::domain::WaId;
 use crate::store::pool::Find;
 use crate::store::{Lane, MongoPool, StoreError, StoreResult};

@@ -2,6 +2,7 @@
 //! `MONGODB_URI` is unset, so `zaguan serve` starts on a bare machine; also the fast store of
 //! unit tests and benchmarks. One mutex: every method is short and never awaits while holding it.
 
+use crate::domain::{Handoff, OutboxId, PendingAction};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -812,7 +813,7 @@ impl Store for MemoryStore {
     async fn set_conversation_location(
         &self,
         wa_id: &WaId,
-        location: crate::realestate::GeoPoint,
+        location: crate::domain::GeoPoint,
     ) -> StoreResult<()> {
         self.lock().conversation_mut(wa_id).location = Some(location);
         Ok(())

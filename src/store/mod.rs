@@ -12,6 +12,7 @@ mod mongo;
 pub mod pool;
 mod records;
 
+use crate::domain::{Handoff, OutboxId, PendingAction, Role};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
@@ -22,8 +23,8 @@ pub use mongo::MongoStore;
 pub use pool::{Lane, MongoPool, Pressure};
 pub use records::*;
 
+use crate::domain::LlmCall;
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
-use crate::llm::usage::LlmCall;
 
 /// The page of `conversations` (already filtered) an operator asked for, longest idle first.
 pub(crate) fn page_of_conversations(
@@ -282,7 +283,7 @@ pub trait Store: Send + Sync + 'static {
     async fn set_conversation_location(
         &self,
         wa_id: &WaId,
-        location: crate::realestate::GeoPoint,
+        location: crate::domain::GeoPoint,
     ) -> StoreResult<()>;
 
     /// Records that the history was written by someone other than the conversation's turns

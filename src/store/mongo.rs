@@ -6,6 +6,7 @@
 //! starts, and `/readyz` says 503, while MongoDB is down), no more calls reach the driver than
 //! it has connections, and a stalled database answers [`StoreError::Unavailable`], not a hang.
 
+use crate::domain::{Handoff, MessageRole, OutboxId, PendingAction, Role, ToolCall};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -18,8 +19,8 @@ use mongodb::options::IndexOptions;
 use super::pool::{self, Adjust, DUPLICATE_KEY, Find, Lane, MongoPool, classify};
 use super::*;
 use crate::config::MongoConfig;
+use crate::domain::CallOutcome;
 use crate::domain::{GraphError, StatusUpdate, WaId, WaMessageId};
-use crate::llm::usage::CallOutcome;
 
 /// Inbox statuses of entries not yet answered.
 const OPEN_INBOX: [&str; 2] = ["pending", "processing"];
@@ -358,7 +359,7 @@ fn pending_action(doc: &Document) -> Option<PendingAction> {
 }
 
 /// GeoJSON `{"type": "Point", "coordinates": [lon, lat]}`.
-fn geo_point(doc: &Document) -> Option<crate::realestate::GeoPoint> {
+fn geo_point(doc: &Document) -> Option<crate::domain::GeoPoint> {
     let coordinates = doc.get_array("coordinates").ok()?;
     let number = |b: &Bson| match b {
         Bson::Double(x) => Some(*x),
@@ -366,7 +367,7 @@ fn geo_point(doc: &Document) -> Option<crate::realestate::GeoPoint> {
         Bson::Int64(x) => Some(*x as f64),
         _ => None,
     };
-    Some(crate::realestate::GeoPoint {
+    Some(crate::domain::GeoPoint {
         lon: number(coordinates.first()?)?,
         lat: number(coordinates.get(1)?)?,
     })
@@ -1660,7 +1661,7 @@ impl Store for MongoStore {
     async fn set_conversation_location(
         &self,
         wa_id: &WaId,
-        location: crate::realestate::GeoPoint,
+        location: crate::domain::GeoPoint,
     ) -> StoreResult<()> {
         self.upsert_conversation(
             Lane::Work,

@@ -3,8 +3,10 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{GraphError, InboundMessage, WaId, WaMessageId};
-pub use crate::llm::ToolCall;
+use crate::domain::{
+    GeoPoint, GraphError, Handoff, InboundMessage, MessageRole, OutboxId, PendingAction, Role,
+    ToolCall, WaId, WaMessageId,
+};
 
 /// Processing state of an inbox entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,33 +132,6 @@ pub struct RejectedEntry {
     pub at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Prospect,
-    Owner,
-    Agent,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Prospect => "prospect",
-            Role::Owner => "owner",
-            Role::Agent => "agent",
-        }
-    }
-
-    /// Unknown roles (typed by hand in mongosh) count as the least privileged.
-    pub fn parse(s: &str) -> Self {
-        match s {
-            "owner" => Role::Owner,
-            "agent" => Role::Agent,
-            _ => Role::Prospect,
-        }
-    }
-}
-
 /// Who decided a user's role (`users.role_source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RoleSource {
@@ -251,7 +226,7 @@ pub struct Conversation {
     /// A data-changing tool call waiting for the user's yes or no.
     pub pending_action: Option<PendingAction>,
     /// The last location the user shared.
-    pub location: Option<crate::realestate::GeoPoint>,
+    pub location: Option<GeoPoint>,
     /// Who last reset the conversation by hand, and when.
     pub reset_by: Option<String>,
     pub reset_at: Option<DateTime<Utc>>,
@@ -267,21 +242,6 @@ pub struct Conversation {
     pub handoff: Option<Handoff>,
     /// An assistant asked for a person, and no operator has taken the conversation yet.
     pub handoff_requested: Option<HandoffRequest>,
-}
-
-/// `conversations.handoff`: an operator answers instead of the bot until they release the
-/// conversation or `until` passes, whichever comes first.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Handoff {
-    pub operator: String,
-    pub since: DateTime<Utc>,
-    pub until: DateTime<Utc>,
-}
-
-impl Handoff {
-    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
-        now < self.until
-    }
 }
 
 /// `conversations.handoff_requested`: the customer asked for a person.
@@ -443,48 +403,6 @@ impl HandoffFilter {
     }
 }
 
-/// A tool call that changes data, held until the user confirms it (`conversations.pending_action`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PendingAction {
-    /// Carried by its Confirm / Cancel buttons, so that only its own buttons answer it; empty
-    /// for an action stored before ids (its old buttons are stale, and it is asked again).
-    pub id: String,
-    pub tool: String,
-    pub args: serde_json::Value,
-    /// The one line the user was asked to confirm.
-    pub summary: String,
-    /// The assistant that asked.
-    pub agent: String,
-    pub created_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MessageRole {
-    Human,
-    Ai,
-    Tool,
-}
-
-impl MessageRole {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageRole::Human => "human",
-            MessageRole::Ai => "ai",
-            MessageRole::Tool => "tool",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "human" => MessageRole::Human,
-            "ai" => MessageRole::Ai,
-            "tool" => MessageRole::Tool,
-            _ => return None,
-        })
-    }
-}
-
 /// A message to append to a conversation's history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMessage {
@@ -545,30 +463,6 @@ pub struct StoredMessage {
     pub message: NewMessage,
 }
 
-/// An `outbox` id (a MongoDB ObjectId in hex).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct OutboxId(pub String);
-
-impl OutboxId {
-    /// The id of part `part` of the reply to the inbound message `in_reply_to`, the same every
-    /// time it is computed: queuing a reply again (a turn resumed after a crash) runs into the
-    /// first copy's `_id` instead of queuing a second one. An ObjectId still — its first four
-    /// bytes are the inbound message's arrival second, so ids sort by time as usual — whose
-    /// other eight are a hash of the inbound id and the part.
-    pub fn for_reply(in_reply_to: &WaMessageId, received_at: DateTime<Utc>, part: u32) -> Self {
-        use sha2::{Digest, Sha256};
-        let mut bytes = [0u8; 12];
-        let seconds = u32::try_from(received_at.timestamp().max(0)).unwrap_or(u32::MAX);
-        bytes[..4].copy_from_slice(&seconds.to_be_bytes());
-        let digest = Sha256::new()
-            .chain_update(in_reply_to.as_str().as_bytes())
-            .chain_update(part.to_be_bytes())
-            .finalize();
-        bytes[4..].copy_from_slice(&digest[..8]);
-        Self(hex::encode(bytes))
-    }
-}
-
 /// A process's record in `instances`: its heartbeat, and the nonce of the process that holds
 /// the instance id now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -577,25 +471,6 @@ pub struct InstanceRecord {
     pub nonce: String,
     /// The database's clock at the last heartbeat.
     pub seen_at: DateTime<Utc>,
-}
-
-/// What a sent part carries in `biz_opaque_callback_data`, before its id: Meta echoes it in
-/// the part's status webhooks, which then find the part even when its wamid was never
-/// recorded (the process died between the Graph API's answer and the record).
-const CALLBACK_PREFIX: &str = "zaguan:outbox:";
-
-impl OutboxId {
-    /// The `biz_opaque_callback_data` a part is sent with.
-    pub fn callback_data(&self) -> String {
-        format!("{CALLBACK_PREFIX}{}", self.0)
-    }
-
-    /// The part a status webhook's `biz_opaque_callback_data` names, if it names one of ours.
-    pub fn from_callback_data(data: &str) -> Option<Self> {
-        let hex = data.strip_prefix(CALLBACK_PREFIX)?;
-        (hex.len() == 24 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-            .then(|| Self(hex.to_ascii_lowercase()))
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

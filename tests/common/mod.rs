@@ -268,8 +268,9 @@ pub async fn assert_answered_once_in_order(
     sent: &[String],
     wamids: &[String],
 ) -> Vec<(String, String)> {
+    use zaguan::domain::MessageRole;
     use zaguan::domain::{WaId, WaMessageId};
-    use zaguan::store::{InboxStatus, MessageRole};
+    use zaguan::store::InboxStatus;
 
     let wa_id = WaId::parse(wa_id).unwrap();
     let history = store.recent_messages(&wa_id, 10_000).await.unwrap();

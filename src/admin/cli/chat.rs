@@ -12,10 +12,11 @@ use clap::Args;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::config::Config;
+use crate::domain::Role;
 use crate::domain::{WaId, WaMessageId};
-use crate::llm::UsageRecorder;
+use crate::engine::UsageRecorder;
 use crate::serve::{build_engine, open_pool, open_realestate, open_store};
-use crate::store::{InboxEntry, InboxStatus, Media, Role, RoleAssignment, RoleSource, Store};
+use crate::store::{InboxEntry, InboxStatus, Media, RoleAssignment, RoleSource, Store};
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {

@@ -9,10 +9,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, unavailable};
+use crate::domain::Role;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{Alert, AlertCriteria, Operation, PropertyType, RealEstateStore};
-use crate::store::Role;
 
 pub const CREATE_SEARCH_ALERT: &str = "create_search_alert";
 pub const LIST_MY_ALERTS: &str = "list_my_alerts";

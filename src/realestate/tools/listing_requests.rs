@@ -11,10 +11,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, money, unavailable};
+use crate::domain::Role;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{ListingChange, ListingRequest, Property, RealEstateStore};
-use crate::store::{BusinessEvent, HandoffRequest, Role, Store};
+use crate::store::{BusinessEvent, HandoffRequest, Store};
 
 /// The tool's name, for prompt files.
 pub const REQUEST_LISTING_CHANGE: &str = "request_listing_change";

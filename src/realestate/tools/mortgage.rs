@@ -346,9 +346,10 @@ mod tests {
     use chrono::{TimeZone, Utc};
 
     use super::*;
+    use crate::domain::GeoPoint;
+    use crate::domain::Role;
     use crate::domain::WaId;
-    use crate::realestate::{GeoPoint, ListingStatus, MemoryRealEstate, PropertyType};
-    use crate::store::Role;
+    use crate::realestate::{ListingStatus, MemoryRealEstate, PropertyType};
 
     fn property(id: &str, operation: Operation, price: u64, currency: &str) -> Property {
         Property {

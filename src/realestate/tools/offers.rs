@@ -8,11 +8,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, Lookup, money, unavailable};
+use crate::domain::Role;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{ListingStatus, Offer, OfferStatus, Property, RealEstateStore};
 use crate::store::BusinessEvent;
-use crate::store::Role;
 
 /// Offers below this share of the asking price are not submitted: the owner would not take
 /// them seriously, and it is usually a misunderstanding (monthly vs total, a missing zero).

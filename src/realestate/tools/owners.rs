@@ -9,10 +9,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, money, unavailable};
+use crate::domain::Role;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{OfferStatus, PropertyFilter, RealEstateStore};
-use crate::store::Role;
 
 pub struct OwnerListingStats {
     store: Arc<dyn RealEstateStore>,

@@ -4,10 +4,10 @@
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::de::DeserializeOwned;
 
+use crate::domain::Role;
 use crate::domain::WaId;
 use crate::engine::tools::{ToolContext, ToolError};
 use crate::realestate::{Property, RealEstateStore};
-use crate::store::Role;
 
 /// The model's arguments as `T`; serde's message names the field that is wrong.
 pub fn args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ToolError> {

@@ -1,84 +1,12 @@
-//! Domain types shared by the webhook, the store and (later) the engine. Raw webhook JSON becomes
-//! these exactly once, in `webhook::payload`; past that edge nothing handles a bare `String`
-//! phone number or message id.
+//! A message as WhatsApp delivered it: what it says (`Content`), what it answers, and the
+//! delivery statuses of ours.
 
 use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// The conversation key: the sender's phone number (`wa_id`), or their business-scoped user id
-/// (`user_id`, e.g. `US.13491208655302741918`) when WhatsApp withholds the number.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct WaId(String);
-
-impl WaId {
-    /// Accepts what WhatsApp sends as a sender: non-empty, printable, at most 256 bytes.
-    pub fn parse(raw: &str) -> Result<Self, String> {
-        check_id("sender id", raw).map(|()| Self(raw.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// For logs at info level: never a full phone number, only its last four characters.
-    pub fn masked(&self) -> String {
-        let tail: String = {
-            let chars: Vec<char> = self.0.chars().collect();
-            chars[chars.len().saturating_sub(4)..].iter().collect()
-        };
-        format!("…{tail}")
-    }
-}
-
-impl fmt::Display for WaId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// A WhatsApp message id (`wamid.…`), inbound or returned by the Graph API for an outbound one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct WaMessageId(String);
-
-impl WaMessageId {
-    pub fn parse(raw: &str) -> Result<Self, String> {
-        check_id("message id", raw).map(|()| Self(raw.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl From<String> for WaMessageId {
-    /// Ids the Graph API hands back to us; no need to validate our own supplier's ids.
-    fn from(raw: String) -> Self {
-        Self(raw)
-    }
-}
-
-impl fmt::Display for WaMessageId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-fn check_id(what: &str, raw: &str) -> Result<(), String> {
-    if raw.is_empty() {
-        return Err(format!("{what} is empty"));
-    }
-    if raw.len() > 256 {
-        return Err(format!("{what} is longer than 256 bytes"));
-    }
-    if raw.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(format!("{what} contains whitespace or control characters"));
-    }
-    Ok(())
-}
+use super::{WaId, WaMessageId};
 
 /// An error object as the Graph API and webhooks report it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

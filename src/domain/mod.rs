@@ -1,0 +1,15 @@
+//! The vocabulary floor: the types every layer speaks — ids, a message as received, a
+//! conversation's state, a place, an LLM call. It imports nothing from the crate; everything
+//! else imports downward from it.
+
+mod conversation;
+mod geo;
+mod ids;
+mod llm_call;
+mod message;
+
+pub use conversation::{Handoff, MessageRole, PendingAction, Role};
+pub use geo::GeoPoint;
+pub use ids::{OutboxId, WaId, WaMessageId};
+pub use llm_call::{CallOutcome, LlmCall, ToolCall};
+pub use message::{Content, GraphError, InboundMessage, MediaKind, ReplyContext, StatusUpdate};
