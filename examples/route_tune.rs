@@ -1,16 +1,23 @@
 //! Tunes the fast path's router on the training split only: 5-fold cross-validation over
 //! `tests/data/routing/train.jsonl`, whose lines are also the prompts' examples. Each fold's lines
 //! are taken out of the examples, the router is trained on the rest and measured on the fold.
-//! Prints precision and recall (all lines and hard ones) per confidence threshold for a few
-//! parameter sets. The held-out corpus is never read here.
+//! Prints precision and recall (all lines and hard ones) for a few parameter sets, over a grid of
+//! settings `keywords/neighbour/similarity/owners/split`: the confidence needed when the keywords
+//! agree, the confidence and cosine needed when the nearest example agrees instead, the owners'
+//! own specialists' share above which an owner is not sent to a shared specialist, and whether
+//! two requests in one message abstain. The held-out corpus is never read here.
 //!
-//! `cargo run --release --example route_tune [PROMPTS_DIR] [TRAIN_JSONL]`
+//! `cargo run --release --example route_tune [PROMPTS_DIR] [TRAIN_JSONL]`, with
+//! - `ROUTE_TUNE_ONLY=<variant>`: one parameter set;
+//! - `ROUTE_TUNE_MIN_PRECISION=0.98`: only the settings at least this precise;
+//! - `ROUTE_TUNE_MEASURE_FIRST=N`: measured on the first N lines only (all still train);
+//! - `ROUTE_TUNE_SHOW=<setting>`: that setting's per-agent recall and misroutes.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use zaguan::agents::fast_route::{FastRouter, Params};
-use zaguan::agents::route_eval::{self, FLOOR, Labelled};
+use zaguan::agents::route_eval::{self, Labelled};
 use zaguan::agents::{AgentKind, AgentRegistry, known_tools};
 use zaguan::domain::Role;
 
@@ -27,6 +34,11 @@ fn main() -> anyhow::Result<()> {
     let lines =
         route_eval::parse(&std::fs::read_to_string(&train)?).map_err(|e| anyhow::anyhow!(e))?;
 
+    // Measured on the first N lines only (say, the lines a change of the others is judged on).
+    let measured: Vec<Labelled> = match std::env::var("ROUTE_TUNE_MEASURE_FIRST") {
+        Ok(n) => lines[..n.parse::<usize>()?.min(lines.len())].to_vec(),
+        Err(_) => lines.clone(),
+    };
     let base = Params::DEFAULT;
     let variants: Vec<(&str, Params)> = vec![
         ("default", base),
@@ -63,38 +75,54 @@ fn main() -> anyhow::Result<()> {
         }
         let readings = cross_validate(&registry, &lines, params);
         println!("== {name}: {params:?}");
-        for (threshold, sure, owners_max) in [0.6, 0.8, 0.9, 0.95, 0.98]
-            .into_iter()
-            .flat_map(|t| [0.95, 0.98, f32::INFINITY].map(|sure| (t, sure)))
-            .flat_map(|(t, sure)| [1.0, 0.05, 0.02, 0.01, 0.005].map(|o| (t, sure, o)))
+        let min_precision: f64 = std::env::var("ROUTE_TUNE_MIN_PRECISION")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0.0);
+        let grid = [0.0, 0.8, 0.9, 0.95].into_iter().flat_map(|t| {
+            [0.0, 0.5, 0.7, 0.8, 0.9, 0.95]
+                .into_iter()
+                .flat_map(move |sure| {
+                    [-1.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, f32::INFINITY]
+                        .into_iter()
+                        .flat_map(move |near| [1.0, 0.02, 0.01].map(|o| (t, sure, near, o)))
+                })
+        });
+        for ((threshold, sure, near, owners_max), split) in
+            grid.flat_map(|g| [(g, false), (g, true)])
         {
-            let evaluation = route_eval::evaluate(&registry, &lines, |line| {
+            let evaluation = route_eval::evaluate(&registry, &measured, |line| {
                 let outcome = readings.get(&key(line))?;
-                let bar = if outcome.keywords_agree {
-                    threshold
-                } else {
-                    sure
-                };
-                outcome
-                    .routed
-                    .filter(|_| outcome.confidence >= bar && outcome.owners_own < owners_max)
+                let confident = (outcome.keywords_agree && outcome.confidence >= threshold)
+                    || (outcome.neighbour.is_some_and(|s| s >= near)
+                        && !outcome.keywords_conflict
+                        && outcome.confidence >= sure);
+                outcome.routed.filter(|_| {
+                    confident && outcome.owners_own < owners_max && !(split && outcome.two_requests)
+                })
             });
+            if evaluation.all.precision() < min_precision {
+                continue;
+            }
+            let setting = format!("{threshold:.2}/{sure:.2}/{near:.2}/{owners_max:.3}/{split}");
             println!(
-                "  ≥ {threshold:.2} / {sure:.2} owners' own < {owners_max:.3}: precision {:5.1} % recall {:5.1} % | hard {:5.1} % {:5.1} % | wrong {}{}",
+                "  {setting}: precision {:5.1} % recall {:5.1} % | hard {:5.1} % {:5.1} % | wrong {}",
                 100.0 * evaluation.all.precision(),
                 100.0 * evaluation.all.recall(),
                 100.0 * evaluation.hard.precision(),
                 100.0 * evaluation.hard.recall(),
                 evaluation.misroutes.len(),
-                if evaluation.shortfalls(&FLOOR).is_empty() {
-                    "  ← keeps the floor"
-                } else {
-                    ""
-                },
             );
-            if std::env::var("ROUTE_TUNE_SHOW")
-                .is_ok_and(|t| t == format!("{threshold:.2}/{sure:.2}/{owners_max:.3}"))
-            {
+            if std::env::var("ROUTE_TUNE_SHOW").is_ok_and(|t| t == setting) {
+                for (agent, score) in &evaluation.per_agent {
+                    println!(
+                        "      {agent:28} lines {:3} routed {:3} right {:3} recall {:5.1} %",
+                        score.lines,
+                        score.routed,
+                        score.right,
+                        100.0 * score.recall()
+                    );
+                }
                 for m in &evaluation.misroutes {
                     println!(
                         "      «{}» → {} (expected {})",
@@ -116,6 +144,9 @@ struct Outcome<'r> {
     routed: Option<&'r str>,
     confidence: f32,
     keywords_agree: bool,
+    neighbour: Option<f32>,
+    keywords_conflict: bool,
+    two_requests: bool,
     /// For an owner routed to a specialist prospects reach too: the probability of the
     /// specialists only owners (and staff) reach.
     owners_own: f32,
@@ -173,7 +204,11 @@ fn cross_validate<'r>(
                 .and_then(|name| registry.get(name))
                 .filter(|a| a.kind == AgentKind::Subgraph && a.roles.contains(&line.role))
                 .unwrap_or_else(|| registry.primary_for(line.role));
-            let reading = router.read(&line.text);
+            let reading = router.read_for(&line.text, |name| {
+                registry
+                    .get(name)
+                    .is_some_and(|a| a.roles.contains(&line.role))
+            });
             let routed = reading.as_ref().and_then(|r| r.agent).and_then(|agent| {
                 let target = registry.get(agent)?;
                 (target.name != caller.name && target.roles.contains(&line.role))
@@ -199,6 +234,9 @@ fn cross_validate<'r>(
                     routed,
                     confidence,
                     keywords_agree: agree,
+                    neighbour: reading.as_ref().and_then(|r| r.neighbour),
+                    keywords_conflict: reading.as_ref().is_some_and(|r| r.keywords_conflict),
+                    two_requests: reading.as_ref().is_some_and(|r| r.two_requests),
                     owners_own,
                 },
             );

@@ -16,9 +16,17 @@
 //! - negation: the words after "no", "nunca", "not", "não"… become negated words, and carry no
 //!   n-grams, so «No quiero una cita» does not read as a request for an appointment.
 //!
-//! A route is taken only when the best class is a subgraph the user may reach and its
-//! probability reaches [`Params::min_confidence`]. The figures it reaches are in `docs/prompts.md`
-//! (`zaguan prompts eval`).
+//! A route is taken only when the best class is a subgraph the user may reach, and one of two
+//! opinions backs the model's:
+//! - the message's keywords name that agent and no other, and its probability reaches
+//!   [`Params::min_confidence`];
+//! - or the keywords name no other agent, the learned example nearest to the message (cosine over
+//!   the same features) is that agent's, and the probability reaches
+//!   [`Params::neighbour_confidence`].
+//!
+//! Either way it abstains when the message's clauses (cut at sentence ends and at «y de paso»,
+//! «and also»…) ask two different subgraphs for something. The figures it reaches are in
+//! `docs/prompts.md` (`zaguan prompts eval`).
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -46,8 +54,10 @@ pub struct Params {
     /// How sure the router must be to route when the message's keywords name that agent and
     /// no other: the best class's probability.
     pub min_confidence: f32,
-    /// How sure it must be otherwise; `None`: never without the keywords' agreement.
-    pub sure_confidence: Option<f32>,
+    /// How sure it must be when the keywords name no agent, if the learned example nearest to
+    /// the message is of that agent and at least [`Params::min_neighbour`] alike (cosine).
+    pub neighbour_confidence: f32,
+    pub min_neighbour: f32,
     /// How many words a negation reaches.
     pub negation_scope: usize,
     /// Feature weights by kind, before the vector is scaled to unit length.
@@ -66,8 +76,9 @@ pub struct Params {
 
 impl Params {
     pub const DEFAULT: Params = Params {
-        min_confidence: 0.90,
-        sure_confidence: None,
+        min_confidence: 0.95,
+        neighbour_confidence: 0.80,
+        min_neighbour: 0.40,
         negation_scope: 3,
         word: 1.0,
         pair: 0.6,
@@ -103,8 +114,10 @@ pub enum Abstention {
     Primary { confidence: f32 },
     /// The best subgraph is not sure enough.
     Unsure { confidence: f32 },
-    /// The best subgraph is one the caller may not enter (its own, or not for the role).
-    Unreachable,
+    /// The message's clauses ask two different subgraphs for something.
+    TwoRequests,
+    /// The best subgraph is the one holding the conversation: it keeps it.
+    Holder,
     /// Nothing to read (no words), or nothing learned.
     Empty,
 }
@@ -126,6 +139,16 @@ pub struct Reading<'r> {
     pub confidence: f32,
     /// Whether the message's keywords (outside a negation) name this agent and no other.
     pub keywords_agree: bool,
+    /// Whether the message's keywords (outside a negation) name another agent than this one:
+    /// most often two requests in one message.
+    pub keywords_conflict: bool,
+    /// Whether the message's clauses, read one by one, ask for different subgraphs: two
+    /// requests in one message, which the primary assistant answers.
+    pub two_requests: bool,
+    /// The cosine similarity of the nearest learned example of the best subgraph, when the
+    /// nearest learned example of all is of that subgraph: a second opinion from the examples
+    /// themselves, which a linear model alone does not give.
+    pub neighbour: Option<f32>,
 }
 
 /// The learned router. Cheap to query (microseconds), rebuilt with every prompt set.
@@ -137,6 +160,11 @@ pub struct FastRouter {
     weights: HashMap<u64, Box<[f32]>>,
     bias: Vec<f32>,
     keywords: KeywordIndex,
+    /// Feature hash → the learned examples that have it, with its value there: the examples
+    /// by their features, for the nearest one to a message.
+    postings: HashMap<u64, Vec<(u32, f32)>>,
+    /// The class of every learned example, by its index in `postings`.
+    example_classes: Vec<u16>,
     params: Params,
 }
 
@@ -219,6 +247,8 @@ impl FastRouter {
             bias: vec![0.0; classes.len()],
             classes,
             keywords,
+            postings: HashMap::new(),
+            example_classes: Vec::new(),
             params,
         };
         let mut samples: Vec<(Vec<(u64, f32)>, usize)> = Vec::new();
@@ -234,6 +264,16 @@ impl FastRouter {
         samples.retain(|(features, _)| !features.is_empty());
         if samples.is_empty() {
             return router;
+        }
+        for (i, (features, class)) in samples.iter().enumerate() {
+            router.example_classes.push(*class as u16);
+            for (feature, value) in features {
+                router
+                    .postings
+                    .entry(*feature)
+                    .or_default()
+                    .push((i as u32, *value));
+            }
         }
         router.fit(&samples);
         router
@@ -337,21 +377,41 @@ impl FastRouter {
         softmax(out);
     }
 
-    /// Every class's probability for `text`, and the agents its keywords name; `None` with
-    /// nothing to read or nothing learned.
-    fn distribution<'t>(&'t self, text: &str) -> Option<(Vec<f32>, Vec<&'t str>)> {
+    /// Every class's probability for `text`, the agents its keywords name and its features;
+    /// `None` with nothing to read or nothing learned.
+    fn distribution(&self, text: &str) -> Option<Distribution<'_>> {
         let (features, keyword_agents) = self.features(text);
         if features.is_empty() || self.classes.len() < 2 {
             return None;
         }
         let mut probabilities = vec![0.0; self.classes.len()];
         self.probabilities(&features, &mut probabilities);
-        Some((probabilities, keyword_agents))
+        Some(Distribution {
+            probabilities,
+            keyword_agents,
+            features,
+        })
+    }
+
+    /// The learned example nearest to a feature vector (both unit length, so the dot product
+    /// is the cosine): its class and similarity.
+    fn nearest(&self, features: &[(u64, f32)]) -> Option<(usize, f32)> {
+        let mut similarity = vec![0.0f32; self.example_classes.len()];
+        for (feature, value) in features {
+            for (example, weight) in self.postings.get(feature).into_iter().flatten() {
+                similarity[*example as usize] += value * weight;
+            }
+        }
+        similarity
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(example, s)| (usize::from(self.example_classes[example]), *s))
     }
 
     /// The probability that `text` belongs to one of the subgraphs `agents` accepts.
     pub fn probability(&self, text: &str, agents: impl Fn(&str) -> bool) -> f32 {
-        let Some((probabilities, _)) = self.distribution(text) else {
+        let Some(Distribution { probabilities, .. }) = self.distribution(text) else {
             return 0.0;
         };
         self.classes
@@ -365,44 +425,114 @@ impl FastRouter {
 
     /// The best class of `text` and its probability.
     pub fn read(&self, text: &str) -> Option<Reading<'_>> {
-        let (probabilities, keyword_agents) = self.distribution(text)?;
-        let (best, confidence) =
-            probabilities
-                .iter()
-                .copied()
-                .enumerate()
-                .fold(
-                    (PRIMARY, f32::MIN),
-                    |best, (c, p)| {
-                        if p > best.1 { (c, p) } else { best }
-                    },
-                );
-        let agent = (best != PRIMARY).then(|| self.classes[best].as_str());
+        self.read_for(text, |_| true)
+    }
+
+    /// The best class of `text` among the primary class and the subgraphs `open` accepts (those
+    /// the sender's role reaches), with the probabilities of the others shared among them: an
+    /// owner's «¿podéis cambiar las fotos?» is not half a prospect's question about a listing.
+    pub fn read_for(&self, text: &str, open: impl Fn(&str) -> bool) -> Option<Reading<'_>> {
+        let best = self.best(text, open)?;
+        let agent = best.agent(self);
         Some(Reading {
             agent,
-            confidence,
-            keywords_agree: agent.is_some_and(|agent| keyword_agents == [agent]),
+            confidence: best.confidence,
+            keywords_agree: best.keywords_agree(agent),
+            keywords_conflict: best.keywords_conflict(agent),
+            two_requests: self.two_requests(text),
+            neighbour: self.neighbour(&best),
         })
     }
 
-    /// Routes `text` to the subgraph it belongs to when `reachable` accepts that agent and the
+    /// The best open class of `text`, what its keywords name and its features.
+    fn best(&self, text: &str, open: impl Fn(&str) -> bool) -> Option<Best<'_>> {
+        let Distribution {
+            mut probabilities,
+            mut keyword_agents,
+            features,
+        } = self.distribution(text)?;
+        for (class, p) in self.classes.iter().zip(probabilities.iter_mut()).skip(1) {
+            if !open(class) {
+                *p = 0.0;
+            }
+        }
+        let total: f32 = probabilities.iter().sum();
+        keyword_agents.retain(|agent| open(agent));
+        let (class, p) = argmax(&probabilities);
+        Some(Best {
+            class,
+            confidence: p / total,
+            keyword_agents,
+            features,
+        })
+    }
+
+    /// How alike the nearest learned example is, when it is of the best class, a subgraph.
+    fn neighbour(&self, best: &Best<'_>) -> Option<f32> {
+        self.nearest(&best.features)
+            .filter(|(class, _)| *class == best.class && best.class != PRIMARY)
+            .map(|(_, similarity)| similarity)
+    }
+
+    /// Whether two of the message's clauses read, each on its own, as requests for two
+    /// different subgraphs («quiero ver el ático y que me digáis cuánto pagaría de hipoteca»).
+    fn two_requests(&self, text: &str) -> bool {
+        let clauses = clauses(text);
+        if clauses.len() < 2 {
+            return false;
+        }
+        let mut asked: Option<usize> = None;
+        for clause in clauses {
+            let Some(Distribution { probabilities, .. }) = self.distribution(&clause) else {
+                continue;
+            };
+            let (best, p) = argmax(&probabilities);
+            if best == PRIMARY || p < CLAUSE_CONFIDENCE {
+                continue;
+            }
+            match asked {
+                Some(other) if other != best => return true,
+                _ => asked = Some(best),
+            }
+        }
+        false
+    }
+
+    /// Routes `text` to the subgraph it belongs to when `open` accepts that agent (the sender's
+    /// role reaches it), it is not `holder` (the subgraph holding the conversation), and the
     /// router is sure enough; abstains otherwise.
-    pub fn decide(&self, text: &str, reachable: impl Fn(&str) -> bool) -> Decision<'_> {
-        let Some(reading) = self.read(text) else {
+    pub fn decide(
+        &self,
+        text: &str,
+        open: impl Fn(&str) -> bool,
+        holder: Option<&str>,
+    ) -> Decision<'_> {
+        // The cheap opinions first: the nearest example and the clauses are read only when
+        // they can still change the decision.
+        let Some(best) = self.best(text, open) else {
             return Decision::Abstain(Abstention::Empty);
         };
-        let confidence = reading.confidence;
-        let bar = if reading.keywords_agree {
-            self.params.min_confidence
-        } else {
-            self.params.sure_confidence.unwrap_or(f32::INFINITY)
+        let confidence = best.confidence;
+        let Some(agent) = best.agent(self) else {
+            return Decision::Abstain(Abstention::Primary { confidence });
         };
-        match reading.agent {
-            None => Decision::Abstain(Abstention::Primary { confidence }),
-            Some(agent) if !reachable(agent) => Decision::Abstain(Abstention::Unreachable),
-            Some(_) if confidence < bar => Decision::Abstain(Abstention::Unsure { confidence }),
-            Some(agent) => Decision::Route { agent, confidence },
+        if holder == Some(agent) {
+            return Decision::Abstain(Abstention::Holder);
         }
+        let params = &self.params;
+        let sure = (best.keywords_agree(Some(agent)) && confidence >= params.min_confidence)
+            || (!best.keywords_conflict(Some(agent))
+                && confidence >= params.neighbour_confidence
+                && self
+                    .neighbour(&best)
+                    .is_some_and(|alike| alike >= params.min_neighbour));
+        if !sure {
+            return Decision::Abstain(Abstention::Unsure { confidence });
+        }
+        if self.two_requests(text) {
+            return Decision::Abstain(Abstention::TwoRequests);
+        }
+        Decision::Route { agent, confidence }
     }
 
     /// The message's features, unit length, sorted by hash and merged; and the agents its
@@ -458,6 +588,107 @@ impl FastRouter {
         }
         (merged, keyword_agents)
     }
+}
+
+/// How sure the router must be of a clause to count it as a request of its own.
+const CLAUSE_CONFIDENCE: f32 = 0.5;
+
+/// Words that open a second request in the same message («… y de paso …», «… and also …»).
+const CLAUSE_CUES: &[&[&str]] = &[
+    &["y", "tambien"],
+    &["y", "tb"],
+    &["y", "de", "paso"],
+    &["de", "paso"],
+    &["ademas"],
+    &["otra", "cosa"],
+    &["y", "que", "me"],
+    &["y", "saber"],
+    &["y", "cuanto"],
+    &["and", "also"],
+    &["also"],
+    &["and", "how"],
+    &["and", "what"],
+    &["e", "tambem"],
+    &["tambem"],
+    &["e", "saber"],
+    &["e", "quanto"],
+    &["pero", "antes"],
+    &["but", "first"],
+];
+
+/// The message cut into clauses at sentence ends and at [`CLAUSE_CUES`], each as its words.
+fn clauses(text: &str) -> Vec<String> {
+    let mut clauses = Vec::new();
+    for sentence in text.split(['.', '?', '!', ';', '\n']) {
+        let words = tokens(sentence);
+        let mut start = 0;
+        let mut i = 0;
+        while i < words.len() {
+            let cue = CLAUSE_CUES.iter().find(|cue| {
+                words[i..].len() >= cue.len()
+                    && cue.iter().zip(&words[i..]).all(|(c, w)| *c == w.as_str())
+            });
+            match cue {
+                Some(cue) if i > start => {
+                    clauses.push(words[start..i].join(" "));
+                    start = i + cue.len();
+                    i = start;
+                }
+                _ => i += 1,
+            }
+        }
+        if start < words.len() {
+            clauses.push(words[start..].join(" "));
+        }
+    }
+    clauses.retain(|clause| clause.split(' ').count() >= 2);
+    clauses
+}
+
+/// What the model reads in a message.
+struct Distribution<'r> {
+    /// One per class, summing to 1.
+    probabilities: Vec<f32>,
+    /// The agents its keywords name outside a negation, sorted and distinct.
+    keyword_agents: Vec<&'r str>,
+    features: Vec<(u64, f32)>,
+}
+
+/// A message's best class, before the second opinions.
+struct Best<'r> {
+    class: usize,
+    confidence: f32,
+    /// The open agents its keywords name outside a negation, sorted and distinct.
+    keyword_agents: Vec<&'r str>,
+    features: Vec<(u64, f32)>,
+}
+
+impl<'r> Best<'r> {
+    fn agent(&self, router: &'r FastRouter) -> Option<&'r str> {
+        (self.class != PRIMARY).then(|| router.classes[self.class].as_str())
+    }
+
+    fn keywords_agree(&self, agent: Option<&str>) -> bool {
+        agent.is_some_and(|agent| self.keyword_agents == [agent])
+    }
+
+    fn keywords_conflict(&self, agent: Option<&str>) -> bool {
+        self.keyword_agents
+            .iter()
+            .any(|named| Some(*named) != agent)
+    }
+}
+
+/// The index and value of the largest probability (the first of equals).
+fn argmax(probabilities: &[f32]) -> (usize, f32) {
+    probabilities
+        .iter()
+        .copied()
+        .enumerate()
+        .fold(
+            (PRIMARY, f32::MIN),
+            |best, (c, p)| if p > best.1 { (c, p) } else { best },
+        )
 }
 
 /// Scores to probabilities, in place.
@@ -558,17 +789,19 @@ mod tests {
     fn routes_what_it_learned_and_abstains_on_greetings() {
         let router = router();
         assert_eq!(
-            router.decide("Quiero agendar una visita", |_| true).agent(),
+            router
+                .decide("Quiero agendar una visita", |_| true, None)
+                .agent(),
             Some("appointment_assistant")
         );
         assert_eq!(
             router
-                .decide("cuanto me saldria la hipoteca", |_| true)
+                .decide("cuanto me saldria la hipoteca", |_| true, None)
                 .agent(),
             Some("mortgage_loan_assistant")
         );
         assert!(matches!(
-            router.decide("hola buenas", |_| true),
+            router.decide("hola buenas", |_| true, None),
             Decision::Abstain(Abstention::Primary { .. })
         ));
     }
@@ -576,16 +809,39 @@ mod tests {
     #[test]
     fn a_negated_request_is_not_routed() {
         let router = router();
-        assert_eq!(router.decide("No quiero una cita", |_| true).agent(), None);
+        assert_eq!(
+            router.decide("No quiero una cita", |_| true, None).agent(),
+            None
+        );
     }
 
     #[test]
-    fn an_unreachable_best_agent_abstains_rather_than_taking_the_next() {
+    fn an_agent_the_role_cannot_reach_is_out_of_the_reading() {
+        let router = router();
+        let decision = router.decide(
+            "Quiero agendar una visita",
+            |agent| agent != "appointment_assistant",
+            None,
+        );
+        assert_ne!(decision.agent(), Some("appointment_assistant"));
+        let reading = router
+            .read_for("Quiero agendar una visita", |agent| {
+                agent != "appointment_assistant"
+            })
+            .unwrap();
+        assert_ne!(reading.agent, Some("appointment_assistant"));
+    }
+
+    #[test]
+    fn the_holder_keeps_its_own_messages() {
         let router = router();
         assert_eq!(
-            router.decide("Quiero agendar una visita", |agent| agent
-                != "appointment_assistant"),
-            Decision::Abstain(Abstention::Unreachable)
+            router.decide(
+                "Quiero agendar una visita",
+                |_| true,
+                Some("appointment_assistant")
+            ),
+            Decision::Abstain(Abstention::Holder)
         );
     }
 
@@ -594,16 +850,52 @@ mod tests {
         let router = router();
         for text in ["", "👍", "   ", "?!"] {
             assert_eq!(
-                router.decide(text, |_| true),
+                router.decide(text, |_| true, None),
                 Decision::Abstain(Abstention::Empty),
                 "{text:?}"
             );
         }
         let empty = FastRouter::train([], &[]);
         assert_eq!(
-            empty.decide("quiero una cita", |_| true),
+            empty.decide("quiero una cita", |_| true, None),
             Decision::Abstain(Abstention::Empty)
         );
+    }
+
+    #[test]
+    fn two_requests_in_one_message_abstain() {
+        let router = router();
+        let text = "quiero agendar una visita y de paso cuanto me saldria la hipoteca";
+        assert_eq!(
+            clauses(text),
+            ["quiero agendar una visita", "cuanto me saldria la hipoteca"]
+        );
+        assert!(router.read(text).unwrap().two_requests);
+        assert_eq!(router.decide(text, |_| true, None).agent(), None);
+        // One request in two sentences is still one.
+        let text = "Quiero agendar una visita. Puedo ver el piso el jueves?";
+        assert_eq!(clauses(text).len(), 2);
+        assert!(!router.read(text).unwrap().two_requests);
+    }
+
+    #[test]
+    fn the_nearest_example_backs_a_reading_only_when_it_is_of_the_same_agent() {
+        let router = router();
+        // No keyword names it, but it is an appointments example word for word.
+        let reading = router.read("puedo ver el piso el jueves").unwrap();
+        assert_eq!(reading.agent, Some("appointment_assistant"));
+        assert!(!reading.keywords_agree && !reading.keywords_conflict);
+        assert!(
+            reading.neighbour.is_some_and(|alike| alike > 0.99),
+            "{reading:?}"
+        );
+        // A greeting's nearest example is a greeting: nothing backs a subgraph.
+        let reading = router.read("hola buenas tardes").unwrap();
+        assert_eq!(reading.agent, None);
+        assert_eq!(reading.neighbour, None);
+        // Keywords of another agent are a conflict, whatever the model reads.
+        let reading = router.read("cuando puedo ir a verlo, y la cuota?").unwrap();
+        assert!(reading.keywords_conflict || reading.agent == Some("mortgage_loan_assistant"));
     }
 
     #[test]

@@ -417,14 +417,17 @@ impl AgentRegistry {
 
     /// The router's decision for `text` from `caller`, with its reason when it abstains.
     ///
-    /// The role counts twice: an agent the role cannot reach is never routed to, and an owner
+    /// The role counts twice: an agent the role cannot reach is out of the reading (its share of
+    /// the probability goes to the others), and an owner
     /// (who writes mostly about the property they sell) goes to a specialist prospects reach
     /// too only when the owners' own specialists are unlikely («¿podéis ponerlo en alquiler?»
     /// is about their flat, not a search).
     pub fn fast_route_decision(&self, text: &str, caller: &Agent, role: Role) -> Decision<'_> {
-        let decision = self.router.decide(text, |name| {
-            name != caller.name && self.get(name).is_some_and(|a| a.roles.contains(&role))
-        });
+        let decision = self.router.decide(
+            text,
+            |name| self.get(name).is_some_and(|a| a.roles.contains(&role)),
+            Some(caller.name.as_str()),
+        );
         if let Decision::Route { agent, confidence } = decision
             && role == Role::Owner
             && self
@@ -638,7 +641,7 @@ fn check_examples(files: &[&PromptFile], router: &FastRouter, problems: &mut Vec
         for example in &file.examples {
             // From the primary agent, a user of `role` may reach the subgraphs serving `role`.
             let misroute = file.roles.iter().find_map(|role| {
-                let reachable = |name: &str| {
+                let open = |name: &str| {
                     (own && name == file.name)
                         || files.iter().any(|other| {
                             other.name == name
@@ -647,7 +650,7 @@ fn check_examples(files: &[&PromptFile], router: &FastRouter, problems: &mut Vec
                         })
                 };
                 router
-                    .decide(example, reachable)
+                    .decide(example, open, None)
                     .agent()
                     .filter(|routed| *routed != file.name)
                     .map(|routed| (routed.to_owned(), *role))
