@@ -14,7 +14,7 @@ use chrono::Utc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use zaguan::agents::fast_route::FastRouter;
-use zaguan::agents::{self, AgentKind, AgentRegistry};
+use zaguan::agents::{AgentKind, AgentRegistry};
 use zaguan::domain::Role;
 use zaguan::domain::ToolCall;
 use zaguan::domain::{WaId, WaMessageId};
@@ -55,7 +55,7 @@ impl Llm for InstantLlm {
 
 fn registry() -> AgentRegistry {
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()
+    AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()
 }
 
 fn route(c: &mut Criterion) {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::domain::Role;
 use zaguan::domain::ToolCall;
 use zaguan::engine::UsageRecorder;
@@ -26,7 +26,7 @@ use zaguan::store::MemoryStore;
 /// The request the primary agent sends after 20 messages of conversation.
 fn request() -> LlmRequest {
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    let registry = AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
     let primary = registry.primary_for(Role::Prospect);
     let mut tools = registry.delegation_tools(primary, Role::Prospect);
     tools.push(AgentRegistry::complete_or_escalate());
@@ -70,7 +70,7 @@ const ANTHROPIC_ANSWER: &str = r#"{"id":"msg_01","type":"message","role":"assist
 fn assembly(c: &mut Criterion) {
     use zaguan::agents::PromptContext;
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    let registry = AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
     let history: Vec<ChatMessage> = request().messages.into_iter().cycle().take(200).collect();
     let context = PromptContext {
         user_name: Some("Lucía".into()),

@@ -18,8 +18,9 @@ use std::path::PathBuf;
 
 use zaguan::agents::fast_route::{FastRouter, Params};
 use zaguan::agents::route_eval::{self, Labelled};
-use zaguan::agents::{AgentKind, AgentRegistry, known_tools};
+use zaguan::agents::{AgentKind, AgentRegistry};
 use zaguan::domain::Role;
+use zaguan::startup::known_tools;
 
 const FOLDS: usize = 5;
 

@@ -1292,7 +1292,7 @@ async fn main() -> Result<(), BoxError> {
     // given up on, no conversation still held.
     let mut left = None;
     if let (Some(db), Some(uri)) = (&fresh_db, &mongo) {
-        let config = zaguan::config::MongoConfig {
+        let config = zaguan::store::pool::MongoConfig {
             uri: uri.clone().into(),
             database: db.clone(),
         };

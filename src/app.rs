@@ -1,126 +1,16 @@
-//! The HTTP application: shared state and the router (ARCHITECTURE.md §4).
+//! The HTTP application: every route and its limits (ARCHITECTURE.md §4), over the
+//! [`AppState`] the handlers share.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::get;
-use secrecy::SecretString;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
-use crate::engine::{Arrivals, PromptReloader};
-use crate::realestate::RealEstateStore;
-use crate::store::{Store, StoreClock};
+pub use crate::state::AppState;
 use crate::{admin, health, telemetry, webhook};
-
-/// What every handler can reach. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
-    pub store: Arc<dyn Store>,
-    /// `WHATSAPP_VERIFY_TOKEN`; `None` refuses every handshake.
-    pub verify_token: Option<Arc<SecretString>>,
-    /// `WHATSAPP_APP_SECRET`; `None` refuses every `POST /webhook`.
-    pub app_secret: Option<Arc<SecretString>>,
-    /// New messages the webhook stored, handed to this process's workers (no poll needed).
-    pub arrivals: Arc<Arrivals>,
-    /// Senders written recently, so bursts do not rewrite the same contact.
-    pub recent_contacts: Arc<webhook::RecentContacts>,
-    /// `ZAGUAN_ADMIN_TOKEN`; `None`: the admin API answers 404.
-    pub admin_token: Option<Arc<SecretString>>,
-    /// The running prompt set, for `GET /admin/prompts` and reloads; `None` when no engine
-    /// runs in this process (the routes then answer 404).
-    pub prompts: Option<Arc<PromptReloader>>,
-    /// How long an operator's handoff lasts unless they say otherwise (`ZAGUAN_HANDOFF_TTL`).
-    pub handoff_ttl: Duration,
-    /// The workers run (`zaguan serve` sets it once the process is its instance); until then
-    /// `/readyz` answers 503.
-    pub started: Arc<AtomicBool>,
-    /// The process's store client works (see [`crate::health::StoreDoctor`]); `/healthz`
-    /// answers 503 otherwise, so an orchestrator restarts it.
-    pub healthy: Arc<AtomicBool>,
-    /// The database's clock, anchored by the instance's heartbeat: arrivals are stamped by it.
-    pub clock: Arc<StoreClock>,
-    /// The business's data, for the listings routes (404 without it).
-    pub realestate: Option<Arc<dyn RealEstateStore>>,
-    /// `ZAGUAN_LEASE`: how long a silent instance still holds its conversations (forgetting a
-    /// user waits for them).
-    pub lease: Duration,
-    /// `ZAGUAN_PUBLIC_URL` is https: the console's cookie is `Secure`.
-    pub secure_cookies: bool,
-}
-
-impl AppState {
-    pub fn new(
-        store: Arc<dyn Store>,
-        verify_token: Option<SecretString>,
-        app_secret: Option<SecretString>,
-    ) -> Self {
-        Self {
-            store,
-            verify_token: verify_token.map(Arc::new),
-            app_secret: app_secret.map(Arc::new),
-            arrivals: Arc::new(Arrivals::new()),
-            recent_contacts: Arc::new(webhook::RecentContacts::new()),
-            admin_token: None,
-            prompts: None,
-            handoff_ttl: crate::engine::handoff::DEFAULT_HANDOFF_TTL,
-            started: Arc::new(AtomicBool::new(true)),
-            healthy: Arc::new(AtomicBool::new(true)),
-            clock: Arc::default(),
-            realestate: None,
-            lease: Duration::from_secs(30),
-            secure_cookies: false,
-        }
-    }
-
-    /// Not ready until [`started`](Self::started) says so.
-    pub fn starting(mut self) -> Self {
-        self.started = Arc::new(AtomicBool::new(false));
-        self
-    }
-
-    /// The workers run: ready once the store answers too.
-    pub fn started(&self) {
-        self.started.store(true, Ordering::SeqCst);
-    }
-
-    /// Shows and reloads the prompt set through the admin API.
-    pub fn with_prompts(mut self, prompts: Arc<PromptReloader>) -> Self {
-        self.prompts = Some(prompts);
-        self
-    }
-
-    pub fn with_handoff_ttl(mut self, ttl: Duration) -> Self {
-        self.handoff_ttl = ttl;
-        self
-    }
-
-    pub fn with_lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-
-    /// Console cookies only over https when the service is reached over https.
-    pub fn with_secure_cookies(mut self, secure: bool) -> Self {
-        self.secure_cookies = secure;
-        self
-    }
-
-    /// Lets the admin API add and change listings.
-    pub fn with_realestate(mut self, realestate: Arc<dyn RealEstateStore>) -> Self {
-        self.realestate = Some(realestate);
-        self
-    }
-
-    /// Opens the admin API to holders of `token`.
-    pub fn with_admin_token(mut self, token: Option<SecretString>) -> Self {
-        self.admin_token = token.map(Arc::new);
-        self
-    }
-}
 
 /// A client that has not sent its whole body by then gets 408 (a slow or stuck sender must not
 /// hold a connection forever).

@@ -2,6 +2,8 @@
 //! start-up. Every bad value is reported (all of them, not just the first) with the variable's
 //! name; secrets are wrapped in [`SecretString`] so they never reach a log or a `Debug` print.
 
+use crate::engine::retention::Retention;
+use crate::store::MongoConfig;
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
@@ -78,20 +80,6 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_LOG_FORMAT",
 ];
 
-/// How long finished records are kept (`None`: forever). The cleanup job deletes older ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
-    /// Answered or failed inbox messages.
-    pub inbox: Option<Duration>,
-    /// Outbox parts sent, delivered, read or failed.
-    pub outbox: Option<Duration>,
-    /// The conversation history.
-    pub messages: Option<Duration>,
-    pub llm_calls: Option<Duration>,
-    /// Business events delivered or failed.
-    pub events: Option<Duration>,
-}
-
 /// The service's whole configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -167,13 +155,6 @@ pub struct WhatsAppConfig {
     pub alert_template_language: String,
     /// From this local time, tomorrow's visits are reminded.
     pub reminder_time: chrono::NaiveTime,
-}
-
-#[derive(Debug, Clone)]
-pub struct MongoConfig {
-    /// May hold a password, hence secret.
-    pub uri: SecretString,
-    pub database: String,
 }
 
 #[derive(Debug, Clone)]

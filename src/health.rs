@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::store::MongoPool;
 
 /// A ready check that takes longer than this counts as not ready.

@@ -18,6 +18,8 @@ pub mod llm;
 pub mod outbound;
 pub mod realestate;
 pub mod serve;
+pub mod startup;
+pub mod state;
 pub mod store;
 pub mod telemetry;
 pub mod transport;

@@ -16,7 +16,7 @@ use secrecy::SecretString;
 
 use common::graph::FakeGraph;
 use common::{TestApp, text_notification};
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::domain::MessageRole;
 use zaguan::domain::{CallOutcome, LlmCall};
 use zaguan::domain::{WaId, WaMessageId};
@@ -49,7 +49,7 @@ fn engine(store: Arc<dyn Store>, llm: Arc<EchoLlm>, settings: EngineSettings) ->
     Engine::new(
         store,
         llm,
-        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
         EngineSettings {
             fast_route: false,

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::domain::{MessageRole, Role};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::roles::RoleDirectory;
 use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::context::RealEstateContext;
+use zaguan::realestate::roles::DataRoles;
 use zaguan::realestate::{AppointmentStatus, MemoryRealEstate, RealEstateStore, demo, tools};
 use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, Store};
 
@@ -50,7 +51,7 @@ impl World {
 
     async fn customer(&self, wa_id: &str, role: Role, llm: ScriptedLlm) -> Customer {
         let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-        let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+        let registry = AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
         let llm = Arc::new(llm);
         let engine = Engine::new(
             self.store.clone(),
@@ -75,9 +76,10 @@ impl World {
     /// the owners' and staff's numbers again every `refresh`.
     async fn newcomer(&self, wa_id: &str, llm: ScriptedLlm, refresh: Duration) -> Customer {
         let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-        let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+        let registry = AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
         let llm = Arc::new(llm);
-        let roles = RoleDirectory::refreshed_every(self.realestate.clone(), refresh);
+        let roles =
+            RoleDirectory::refreshed_every(Arc::new(DataRoles(self.realestate.clone())), refresh);
         let engine = Engine::new(
             self.store.clone(),
             llm.clone(),

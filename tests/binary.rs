@@ -441,7 +441,7 @@ fn chat(args: &[&str], input: &str) -> String {
 fn chat_without_any_key_routes_by_keywords_to_the_offline_reply() {
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let registry =
-        zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap();
+        zaguan::agents::AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
     let offline = registry
         .get("appointment_assistant")
         .and_then(|a| a.offline_reply.clone())

@@ -17,7 +17,7 @@ use common::graph::FakeGraph;
 use fantoccini::{Client, ClientBuilder, Locator};
 use secrecy::SecretString;
 use serde_json::json;
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::app::{AppState, router};
 use zaguan::domain::MessageRole;
 use zaguan::domain::ToolCall;
@@ -300,11 +300,15 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
     let engine = Arc::new(Engine::new(
         store.clone(),
         Arc::new(ScriptedLlm::new()),
-        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(zaguan::engine::ToolRegistry::new()),
         EngineSettings::default(),
     ));
-    let reloader = Arc::new(PromptReloader::new(prompts, agents::known_tools(), engine));
+    let reloader = Arc::new(PromptReloader::new(
+        prompts,
+        zaguan::startup::known_tools(),
+        engine,
+    ));
     let state = AppState::new(store.clone(), None, None)
         .with_admin_token(Some(SecretString::from(TOKEN.to_owned())))
         .with_prompts(reloader);

@@ -1612,7 +1612,7 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     let engine = Engine::new(
         store.clone(),
         llm.clone(),
-        Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
         EngineSettings {
             fast_route: false,
@@ -1723,7 +1723,7 @@ async fn workers_with_graph(
     let engine = Engine::new(
         store.clone(),
         Arc::new(zaguan::llm::OfflineLlm),
-        Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
         EngineSettings::default(),
     );
@@ -1840,7 +1840,7 @@ async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
     let engine = Engine::new(
         store.clone(),
         llm.clone(),
-        Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap()),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
         EngineSettings {
             fast_route: false,

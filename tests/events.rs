@@ -15,11 +15,11 @@ use axum::routing::post;
 use chrono::Utc;
 use secrecy::SecretString;
 use serde_json::{Value, json};
+use zaguan::admin::export::{self, ExportFormat, ExportKind};
 use zaguan::domain::Role;
 use zaguan::domain::WaId;
 use zaguan::engine::Engine;
 use zaguan::engine::handoff;
-use zaguan::events::export::{self, ExportFormat, ExportKind};
 use zaguan::events::{EventDelivery, EventSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::{

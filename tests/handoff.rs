@@ -15,7 +15,7 @@ use common::graph::FakeGraph;
 use common::{TestApp, bearer, text_notification};
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::domain::MessageRole;
 use zaguan::domain::ToolCall;
 use zaguan::domain::WaId;
@@ -88,7 +88,7 @@ impl Desk {
         let engine = Engine::new(
             store.clone(),
             Arc::new(DeskLlm),
-            Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
+            Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
             Arc::new(ToolRegistry::new().with(RequestHuman::new(store.clone()))),
             EngineSettings {
                 fast_route: false,

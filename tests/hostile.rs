@@ -330,11 +330,12 @@ impl zaguan::llm::Llm for ObedientLlm {
 
 #[tokio::test]
 async fn a_prompt_injection_obeyed_by_the_model_changes_nothing_and_leaks_nothing() {
-    use zaguan::agents::{AgentRegistry, known_tools};
+    use zaguan::agents::AgentRegistry;
     use zaguan::domain::MessageRole;
     use zaguan::domain::WaId;
     use zaguan::engine::{Engine, EngineSettings};
     use zaguan::realestate::{MemoryRealEstate, RealEstateStore, demo};
+    use zaguan::startup::known_tools;
     use zaguan::store::{InboxStatus, MemoryStore};
 
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());

@@ -25,7 +25,7 @@ use zaguan::llm::{
     AnthropicClient, CallPolicy, ChatMessage, FallbackChain, Llm, LlmRequest, OpenAiClient,
 };
 use zaguan::outbound::Outbound;
-use zaguan::serve::build_engine;
+use zaguan::startup::build_engine;
 use zaguan::store::{MemoryStore, OutboxEntry, Store};
 
 const OPENAI_KEY: &str = "sk-test-openai-secret";
@@ -126,7 +126,9 @@ async fn service(
     let config = Config::from_vars(vars).unwrap();
     let app = TestApp::with_store(store.clone());
     let usage = UsageRecorder::spawn(store.clone());
-    let realestate = zaguan::serve::open_realestate(&config, None).await.unwrap();
+    let realestate = zaguan::startup::open_realestate(&config, None)
+        .await
+        .unwrap();
     let engine =
         Arc::new(build_engine(&config, store.clone(), realestate, Some(usage.clone())).unwrap());
     let workers = Workers::spawn(
@@ -697,7 +699,7 @@ async fn both_down_the_offline_reply_answers(store: Arc<dyn Store>) {
 
     let registry = zaguan::agents::AgentRegistry::load(
         std::path::Path::new(PROMPTS),
-        &zaguan::agents::known_tools(),
+        &zaguan::startup::known_tools(),
     )
     .unwrap();
     let offline = registry

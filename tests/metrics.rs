@@ -744,12 +744,14 @@ async fn metrics_after_a_scripted_conversation() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let app = TestApp::with_store(store.clone());
     let usage = UsageRecorder::spawn(store.clone());
-    let realestate = zaguan::serve::open_realestate(&config, None).await.unwrap();
+    let realestate = zaguan::startup::open_realestate(&config, None)
+        .await
+        .unwrap();
     let engine = Arc::new(
-        zaguan::serve::build_engine(&config, store.clone(), realestate, Some(usage.clone()))
+        zaguan::startup::build_engine(&config, store.clone(), realestate, Some(usage.clone()))
             .unwrap(),
     );
-    let outbound = Arc::new(zaguan::serve::outbound(&config, store.clone()).unwrap());
+    let outbound = Arc::new(zaguan::startup::outbound(&config, store.clone()).unwrap());
     let workers = Workers::spawn(
         engine,
         outbound,
@@ -1166,11 +1168,13 @@ async fn logged_turn(level: &str, wa_id: &str, wamid: &str) -> Vec<Value> {
     let config = Config::from_vars(vars).unwrap();
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let app = TestApp::with_store(store.clone());
-    let realestate = zaguan::serve::open_realestate(&config, None).await.unwrap();
+    let realestate = zaguan::startup::open_realestate(&config, None)
+        .await
+        .unwrap();
     let engine =
-        Arc::new(zaguan::serve::build_engine(&config, store.clone(), realestate, None).unwrap());
+        Arc::new(zaguan::startup::build_engine(&config, store.clone(), realestate, None).unwrap());
     // No access token: a dry run, the reply only logged.
-    let outbound = Arc::new(zaguan::serve::outbound(&config, store.clone()).unwrap());
+    let outbound = Arc::new(zaguan::startup::outbound(&config, store.clone()).unwrap());
     let workers = Workers::spawn(
         engine,
         outbound,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::monitor::Monitor;
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry};
@@ -60,7 +60,7 @@ async fn metrics_and_health_gauges_after_a_scripted_conversation() {
     let engine = Engine::new(
         store.clone(),
         Arc::new(ScriptedLlm::new().says("appointment_assistant", "¿Qué día te viene bien?")),
-        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
         EngineSettings::default(),
     );

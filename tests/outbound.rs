@@ -741,7 +741,7 @@ fn long_markdown_answer() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_markdown_answer_arrives_as_formatted_parts_in_order_once() {
     use common::{TestApp, text_notification};
-    use zaguan::agents::{self, AgentRegistry};
+    use zaguan::agents::AgentRegistry;
     use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
     use zaguan::guard::{format, split};
     use zaguan::llm::ScriptedLlm;
@@ -750,7 +750,7 @@ async fn a_long_markdown_answer_arrives_as_formatted_parts_in_order_once() {
     assert!(answer.chars().count() > 4096);
     let c = channel(vec![], SendLimits::default(), fast_retries()).await;
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    let registry = AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
     let engine = Engine::new(
         c.store.clone(),
         Arc::new(ScriptedLlm::new().says("primary_assistant", &answer)),

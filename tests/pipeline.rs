@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use axum::http::StatusCode;
 use common::{TestApp, text_notification};
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
 use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::Outbound;
@@ -34,7 +34,7 @@ impl Llm for EchoLlm {
 
 fn engine(store: Arc<dyn Store>) -> Arc<Engine> {
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    let registry = AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
     Arc::new(Engine::new(
         store,
         Arc::new(EchoLlm),

@@ -15,7 +15,7 @@ use chrono::Utc;
 use common::{TestApp, bearer};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::domain::ToolCall;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::{Engine, EngineSettings, PromptReloader, ToolRegistry};
@@ -125,7 +125,7 @@ async fn prompt_changes_are_reloaded_checked_and_never_touch_a_running_turn() {
     let engine = Arc::new(Engine::new(
         store.clone(),
         llm.clone(),
-        Arc::new(AgentRegistry::load(&dir, &agents::known_tools()).unwrap()),
+        Arc::new(AgentRegistry::load(&dir, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
         EngineSettings {
             fast_route: false,
@@ -134,7 +134,7 @@ async fn prompt_changes_are_reloaded_checked_and_never_touch_a_running_turn() {
     ));
     let reloader = Arc::new(PromptReloader::new(
         dir.clone(),
-        agents::known_tools(),
+        zaguan::startup::known_tools(),
         engine.clone(),
     ));
     let watch = reloader.clone().spawn();

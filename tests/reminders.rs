@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::domain::MessageRole;
 use zaguan::domain::WaId;
 use zaguan::engine::{Engine, EngineSettings};
@@ -49,7 +49,7 @@ fn engine(
     let engine = Arc::new(Engine::new(
         store.clone(),
         llm.clone(),
-        Arc::new(AgentRegistry::load(&prompts, &agents::known_tools()).unwrap()),
+        Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(zaguan::realestate::tools::registry(realestate.clone())),
         EngineSettings {
             fast_route: false,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use serde_json::json;
-use zaguan::agents::{self, AgentRegistry};
+use zaguan::agents::AgentRegistry;
 use zaguan::domain::WaId;
 use zaguan::domain::{MessageRole, Role};
 use zaguan::engine::{Engine, EngineSettings};
@@ -26,7 +26,7 @@ fn build_engine(
     llm: &Arc<ScriptedLlm>,
 ) -> Engine {
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    let registry = AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
     let tools = tools::registry(realestate.clone())
         .with(RequestCallback::new(realestate.clone(), store.clone()))
         .with(RequestListingChange::new(realestate.clone(), store.clone()));
@@ -369,7 +369,7 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
 #[tokio::test]
 async fn only_the_assistants_that_list_it_are_offered_the_tool() {
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let registry = AgentRegistry::load(&prompts, &agents::known_tools()).unwrap();
+    let registry = AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
     for (agent, offered) in [
         ("mortgage_loan_assistant", true),
         ("prospect_offer_assistant", true),

@@ -8,8 +8,9 @@ use std::process::{Command, Output};
 
 use zaguan::agents::keywords::tokens;
 use zaguan::agents::route_eval::{self, FLOOR, Labelled, TARGET};
-use zaguan::agents::{AgentKind, AgentRegistry, known_tools};
+use zaguan::agents::{AgentKind, AgentRegistry};
 use zaguan::domain::Role;
+use zaguan::startup::known_tools;
 
 fn prompts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts")

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
-use zaguan::config::Retention;
 use zaguan::domain::MessageRole;
 use zaguan::domain::{CallOutcome, LlmCall};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::instances::Membership;
 use zaguan::engine::retention::Cleanup;
+use zaguan::engine::retention::Retention;
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
 use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{Limiters, Outbound, SendLimits};
@@ -307,7 +307,7 @@ fn instance(store: Arc<dyn Store>, llm_delay: Duration, app: &common::TestApp) -
         store.clone(),
         Arc::new(SlowLlm(llm_delay)),
         Arc::new(
-            zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap(),
+            zaguan::agents::AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap(),
         ),
         Arc::new(ToolRegistry::new()),
         EngineSettings {
@@ -448,7 +448,7 @@ async fn mongo_store_round_trips_of_a_turn() {
     let commands: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
     let seen = commands.clone();
     let store = zaguan::store::MongoStore::connect_with(
-        &zaguan::config::MongoConfig {
+        &zaguan::store::pool::MongoConfig {
             uri: secrecy::SecretString::from(std::env::var("MONGODB_URI").unwrap()),
             database: db.store.database().name().to_owned(),
         },
@@ -477,7 +477,7 @@ async fn mongo_store_round_trips_of_a_turn() {
         store.clone(),
         Arc::new(RoutingLlm),
         Arc::new(
-            zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap(),
+            zaguan::agents::AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap(),
         ),
         Arc::new(ToolRegistry::new()),
         EngineSettings {
@@ -577,7 +577,7 @@ async fn mongo_the_workers_concurrency_follows_the_database() {
     let proxy =
         MongoProxy::start(MongoProxy::host_of(&std::env::var("MONGODB_URI").unwrap())).await;
     let store: Arc<dyn Store> = Arc::new(
-        zaguan::store::MongoStore::connect(&zaguan::config::MongoConfig {
+        zaguan::store::MongoStore::connect(&zaguan::store::pool::MongoConfig {
             uri: secrecy::SecretString::from(proxy.uri("")),
             database: db.store.database().name().to_owned(),
         })
@@ -590,7 +590,7 @@ async fn mongo_the_workers_concurrency_follows_the_database() {
         store.clone(),
         Arc::new(SlowLlm(Duration::ZERO)),
         Arc::new(
-            zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap(),
+            zaguan::agents::AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap(),
         ),
         Arc::new(ToolRegistry::new()),
         EngineSettings {

@@ -1317,7 +1317,7 @@ async fn mongo_a_slow_database_never_wedges_the_client() {
     let upstream = MongoProxy::host_of(&std::env::var("MONGODB_URI").unwrap());
     let proxy = MongoProxy::start(upstream).await;
     let store = Arc::new(
-        MongoStore::connect(&zaguan::config::MongoConfig {
+        MongoStore::connect(&zaguan::store::pool::MongoConfig {
             uri: secrecy::SecretString::from(proxy.uri("")),
             database: db.store.database().name().to_owned(),
         })
@@ -1388,7 +1388,7 @@ async fn mongo_a_client_stuck_on_dead_connections_is_rebuilt_without_a_restart()
     // new connection past the dead ones.
     let pool =
         MongoPool::connect(
-            &zaguan::config::MongoConfig {
+            &zaguan::store::pool::MongoConfig {
                 uri: secrecy::SecretString::from(proxy.uri(
                     "connectTimeoutMS=0&heartbeatFrequencyMS=60000&maxPoolSize=3&minPoolSize=3",
                 )),

@@ -189,7 +189,7 @@ impl Harness {
         let tools = ToolRegistry::new();
         let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
         let agents =
-            Arc::new(AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap());
+            Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap());
         let llm = Arc::new(llm);
         let mut engine = Engine::new(
             store.clone(),

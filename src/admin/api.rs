@@ -13,12 +13,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use subtle::ConstantTimeEq;
 
-use crate::app::AppState;
 use crate::domain::Role;
 use crate::domain::WaId;
 use crate::engine::handoff::{self, HandoffError};
 use crate::engine::{PromptReloader, PromptStatus, Reloaded};
 use crate::realestate::listings::{self, Applied, ListingsError};
+use crate::state::AppState;
 use crate::store::{
     Conversation, ConversationQuery, HandoffFilter, RoleAssignment, RoleSource, Store, StoreError,
 };
@@ -696,7 +696,7 @@ pub async fn update_listing(
 #[derive(Debug, Default, Deserialize)]
 pub struct ExportQuery {
     since: Option<String>,
-    format: Option<crate::events::export::ExportFormat>,
+    format: Option<crate::admin::export::ExportFormat>,
     #[serde(default)]
     bom: bool,
 }
@@ -708,7 +708,7 @@ pub async fn export(
     Path(kind): Path<String>,
     Query(query): Query<ExportQuery>,
 ) -> Result<Response, AdminError> {
-    use crate::events::export::{self, ExportFormat, ExportKind};
+    use crate::admin::export::{self, ExportFormat, ExportKind};
     authorize(&state, &headers)?;
     let kind = ExportKind::parse(&kind).ok_or_else(|| {
         AdminError::NotFound(format!("no export `{kind}`: leads, appointments or offers"))

@@ -9,24 +9,8 @@ pub mod prompt;
 pub mod registry;
 pub mod route_eval;
 
-use std::collections::BTreeSet;
-
 pub use prompt::PromptProblem;
 pub use registry::{
     Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, FastRouteReport, PromptContext,
     TranslatorPrompt,
 };
-
-/// The domain tools a prompt may list in `tools`; the engine and `zaguan prompts check` both
-/// ask here, so they agree on what is valid.
-pub fn known_tools() -> BTreeSet<String> {
-    crate::realestate::tools::TOOL_NAMES
-        .iter()
-        .chain([
-            &crate::engine::handoff::REQUEST_HUMAN,
-            &crate::realestate::tools::REQUEST_CALLBACK,
-            &crate::realestate::tools::REQUEST_LISTING_CHANGE,
-        ])
-        .map(|name| (*name).to_owned())
-        .collect()
-}

@@ -746,7 +746,7 @@ mod tests {
 
     fn shipped() -> AgentRegistry {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-        AgentRegistry::load(&dir, &crate::agents::known_tools()).unwrap_or_else(|problems| {
+        AgentRegistry::load(&dir, &crate::startup::known_tools()).unwrap_or_else(|problems| {
             let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
             panic!("{}", text.join("\n"))
         })

@@ -7,6 +7,7 @@ mod geo;
 mod ids;
 mod llm_call;
 mod message;
+pub mod phrases;
 
 pub use conversation::{Handoff, MessageRole, PendingAction, Role};
 pub use geo::GeoPoint;

@@ -8,8 +8,21 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::config::Retention;
 use crate::store::{PurgeBefore, PurgeCounts, Store, StoreError};
+
+/// How long finished records are kept (`None`: forever). The cleanup job deletes older ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Answered or failed inbox messages.
+    pub inbox: Option<Duration>,
+    /// Outbox parts sent, delivered, read or failed.
+    pub outbox: Option<Duration>,
+    /// The conversation history.
+    pub messages: Option<Duration>,
+    pub llm_calls: Option<Duration>,
+    /// Business events delivered or failed.
+    pub events: Option<Duration>,
+}
 
 /// Lease records are only needed while a lease may still be renewed or taken over.
 const LEASE_RECORDS_KEPT: chrono::Duration = chrono::Duration::days(1);

@@ -10,9 +10,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::domain::Role;
-use crate::domain::WaId;
-use crate::realestate::RealEstateStore;
+use async_trait::async_trait;
+
+use crate::domain::{Role, WaId};
+use crate::store::StoreResult;
+
+/// Where the numbers with a role come from: the business's data (owners and staff), which this
+/// layer does not know.
+#[async_trait]
+pub trait KnownNumbers: Send + Sync + 'static {
+    /// Every number whose role is not prospect, with that role.
+    async fn known_numbers(&self) -> StoreResult<HashMap<WaId, Role>>;
+}
 
 /// How long the numbers read are used before they are read again.
 pub const REFRESH: Duration = Duration::from_secs(60);
@@ -23,7 +32,7 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Who is who, by WhatsApp number, as the business data says.
 pub struct RoleDirectory {
-    realestate: Arc<dyn RealEstateStore>,
+    numbers: Arc<dyn KnownNumbers>,
     refresh: Duration,
     known: Mutex<Known>,
     /// One read at a time; the others wait for it rather than read again.
@@ -38,13 +47,13 @@ struct Known {
 }
 
 impl RoleDirectory {
-    pub fn new(realestate: Arc<dyn RealEstateStore>) -> Self {
-        Self::refreshed_every(realestate, REFRESH)
+    pub fn new(numbers: Arc<dyn KnownNumbers>) -> Self {
+        Self::refreshed_every(numbers, REFRESH)
     }
 
-    pub fn refreshed_every(realestate: Arc<dyn RealEstateStore>, refresh: Duration) -> Self {
+    pub fn refreshed_every(numbers: Arc<dyn KnownNumbers>, refresh: Duration) -> Self {
         Self {
-            realestate,
+            numbers,
             refresh,
             known: Mutex::new(Known::default()),
             reading: tokio::sync::Mutex::new(()),
@@ -73,7 +82,7 @@ impl RoleDirectory {
         if fresh {
             return roles;
         }
-        let read = tokio::time::timeout(READ_TIMEOUT, self.read()).await;
+        let read = tokio::time::timeout(READ_TIMEOUT, self.numbers.known_numbers()).await;
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         match read {
             Ok(Ok(roles)) => {
@@ -95,91 +104,5 @@ impl RoleDirectory {
             }
         }
         known.roles.clone()
-    }
-
-    /// Owners, then staff: a number in both is an agent.
-    async fn read(&self) -> crate::store::StoreResult<HashMap<WaId, Role>> {
-        let mut roles = HashMap::new();
-        for owner in self.realestate.owners_on_whatsapp().await? {
-            if let Some(wa_id) = owner.wa_id {
-                roles.insert(wa_id, Role::Owner);
-            }
-        }
-        for member in self.realestate.staff().await? {
-            if let Some(wa_id) = member.wa_id {
-                roles.insert(wa_id, Role::Agent);
-            }
-        }
-        Ok(roles)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::realestate::{MemoryRealEstate, Owner, StaffMember};
-
-    fn wa(id: &str) -> WaId {
-        WaId::parse(id).unwrap()
-    }
-
-    #[tokio::test]
-    async fn owners_and_staff_are_known_and_a_change_shows_after_the_refresh() {
-        let data = Arc::new(MemoryRealEstate::new());
-        data.upsert_owners(&[
-            Owner {
-                id: "O-01".into(),
-                name: "Carmen".into(),
-                wa_id: Some(wa("34600000001")),
-            },
-            Owner {
-                id: "O-02".into(),
-                name: "Sin WhatsApp".into(),
-                wa_id: None,
-            },
-        ])
-        .await
-        .unwrap();
-        data.upsert_staff(&[StaffMember {
-            id: "A-01".into(),
-            name: "Lucía".into(),
-            wa_id: Some(wa("34699000001")),
-        }])
-        .await
-        .unwrap();
-        let directory = RoleDirectory::refreshed_every(data.clone(), Duration::from_millis(100));
-        assert_eq!(
-            directory.role_of(&wa("34600000001")).await,
-            Some(Role::Owner)
-        );
-        assert_eq!(
-            directory.role_of(&wa("34699000001")).await,
-            Some(Role::Agent)
-        );
-        assert_eq!(
-            directory.role_of(&wa("34611000001")).await,
-            Some(Role::Prospect)
-        );
-        // The owner's number moves to someone else: seen once the numbers are read again.
-        data.upsert_owners(&[Owner {
-            id: "O-01".into(),
-            name: "Carmen".into(),
-            wa_id: Some(wa("34611000001")),
-        }])
-        .await
-        .unwrap();
-        assert_eq!(
-            directory.role_of(&wa("34600000001")).await,
-            Some(Role::Owner)
-        );
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        assert_eq!(
-            directory.role_of(&wa("34600000001")).await,
-            Some(Role::Prospect)
-        );
-        assert_eq!(
-            directory.role_of(&wa("34611000001")).await,
-            Some(Role::Owner)
-        );
     }
 }

@@ -68,7 +68,7 @@ mod tests {
     fn registry() -> AgentRegistry {
         AgentRegistry::load(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts"),
-            &crate::agents::known_tools(),
+            &crate::startup::known_tools(),
         )
         .expect("shipped prompts load")
     }

@@ -1842,7 +1842,7 @@ fn spanish_now(now: chrono::DateTime<chrono_tz::Tz>) -> String {
     use chrono::Datelike as _;
     format!(
         "{} {}",
-        crate::realestate::tools::text::weekday_es(now.weekday()),
+        crate::domain::phrases::weekday_es(now.weekday()),
         now.format("%Y-%m-%d %H:%M (%Z)")
     )
 }

@@ -6,8 +6,6 @@
 //! day, failed for good on any other refusal. `zaguan events list|retry` shows and resends the
 //! failed ones; see docs/events.md.
 
-pub mod export;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;

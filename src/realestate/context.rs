@@ -10,10 +10,12 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use futures::future::try_join_all;
 
-use super::tools::text::{money, weekday_es};
+use super::tools::text::money;
+
 use super::{AppointmentStatus, OfferStatus, PropertyFilter, RealEstateStore};
 use crate::domain::Role;
 use crate::domain::WaId;
+use crate::domain::phrases::weekday_es;
 use crate::engine::context::ContextSource;
 
 /// Listings shown for an owner (the newest).

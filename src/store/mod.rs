@@ -20,7 +20,7 @@ pub use clock::StoreClock;
 pub use events::{BusinessEvent, Event, EventQuery, EventStatus, EventUpdate, heads_due};
 pub use memory::MemoryStore;
 pub use mongo::MongoStore;
-pub use pool::{Lane, MongoPool, Pressure};
+pub use pool::{Lane, MongoConfig, MongoPool, Pressure};
 pub use records::*;
 
 use crate::domain::LlmCall;

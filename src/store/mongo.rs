@@ -16,9 +16,9 @@ use chrono::{DateTime, Utc};
 use mongodb::IndexModel;
 use mongodb::options::IndexOptions;
 
+use super::MongoConfig;
 use super::pool::{self, Adjust, DUPLICATE_KEY, Find, Lane, MongoPool, classify};
 use super::*;
-use crate::config::MongoConfig;
 use crate::domain::CallOutcome;
 use crate::domain::{GraphError, StatusUpdate, WaId, WaMessageId};
 

@@ -15,6 +15,7 @@
 //! queued behind the workers: `Control` (readiness, instance heartbeats), `Ingress` (what a
 //! webhook stores before its 200), `Work` (turns, sending, operators, jobs).
 
+use secrecy::SecretString;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -29,7 +30,14 @@ use secrecy::ExposeSecret;
 use tokio::sync::Semaphore;
 
 use super::{StoreError, StoreResult};
-use crate::config::MongoConfig;
+
+/// Where the MongoDB database is (`MONGODB_URI`, `MONGODB_DATABASE`).
+#[derive(Debug, Clone)]
+pub struct MongoConfig {
+    /// May hold a password, hence secret.
+    pub uri: SecretString,
+    pub database: String,
+}
 
 /// Connections of the pool when `MONGODB_URI` does not say (`maxPoolSize`); the driver's own
 /// default is 10.

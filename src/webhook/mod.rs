@@ -13,3 +13,26 @@ pub use contacts::RecentContacts;
 pub use error::WebhookError;
 pub use receive::{MAX_BODY_BYTES, receive};
 pub use verify::verify;
+
+use std::sync::Arc;
+
+use secrecy::SecretString;
+
+use crate::engine::Arrivals;
+use crate::store::{Store, StoreClock};
+
+/// What the webhook's handlers reach: the service's state composes it (`FromRef`).
+#[derive(Clone)]
+pub struct WebhookState {
+    pub store: Arc<dyn Store>,
+    /// `WHATSAPP_VERIFY_TOKEN`; `None` refuses every handshake.
+    pub verify_token: Option<Arc<SecretString>>,
+    /// `WHATSAPP_APP_SECRET`; `None` refuses every `POST /webhook`.
+    pub app_secret: Option<Arc<SecretString>>,
+    /// New messages stored, handed to this process's workers (no poll needed).
+    pub arrivals: Arc<Arrivals>,
+    /// Senders written recently, so bursts do not rewrite the same contact.
+    pub recent_contacts: Arc<RecentContacts>,
+    /// The database's clock: arrivals are stamped by it.
+    pub clock: Arc<StoreClock>,
+}

@@ -16,10 +16,10 @@ use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt, stream};
 use secrecy::ExposeSecret;
 
+use super::WebhookState;
 use super::payload::{self, Updates};
 use super::signature;
 use super::{RecentContacts, WebhookError};
-use crate::app::AppState;
 use crate::domain::{WaId, WaMessageId};
 use crate::store::{ContactSeen, InboxEntry, RejectedEntry, StatusOutcome, Store};
 
@@ -30,7 +30,7 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 const STORE_CONCURRENCY: usize = 16;
 
 pub async fn receive(
-    State(state): State<AppState>,
+    State(state): State<WebhookState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<StatusCode, WebhookError> {

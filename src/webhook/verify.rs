@@ -8,7 +8,7 @@ use secrecy::ExposeSecret;
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
-use crate::app::AppState;
+use super::WebhookState;
 
 #[derive(Debug, Deserialize)]
 pub struct Handshake {
@@ -23,7 +23,7 @@ pub struct Handshake {
 /// 200 with `hub.challenge` as plain text when the mode is `subscribe` and the token matches;
 /// 403 otherwise (also when no verify token is configured).
 pub async fn verify(
-    State(state): State<AppState>,
+    State(state): State<WebhookState>,
     query: Result<Query<Handshake>, QueryRejection>,
 ) -> Response {
     let Ok(Query(handshake)) = query else {

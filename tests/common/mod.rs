@@ -19,7 +19,7 @@ use http_body_util::BodyExt;
 use secrecy::SecretString;
 use tower::ServiceExt;
 use zaguan::app::{AppState, router};
-use zaguan::config::MongoConfig;
+use zaguan::store::pool::MongoConfig;
 use zaguan::store::{MemoryStore, MongoStore, Store};
 use zaguan::webhook::signature;
 
@@ -395,7 +395,7 @@ pub fn realestate_engine(
     use zaguan::realestate::tools::{RequestCallback, RequestListingChange};
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let registry =
-        zaguan::agents::AgentRegistry::load(&prompts, &zaguan::agents::known_tools()).unwrap();
+        zaguan::agents::AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
     let tools = zaguan::realestate::tools::registry(realestate.clone())
         .with(zaguan::engine::handoff::RequestHuman::new(store.clone()))
         .with(RequestCallback::new(realestate.clone(), store.clone()))

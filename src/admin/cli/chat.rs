@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::domain::Role;
 use crate::domain::{WaId, WaMessageId};
 use crate::engine::UsageRecorder;
-use crate::serve::{build_engine, open_pool, open_realestate, open_store};
+use crate::startup::{build_engine, open_pool, open_realestate, open_store};
 use crate::store::{InboxEntry, InboxStatus, Media, RoleAssignment, RoleSource, Store};
 
 #[derive(Debug, Args)]

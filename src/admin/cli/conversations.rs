@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::admin::api::{self, ListParams};
 use crate::config::Config;
-use crate::serve::{open_pool, open_store};
+use crate::startup::{open_pool, open_store};
 
 #[derive(Debug, Args)]
 pub struct ConversationsArgs {

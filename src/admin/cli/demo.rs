@@ -8,7 +8,7 @@ use chrono::Utc;
 
 use crate::config::Config;
 use crate::realestate::demo::{self, DEMO_CUSTOMERS, DemoSet, SeedCounts};
-use crate::serve::{open_pool, open_realestate};
+use crate::startup::{open_pool, open_realestate};
 
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use chrono::Utc;
 
 use crate::config::Config;
-use crate::serve::{open_pool, open_store};
+use crate::startup::{open_pool, open_store};
 use crate::store::{EventQuery, EventStatus};
 
 #[derive(Debug, clap::Args)]

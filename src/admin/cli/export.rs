@@ -1,14 +1,14 @@
 //! `zaguan export leads|appointments|offers --since 7d [--format csv|jsonl] [--bom]`: what
-//! happened since then, to standard output (see [`crate::events::export`]).
+//! happened since then, to standard output (see [`crate::admin::export`]).
 
 use std::io::Write as _;
 
 use anyhow::Context as _;
 use chrono::Utc;
 
+use crate::admin::export::{self, ExportFormat, ExportKind};
 use crate::config::Config;
-use crate::events::export::{self, ExportFormat, ExportKind};
-use crate::serve::{open_pool, open_realestate, open_store};
+use crate::startup::{open_pool, open_realestate, open_store};
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {

@@ -9,7 +9,7 @@ use chrono::Utc;
 
 use crate::config::Config;
 use crate::realestate::listings::{self, Applied};
-use crate::serve::{open_pool, open_realestate};
+use crate::startup::{open_pool, open_realestate};
 
 #[derive(Debug, clap::Args)]
 pub struct ListingsArgs {

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
+use crate::agents::AgentRegistry;
 use crate::agents::route_eval::{self, FLOOR};
-use crate::agents::{self, AgentRegistry};
 
 #[derive(Debug, clap::Args)]
 pub struct PromptsArgs {
@@ -57,7 +57,7 @@ pub async fn run(args: PromptsArgs) -> anyhow::Result<()> {
 /// Problems go to standard output, one per line, so editors and CI can link them; the error
 /// returned makes the exit status 1.
 fn check(args: CheckArgs) -> anyhow::Result<()> {
-    match AgentRegistry::load(&args.dir, &agents::known_tools()) {
+    match AgentRegistry::load(&args.dir, &crate::startup::known_tools()) {
         Ok(registry) => {
             println!("{} agents OK", registry.agents().count());
             for warning in registry.warnings() {
@@ -109,13 +109,14 @@ fn check(args: CheckArgs) -> anyhow::Result<()> {
 
 /// Prints the evaluation (text or JSON) and fails below the floor.
 fn eval(args: EvalArgs) -> anyhow::Result<()> {
-    let registry = AgentRegistry::load(&args.dir, &agents::known_tools()).map_err(|problems| {
-        anyhow::anyhow!(
-            "the prompts in {} do not load ({} problems): run `zaguan prompts check`",
-            args.dir.display(),
-            problems.len()
-        )
-    })?;
+    let registry =
+        AgentRegistry::load(&args.dir, &crate::startup::known_tools()).map_err(|problems| {
+            anyhow::anyhow!(
+                "the prompts in {} do not load ({} problems): run `zaguan prompts check`",
+                args.dir.display(),
+                problems.len()
+            )
+        })?;
     let text = match &args.file {
         Some(file) => std::fs::read_to_string(file)
             .with_context(|| format!("cannot read {}", file.display()))?,

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 
 use crate::config::Config;
 use crate::domain::WaId;
-use crate::serve::{open_pool, open_realestate, open_store};
+use crate::startup::{open_pool, open_realestate, open_store};
 
 #[derive(Debug, Args)]
 pub struct UsersArgs {

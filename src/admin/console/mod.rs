@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::admin::api::{self, AdminError, ListParams};
-use crate::app::AppState;
 use crate::domain::WaId;
+use crate::state::AppState;
 use session::{Session, Sessions};
 
 /// Failed sign-ins allowed before the form is closed for a while (all sources together).

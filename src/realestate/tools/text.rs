@@ -1,6 +1,7 @@
 //! What the tools share: reading the model's arguments (a wrong one becomes a message the model
 //! can act on), and writing amounts, dates and listings the way a Spanish agency says them.
 
+use crate::domain::phrases::weekday_es;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::de::DeserializeOwned;
 
@@ -82,20 +83,6 @@ pub fn price(property: &Property) -> String {
             format!("{}/mes", money(property.price, &property.currency))
         }
     }
-}
-
-/// The day of the week as a Spanish agency says it.
-pub fn weekday_es(day: chrono::Weekday) -> &'static str {
-    const DAYS: [&str; 7] = [
-        "lunes",
-        "martes",
-        "miércoles",
-        "jueves",
-        "viernes",
-        "sábado",
-        "domingo",
-    ];
-    DAYS[day.num_days_from_monday() as usize]
 }
 
 /// `jueves 27/11 a las 10:00`, in the business's time zone.

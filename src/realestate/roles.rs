@@ -1,0 +1,110 @@
+//! Who is who by the business's data: a number that is an owner's (`owners.wa_id`) talks to the
+//! assistants as an owner, one of the agency's staff (`staff.wa_id`) as an agent. The engine's
+//! [`RoleDirectory`](crate::engine::roles::RoleDirectory) reads them through [`DataRoles`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::RealEstateStore;
+use crate::domain::{Role, WaId};
+use crate::engine::roles::KnownNumbers;
+use crate::store::StoreResult;
+
+/// The business's data as the numbers with a role.
+pub struct DataRoles(pub Arc<dyn RealEstateStore>);
+
+#[async_trait]
+impl KnownNumbers for DataRoles {
+    /// Owners, then staff: a number in both is an agent.
+    async fn known_numbers(&self) -> StoreResult<HashMap<WaId, Role>> {
+        let mut roles = HashMap::new();
+        for owner in self.0.owners_on_whatsapp().await? {
+            if let Some(wa_id) = owner.wa_id {
+                roles.insert(wa_id, Role::Owner);
+            }
+        }
+        for member in self.0.staff().await? {
+            if let Some(wa_id) = member.wa_id {
+                roles.insert(wa_id, Role::Agent);
+            }
+        }
+        Ok(roles)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::roles::RoleDirectory;
+    use crate::realestate::{MemoryRealEstate, Owner, StaffMember};
+    use std::time::Duration;
+
+    fn wa(id: &str) -> WaId {
+        WaId::parse(id).unwrap()
+    }
+
+    #[tokio::test]
+    async fn owners_and_staff_are_known_and_a_change_shows_after_the_refresh() {
+        let data = Arc::new(MemoryRealEstate::new());
+        data.upsert_owners(&[
+            Owner {
+                id: "O-01".into(),
+                name: "Carmen".into(),
+                wa_id: Some(wa("34600000001")),
+            },
+            Owner {
+                id: "O-02".into(),
+                name: "Sin WhatsApp".into(),
+                wa_id: None,
+            },
+        ])
+        .await
+        .unwrap();
+        data.upsert_staff(&[StaffMember {
+            id: "A-01".into(),
+            name: "Lucía".into(),
+            wa_id: Some(wa("34699000001")),
+        }])
+        .await
+        .unwrap();
+        let directory = RoleDirectory::refreshed_every(
+            Arc::new(DataRoles(data.clone())),
+            Duration::from_millis(100),
+        );
+        assert_eq!(
+            directory.role_of(&wa("34600000001")).await,
+            Some(Role::Owner)
+        );
+        assert_eq!(
+            directory.role_of(&wa("34699000001")).await,
+            Some(Role::Agent)
+        );
+        assert_eq!(
+            directory.role_of(&wa("34611000001")).await,
+            Some(Role::Prospect)
+        );
+        // The owner's number moves to someone else: seen once the numbers are read again.
+        data.upsert_owners(&[Owner {
+            id: "O-01".into(),
+            name: "Carmen".into(),
+            wa_id: Some(wa("34611000001")),
+        }])
+        .await
+        .unwrap();
+        assert_eq!(
+            directory.role_of(&wa("34600000001")).await,
+            Some(Role::Owner)
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert_eq!(
+            directory.role_of(&wa("34600000001")).await,
+            Some(Role::Prospect)
+        );
+        assert_eq!(
+            directory.role_of(&wa("34611000001")).await,
+            Some(Role::Owner)
+        );
+    }
+}
