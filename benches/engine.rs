@@ -162,6 +162,9 @@ fn turns(c: &mut Criterion) {
                     kind: "text".into(),
                     text: Some("¿Cuánto cuesta el ático de la calle Mayor?".into()),
                     payload: "{}".into(),
+                    content: zaguan::domain::Content::Text {
+                        body: "¿Cuánto cuesta el ático de la calle Mayor?".into(),
+                    },
                     context_id: None,
                     sent_at: None,
                     status: InboxStatus::Pending,

@@ -355,6 +355,9 @@ async fn the_cli_finds_shows_and_resets_a_stuck_conversation() {
             kind: "text".into(),
             text: Some("¿Puedo hablar con alguien?".into()),
             payload: "{}".into(),
+            content: zaguan::domain::Content::Text {
+                body: "¿Puedo hablar con alguien?".into(),
+            },
             context_id: None,
             sent_at: None,
             status: InboxStatus::Done,

@@ -111,6 +111,7 @@ impl Customer {
             kind: kind.into(),
             text: text.map(str::to_owned),
             payload: payload.to_string(),
+            content: zaguan::webhook::payload::message_content(&payload),
             context_id: None,
             sent_at: None,
             status: InboxStatus::Pending,

@@ -122,6 +122,7 @@ impl Harness {
             kind: "text".into(),
             text: Some(text.into()),
             payload: "{}".into(),
+            content: zaguan::domain::Content::Text { body: text.into() },
             context_id: None,
             sent_at: None,
             status: InboxStatus::Pending,
@@ -557,6 +558,9 @@ async fn messages_that_arrive_together_are_merged_into_one_turn(store: Arc<dyn S
             kind: "text".into(),
             text: Some((*text).into()),
             payload: "{}".into(),
+            content: zaguan::domain::Content::Text {
+                body: (*text).into(),
+            },
             context_id: None,
             sent_at: None,
             status: InboxStatus::Pending,
@@ -1374,6 +1378,9 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
                 kind: "text".into(),
                 text: Some("¿Cuánto cuesta el P-102?".into()),
                 payload: "{}".into(),
+                content: zaguan::domain::Content::Text {
+                    body: "¿Cuánto cuesta el P-102?".into(),
+                },
                 context_id: None,
                 sent_at: None,
                 status: InboxStatus::Processing,
@@ -1599,6 +1606,9 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
             kind: "text".into(),
             text: Some("Hola".into()),
             payload: "{}".into(),
+            content: zaguan::domain::Content::Text {
+                body: "Hola".into(),
+            },
             context_id: None,
             sent_at: None,
             status: InboxStatus::Pending,

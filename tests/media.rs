@@ -68,6 +68,7 @@ fn tap(wa_id: &WaId, id: &str, title: &str, description: &str) -> InboxEntry {
         kind: "interactive".into(),
         text: Some(format!("{title} — {description}")),
         payload: payload.to_string(),
+        content: zaguan::webhook::payload::message_content(&payload),
         ..common::inbox_entry("wamid.TAP1", wa_id, "", InboxStatus::Pending)
     }
 }

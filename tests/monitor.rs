@@ -40,6 +40,9 @@ fn entry(wa_id: &WaId, n: usize, received_at: chrono::DateTime<Utc>) -> InboxEnt
         kind: "text".into(),
         text: Some("Quiero agendar una visita".into()),
         payload: "{}".into(),
+        content: zaguan::domain::Content::Text {
+            body: "Quiero agendar una visita".into(),
+        },
         context_id: None,
         sent_at: None,
         status: InboxStatus::Pending,

@@ -78,6 +78,9 @@ fn inbox(wa_id: &WaId, n: usize) -> InboxEntry {
         kind: "text".into(),
         text: Some("Hola, necesito ayuda".into()),
         payload: "{}".into(),
+        content: zaguan::domain::Content::Text {
+            body: "Hola, necesito ayuda".into(),
+        },
         context_id: None,
         sent_at: None,
         status: InboxStatus::Pending,

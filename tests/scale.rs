@@ -37,6 +37,9 @@ fn inbox(
         kind: "text".into(),
         text: Some("Hola".into()),
         payload: "{}".into(),
+        content: zaguan::domain::Content::Text {
+            body: "Hola".into(),
+        },
         context_id: None,
         sent_at: None,
         status,

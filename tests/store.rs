@@ -4,6 +4,7 @@
 mod common;
 
 use std::sync::Arc;
+use zaguan::domain::{Content, MediaKind};
 use zaguan::domain::{MessageRole, OutboxId, PendingAction, Role, ToolCall};
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -29,6 +30,9 @@ fn entry(wamid: &str, wa_id: &str, received: i64) -> InboxEntry {
         payload: format!(
             r#"{{"from":"{wa_id}","id":"{wamid}","type":"text","text":{{"body":"¿Está libre el piso de Gràcia? 🏡"}},"future":{{"n":[1,2]}}}}"#
         ),
+        content: Content::Text {
+            body: "¿Está libre el piso de Gràcia? 🏡".into(),
+        },
         context_id: Some("wamid.PREVIOUS".into()),
         sent_at: Some(at(-5)),
         status: InboxStatus::Pending,
@@ -99,6 +103,43 @@ async fn an_inbox_entry_round_trips(store: Arc<dyn Store>) {
             ..original
         }
     );
+    // What the webhook parsed survives the store as it was: a tapped row, a place, a voice note.
+    for (n, content) in [
+        Content::ListReply {
+            id: "ask:property_assistant:P-1001".into(),
+            title: "P-1001 · 245.000 €".into(),
+            description: Some("Ruzafa".into()),
+        },
+        Content::Location {
+            latitude: 39.4623,
+            longitude: -0.3712,
+            name: None,
+            address: Some("Calle de Cádiz 20".into()),
+            url: None,
+        },
+        Content::Media {
+            kind: MediaKind::Voice,
+            id: Some("media-1".into()),
+            mime_type: Some("audio/ogg".into()),
+            caption: None,
+            filename: None,
+            animated: false,
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let entry = InboxEntry {
+            content,
+            ..entry(&format!("wamid.RTC{n}"), "34600111222", 0)
+        };
+        store
+            .insert_inbox(std::slice::from_ref(&entry))
+            .await
+            .unwrap();
+        let stored = store.inbox_entry(&entry.wamid).await.unwrap().unwrap();
+        assert_eq!(stored.content, entry.content);
+    }
     let missing = WaMessageId::parse("wamid.NOPE").unwrap();
     assert!(store.inbox_entry(&missing).await.unwrap().is_none());
 }

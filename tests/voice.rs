@@ -222,6 +222,7 @@ impl Harness {
             kind: "audio".into(),
             text: None,
             payload: payload.to_string(),
+            content: zaguan::webhook::payload::message_content(&payload),
             context_id: None,
             sent_at: None,
             status: InboxStatus::Pending,

@@ -80,8 +80,10 @@ pub enum MediaKind {
     Sticker,
 }
 
-/// What a message says, per type.
-#[derive(Debug, Clone, PartialEq)]
+/// What a message says, per type: parsed once from Meta's JSON (`webhook::payload`), stored
+/// as is with the inbox entry (`inbox.content`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
     Text {
         body: String,

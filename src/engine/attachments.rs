@@ -3,6 +3,7 @@
 //! in the order the tools ran (before a confirmation's buttons, which stay last).
 
 use super::state::State;
+use crate::domain::Content;
 use crate::domain::MessageRole;
 use crate::outbound::graph::{MAX_CAPTION, MAX_LIST_ROWS};
 use crate::store::{Attachment, ListRow};
@@ -61,10 +62,11 @@ pub fn caption(text: &str) -> String {
     text.chars().take(MAX_CAPTION).collect()
 }
 
-/// The assistant a tapped list row asks for (`ask:<agent>:<ref>`), from the inbound payload.
-pub fn asked_agent(payload: &str) -> Option<String> {
-    let payload: serde_json::Value = serde_json::from_str(payload).ok()?;
-    let id = payload.pointer("/interactive/list_reply/id")?.as_str()?;
+/// The assistant a tapped list row asks for (`ask:<agent>:<ref>`).
+pub fn asked_agent(content: &Content) -> Option<String> {
+    let Content::ListReply { id, .. } = content else {
+        return None;
+    };
     let (agent, _) = id.strip_prefix(ASK_PREFIX)?.split_once(':')?;
     (!agent.is_empty()).then(|| agent.to_owned())
 }
@@ -75,12 +77,21 @@ mod tests {
 
     #[test]
     fn a_tapped_row_names_the_assistant_it_asks() {
-        let tapped = r#"{"type":"interactive","interactive":{"type":"list_reply","list_reply":{"id":"ask:property_assistant:P-1001","title":"P-1001 · 245.000 €"}}}"#;
-        assert_eq!(asked_agent(tapped).as_deref(), Some("property_assistant"));
-        let other = r#"{"interactive":{"list_reply":{"id":"row-3","title":"x"}}}"#;
-        assert_eq!(asked_agent(other), None);
-        assert_eq!(asked_agent("{}"), None);
-        assert_eq!(asked_agent("not json"), None);
+        let row = |id: &str| Content::ListReply {
+            id: id.into(),
+            title: "P-1001 · 245.000 €".into(),
+            description: None,
+        };
+        assert_eq!(
+            asked_agent(&row("ask:property_assistant:P-1001")).as_deref(),
+            Some("property_assistant")
+        );
+        assert_eq!(asked_agent(&row("row-3")), None);
+        assert_eq!(asked_agent(&row("ask::P-1")), None);
+        let text = Content::Text {
+            body: "ask:property_assistant:P-1001".into(),
+        };
+        assert_eq!(asked_agent(&text), None);
     }
 
     #[test]

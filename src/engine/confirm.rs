@@ -8,6 +8,7 @@
 //! which is told what was pending and that nothing was done.
 
 use crate::agents::keywords::tokens;
+use crate::domain::Content;
 use crate::domain::PendingAction;
 use crate::store::{InboxEntry, ReplyButton};
 
@@ -49,12 +50,11 @@ pub fn buttons(action_id: &str, lang: Option<&str>) -> Vec<ReplyButton> {
 
 /// The id of the reply button (or template quick reply) `entry` is the press of.
 fn pressed(entry: &InboxEntry) -> Option<String> {
-    let payload = serde_json::from_str::<serde_json::Value>(&entry.payload).ok()?;
-    payload
-        .pointer("/interactive/button_reply/id")
-        .or_else(|| payload.pointer("/button/payload"))
-        .and_then(|id| id.as_str())
-        .map(str::to_owned)
+    match &entry.content {
+        Content::ButtonReply { id, .. } => Some(id.clone()),
+        Content::Button { payload, .. } => payload.clone(),
+        _ => None,
+    }
 }
 
 /// What `new` (the turn's new messages, oldest first) answers. `pending` is the action

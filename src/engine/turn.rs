@@ -16,6 +16,7 @@
 //! queued under ids derived from the inbound message it answers, so a resumed turn that queues
 //! it again runs into the first copy and never answers twice.
 
+use crate::domain::{Content, MediaKind};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -695,7 +696,7 @@ impl Engine {
         state.asked_for = new
             .iter()
             .rev()
-            .find_map(|entry| attachments::asked_agent(&entry.payload));
+            .find_map(|entry| attachments::asked_agent(&entry.content));
         let message = NewMessage {
             wa_id: state.wa_id.clone(),
             role: MessageRole::Human,
@@ -754,11 +755,18 @@ impl Engine {
     /// set up and every step works; `None` otherwise, and the polite answer to media follows.
     async fn transcribe(&self, entry: &InboxEntry, lang: Option<&str>) -> Option<String> {
         let voice = self.voice.as_ref()?;
-        if !matches!(entry.kind.as_str(), "audio" | "voice") || entry.text.is_some() {
+        let Content::Media {
+            kind: MediaKind::Audio | MediaKind::Voice,
+            id,
+            ..
+        } = &entry.content
+        else {
+            return None;
+        };
+        if entry.text.is_some() {
             return None;
         }
-        let payload: serde_json::Value = serde_json::from_str(&entry.payload).ok()?;
-        let Some(media_id) = payload["audio"]["id"].as_str() else {
+        let Some(media_id) = id.as_deref() else {
             tracing::warn!("voice note without a media id");
             metrics::counter!("zaguan_voice_notes_total", "outcome" => "no_media_id").increment(1);
             return None;
@@ -1790,15 +1798,17 @@ fn next_step(state: &State) -> Next {
 
 /// The location a WhatsApp location message carries.
 fn shared_location(entry: &InboxEntry) -> Option<crate::domain::GeoPoint> {
-    if entry.kind != "location" {
-        return None;
+    match entry.content {
+        Content::Location {
+            latitude,
+            longitude,
+            ..
+        } => Some(crate::domain::GeoPoint {
+            lat: latitude,
+            lon: longitude,
+        }),
+        _ => None,
     }
-    let payload: serde_json::Value = serde_json::from_str(&entry.payload).ok()?;
-    let location = payload.get("location")?;
-    Some(crate::domain::GeoPoint {
-        lat: location.get("latitude")?.as_f64()?,
-        lon: location.get("longitude")?.as_f64()?,
-    })
 }
 
 /// Images, audio, video, documents and stickers without a caption: nothing an assistant can

@@ -6,7 +6,7 @@
 //! starts, and `/readyz` says 503, while MongoDB is down), no more calls reach the driver than
 //! it has connections, and a stalled database answers [`StoreError::Unavailable`], not a hang.
 
-use crate::domain::{Handoff, MessageRole, OutboxId, PendingAction, Role, ToolCall};
+use crate::domain::{Content, Handoff, MessageRole, OutboxId, PendingAction, Role, ToolCall};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -400,6 +400,7 @@ fn inbox_doc(entry: &InboxEntry) -> Document {
         "type": &entry.kind,
         "text": opt_str(&entry.text),
         "payload": json_to_bson(&entry.payload),
+        "content": bson::to_bson(&entry.content).unwrap_or(Bson::Null),
         "context_id": opt_str(&entry.context_id),
         "sent_at": opt_date(entry.sent_at),
         "status": entry.status.as_str(),
@@ -417,6 +418,11 @@ fn inbox_entry(doc: &Document) -> StoreResult<InboxEntry> {
         kind: f.str("type").unwrap_or_default(),
         text: f.str("text"),
         payload: bson_to_json(doc.get("payload")),
+        // Entries stored before `content` existed read as `Other`: their words are in `text`.
+        content: doc
+            .get("content")
+            .and_then(|content| bson::from_bson(content.clone()).ok())
+            .unwrap_or(Content::Other),
         context_id: f.str("context_id"),
         sent_at: f.date("sent_at"),
         status: f

@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{
-    GeoPoint, GraphError, Handoff, InboundMessage, MessageRole, OutboxId, PendingAction, Role,
-    ToolCall, WaId, WaMessageId,
+    Content, GeoPoint, GraphError, Handoff, InboundMessage, MessageRole, OutboxId, PendingAction,
+    Role, ToolCall, WaId, WaMessageId,
 };
 
 /// Processing state of an inbox entry.
@@ -55,8 +55,11 @@ pub struct InboxEntry {
     pub kind: String,
     /// What the message says in words, when it says something.
     pub text: Option<String>,
-    /// The message object as received (JSON), unknown fields included.
+    /// The message object as received (JSON), unknown fields included: for operators; the
+    /// service reads [`content`](Self::content).
     pub payload: String,
+    /// What the message says, as the webhook parsed it once.
+    pub content: Content,
     /// The message this one replies to.
     pub context_id: Option<String>,
     /// WhatsApp's timestamp of the message.
@@ -76,6 +79,7 @@ impl InboxEntry {
             kind: message.kind.clone(),
             text: message.content.text(),
             payload: message.raw.clone(),
+            content: message.content.clone(),
             context_id: message.context.as_ref().and_then(|c| c.message_id.clone()),
             sent_at: message.sent_at,
             status: InboxStatus::Pending,

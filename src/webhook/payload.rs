@@ -451,6 +451,22 @@ fn media(kind: MediaKind, m: WireMedia) -> Content {
     }
 }
 
+/// What one message object (an element of `messages`) says, as [`parse`] reads it: for those
+/// who hold a single message, such as `zaguan chat` and tests. Anything unreadable is `Other`.
+pub fn message_content(message: &serde_json::Value) -> Content {
+    let mut message = message.clone();
+    if let Some(object) = message.as_object_mut() {
+        object.entry("id").or_insert_with(|| "-".into());
+    }
+    match WireMessage::deserialize(&message) {
+        Ok(wire) => {
+            let kind = wire.kind.clone().unwrap_or_default();
+            content(&kind, wire)
+        }
+        Err(_) => Content::Other,
+    }
+}
+
 fn content(kind: &str, wire: WireMessage) -> Content {
     match (kind, wire) {
         ("text", WireMessage { text: Some(t), .. }) => Content::Text { body: t.body },

@@ -338,6 +338,7 @@ pub fn inbox_entry(
         kind: "text".into(),
         text: Some(text.into()),
         payload: "{}".into(),
+        content: zaguan::domain::Content::Text { body: text.into() },
         context_id: None,
         sent_at: None,
         status,

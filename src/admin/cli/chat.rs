@@ -116,6 +116,7 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
             phone_number_id: "chat".to_owned(),
             kind: kind.to_owned(),
             text: Some(said),
+            content: crate::webhook::payload::message_content(&payload),
             payload: payload.to_string(),
             context_id: None,
             sent_at: Some(Utc::now()),
