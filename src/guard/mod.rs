@@ -12,6 +12,7 @@ pub mod split;
 use std::sync::Arc;
 
 use crate::agents::{AgentRegistry, COMPLETE_OR_ESCALATE};
+use crate::domain::phrases;
 use crate::llm::{ChatMessage, Llm, LlmRequest};
 
 pub use lang::LanguageDetector;
@@ -138,7 +139,7 @@ impl GuardTranslator {
         let parts = if parts.is_empty() {
             tracing::warn!("nothing left to send; answering with an apology");
             metrics::counter!("zaguan_guard_apologies_total").increment(1);
-            vec![apology(user_lang).to_owned()]
+            vec![phrases::apology(user_lang).to_owned()]
         } else {
             parts
         };
@@ -179,27 +180,6 @@ impl GuardTranslator {
                 tracing::warn!("translation call failed: {error}");
                 None
             }
-        }
-    }
-}
-
-/// Said when nothing else can be: short, in the user's language (Spanish when unknown).
-pub fn apology(lang: Option<&str>) -> &'static str {
-    match lang.unwrap_or("es") {
-        "en" => "Sorry, I can't answer that properly right now. Please try again in a few minutes.",
-        "pt" => {
-            "Desculpe, agora não consigo responder bem. Por favor, tente novamente em alguns minutos."
-        }
-        "fr" => {
-            "Désolé, je ne peux pas bien vous répondre pour le moment. Réessayez dans quelques minutes."
-        }
-        "de" => {
-            "Entschuldigung, ich kann gerade nicht richtig antworten. Bitte versuchen Sie es in ein paar Minuten erneut."
-        }
-        "it" => "Mi dispiace, ora non riesco a rispondere bene. Riprova tra qualche minuto.",
-        "ca" => "Ho sento, ara mateix no puc atendre't bé. Torna-ho a provar d'aquí a uns minuts.",
-        _ => {
-            "Lo siento, ahora mismo no puedo atenderte bien. Por favor, inténtalo de nuevo en unos minutos."
         }
     }
 }

@@ -1,0 +1,254 @@
+//! The assistant node: one model call for the agent `route_to_workflow` names, with its tools
+//! and the conversation's context, or the fast path's decision instead of the call.
+
+use crate::domain::phrases;
+
+use chrono::Utc;
+
+use crate::agents::fast_route::{Abstention, Decision};
+use crate::agents::{Agent, AgentKind, PromptContext};
+use crate::domain::MessageRole;
+use crate::domain::ToolCall;
+use crate::domain::WaId;
+use crate::engine::history;
+use crate::engine::route::{RouteFallback, route_to_workflow};
+use crate::engine::state::State;
+use crate::engine::tools::ToolContext;
+use crate::llm::LlmRequest;
+use crate::store::{BusinessEvent, Event, NewMessage};
+
+use super::*;
+
+/// Offline, a subgraph hands back a message the router reads as the primary assistant's with at
+/// least this probability (a thanks, a goodbye); below it, the subgraph keeps the conversation.
+const OFFLINE_PRIMARY_CONFIDENCE: f32 = 0.5;
+
+impl Engine {
+    /// Business events of `wa_id`'s conversation for the agency's CRM, written in the step
+    /// that made the change.
+    pub(super) async fn record_events(
+        &self,
+        wa_id: &WaId,
+        events: impl IntoIterator<Item = BusinessEvent>,
+        at: chrono::DateTime<Utc>,
+    ) -> Result<(), EngineError> {
+        let events: Vec<Event> = events
+            .into_iter()
+            .map(|event| Event::new(wa_id, event, at))
+            .collect();
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.store.insert_events(&events).await?;
+        for event in events {
+            metrics::counter!("zaguan_events_total", "type" => event.event.kind(), "outcome" => "recorded")
+                .increment(1);
+        }
+        Ok(())
+    }
+
+    pub(super) fn tool_context(&self, state: &State) -> ToolContext {
+        ToolContext {
+            wa_id: state.wa_id.clone(),
+            role: state.user.role,
+            location: state.location,
+            now: Utc::now(),
+            timezone: self.settings.timezone,
+        }
+    }
+
+    /// An assistant node: one LLM call with the agent's prompt, tools and the cleaned window —
+    /// unless the fast path decides the route by keywords, or the LLM is down and the agent's
+    /// offline reply (after keyword routing, where it finds the subgraph) answers instead.
+    pub(super) async fn assistant_node(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+        llm_down: &mut bool,
+    ) -> Result<(), EngineError> {
+        let role = state.user.role;
+        let (route, fallback) = route_to_workflow(&state.dialog_state, role, &set.agents);
+        if let Some(fallback) = fallback {
+            tracing::warn!(
+                ?fallback,
+                "dialog_state not followed; using {}",
+                route.agent.name
+            );
+            metrics::counter!("zaguan_route_fallbacks_total").increment(1);
+            if !matches!(fallback, RouteFallback::SeveralAgents(_)) {
+                self.set_dialog_state(state, Vec::new()).await?;
+            }
+        }
+        let agent = route.agent;
+        metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
+
+        if let Some(message) = self.tapped_route(set, state, agent) {
+            return self.append(state, message).await;
+        }
+        if self.settings.fast_route
+            && let Some((target, message)) = self.fast_delegation(set, state, agent)
+        {
+            metrics::counter!("zaguan_fast_route_total", "agent" => target.name.clone())
+                .increment(1);
+            tracing::info!(to = %target.name, "fast path: entered by the router");
+            return self.append(state, message).await;
+        }
+        if self.settings.fast_route
+            && route.in_subgraph
+            && let Some((target, message)) = self.fast_leave(set, state, agent)
+        {
+            // The primary assistant's fast path enters `target` in the next node.
+            metrics::counter!("zaguan_fast_leaves_total", "agent" => agent.name.clone())
+                .increment(1);
+            tracing::info!(from = %agent.name, to = %target.name, "fast path: left for another assistant");
+            return self.append(state, message).await;
+        }
+
+        let message = if *llm_down {
+            None
+        } else {
+            let request = self.request_for(set, agent, state);
+            match self.llm.complete(&request).await {
+                Ok(response) => Some(ai_message(
+                    &state.wa_id,
+                    &response.content,
+                    &agent.name,
+                    response.tool_calls,
+                )),
+                Err(crate::llm::LlmError::Unavailable(why))
+                    if why == crate::llm::offline::OFFLINE_MODE =>
+                {
+                    // No provider configured: offline mode is the setting, not a failure.
+                    tracing::debug!(agent = %agent.name, "offline mode: answering without a model");
+                    *llm_down = true;
+                    None
+                }
+                Err(error) => {
+                    tracing::error!(agent = %agent.name, "LLM failed, answering offline: {error}");
+                    *llm_down = true;
+                    None
+                }
+            }
+        };
+        if message.is_none() && agent.kind == AgentKind::Subgraph {
+            // Offline, no model can call CompleteOrEscalate: the router decides whether the
+            // new message is still this assistant's. It is not when the router reads it as
+            // another assistant's or as the primary's (thanks, goodbye, small talk); then the
+            // conversation goes back to the primary assistant, which routes it in the next node.
+            let leaves = state
+                .messages
+                .last()
+                .filter(|m| m.message.role == MessageRole::Human)
+                .is_some_and(|last| {
+                    match set
+                        .agents
+                        .fast_route_decision(&last.message.content, agent, role)
+                    {
+                        Decision::Route { .. } => true,
+                        Decision::Abstain(Abstention::Primary { confidence }) => {
+                            confidence >= OFFLINE_PRIMARY_CONFIDENCE
+                        }
+                        Decision::Abstain(_) => false,
+                    }
+                });
+            if leaves {
+                tracing::info!(from = %agent.name, "offline: left by the router");
+                metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.clone())
+                    .increment(1);
+                return self.set_dialog_state(state, Vec::new()).await;
+            }
+        }
+        let message = match message {
+            Some(message) => message,
+            None => match self.fast_delegation(set, state, agent) {
+                // Offline, keywords still find the right subgraph, whose offline reply is more
+                // useful than the primary's general one.
+                Some((target, delegation)) => {
+                    metrics::counter!("zaguan_offline_routes_total", "agent" => target.name.clone())
+                        .increment(1);
+                    delegation
+                }
+                None => {
+                    metrics::counter!("zaguan_offline_replies_total", "agent" => agent.name.clone())
+                        .increment(1);
+                    let text = self.with_contact(
+                        agent
+                            .offline_reply
+                            .as_deref()
+                            .unwrap_or(phrases::apology(None)),
+                    );
+                    ai_message(&state.wa_id, &text, &agent.name, Vec::new())
+                }
+            },
+        };
+        self.append(state, message).await
+    }
+
+    /// A reply that cannot help, followed by how to reach the agency's people when configured.
+    pub(super) fn with_contact(&self, text: &str) -> String {
+        match &self.settings.business_contact {
+            Some(contact) => format!("{text}\n\n{contact}"),
+            None => text.to_owned(),
+        }
+    }
+
+    pub(super) fn request_for(&self, set: &Assistants, agent: &Agent, state: &State) -> LlmRequest {
+        let role = state.user.role;
+        let context = PromptContext {
+            user_name: state.user.name.clone(),
+            user_role: role,
+            user_info: state.user_info(),
+            lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
+            now: spanish_now(Utc::now().with_timezone(&self.settings.timezone)),
+            business_name: self.settings.business_name.clone(),
+            business_contact: self.settings.business_contact.clone().unwrap_or_default(),
+        };
+        let system = set
+            .agents
+            .render_system_prompt(agent, &context)
+            .unwrap_or_else(|error| {
+                tracing::error!(agent = %agent.name, "prompt did not render: {error:#}");
+                String::new()
+            });
+        let tools = set.tools_for(agent, role);
+        LlmRequest {
+            agent: agent.name.clone(),
+            conversation: Some(state.wa_id.as_str().to_owned()),
+            system,
+            messages: {
+                let chat = state.chat_messages();
+                history::with_opening_words(&chat, history::clean(&chat, self.settings.window))
+            },
+            tools,
+        }
+    }
+}
+
+pub(super) fn ai_message(
+    wa_id: &WaId,
+    content: &str,
+    agent: &str,
+    tool_calls: Vec<ToolCall>,
+) -> NewMessage {
+    NewMessage {
+        wa_id: wa_id.clone(),
+        role: MessageRole::Ai,
+        content: content.to_owned(),
+        agent: Some(agent.to_owned()),
+        tool_calls,
+        tool_call_id: None,
+        wamids: Vec::new(),
+        attachments: Vec::new(),
+        at: Utc::now(),
+    }
+}
+
+/// "jueves 2026-11-26 10:30 (CET)": the prompts are Spanish, and so is the day they are told.
+pub(super) fn spanish_now(now: chrono::DateTime<chrono_tz::Tz>) -> String {
+    use chrono::Datelike as _;
+    format!(
+        "{} {}",
+        crate::domain::phrases::weekday_es(now.weekday()),
+        now.format("%Y-%m-%d %H:%M (%Z)")
+    )
+}

@@ -1,0 +1,165 @@
+//! Before an assistant runs: a pending data-changing action is confirmed, cancelled or asked
+//! again, and a stale Confirm/Cancel button answered.
+
+use crate::domain::phrases;
+
+use chrono::Utc;
+
+use crate::domain::ToolCall;
+use crate::domain::{MessageRole, PendingAction};
+use crate::engine::confirm::{self, Answer};
+use crate::engine::state::State;
+use crate::engine::tools::ToolOutput;
+use crate::store::{InboxEntry, NewMessage};
+
+use super::*;
+
+impl Engine {
+    /// What the engine answers without an assistant: the user's yes or no to a pending action,
+    /// and media it cannot read. Runs once per new human message.
+    pub(super) async fn before_assistant(
+        &self,
+        state: &mut State,
+        new: &[&InboxEntry],
+    ) -> Result<(), EngineError> {
+        if let Some(action) = state.pending_action.clone() {
+            let expired = Utc::now() - action.created_at
+                > chrono::Duration::from_std(self.settings.pending_action_ttl)
+                    .unwrap_or(chrono::Duration::MAX);
+            if expired {
+                tracing::info!(tool = %action.tool, "pending action dropped: expired");
+                metrics::counter!("zaguan_pending_actions_total", "outcome" => "expired")
+                    .increment(1);
+                self.store.set_pending_action(&state.wa_id, None).await?;
+                state.pending_action = None;
+            }
+        }
+        match confirm::answer(new, state.pending_action.as_ref()) {
+            None => {}
+            Some(Answer::Stale) => return self.answer_stale_button(state).await,
+            Some(answer) => {
+                if let Some(action) = state.pending_action.clone() {
+                    return self.settle_pending(state, action, answer).await;
+                }
+            }
+        }
+        if new.iter().all(|e| is_unreadable_media(e)) {
+            metrics::counter!("zaguan_media_answers_total").increment(1);
+            let text = phrases::media_answer(state.lang.as_deref());
+            self.append(state, ai_message(&state.wa_id, text, "guard", Vec::new()))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A Confirm or Cancel button of an action that is not the pending one: nothing is run.
+    /// The user is told so and, when another action is pending, shown it again with its own
+    /// buttons; otherwise asked what they need.
+    pub(super) async fn answer_stale_button(&self, state: &mut State) -> Result<(), EngineError> {
+        metrics::counter!("zaguan_pending_actions_total", "outcome" => "stale_button").increment(1);
+        let text = match state.pending_action.clone() {
+            Some(mut action) => {
+                tracing::info!(tool = %action.tool, "stale confirmation button: the pending action asked again");
+                if action.id.is_empty() {
+                    action.id = confirm::new_action_id();
+                }
+                // Asked in this turn: the reply carries its summary and buttons again.
+                action.created_at = Utc::now();
+                self.store
+                    .set_pending_action(&state.wa_id, Some(&action))
+                    .await?;
+                state.pending_action = Some(action);
+                phrases::STALE_BUTTON_REASKED
+            }
+            None => {
+                tracing::info!("stale confirmation button: nothing pending");
+                phrases::STALE_BUTTON
+            }
+        };
+        self.append(state, ai_message(&state.wa_id, text, "guard", Vec::new()))
+            .await
+    }
+
+    /// Settles the pending action with the user's answer, written as the assistant's tool call
+    /// and its result so the assistant answers from it as from any tool: run on a yes, dropped
+    /// on a no, and on anything else dropped with what was pending, for the assistant to ask
+    /// again with the user's changes. The call is stored before the action is cleared and run:
+    /// a crash in between asks the user again.
+    pub(super) async fn settle_pending(
+        &self,
+        state: &mut State,
+        action: PendingAction,
+        answer: Answer,
+    ) -> Result<(), EngineError> {
+        let call = ToolCall {
+            id: crate::llm::new_call_id(),
+            name: action.tool.clone(),
+            args: action.args.clone(),
+        };
+        self.append(
+            state,
+            ai_message(&state.wa_id, "", &action.agent, vec![call.clone()]),
+        )
+        .await?;
+        self.save(state).await?;
+        self.store.set_pending_action(&state.wa_id, None).await?;
+        state.pending_action = None;
+        let outcome = match answer {
+            Answer::Confirm => "confirmed",
+            Answer::Decline => "declined",
+            Answer::Unclear | Answer::Stale => "unclear",
+        };
+        tracing::info!(tool = %action.tool, outcome, "pending action settled");
+        metrics::counter!("zaguan_pending_actions_total", "outcome" => outcome).increment(1);
+        let output: ToolOutput = match answer {
+            Answer::Confirm if self.tools.allows(&call.name, state.user.role) => {
+                let context = self.tool_context(state);
+                let result = self
+                    .tools
+                    .run(&call, &context, self.settings.tool_timeout)
+                    .await;
+                // The user's appointments or offers may have changed.
+                self.contexts.forget(&state.wa_id);
+                result
+            }
+            Answer::Confirm => format!(
+                "Error: the tool {} is not available for this user.",
+                call.name
+            )
+            .into(),
+            Answer::Decline => format!(
+                "The user declined; nothing was done ({}). Acknowledge briefly and ask what \
+                 else they need.",
+                action.summary
+            )
+            .into(),
+            Answer::Unclear | Answer::Stale => format!(
+                "Not executed: the user was asked to confirm ({}) and answered with something \
+                 other than a plain yes or no (their message is above). Nothing was done. If \
+                 they want it with changes, call {} again with the changed details (they will \
+                 be asked to confirm again); if they do not want it, acknowledge; otherwise \
+                 answer what they said.",
+                action.summary, call.name
+            )
+            .into(),
+        };
+        let ToolOutput {
+            text: content,
+            attachments,
+            events,
+        } = output;
+        self.record_events(&state.wa_id, events, Utc::now()).await?;
+        let message = NewMessage {
+            wa_id: state.wa_id.clone(),
+            role: MessageRole::Tool,
+            content,
+            agent: Some(action.agent.clone()),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call.id),
+            wamids: Vec::new(),
+            attachments,
+            at: Utc::now(),
+        };
+        self.append(state, message).await
+    }
+}

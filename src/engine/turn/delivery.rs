@@ -1,0 +1,199 @@
+//! The end of a turn: the reply through guard_translator into the outbox, with the tools'
+//! attachments and a confirmation's buttons; and messages the service starts itself
+//! (reminders, alerts).
+
+use chrono::Utc;
+
+use crate::domain::WaId;
+use crate::domain::{MessageRole, PendingAction};
+use crate::engine::attachments;
+use crate::engine::confirm::{self};
+use crate::engine::state::State;
+use crate::store::{
+    Attachment, InboxEntry, Media, NewMessage, NewOutbox, OutboxEntry, Template, reply_parts,
+};
+
+use super::*;
+
+impl Engine {
+    /// guard_translator, then the reply: for the caller to send now, or queued in the outbox.
+    /// A reply read back from the history (the turn was cut after its answer was stored) may
+    /// have gone out already: it is recorded as sent-but-unconfirmed, for its status webhook
+    /// to confirm or its grace to resend — never sent again at once. Its parts' ids come from
+    /// the inbound message, so recording it again changes nothing.
+    pub(super) async fn deliver(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+        text: &str,
+        asked: Option<&PendingAction>,
+        reply_to: Option<&InboxEntry>,
+        delivery: Delivery,
+    ) -> Result<(Vec<String>, Option<Vec<OutboxEntry>>), EngineError> {
+        self.save(state).await?;
+        let lang = state.lang.as_deref();
+        let mut bodies = set
+            .guard
+            .guard(text, lang, state.wa_id.as_str())
+            .await
+            .parts;
+        let texts = bodies.len();
+        // What the turn's tools show (photos, a list to tap), after the words.
+        let mut media = Vec::new();
+        let wa_id = state.wa_id.as_str();
+        for attachment in attachments::this_turn(state) {
+            let said = |text: String| async move {
+                set.guard.guard(&text, lang, wa_id).await.parts.join("\n")
+            };
+            match attachment {
+                Attachment::Image { link, caption } => {
+                    bodies.push(attachments::caption(&said(caption).await));
+                    media.push(Media::Image { link });
+                }
+                Attachment::List { text, rows } => {
+                    let text = said(text).await;
+                    bodies.push(attachments::plain_list(&text, &rows));
+                    media.push(Media::List {
+                        text,
+                        button: attachments::list_button(lang).to_owned(),
+                        rows,
+                    });
+                }
+            }
+        }
+        let mut buttons = Vec::new();
+        if let Some(action) = asked {
+            // The summary with Confirm / Cancel buttons, as a last message of its own.
+            let summary = set
+                .guard
+                .guard(&action.summary, lang, state.wa_id.as_str())
+                .await
+                .parts
+                .join("\n");
+            bodies.push(
+                summary
+                    .chars()
+                    .take(crate::outbound::graph::MAX_INTERACTIVE_BODY)
+                    .collect(),
+            );
+            buttons = confirm::buttons(&action.id, lang);
+        }
+        let now = Utc::now();
+        let mut parts = NewOutbox::parts(
+            &state.wa_id,
+            reply_to.map(|e| &e.wamid),
+            reply_to.map(|e| e.phone_number_id.as_str()),
+            &bodies,
+            now,
+        );
+        for (part, media) in parts.iter_mut().skip(texts).zip(media) {
+            part.media = Some(media);
+        }
+        if let Some(last) = parts.last_mut() {
+            last.buttons = buttons;
+        }
+        // The customer's reply reads as the words and the confirmation, not the captions.
+        let bodies: Vec<String> = bodies
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i < texts || parts.get(*i).is_some_and(|p| p.media.is_none()))
+            .map(|(_, body)| body)
+            .collect();
+        let Some(reply_to) = reply_to else {
+            self.store.insert_outbox(&parts).await?;
+            return Ok((bodies, None));
+        };
+        let mut entries = reply_parts(&parts, reply_to.received_at);
+        let options = delivery.options;
+        if delivery.fresh && options.send_now {
+            return Ok((bodies, Some(entries)));
+        }
+        if !delivery.fresh {
+            let resend_at = now
+                + chrono::Duration::from_std(options.unconfirmed_grace)
+                    .unwrap_or(chrono::Duration::MAX);
+            for entry in &mut entries {
+                entry.status = crate::store::OutboxStatus::Sending;
+                entry.sending_at = Some(now);
+                entry.next_attempt_at = Some(resend_at);
+                entry.attempts = 1;
+            }
+        }
+        self.store.record_reply(&entries).await?;
+        Ok((bodies, None))
+    }
+
+    /// Queues a message of the engine's own (not an answer to any inbound message, so it
+    /// never stands in for one), translated into the conversation's language and sent from
+    /// the number `via` arrived on.
+    pub async fn notice(
+        &self,
+        wa_id: &WaId,
+        text: &str,
+        via: &InboxEntry,
+    ) -> Result<(), EngineError> {
+        let set = self.assistants();
+        let lang = self.store.conversation(wa_id).await?.and_then(|c| c.lang);
+        let bodies = set
+            .guard
+            .guard(text, lang.as_deref(), wa_id.as_str())
+            .await
+            .parts;
+        let parts = NewOutbox::parts(wa_id, None, Some(&via.phone_number_id), &bodies, Utc::now());
+        self.store.insert_outbox(&parts).await?;
+        Ok(())
+    }
+
+    /// A message of the business's own that answers nothing (a visit reminder): put into the
+    /// conversation's language by guard_translator like any reply, queued from
+    /// `phone_number_id` — as `closed_window` instead when WhatsApp's 24-hour window is closed
+    /// (only approved templates are delivered then) — and written to the history as `agent`'s,
+    /// so the next turn knows what the user is answering. Queued first: a crash before the
+    /// history write loses that line, never the message. Returns what was queued.
+    pub async fn notify(
+        &self,
+        wa_id: &WaId,
+        text: &str,
+        agent: &str,
+        phone_number_id: &str,
+        closed_window: Template,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<Vec<NewOutbox>, EngineError> {
+        let conversation = self.store.conversation(wa_id).await?;
+        let open = conversation
+            .as_ref()
+            .and_then(|c| c.last_inbound_at)
+            .is_some_and(|at| now - at < chrono::Duration::hours(24));
+        let lang = conversation.and_then(|c| c.lang);
+        let set = self.assistants();
+        let mut bodies = set
+            .guard
+            .guard(text, lang.as_deref(), wa_id.as_str())
+            .await
+            .parts;
+        if !open {
+            // One template message; its body copy is the readable text.
+            bodies = vec![bodies.join("\n\n")];
+        }
+        let mut parts = NewOutbox::parts(wa_id, None, Some(phone_number_id), &bodies, now);
+        if !open && let Some(part) = parts.first_mut() {
+            part.template = Some(closed_window);
+        }
+        self.store.insert_outbox(&parts).await?;
+        self.store
+            .append_message(NewMessage {
+                wa_id: wa_id.clone(),
+                role: MessageRole::Ai,
+                content: bodies.join("\n\n"),
+                agent: Some(agent.to_owned()),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                wamids: Vec::new(),
+                attachments: Vec::new(),
+                at: now,
+            })
+            .await?;
+        self.store.note_history_written(wa_id, now).await?;
+        Ok(parts)
+    }
+}

@@ -1,0 +1,268 @@
+//! The turn's new messages into the history: merged, transcribed when they are voice notes,
+//! answered at once when the user is over budget or sends media nobody can read; and the
+//! user's role refreshed from the business data.
+
+use crate::domain::{Content, MediaKind};
+use std::collections::HashSet;
+
+use chrono::Utc;
+
+use crate::domain::MessageRole;
+use crate::domain::WaMessageId;
+use crate::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
+use crate::engine::attachments;
+use crate::engine::state::State;
+use crate::store::{
+    BusinessEvent, HandoffRequest, InboxEntry, NewMessage, RoleAssignment, RoleSource,
+};
+
+use super::*;
+
+impl Engine {
+    /// Appends the inbox messages not yet in the history as one human message, voice notes
+    /// transcribed. Before that, a subgraph idle past the TTL is left, so the new message starts
+    /// from the primary agent. Returns the new entries, a voice note's text its transcript.
+    pub(super) async fn add_human_message(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+        inbox: &[InboxEntry],
+    ) -> Result<Vec<InboxEntry>, EngineError> {
+        let known: HashSet<&WaMessageId> = state
+            .messages
+            .iter()
+            .filter(|m| m.message.role == MessageRole::Human)
+            .flat_map(|m| m.message.wamids.iter())
+            .collect();
+        let mut new: Vec<InboxEntry> = inbox
+            .iter()
+            .filter(|e| !known.contains(&e.wamid))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            return Ok(new);
+        }
+        let mut voice_notes = HashSet::new();
+        for entry in &mut new {
+            if let Some(transcript) = self.transcribe(entry, state.lang.as_deref()).await {
+                entry.text = Some(transcript);
+                voice_notes.insert(entry.wamid.clone());
+            }
+        }
+        if let Some(location) = new.iter().rev().find_map(shared_location) {
+            self.store
+                .set_conversation_location(&state.wa_id, location)
+                .await?;
+            state.location = Some(location);
+        }
+        let now = Utc::now();
+        if !state.dialog_state.is_empty() {
+            let last_activity = state
+                .messages
+                .last()
+                .map(|m| m.message.at)
+                .or(state.state_entered_at);
+            let idle = last_activity.map(|at| (now - at).to_std().unwrap_or_default());
+            if idle.is_some_and(|idle| idle >= self.settings.dialog_idle_ttl) {
+                let agent = state.dialog_state.last().map_or("", String::as_str);
+                tracing::info!(agent = %agent, "idle subgraph left before routing");
+                metrics::counter!("zaguan_turn_guard_total", "guard" => "idle_ttl").increment(1);
+                self.set_dialog_state(state, Vec::new()).await?;
+            }
+        }
+        let content = new
+            .iter()
+            .map(|e| match &e.text {
+                Some(text) if voice_notes.contains(&e.wamid) => format!("(voice note) {text}"),
+                Some(text) => text.clone(),
+                None => format!("(sent a {} without text)", e.kind),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        // The conversation's language follows the user's confident switches, in what they
+        // wrote (not in the placeholders of media without text).
+        let written: Vec<&str> = new.iter().filter_map(|e| e.text.as_deref()).collect();
+        // Every message leaves the conversation with a language: the business's (the first of
+        // `ZAGUAN_LANGUAGES`) until the user writes something that tells.
+        let default = self.settings.languages.first().map_or("es", String::as_str);
+        let lang = match (written.is_empty(), &state.lang) {
+            (true, Some(lang)) => lang.clone(),
+            (true, None) => default.to_owned(),
+            (false, previous) => {
+                set.guard
+                    .languages()
+                    .follow_or(&written.join("\n"), previous.as_deref(), default)
+            }
+        };
+        if state.lang.as_ref() != Some(&lang) {
+            tracing::info!(lang = %lang, "conversation language set");
+            self.store
+                .set_conversation_lang(&state.wa_id, &lang)
+                .await?;
+            state.lang = Some(lang);
+        }
+        state.first_contact = state.messages.is_empty();
+        state.asked_for = new
+            .iter()
+            .rev()
+            .find_map(|entry| attachments::asked_agent(&entry.content));
+        let message = NewMessage {
+            wa_id: state.wa_id.clone(),
+            role: MessageRole::Human,
+            content,
+            agent: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            wamids: new.iter().map(|e| e.wamid.clone()).collect(),
+            attachments: Vec::new(),
+            at: now,
+        };
+        self.append(state, message).await?;
+        Ok(new)
+    }
+
+    /// Whether the conversation has used its daily token budget. A turn that starts under
+    /// it runs to the end, so the budget is overshot by at most one turn.
+    pub(super) async fn over_budget(&self, state: &State) -> Result<bool, EngineError> {
+        let budget = self.settings.daily_token_budget;
+        if budget == 0 {
+            return Ok(false);
+        }
+        let midnight = Utc::now()
+            .date_naive()
+            .and_time(chrono::NaiveTime::MIN)
+            .and_utc();
+        let used = self
+            .store
+            .llm_tokens_since(state.wa_id.as_str(), midnight)
+            .await?;
+        Ok(used >= budget)
+    }
+
+    /// Answers without a model and flags the conversation for a person (once).
+    pub(super) async fn answer_over_budget(&self, state: &mut State) -> Result<(), EngineError> {
+        tracing::warn!("daily token budget used up: fixed reply, flagged for a person");
+        metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
+        if state.handoff_requested.is_none() {
+            let request = HandoffRequest {
+                at: Utc::now(),
+                reason: BUDGET_HANDOFF_REASON.to_owned(),
+            };
+            self.store.request_handoff(&state.wa_id, &request).await?;
+            let event = BusinessEvent::HandoffRequested {
+                reason: request.reason.clone(),
+            };
+            self.record_events(&state.wa_id, [event], request.at)
+                .await?;
+            state.handoff_requested = Some(request);
+        }
+        let message = ai_message(&state.wa_id, BUDGET_REPLY, "guard", Vec::new());
+        self.append(state, message).await
+    }
+
+    /// The transcript of a voice note (an `audio` message without text), when voice notes are
+    /// set up and every step works; `None` otherwise, and the polite answer to media follows.
+    pub(super) async fn transcribe(
+        &self,
+        entry: &InboxEntry,
+        lang: Option<&str>,
+    ) -> Option<String> {
+        let voice = self.voice.as_ref()?;
+        let Content::Media {
+            kind: MediaKind::Audio | MediaKind::Voice,
+            id,
+            ..
+        } = &entry.content
+        else {
+            return None;
+        };
+        if entry.text.is_some() {
+            return None;
+        }
+        let Some(media_id) = id.as_deref() else {
+            tracing::warn!("voice note without a media id");
+            metrics::counter!("zaguan_voice_notes_total", "outcome" => "no_media_id").increment(1);
+            return None;
+        };
+        let started = std::time::Instant::now();
+        match voice.transcript(media_id, lang).await {
+            Ok(text) => {
+                tracing::info!(
+                    chars = text.chars().count(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "voice note transcribed"
+                );
+                metrics::counter!("zaguan_voice_notes_total", "outcome" => "transcribed")
+                    .increment(1);
+                Some(text)
+            }
+            Err(error) => {
+                tracing::warn!("voice note not transcribed: {error}");
+                metrics::counter!("zaguan_voice_notes_total", "outcome" => error.label())
+                    .increment(1);
+                None
+            }
+        }
+    }
+
+    /// The role the business data gives the user, when theirs follows the data and differs:
+    /// recorded (`users.role`, source `data`) and used from this turn on.
+    pub(super) async fn role_from_data(&self, state: &mut State) -> Result<(), EngineError> {
+        let Some(roles) = &self.roles else {
+            return Ok(());
+        };
+        if !state.user.role_follows_data() {
+            return Ok(());
+        }
+        let Some(role) = roles.role_of(&state.wa_id).await else {
+            return Ok(());
+        };
+        if role == state.user.role {
+            return Ok(());
+        }
+        tracing::info!(
+            from = state.user.role.as_str(),
+            to = role.as_str(),
+            "role from the business data"
+        );
+        metrics::counter!("zaguan_roles_from_data_total", "role" => role.as_str()).increment(1);
+        self.store
+            .assign_role(
+                &state.wa_id,
+                &RoleAssignment {
+                    role,
+                    source: RoleSource::Data,
+                    by: "data".to_owned(),
+                    at: Utc::now(),
+                },
+            )
+            .await?;
+        state.user.role = role;
+        state.user.role_source = Some(RoleSource::Data);
+        Ok(())
+    }
+}
+
+/// The location a WhatsApp location message carries.
+pub(super) fn shared_location(entry: &InboxEntry) -> Option<crate::domain::GeoPoint> {
+    match entry.content {
+        Content::Location {
+            latitude,
+            longitude,
+            ..
+        } => Some(crate::domain::GeoPoint {
+            lat: latitude,
+            lon: longitude,
+        }),
+        _ => None,
+    }
+}
+
+/// Images, audio, video, documents and stickers without a caption: nothing an assistant can
+/// read.
+pub(super) fn is_unreadable_media(entry: &InboxEntry) -> bool {
+    matches!(
+        entry.kind.as_str(),
+        "image" | "audio" | "video" | "document" | "sticker" | "voice"
+    ) && entry.text.as_deref().is_none_or(|t| t.trim().is_empty())
+}

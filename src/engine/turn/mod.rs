@@ -1,0 +1,578 @@
+//! One turn: from the inbox messages of a conversation to one reply in the outbox.
+//!
+//! The turn is a small state machine driven by the last persisted message, so a turn cut short
+//! by a crash resumes exactly where it stopped:
+//!
+//! | last message                        | next node                                   |
+//! |-------------------------------------|---------------------------------------------|
+//! | human, or tool results              | the assistant `route_to_workflow` names     |
+//! | AI with unanswered tool calls       | Router: enter / leave / tools (RouterTool)  |
+//! | AI without tool calls               | guard_translator → outbox                   |
+//!
+//! A node's messages are stored together, and before anything else the turn changes (a new
+//! `dialog_state`, a pending action, a confirmed tool's run, the reply) — the seed's
+//! `update_state_in_db`, in as few writes as the graph allows. Messages not stored yet when a
+//! turn is cut are made again when it resumes (nothing of them reached the user). A reply is
+//! queued under ids derived from the inbound message it answers, so a resumed turn that queues
+//! it again runs into the first copy and never answers twice.
+
+use crate::domain::phrases;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use chrono::Utc;
+
+use crate::agents::{Agent, AgentKind, AgentRegistry};
+use crate::domain::ToolCall;
+use crate::domain::{MessageRole, Role};
+use crate::domain::{WaId, WaMessageId};
+use crate::engine::context::{ContextCache, ContextSource};
+use crate::engine::roles::RoleDirectory;
+use crate::engine::state::UserCache;
+use crate::engine::state::{State, Window, context_with};
+use crate::engine::tools::ToolRegistry;
+use crate::guard::{GuardTranslator, LanguageDetector};
+use crate::llm::{Llm, ToolSpec};
+use crate::store::{BusinessEvent, InboxEntry, NewMessage, Store, StoredMessage};
+use crate::voice::VoiceNotes;
+
+mod assistant;
+mod confirmations;
+mod delivery;
+mod inbound;
+mod router;
+mod settings;
+
+pub use settings::{DEFAULT_BUSINESS_NAME, EngineError, EngineSettings, TurnOptions, TurnOutcome};
+
+use assistant::ai_message;
+use inbound::is_unreadable_media;
+
+/// The conversation engine, shared by all workers.
+pub struct Engine {
+    store: Arc<dyn Store>,
+    llm: Arc<dyn Llm>,
+    assistants: RwLock<Arc<Assistants>>,
+    languages: Arc<LanguageDetector>,
+    tools: Arc<ToolRegistry>,
+    settings: EngineSettings,
+    users: UserCache,
+    windows: Mutex<Windows>,
+    /// Who is an owner or an agent, by the business data; `None`: roles only as set.
+    roles: Option<Arc<RoleDirectory>>,
+    /// What the business data says about each user, for `{{ user_info }}`.
+    context: Option<Arc<dyn ContextSource>>,
+    contexts: ContextCache,
+    /// Voice notes to text (`LLM_TRANSCRIBE`); without it they get the polite media answer.
+    voice: Option<Arc<VoiceNotes>>,
+}
+
+/// The windows the last turns left, per conversation held (see [`TurnOptions::hold`]),
+/// within a budget of messages.
+#[derive(Default)]
+struct Windows {
+    entries: HashMap<WaId, (u64, Window)>,
+    messages: usize,
+}
+
+/// Messages kept in windows at most (some tens of MB); past it, windows are dropped.
+const WINDOWS_BUDGET: usize = 50_000;
+
+impl Windows {
+    fn take(&mut self, wa_id: &WaId, hold: u64) -> Option<Window> {
+        let (token, window) = self.entries.remove(wa_id)?;
+        self.messages -= window.messages.len();
+        (token == hold).then_some(window)
+    }
+
+    fn put(&mut self, wa_id: WaId, hold: u64, window: Window) {
+        if let Some((_, old)) = self.entries.remove(&wa_id) {
+            self.messages -= old.messages.len();
+        }
+        while self.messages + window.messages.len() > WINDOWS_BUDGET {
+            let Some(key) = self.entries.keys().next().cloned() else {
+                break;
+            };
+            if let Some((_, old)) = self.entries.remove(&key) {
+                self.messages -= old.messages.len();
+            }
+        }
+        self.messages += window.messages.len();
+        self.entries.insert(wa_id, (hold, window));
+    }
+}
+
+/// A prompt set and the guard that knows its names and texts, swapped whole on reload: a turn
+/// runs to its end with the set it started with.
+struct Assistants {
+    agents: Arc<AgentRegistry>,
+    guard: GuardTranslator,
+    /// What each agent is offered when talking to each role, built once per set: the domain
+    /// tools the role may run, the delegations it may reach, CompleteOrEscalate for subgraphs.
+    tools: HashMap<(String, Role), Arc<[ToolSpec]>>,
+}
+
+impl Assistants {
+    fn new(
+        agents: Arc<AgentRegistry>,
+        tools: &ToolRegistry,
+        llm: &Arc<dyn Llm>,
+        languages: &Arc<LanguageDetector>,
+        settings: &EngineSettings,
+    ) -> Self {
+        let guard = GuardTranslator::new(
+            agents.clone(),
+            tools.names(),
+            llm.clone(),
+            languages.clone(),
+            settings.business_name.clone(),
+        );
+        let mut offered = HashMap::new();
+        for agent in agents.agents() {
+            for &role in crate::engine::ALL_ROLES {
+                let mut specs: Vec<ToolSpec> = agent
+                    .tools
+                    .iter()
+                    .filter(|name| tools.allows(name, role))
+                    .filter_map(|name| tools.spec(name))
+                    .collect();
+                specs.extend(agents.delegation_tools(agent, role));
+                if agent.kind == AgentKind::Subgraph {
+                    specs.push(AgentRegistry::complete_or_escalate());
+                }
+                offered.insert((agent.name.clone(), role), specs.into());
+            }
+        }
+        Self {
+            agents,
+            guard,
+            tools: offered,
+        }
+    }
+
+    fn tools_for(&self, agent: &Agent, role: Role) -> Arc<[ToolSpec]> {
+        self.tools
+            .get(&(agent.name.clone(), role))
+            .cloned()
+            .unwrap_or_else(|| Arc::from(Vec::new()))
+    }
+}
+
+/// How a reply leaves: made in this call (never sent before) or read back from the history.
+#[derive(Debug, Clone, Copy)]
+struct Delivery {
+    fresh: bool,
+    options: TurnOptions,
+}
+
+/// What the last stored message asks for next.
+enum Next {
+    Assistant,
+    Router(Vec<ToolCall>),
+    Deliver(String),
+}
+
+/// What one tool call of an AI message becomes.
+enum Plan<'a> {
+    Enter { target: &'a Agent, query: String },
+    Leave { reason: String },
+    Run,
+    Refuse(String),
+}
+
+impl Engine {
+    pub fn new(
+        store: Arc<dyn Store>,
+        llm: Arc<dyn Llm>,
+        agents: Arc<AgentRegistry>,
+        tools: Arc<ToolRegistry>,
+        settings: EngineSettings,
+    ) -> Self {
+        let languages = crate::guard::detector_for(&settings.languages).unwrap_or_else(|error| {
+            tracing::error!("{error}; using the default languages");
+            let defaults = EngineSettings::default().languages;
+            crate::guard::detector_for(&defaults).expect("the default languages are supported")
+        });
+        let assistants = Assistants::new(agents, &tools, &llm, &languages, &settings);
+        Self {
+            store,
+            llm,
+            assistants: RwLock::new(Arc::new(assistants)),
+            languages,
+            tools,
+            settings,
+            users: UserCache::default(),
+            windows: Mutex::default(),
+            roles: None,
+            context: None,
+            contexts: ContextCache::default(),
+            voice: None,
+        }
+    }
+
+    /// Tells the assistants what `source` knows about each user (an owner's listings, a
+    /// prospect's appointments and offers).
+    pub fn with_context(mut self, source: Arc<dyn ContextSource>) -> Self {
+        self.context = Some(source);
+        self
+    }
+
+    /// Transcribes voice notes, so they run as the user's words.
+    pub fn with_voice_notes(mut self, voice: Arc<VoiceNotes>) -> Self {
+        self.voice = Some(voice);
+        self
+    }
+
+    /// Gives users the role the business data says (owner, agent) unless an operator set one.
+    pub fn with_roles(mut self, roles: Arc<RoleDirectory>) -> Self {
+        self.roles = Some(roles);
+        self
+    }
+
+    /// The prompt set new turns start with.
+    pub fn prompts(&self) -> Arc<AgentRegistry> {
+        self.assistants().agents.clone()
+    }
+
+    /// Makes `agents` the set of every turn that starts from now on; turns in flight finish
+    /// with theirs.
+    pub fn reload(&self, agents: Arc<AgentRegistry>) {
+        let assistants = Arc::new(Assistants::new(
+            agents,
+            &self.tools,
+            &self.llm,
+            &self.languages,
+            &self.settings,
+        ));
+        *self.assistants.write().unwrap_or_else(|e| e.into_inner()) = assistants;
+    }
+
+    fn windows(&self) -> std::sync::MutexGuard<'_, Windows> {
+        self.windows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets the window kept for `wa_id` (its lease was given back).
+    pub fn forget_window(&self, wa_id: &WaId) {
+        let mut windows = self.windows();
+        if let Some((_, window)) = windows.entries.remove(wa_id) {
+            windows.messages -= window.messages.len();
+        }
+    }
+
+    fn assistants(&self) -> Arc<Assistants> {
+        self.assistants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Runs (or resumes) the turn answering `inbox`, the open inbox messages of `wa_id` in
+    /// arrival order; several are merged into one human message.
+    pub async fn run_turn(
+        &self,
+        wa_id: &WaId,
+        inbox: &[InboxEntry],
+    ) -> Result<TurnOutcome, EngineError> {
+        self.run_turn_with(wa_id, inbox, || ()).await
+    }
+
+    /// [`run_turn`](Self::run_turn), calling `answering` once the bot is going to answer (not
+    /// for a conversation an operator holds) and keeping what it returns — the worker's
+    /// "typing…" indicator — until the turn ends.
+    pub async fn run_turn_with<T>(
+        &self,
+        wa_id: &WaId,
+        inbox: &[InboxEntry],
+        answering: impl FnOnce() -> T,
+    ) -> Result<TurnOutcome, EngineError> {
+        self.serve_turn(wa_id, inbox, TurnOptions::default(), answering)
+            .await
+    }
+
+    /// [`run_turn_with`](Self::run_turn_with) as `options` ask.
+    #[tracing::instrument(name = "run_turn", skip_all, fields(conversation.id = %wa_id.masked(), turn.messages = inbox.len()))]
+    pub async fn serve_turn<T>(
+        &self,
+        wa_id: &WaId,
+        inbox: &[InboxEntry],
+        options: TurnOptions,
+        answering: impl FnOnce() -> T,
+    ) -> Result<TurnOutcome, EngineError> {
+        let started = std::time::Instant::now();
+        let set = self.assistants();
+        let user = self.users.user(self.store.as_ref(), wa_id).await?;
+        // Taken out: put back only by a turn that ends well.
+        let window = options
+            .hold
+            .and_then(|hold| self.windows().take(wa_id, hold));
+        let mut state = context_with(self.store.as_ref(), wa_id, user, window.as_ref()).await?;
+        self.role_from_data(&mut state).await?;
+        if let Some(source) = &self.context {
+            state.context = self
+                .contexts
+                .get(source.as_ref(), wa_id, state.user.role, Utc::now())
+                .await;
+        }
+        // A turn cut short (crash, lost lease, store error) is finished first with the
+        // messages it started with — those already in the history — so they get their own
+        // reply; what arrived since is the next turn. Merging them would answer only the
+        // newest message.
+        let known: HashSet<&WaMessageId> = state
+            .messages
+            .iter()
+            .filter(|m| m.message.role == MessageRole::Human)
+            .flat_map(|m| m.message.wamids.iter())
+            .collect();
+        let resumed: Vec<InboxEntry> = inbox
+            .iter()
+            .filter(|e| known.contains(&e.wamid))
+            .cloned()
+            .collect();
+        let inbox: Vec<InboxEntry> = if resumed.is_empty() {
+            inbox.to_vec()
+        } else {
+            // Counted: a message whose turns keep being cut (one that crashes the process)
+            // is given up on after `max_attempts`.
+            if options.count_resume {
+                let ids: Vec<WaMessageId> = resumed.iter().map(|e| e.wamid.clone()).collect();
+                self.store.count_attempt(&ids).await?;
+            }
+            tracing::info!(messages = resumed.len(), "resuming a turn cut short");
+            metrics::counter!("zaguan_turns_resumed_total").increment(1);
+            resumed
+        };
+        let inbox = inbox.as_slice();
+        let answered: Vec<WaMessageId> = inbox.iter().map(|e| e.wamid.clone()).collect();
+        if inbox.is_empty() {
+            return Ok(TurnOutcome {
+                reply: None,
+                parts: Vec::new(),
+                dialog_state: state.dialog_state,
+                transitions: 0,
+                answered,
+                to_send: None,
+            });
+        }
+        // What was stored before this call: a reply delivered from it may have gone out.
+        let loaded_seq = state.messages.last().map_or(0, |m| m.seq);
+        let new = self.add_human_message(&set, &mut state, inbox).await?;
+        let new: Vec<&InboxEntry> = new.iter().collect();
+        let turn_started = Utc::now();
+        if let Some(handoff) = state.handoff.take() {
+            if handoff.is_active(turn_started) {
+                // An operator answers: the messages are in the history for them (and for the
+                // assistants once the conversation is back), the bot says nothing.
+                tracing::info!(operator = %handoff.operator, "message held for the operator");
+                metrics::counter!("zaguan_turns_total", "outcome" => "handoff").increment(1);
+                self.save(&mut state).await?;
+                return Ok(TurnOutcome {
+                    reply: None,
+                    parts: Vec::new(),
+                    dialog_state: state.dialog_state,
+                    transitions: 0,
+                    answered,
+                    to_send: None,
+                });
+            }
+            tracing::info!(operator = %handoff.operator, "handoff expired: the bot answers again");
+            metrics::counter!("zaguan_handoffs_ended_total", "how" => "expired").increment(1);
+            self.store.set_handoff(&state.wa_id, None).await?;
+        }
+        let _answering = answering();
+        if !new.is_empty() {
+            self.before_assistant(&mut state, &new).await?;
+            if matches!(next_step(&state), Next::Assistant) && self.over_budget(&state).await? {
+                self.answer_over_budget(&mut state).await?;
+            }
+        }
+        let reply_to = inbox.last();
+        let mut transitions = 0;
+        // Once every provider failed in this turn, the remaining nodes answer offline at once
+        // instead of waiting for the same timeouts again.
+        let mut llm_down = false;
+        let outcome = loop {
+            match next_step(&state) {
+                Next::Deliver(text) => {
+                    // A confirmation asked in this turn goes out with its buttons.
+                    let asked = state
+                        .pending_action
+                        .as_ref()
+                        .filter(|action| action.created_at >= turn_started);
+                    let asked = asked.cloned();
+                    let fresh = state.unsaved > 0
+                        || state.messages.last().map_or(0, |m| m.seq) > loaded_seq;
+                    let (parts, to_send) = self
+                        .deliver(
+                            &set,
+                            &mut state,
+                            &text,
+                            asked.as_ref(),
+                            reply_to,
+                            Delivery { fresh, options },
+                        )
+                        .await?;
+                    if state.first_contact {
+                        // A lead: the contact's first message, and where it led.
+                        let assistant = state.dialog_state.last().cloned().unwrap_or_else(|| {
+                            set.agents.primary_for(state.user.role).name.clone()
+                        });
+                        let lead = BusinessEvent::LeadCreated {
+                            name: state.user.name.clone(),
+                            assistant,
+                        };
+                        self.record_events(wa_id, [lead], Utc::now()).await?;
+                    }
+                    break TurnOutcome {
+                        reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
+                        parts,
+                        dialog_state: state.dialog_state.clone(),
+                        transitions,
+                        answered: answered.clone(),
+                        to_send,
+                    };
+                }
+                _ if transitions >= self.settings.max_transitions => {
+                    tracing::error!(transitions, "turn cut short: too many node transitions");
+                    metrics::counter!("zaguan_turn_guard_total", "guard" => "transitions")
+                        .increment(1);
+                    self.set_dialog_state(&mut state, Vec::new()).await?;
+                    let text = self.with_contact(phrases::apology(None));
+                    self.append(&mut state, ai_message(wa_id, &text, "guard", Vec::new()))
+                        .await?;
+                }
+                Next::Assistant => {
+                    transitions += 1;
+                    self.assistant_node(&set, &mut state, &mut llm_down).await?;
+                }
+                Next::Router(calls) => {
+                    transitions += 1;
+                    self.router(&set, &mut state, calls).await?;
+                }
+            }
+        };
+        if let Some(hold) = options.hold {
+            let keep = state
+                .messages
+                .len()
+                .saturating_sub(super::state::LOADED_MESSAGES);
+            let window = Window {
+                history_at: state.history_at,
+                messages: state.messages.split_off(keep),
+            };
+            self.windows().put(wa_id.clone(), hold, window);
+        }
+        let elapsed = started.elapsed();
+        // The agent that wrote the reply (the last of `dialog_state` is the one routed to).
+        let agent = state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.message.role == MessageRole::Ai)
+            .and_then(|m| m.message.agent.as_deref())
+            .unwrap_or("none");
+        tracing::info!(
+            agent = %agent,
+            transitions = outcome.transitions,
+            parts = outcome.parts.len(),
+            ms = elapsed.as_millis() as u64,
+            "turn answered"
+        );
+        metrics::counter!("zaguan_turns_total", "outcome" => "answered").increment(1);
+        metrics::histogram!("zaguan_turn_transitions").record(outcome.transitions as f64);
+        metrics::histogram!("zaguan_turn_duration_seconds").record(elapsed.as_secs_f64());
+        Ok(outcome)
+    }
+
+    async fn set_dialog_state(
+        &self,
+        state: &mut State,
+        dialog_state: Vec<String>,
+    ) -> Result<(), EngineError> {
+        if state.dialog_state != dialog_state {
+            // The messages that led here first: a crash after them replays the transition.
+            self.save(state).await?;
+            self.store
+                .set_dialog_state(&state.wa_id, &dialog_state, Utc::now())
+                .await?;
+            state.dialog_state = dialog_state;
+        }
+        Ok(())
+    }
+
+    /// A node's output, kept for the next write ([`save`](Self::save)); the state machine
+    /// reads it at once.
+    async fn append(&self, state: &mut State, message: NewMessage) -> Result<(), EngineError> {
+        let seq = state.messages.last().map_or(0, |m| m.seq) + 1;
+        state.messages.push(StoredMessage { seq, message });
+        state.unsaved += 1;
+        Ok(())
+    }
+
+    /// update_state_in_db: the messages not stored yet, in one write. Runs before anything
+    /// else the turn changes, so the history always explains the state.
+    async fn save(&self, state: &mut State) -> Result<(), EngineError> {
+        if state.unsaved == 0 {
+            return Ok(());
+        }
+        let first = state.messages.len() - state.unsaved;
+        let after = first
+            .checked_sub(1)
+            .map_or(0, |last| state.messages[last].seq);
+        let unsaved: Vec<NewMessage> = state.messages[first..]
+            .iter()
+            .map(|m| m.message.clone())
+            .collect();
+        let stored = self.store.append_messages(unsaved, after).await?;
+        state.messages.truncate(first);
+        state.messages.extend(stored);
+        state.unsaved = 0;
+        Ok(())
+    }
+}
+
+/// Reads the next step off the stored history.
+fn next_step(state: &State) -> Next {
+    let messages = &state.messages;
+    let Some(last) = messages.last() else {
+        return Next::Assistant;
+    };
+    match last.message.role {
+        MessageRole::Human => Next::Assistant,
+        MessageRole::Ai if last.message.tool_calls.is_empty() => {
+            Next::Deliver(last.message.content.clone())
+        }
+        MessageRole::Ai => Next::Router(last.message.tool_calls.clone()),
+        MessageRole::Tool => {
+            // The AI message this run of tool results answers; calls still unanswered (a crash
+            // between two tool messages) go back to the router.
+            let run_start = messages
+                .iter()
+                .rposition(|m| m.message.role != MessageRole::Tool)
+                .unwrap_or(0);
+            let answered: HashSet<&str> = messages[run_start..]
+                .iter()
+                .filter_map(|m| m.message.tool_call_id.as_deref())
+                .collect();
+            match &messages[run_start].message {
+                ai if ai.role == MessageRole::Ai => {
+                    let pending: Vec<ToolCall> = ai
+                        .tool_calls
+                        .iter()
+                        .filter(|c| !answered.contains(c.id.as_str()))
+                        .cloned()
+                        .collect();
+                    if pending.is_empty() {
+                        Next::Assistant
+                    } else {
+                        Next::Router(pending)
+                    }
+                }
+                _ => Next::Assistant,
+            }
+        }
+    }
+}
