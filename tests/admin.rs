@@ -4,6 +4,9 @@
 mod common;
 
 use std::sync::Arc;
+use zaguan::store::{
+    ConversationStore, EventStore, HistoryStore, InboxStore, LeaseStore, OutboxStore, UserStore,
+};
 
 use axum::http::StatusCode;
 use chrono::{Duration, Utc};

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{free_port, zaguan};
+use zaguan::store::{InboxStore, LeaseStore, OutboxStore};
 
 use std::io::Read;
 use std::path::Path;
@@ -148,7 +149,6 @@ fn serve_starts_with_embedded_defaults_and_stops_on_sigterm() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_instances_survive_a_kill_and_a_drain_answering_each_turn_once_in_order() {
     use rand::{Rng, SeedableRng};
-    use zaguan::store::Store;
 
     let conversations: usize = std::env::var("ZAGUAN_SCALE_OUT_CONVERSATIONS")
         .ok()

@@ -12,7 +12,6 @@ use chrono::Utc;
 use common::inbox_entry;
 use serde_json::json;
 use zaguan::agents::{AgentKind, AgentRegistry};
-use zaguan::domain::LlmCall;
 use zaguan::domain::{MessageRole, Role};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::{Engine, EngineSettings, Tool, ToolContext, ToolError, ToolRegistry};
@@ -978,8 +977,9 @@ use zaguan::domain::StatusUpdate;
 use zaguan::domain::ToolCall;
 use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::store::{
-    ContactSeen, Conversation, InboxInsert, NewMessage, NewOutbox, OutboxEntry, OutboxUpdate,
-    RejectedEntry, RoleAssignment, StatusOutcome, StoreError, StoreResult, User,
+    Conversation, ConversationStore, HistoryStore, LeaseStore, MaintenanceStore, NewMessage,
+    NewOutbox, OutboxEntry, OutboxStore, OutboxUpdate, StatusOutcome, StoreError, StoreParts,
+    StoreResult,
 };
 
 /// A real store whose `crash_at`-th engine write fails, as if the process died right before it.
@@ -1024,107 +1024,30 @@ impl CrashingStore {
 }
 
 #[async_trait]
-impl Store for CrashingStore {
+impl MaintenanceStore for CrashingStore {
     async fn ping(&self) -> StoreResult<()> {
         self.inner.ping().await
     }
-    async fn record_contact(&self, c: &ContactSeen) -> StoreResult<()> {
-        self.inner.record_contact(c).await
-    }
-    async fn insert_inbox(&self, m: &[InboxEntry]) -> StoreResult<InboxInsert> {
-        self.inner.insert_inbox(m).await
-    }
-    async fn inbox_entry(&self, w: &WaMessageId) -> StoreResult<Option<InboxEntry>> {
-        self.inner.inbox_entry(w).await
-    }
-    async fn pending_inbox(&self, l: usize) -> StoreResult<Vec<InboxEntry>> {
-        self.inner.pending_inbox(l).await
-    }
-    async fn record_rejected(&self, r: &RejectedEntry) -> StoreResult<()> {
-        self.inner.record_rejected(r).await
-    }
-    async fn rejected(&self, l: usize) -> StoreResult<Vec<RejectedEntry>> {
-        self.inner.rejected(l).await
-    }
-    async fn insert_llm_calls(&self, c: &[LlmCall]) -> StoreResult<()> {
-        self.inner.insert_llm_calls(c).await
-    }
-    async fn llm_calls(&self, w: &str, l: usize) -> StoreResult<Vec<LlmCall>> {
-        self.inner.llm_calls(w, l).await
-    }
-    async fn count_attempt(&self, w: &[WaMessageId]) -> StoreResult<()> {
-        self.inner.count_attempt(w).await
-    }
+
     async fn forget(&self, w: &WaId) -> StoreResult<zaguan::store::ForgetCounts> {
         self.inner.forget(w).await
     }
+
+    async fn purge(
+        &self,
+        b: &zaguan::store::PurgeBefore,
+    ) -> StoreResult<zaguan::store::PurgeCounts> {
+        self.write()?;
+        self.inner.purge(b).await
+    }
+}
+
+#[async_trait]
+impl LeaseStore for CrashingStore {
     async fn lease_of(&self, w: &WaId) -> StoreResult<Option<zaguan::store::LeaseView>> {
         self.inner.lease_of(w).await
     }
-    async fn inbox_outcomes_since(
-        &self,
-        s: chrono::DateTime<Utc>,
-    ) -> StoreResult<zaguan::store::InboxOutcomes> {
-        self.inner.inbox_outcomes_since(s).await
-    }
-    async fn insert_events(&self, e: &[zaguan::store::Event]) -> StoreResult<()> {
-        self.inner.insert_events(e).await
-    }
-    async fn due_events(
-        &self,
-        n: chrono::DateTime<Utc>,
-        l: usize,
-    ) -> StoreResult<Vec<zaguan::store::Event>> {
-        self.inner.due_events(n, l).await
-    }
-    async fn claim_event(
-        &self,
-        i: &str,
-        n: chrono::DateTime<Utc>,
-        u: chrono::DateTime<Utc>,
-    ) -> StoreResult<bool> {
-        self.inner.claim_event(i, n, u).await
-    }
-    async fn settle_event(&self, i: &str, u: &zaguan::store::EventUpdate) -> StoreResult<()> {
-        self.inner.settle_event(i, u).await
-    }
-    async fn list_events(
-        &self,
-        q: &zaguan::store::EventQuery,
-    ) -> StoreResult<Vec<zaguan::store::Event>> {
-        self.inner.list_events(q).await
-    }
-    async fn retry_event(&self, i: &str, n: chrono::DateTime<Utc>) -> StoreResult<bool> {
-        self.inner.retry_event(i, n).await
-    }
-    async fn llm_tokens_since(&self, w: &str, s: chrono::DateTime<Utc>) -> StoreResult<u64> {
-        self.inner.llm_tokens_since(w, s).await
-    }
-    async fn user(&self, w: &WaId) -> StoreResult<Option<User>> {
-        self.inner.user(w).await
-    }
-    async fn assign_role(&self, w: &WaId, r: &RoleAssignment) -> StoreResult<()> {
-        self.inner.assign_role(w, r).await
-    }
-    async fn conversation(&self, w: &WaId) -> StoreResult<Option<Conversation>> {
-        self.inner.conversation(w).await
-    }
-    async fn append_message(&self, m: NewMessage) -> StoreResult<StoredMessage> {
-        self.write()?;
-        self.inner.append_message(m).await
-    }
-    async fn recent_messages(&self, w: &WaId, l: usize) -> StoreResult<Vec<StoredMessage>> {
-        self.inner.recent_messages(w, l).await
-    }
-    async fn open_inbox(&self, w: &WaId) -> StoreResult<Vec<InboxEntry>> {
-        self.inner.open_inbox(w).await
-    }
-    async fn conversations_with_open_inbox(&self, l: usize) -> StoreResult<Vec<WaId>> {
-        self.inner.conversations_with_open_inbox(l).await
-    }
-    async fn set_inbox_status(&self, w: &[WaMessageId], s: InboxStatus) -> StoreResult<()> {
-        self.inner.set_inbox_status(w, s).await
-    }
+
     async fn claim_conversation(
         &self,
         w: &WaId,
@@ -1138,52 +1061,23 @@ impl Store for CrashingStore {
         }
         self.inner.claim_conversation(w, o, n, u, live).await
     }
+
     async fn release_conversation(&self, w: &WaId, o: &str) -> StoreResult<()> {
         self.inner.release_conversation(w, o).await
     }
+
     async fn release_all_leases(&self, o: &str) -> StoreResult<u64> {
         self.inner.release_all_leases(o).await
     }
-    async fn append_messages(
-        &self,
-        m: Vec<NewMessage>,
-        after: i64,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        self.write()?;
-        self.inner.append_messages(m, after).await
-    }
-    async fn set_dialog_state(
-        &self,
-        w: &WaId,
-        d: &[String],
-        a: chrono::DateTime<Utc>,
-    ) -> StoreResult<()> {
-        self.write()?;
-        self.inner.set_dialog_state(w, d, a).await
-    }
-    async fn inbox_backlog(&self) -> StoreResult<zaguan::store::InboxBacklog> {
-        self.inner.inbox_backlog().await
-    }
+
     async fn active_leases(&self, n: chrono::DateTime<Utc>, l: &[String]) -> StoreResult<u64> {
         self.inner.active_leases(n, l).await
     }
-    async fn list_conversations(
-        &self,
-        q: &zaguan::store::ConversationQuery,
-    ) -> StoreResult<Vec<Conversation>> {
-        self.inner.list_conversations(q).await
-    }
-    async fn reset_conversation(
-        &self,
-        w: &WaId,
-        by: &str,
-        at: chrono::DateTime<Utc>,
-    ) -> StoreResult<bool> {
-        self.inner.reset_conversation(w, by, at).await
-    }
+
     async fn server_time(&self) -> StoreResult<chrono::DateTime<Utc>> {
         self.inner.server_time().await
     }
+
     async fn instance_beat(
         &self,
         i: &str,
@@ -1195,19 +1089,48 @@ impl Store for CrashingStore {
         }
         self.inner.instance_beat(i, n, t).await
     }
+
     async fn instances(&self) -> StoreResult<Vec<zaguan::store::InstanceRecord>> {
         self.inner.instances().await
     }
+
     async fn instance_left(&self, i: &str, n: &str) -> StoreResult<()> {
         self.inner.instance_left(i, n).await
     }
-    async fn purge(
-        &self,
-        b: &zaguan::store::PurgeBefore,
-    ) -> StoreResult<zaguan::store::PurgeCounts> {
-        self.write()?;
-        self.inner.purge(b).await
+}
+
+#[async_trait]
+impl ConversationStore for CrashingStore {
+    async fn conversation(&self, w: &WaId) -> StoreResult<Option<Conversation>> {
+        self.inner.conversation(w).await
     }
+
+    async fn set_dialog_state(
+        &self,
+        w: &WaId,
+        d: &[String],
+        a: chrono::DateTime<Utc>,
+    ) -> StoreResult<()> {
+        self.write()?;
+        self.inner.set_dialog_state(w, d, a).await
+    }
+
+    async fn list_conversations(
+        &self,
+        q: &zaguan::store::ConversationQuery,
+    ) -> StoreResult<Vec<Conversation>> {
+        self.inner.list_conversations(q).await
+    }
+
+    async fn reset_conversation(
+        &self,
+        w: &WaId,
+        by: &str,
+        at: chrono::DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        self.inner.reset_conversation(w, by, at).await
+    }
+
     async fn set_handoff(
         &self,
         w: &WaId,
@@ -1216,6 +1139,7 @@ impl Store for CrashingStore {
         self.write()?;
         self.inner.set_handoff(w, h).await
     }
+
     async fn request_handoff(
         &self,
         w: &WaId,
@@ -1224,9 +1148,7 @@ impl Store for CrashingStore {
         self.write()?;
         self.inner.request_handoff(w, r).await
     }
-    async fn latest_inbox(&self, w: &WaId) -> StoreResult<Option<InboxEntry>> {
-        self.inner.latest_inbox(w).await
-    }
+
     async fn set_pending_action(
         &self,
         w: &WaId,
@@ -1235,6 +1157,7 @@ impl Store for CrashingStore {
         self.write()?;
         self.inner.set_pending_action(w, a).await
     }
+
     async fn set_conversation_location(
         &self,
         w: &WaId,
@@ -1242,16 +1165,44 @@ impl Store for CrashingStore {
     ) -> StoreResult<()> {
         self.inner.set_conversation_location(w, l).await
     }
+
     async fn note_history_written(&self, w: &WaId, a: chrono::DateTime<Utc>) -> StoreResult<()> {
         self.inner.note_history_written(w, a).await
     }
+
     async fn set_conversation_lang(&self, w: &WaId, l: &str) -> StoreResult<()> {
         self.inner.set_conversation_lang(w, l).await
     }
+}
+
+#[async_trait]
+impl HistoryStore for CrashingStore {
+    async fn append_message(&self, m: NewMessage) -> StoreResult<StoredMessage> {
+        self.write()?;
+        self.inner.append_message(m).await
+    }
+
+    async fn recent_messages(&self, w: &WaId, l: usize) -> StoreResult<Vec<StoredMessage>> {
+        self.inner.recent_messages(w, l).await
+    }
+
+    async fn append_messages(
+        &self,
+        m: Vec<NewMessage>,
+        after: i64,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        self.write()?;
+        self.inner.append_messages(m, after).await
+    }
+}
+
+#[async_trait]
+impl OutboxStore for CrashingStore {
     async fn insert_outbox(&self, e: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
         self.write()?;
         self.inner.insert_outbox(e).await
     }
+
     async fn record_reply(&self, parts: &[OutboxEntry]) -> StoreResult<()> {
         if parts
             .iter()
@@ -1266,9 +1217,11 @@ impl Store for CrashingStore {
         self.write()?;
         self.inner.record_reply(parts).await
     }
+
     async fn outbox_entry(&self, i: &OutboxId) -> StoreResult<Option<OutboxEntry>> {
         self.inner.outbox_entry(i).await
     }
+
     async fn update_outbox(&self, i: &OutboxId, u: &OutboxUpdate) -> StoreResult<bool> {
         if matches!(u, OutboxUpdate::Sent { .. })
             && self
@@ -1280,9 +1233,11 @@ impl Store for CrashingStore {
         }
         self.inner.update_outbox(i, u).await
     }
+
     async fn unsent_outbox(&self, w: &WaId) -> StoreResult<Vec<OutboxEntry>> {
         self.inner.unsent_outbox(w).await
     }
+
     async fn conversations_with_unsent_outbox(
         &self,
         n: chrono::DateTime<Utc>,
@@ -1290,14 +1245,31 @@ impl Store for CrashingStore {
     ) -> StoreResult<Vec<WaId>> {
         self.inner.conversations_with_unsent_outbox(n, l).await
     }
+
     async fn outbox_by_wamid(&self, w: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {
         self.inner.outbox_by_wamid(w).await
     }
+
     async fn outbox_in_reply_to(&self, w: &WaMessageId) -> StoreResult<Vec<OutboxEntry>> {
         self.inner.outbox_in_reply_to(w).await
     }
+
     async fn apply_status(&self, s: &StatusUpdate) -> StoreResult<StatusOutcome> {
         self.inner.apply_status(s).await
+    }
+}
+
+impl CrashingStore {
+    /// The store the engine sees: the inner one, with the collections this one breaks
+    /// (MaintenanceStore, LeaseStore, ConversationStore, HistoryStore, OutboxStore) answered by it.
+    fn store(self: &Arc<Self>) -> Arc<dyn Store> {
+        let mut parts = StoreParts::of(self.inner.clone());
+        parts.maintenance = self.clone();
+        parts.leases = self.clone();
+        parts.conversations = self.clone();
+        parts.history = self.clone();
+        parts.outbox = self.clone();
+        Arc::new(parts)
     }
 }
 
@@ -1396,7 +1368,8 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
             stall_claims: Default::default(),
             unavailable_for: Default::default(),
             unavailable_sent_records: Default::default(),
-        });
+        })
+        .store();
         let open = inner.open_inbox(&wa_id).await.unwrap();
         let first = rule_engine(crashing).run_turn(&wa_id, &open).await;
         assert_eq!(first.is_err(), crash_at <= 4, "crash at write {crash_at}");
@@ -1487,7 +1460,8 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             stall_claims: Default::default(),
             unavailable_for: Default::default(),
             unavailable_sent_records: Default::default(),
-        });
+        })
+        .store();
         let cut = rule_engine(crashing)
             .run_turn(&wa_id, std::slice::from_ref(&first))
             .await;
@@ -1620,7 +1594,7 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     let llm = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let engine = Engine::new(
-        store.clone(),
+        store.store(),
         llm.clone(),
         Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
@@ -1632,7 +1606,7 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     let (workers, heartbeat) = instance_workers(
         store.clone(),
         engine,
-        zaguan::outbound::Outbound::dry_run(store.clone()),
+        zaguan::outbound::Outbound::dry_run(store.store()),
         Duration::from_millis(600),
     )
     .await;
@@ -1681,7 +1655,7 @@ async fn instance_workers(
     zaguan::engine::instances::MembershipTask,
 ) {
     let membership = zaguan::engine::instances::Membership::establish(
-        store.clone(),
+        store.store(),
         "test-instance".to_owned(),
         lease,
         None,
@@ -1724,14 +1698,14 @@ async fn workers_with_graph(
     )
     .unwrap();
     let outbound = zaguan::outbound::Outbound::new(
-        store.clone(),
+        store.store(),
         client,
         zaguan::outbound::Limiters::new(&zaguan::outbound::SendLimits::default()),
         zaguan::outbound::OutboundSettings::default(),
     );
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let engine = Engine::new(
-        store.clone(),
+        store.store(),
         Arc::new(zaguan::llm::OfflineLlm),
         Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
@@ -1848,7 +1822,7 @@ async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
     let llm = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let engine = Engine::new(
-        store.clone(),
+        store.store(),
         llm.clone(),
         Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
         Arc::new(ToolRegistry::new()),
@@ -1864,7 +1838,7 @@ async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
     assert!(settings.max_attempts < 12);
     let workers = zaguan::engine::Workers::spawn(
         Arc::new(engine),
-        Arc::new(zaguan::outbound::Outbound::dry_run(store.clone())),
+        Arc::new(zaguan::outbound::Outbound::dry_run(store.store())),
         Arc::new(zaguan::engine::Arrivals::new()),
         settings,
     );

@@ -18,6 +18,7 @@ use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use zaguan::store::{HistoryStore, OutboxStore};
 
 use axum::Json;
 use axum::Router;
@@ -34,7 +35,7 @@ use common::proxy::{Mode, MongoProxy};
 use common::{free_port, zaguan};
 use zaguan::domain::MessageRole;
 use zaguan::domain::{WaId, WaMessageId};
-use zaguan::store::{OutboxStatus, Store};
+use zaguan::store::OutboxStatus;
 
 /// Messages each simulated user sends.
 const MESSAGES: usize = 5;

@@ -18,7 +18,9 @@ use zaguan::engine::retention::Retention;
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
 use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{Limiters, Outbound, SendLimits};
-use zaguan::store::{InboxEntry, InboxStatus, NewMessage, NewOutbox, OutboxUpdate, Store};
+use zaguan::store::{
+    InboxEntry, InboxStatus, InboxStore, NewMessage, NewOutbox, OutboxStore, OutboxUpdate, Store,
+};
 
 fn days(n: i64) -> chrono::Duration {
     chrono::Duration::days(n)

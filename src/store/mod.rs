@@ -1,6 +1,9 @@
-//! What the service persists (ARCHITECTURE.md §5), behind one trait with two implementations:
-//! [`MongoStore`] for production and [`MemoryStore`], the embedded default when `MONGODB_URI` is
-//! unset. Both pass the same suite (`tests/store.rs`).
+//! What the service persists (ARCHITECTURE.md §5): one trait per collection ([`InboxStore`],
+//! [`ConversationStore`], [`HistoryStore`], [`OutboxStore`]…), [`Store`] their sum, with two
+//! implementations laid out the same way, a file per collection: [`MongoStore`] for production
+//! and [`MemoryStore`], the embedded default when `MONGODB_URI` is unset. Both pass the same
+//! suite (`tests/store.rs`). [`StoreParts`] assembles a store from parts, so a test can replace
+//! the one collection it breaks.
 //!
 //! Every method is a single-document atomic write or a read: there are no multi-document
 //! transactions, and callers order their writes so a crash between two of them is safe to replay.
@@ -9,6 +12,7 @@ mod clock;
 mod events;
 mod memory;
 mod mongo;
+mod parts;
 pub mod pool;
 mod records;
 
@@ -20,6 +24,7 @@ pub use clock::StoreClock;
 pub use events::{BusinessEvent, Event, EventQuery, EventStatus, EventUpdate, heads_due};
 pub use memory::MemoryStore;
 pub use mongo::MongoStore;
+pub use parts::StoreParts;
 pub use pool::{Lane, MongoConfig, MongoPool, Pressure};
 pub use records::*;
 
@@ -72,15 +77,38 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Everything the service persists: the sum of one trait per collection, so a part can be
+/// read, implemented or replaced (a test's fault in one collection) on its own.
+pub trait Store:
+    InboxStore
+    + UserStore
+    + ConversationStore
+    + HistoryStore
+    + OutboxStore
+    + UsageStore
+    + LeaseStore
+    + EventStore
+    + MaintenanceStore
+{
+}
+
+impl<
+    T: InboxStore
+        + UserStore
+        + ConversationStore
+        + HistoryStore
+        + OutboxStore
+        + UsageStore
+        + LeaseStore
+        + EventStore
+        + MaintenanceStore,
+> Store for T
+{
+}
+
+/// `inbox` (and `rejected`): what customers sent, until a turn answers it.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
-    /// Answers when the database does (`/readyz`).
-    async fn ping(&self) -> StoreResult<()>;
-
-    /// Records a sender seen on an inbound message: their profile into `users` (role
-    /// `prospect` on first sight) and `last_inbound_at` into `conversations`.
-    async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()>;
-
+pub trait InboxStore: Send + Sync + 'static {
     /// Inserts inbound messages into `inbox` keyed by wamid; an id already there is left as it
     /// is (a redelivery), so the same message is never processed twice.
     async fn insert_inbox(&self, messages: &[InboxEntry]) -> StoreResult<InboxInsert>;
@@ -95,38 +123,40 @@ pub trait Store: Send + Sync + 'static {
 
     async fn rejected(&self, limit: usize) -> StoreResult<Vec<RejectedEntry>>;
 
-    /// Usage accounting: one document per LLM call in `llm_calls`.
-    async fn insert_llm_calls(&self, calls: &[LlmCall]) -> StoreResult<()>;
+    /// Every inbox entry of one conversation not yet `done` or `failed`, oldest first.
+    async fn open_inbox(&self, wa_id: &WaId) -> StoreResult<Vec<InboxEntry>>;
 
-    /// The last `limit` LLM calls of a conversation, oldest first.
-    async fn llm_calls(&self, conversation: &str, limit: usize) -> StoreResult<Vec<LlmCall>>;
+    /// Conversations with inbox entries not yet done, the one waiting longest first.
+    async fn conversations_with_open_inbox(&self, limit: usize) -> StoreResult<Vec<WaId>>;
 
-    /// Deletes everything stored about one contact: conversation, user, history, inbox,
-    /// outbox, LLM calls, leases, and rejected webhook bodies that mention the key.
-    async fn forget(&self, wa_id: &WaId) -> StoreResult<ForgetCounts>;
+    /// Counts an attempt on each entry: its turn failed, or is resumed after it was cut short
+    /// (a crash, a lost lease). Turns stopped by the store's slowness are not counted: an
+    /// overloaded database must not get customers' messages marked `failed`.
+    async fn count_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()>;
 
-    /// Writes events; one whose id is already there is left as it is (a replayed step).
-    async fn insert_events(&self, events: &[Event]) -> StoreResult<()>;
-    /// Pending events due at `now` and not held by another instance: the oldest of each
-    /// conversation only (the ones behind it wait for it), oldest conversations first.
-    async fn due_events(&self, now: DateTime<Utc>, limit: usize) -> StoreResult<Vec<Event>>;
-    /// Holds a pending event for delivery until `until`: `true` for one caller at a time.
-    async fn claim_event(
+    /// Moves inbox entries to `status`; moving to `processing` counts an attempt.
+    async fn set_inbox_status(
         &self,
-        id: &str,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-    ) -> StoreResult<bool>;
-    /// Records how a delivery attempt ended, and lets go of the event.
-    async fn settle_event(&self, id: &str, update: &EventUpdate) -> StoreResult<()>;
-    /// Events by newest first, as an operator filters them.
-    async fn list_events(&self, query: &EventQuery) -> StoreResult<Vec<Event>>;
-    /// A failed event back to pending, due now: `false` when there is no failed event `id`.
-    async fn retry_event(&self, id: &str, now: DateTime<Utc>) -> StoreResult<bool>;
+        wamids: &[WaMessageId],
+        status: InboxStatus,
+    ) -> StoreResult<()>;
 
-    /// Tokens (input and output) of a conversation's LLM calls since `since`: what its daily
-    /// budget is measured against.
-    async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64>;
+    /// How many messages wait, since when, and how many were given up on.
+    async fn inbox_backlog(&self) -> StoreResult<InboxBacklog>;
+
+    /// The last message received from `wa_id`, whatever its status.
+    async fn latest_inbox(&self, wa_id: &WaId) -> StoreResult<Option<InboxEntry>>;
+
+    /// Inbox messages received since `since`, by outcome (the console's last hour).
+    async fn inbox_outcomes_since(&self, since: DateTime<Utc>) -> StoreResult<InboxOutcomes>;
+}
+
+/// `users`: who wrote, and the role the business gives them.
+#[async_trait]
+pub trait UserStore: Send + Sync + 'static {
+    /// Records a sender seen on an inbound message: their profile into `users` (role
+    /// `prospect` on first sight) and `last_inbound_at` into `conversations`.
+    async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()>;
 
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>>;
 
@@ -147,61 +177,12 @@ pub trait Store: Send + Sync + 'static {
         )
         .await
     }
+}
 
+/// `conversations`: where each conversation stands (`dialog_state`, a pending action, a handoff, its language).
+#[async_trait]
+pub trait ConversationStore: Send + Sync + 'static {
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>>;
-
-    /// Appends a message to a conversation's history with the next `seq`.
-    async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage>;
-
-    /// The last `limit` messages of a conversation, oldest first.
-    async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>>;
-
-    /// Every inbox entry of one conversation not yet `done` or `failed`, oldest first.
-    async fn open_inbox(&self, wa_id: &WaId) -> StoreResult<Vec<InboxEntry>>;
-
-    /// Conversations with inbox entries not yet done, the one waiting longest first.
-    async fn conversations_with_open_inbox(&self, limit: usize) -> StoreResult<Vec<WaId>>;
-
-    /// Counts an attempt on each entry: its turn failed, or is resumed after it was cut short
-    /// (a crash, a lost lease). Turns stopped by the store's slowness are not counted: an
-    /// overloaded database must not get customers' messages marked `failed`.
-    async fn count_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()>;
-
-    /// Moves inbox entries to `status`; moving to `processing` counts an attempt.
-    async fn set_inbox_status(
-        &self,
-        wamids: &[WaMessageId],
-        status: InboxStatus,
-    ) -> StoreResult<()>;
-
-    /// Takes the conversation's lease for `owner` (until at least `until`) when it is free:
-    /// never taken, released, or its holder neither within its `until` at `now` nor among the
-    /// `live` instances. A lease `owner` held before is taken anew (a new generation): the
-    /// caller knows when it holds a lease without asking. One unique insert decides: two
-    /// processes never both win.
-    async fn claim_conversation(
-        &self,
-        wa_id: &WaId,
-        owner: &str,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-        live: &[String],
-    ) -> StoreResult<bool>;
-
-    /// Gives the lease back, if `owner` still holds it.
-    async fn release_conversation(&self, wa_id: &WaId, owner: &str) -> StoreResult<()>;
-
-    /// Gives back every lease `owner` holds (a process starting under a restarted instance's
-    /// id, or draining); returns how many.
-    async fn release_all_leases(&self, owner: &str) -> StoreResult<u64>;
-
-    /// Appends messages to a conversation's history in one write, numbered after `after` (the
-    /// last `seq` the caller knows); if another writer took those numbers, after the last one.
-    async fn append_messages(
-        &self,
-        messages: Vec<NewMessage>,
-        after: i64,
-    ) -> StoreResult<Vec<StoredMessage>>;
 
     /// Persists a new `dialog_state` (`[]` or one agent), entered at `at`.
     async fn set_dialog_state(
@@ -210,13 +191,6 @@ pub trait Store: Send + Sync + 'static {
         dialog_state: &[String],
         at: DateTime<Utc>,
     ) -> StoreResult<()>;
-
-    /// How many messages wait, since when, and how many were given up on.
-    async fn inbox_backlog(&self) -> StoreResult<InboxBacklog>;
-
-    /// Conversations claimed right now: leases not released whose holder is `live` or within
-    /// its `until`.
-    async fn active_leases(&self, now: DateTime<Utc>, live: &[String]) -> StoreResult<u64>;
 
     /// Conversations matching `query`, longest idle first, paged.
     async fn list_conversations(&self, query: &ConversationQuery)
@@ -238,40 +212,6 @@ pub trait Store: Send + Sync + 'static {
     /// Flags the conversation for an operator.
     async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()>;
 
-    /// The last message received from `wa_id`, whatever its status.
-    async fn latest_inbox(&self, wa_id: &WaId) -> StoreResult<Option<InboxEntry>>;
-
-    /// The database's clock: instances judge each other's heartbeats by it, so their own
-    /// clocks need not agree.
-    async fn server_time(&self) -> StoreResult<DateTime<Utc>>;
-
-    /// A heartbeat of instance `id` from the process `nonce`, stamped with the database's
-    /// clock, which it returns. With `take_over`, the record becomes this process's whatever
-    /// it held; without, the beat lands only if the record is still this process's: `None`
-    /// means another process took the id.
-    async fn instance_beat(
-        &self,
-        id: &str,
-        nonce: &str,
-        take_over: bool,
-    ) -> StoreResult<Option<DateTime<Utc>>>;
-
-    /// Every instance's record.
-    async fn instances(&self) -> StoreResult<Vec<InstanceRecord>>;
-
-    /// The latest lease of a conversation (who serves it, until when), for operators.
-    async fn lease_of(&self, wa_id: &WaId) -> StoreResult<Option<LeaseView>>;
-
-    /// Inbox messages received since `since`, by outcome (the console's last hour).
-    async fn inbox_outcomes_since(&self, since: DateTime<Utc>) -> StoreResult<InboxOutcomes>;
-
-    /// Instance `id` stops (if `nonce` still holds it): the others stop counting it at once.
-    async fn instance_left(&self, id: &str, nonce: &str) -> StoreResult<()>;
-
-    /// Deletes finished records older than the retention allows. Idempotent: every instance
-    /// may run it.
-    async fn purge(&self, before: &PurgeBefore) -> StoreResult<PurgeCounts>;
-
     /// Holds (or, with `None`, drops) the action awaiting the user's confirmation.
     async fn set_pending_action(
         &self,
@@ -292,7 +232,29 @@ pub trait Store: Send + Sync + 'static {
 
     /// Records the language the conversation is held in (ISO 639-1).
     async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()>;
+}
 
+/// `messages`: each conversation's history, numbered.
+#[async_trait]
+pub trait HistoryStore: Send + Sync + 'static {
+    /// Appends a message to a conversation's history with the next `seq`.
+    async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage>;
+
+    /// The last `limit` messages of a conversation, oldest first.
+    async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>>;
+
+    /// Appends messages to a conversation's history in one write, numbered after `after` (the
+    /// last `seq` the caller knows); if another writer took those numbers, after the last one.
+    async fn append_messages(
+        &self,
+        messages: Vec<NewMessage>,
+        after: i64,
+    ) -> StoreResult<Vec<StoredMessage>>;
+}
+
+/// `outbox`: replies on their way to the Graph API, and their delivery statuses.
+#[async_trait]
+pub trait OutboxStore: Send + Sync + 'static {
     /// Queues the parts of a reply, in one write; returns their ids in order.
     async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>>;
 
@@ -344,6 +306,116 @@ pub trait Store: Send + Sync + 'static {
     /// Statuses only move forward (`sent` → `delivered` → `read`): Meta may deliver them out of
     /// order.
     async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome>;
+}
+
+/// `llm_calls`: what each model call cost.
+#[async_trait]
+pub trait UsageStore: Send + Sync + 'static {
+    /// Usage accounting: one document per LLM call in `llm_calls`.
+    async fn insert_llm_calls(&self, calls: &[LlmCall]) -> StoreResult<()>;
+
+    /// The last `limit` LLM calls of a conversation, oldest first.
+    async fn llm_calls(&self, conversation: &str, limit: usize) -> StoreResult<Vec<LlmCall>>;
+
+    /// Tokens (input and output) of a conversation's LLM calls since `since`: what its daily
+    /// budget is measured against.
+    async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64>;
+}
+
+/// `leases` and `instances`: which process holds which conversation, and which processes are alive.
+#[async_trait]
+pub trait LeaseStore: Send + Sync + 'static {
+    /// Takes the conversation's lease for `owner` (until at least `until`) when it is free:
+    /// never taken, released, or its holder neither within its `until` at `now` nor among the
+    /// `live` instances. A lease `owner` held before is taken anew (a new generation): the
+    /// caller knows when it holds a lease without asking. One unique insert decides: two
+    /// processes never both win.
+    async fn claim_conversation(
+        &self,
+        wa_id: &WaId,
+        owner: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        live: &[String],
+    ) -> StoreResult<bool>;
+
+    /// Gives the lease back, if `owner` still holds it.
+    async fn release_conversation(&self, wa_id: &WaId, owner: &str) -> StoreResult<()>;
+
+    /// Gives back every lease `owner` holds (a process starting under a restarted instance's
+    /// id, or draining); returns how many.
+    async fn release_all_leases(&self, owner: &str) -> StoreResult<u64>;
+
+    /// Conversations claimed right now: leases not released whose holder is `live` or within
+    /// its `until`.
+    async fn active_leases(&self, now: DateTime<Utc>, live: &[String]) -> StoreResult<u64>;
+
+    /// The database's clock: instances judge each other's heartbeats by it, so their own
+    /// clocks need not agree.
+    async fn server_time(&self) -> StoreResult<DateTime<Utc>>;
+
+    /// A heartbeat of instance `id` from the process `nonce`, stamped with the database's
+    /// clock, which it returns. With `take_over`, the record becomes this process's whatever
+    /// it held; without, the beat lands only if the record is still this process's: `None`
+    /// means another process took the id.
+    async fn instance_beat(
+        &self,
+        id: &str,
+        nonce: &str,
+        take_over: bool,
+    ) -> StoreResult<Option<DateTime<Utc>>>;
+
+    /// Every instance's record.
+    async fn instances(&self) -> StoreResult<Vec<InstanceRecord>>;
+
+    /// The latest lease of a conversation (who serves it, until when), for operators.
+    async fn lease_of(&self, wa_id: &WaId) -> StoreResult<Option<LeaseView>>;
+
+    /// Instance `id` stops (if `nonce` still holds it): the others stop counting it at once.
+    async fn instance_left(&self, id: &str, nonce: &str) -> StoreResult<()>;
+}
+
+/// `events`: business events waiting for (or done with) delivery.
+#[async_trait]
+pub trait EventStore: Send + Sync + 'static {
+    /// Writes events; one whose id is already there is left as it is (a replayed step).
+    async fn insert_events(&self, events: &[Event]) -> StoreResult<()>;
+
+    /// Pending events due at `now` and not held by another instance: the oldest of each
+    /// conversation only (the ones behind it wait for it), oldest conversations first.
+    async fn due_events(&self, now: DateTime<Utc>, limit: usize) -> StoreResult<Vec<Event>>;
+
+    /// Holds a pending event for delivery until `until`: `true` for one caller at a time.
+    async fn claim_event(
+        &self,
+        id: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> StoreResult<bool>;
+
+    /// Records how a delivery attempt ended, and lets go of the event.
+    async fn settle_event(&self, id: &str, update: &EventUpdate) -> StoreResult<()>;
+
+    /// Events by newest first, as an operator filters them.
+    async fn list_events(&self, query: &EventQuery) -> StoreResult<Vec<Event>>;
+
+    /// A failed event back to pending, due now: `false` when there is no failed event `id`.
+    async fn retry_event(&self, id: &str, now: DateTime<Utc>) -> StoreResult<bool>;
+}
+
+/// The database as a whole: is it there, how strained, and what it forgets or purges.
+#[async_trait]
+pub trait MaintenanceStore: Send + Sync + 'static {
+    /// Answers when the database does (`/readyz`).
+    async fn ping(&self) -> StoreResult<()>;
+
+    /// Deletes everything stored about one contact: conversation, user, history, inbox,
+    /// outbox, LLM calls, leases, and rejected webhook bodies that mention the key.
+    async fn forget(&self, wa_id: &WaId) -> StoreResult<ForgetCounts>;
+
+    /// Deletes finished records older than the retention allows. Idempotent: every instance
+    /// may run it.
+    async fn purge(&self, before: &PurgeBefore) -> StoreResult<PurgeCounts>;
 
     /// How the database has been answering since the last call (the workers' concurrency
     /// follows it); `None` for a store that cannot be strained (the in-memory one).

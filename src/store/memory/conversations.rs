@@ -1,0 +1,114 @@
+//! MemoryStore's `conversations`: where each conversation stands (`dialog_state`, a pending action, a handoff, its language).
+
+use crate::domain::WaId;
+use crate::domain::{Handoff, PendingAction};
+use crate::store::*;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::*;
+use crate::store::ConversationStore;
+
+#[async_trait]
+impl ConversationStore for MemoryStore {
+    async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>> {
+        Ok(self.lock().conversations.get(wa_id).cloned())
+    }
+
+    async fn set_dialog_state(
+        &self,
+        wa_id: &WaId,
+        dialog_state: &[String],
+        at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let conversation = inner.conversation_mut(wa_id);
+        conversation.dialog_state = dialog_state.to_vec();
+        conversation.state_entered_at = Some(at);
+        conversation.updated_at = Some(at);
+        Ok(())
+    }
+
+    async fn list_conversations(
+        &self,
+        query: &ConversationQuery,
+    ) -> StoreResult<Vec<Conversation>> {
+        let matching: Vec<Conversation> = self
+            .lock()
+            .conversations
+            .values()
+            .filter(|c| {
+                query
+                    .agent
+                    .as_ref()
+                    .is_none_or(|agent| c.dialog_state.contains(agent))
+            })
+            .cloned()
+            .collect();
+        Ok(page_of_conversations(matching, query))
+    }
+
+    async fn reset_conversation(
+        &self,
+        wa_id: &WaId,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let Some(conversation) = inner.conversations.get_mut(wa_id) else {
+            return Ok(false);
+        };
+        conversation.dialog_state.clear();
+        conversation.pending_action = None;
+        conversation.state_entered_at = Some(at);
+        conversation.updated_at = Some(at);
+        conversation.reset_by = Some(by.to_owned());
+        conversation.reset_at = Some(at);
+        Ok(true)
+    }
+
+    async fn set_handoff(&self, wa_id: &WaId, handoff: Option<&Handoff>) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let Some(conversation) = inner.conversations.get_mut(wa_id) else {
+            return Ok(false);
+        };
+        if handoff.is_some() {
+            conversation.handoff_requested = None;
+        }
+        conversation.handoff = handoff.cloned();
+        Ok(true)
+    }
+
+    async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).handoff_requested = Some(request.clone());
+        Ok(())
+    }
+
+    async fn set_pending_action(
+        &self,
+        wa_id: &WaId,
+        action: Option<&PendingAction>,
+    ) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).pending_action = action.cloned();
+        Ok(())
+    }
+
+    async fn set_conversation_location(
+        &self,
+        wa_id: &WaId,
+        location: crate::domain::GeoPoint,
+    ) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).location = Some(location);
+        Ok(())
+    }
+
+    async fn note_history_written(&self, wa_id: &WaId, at: DateTime<Utc>) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).history_at = Some(at);
+        Ok(())
+    }
+
+    async fn set_conversation_lang(&self, wa_id: &WaId, lang: &str) -> StoreResult<()> {
+        self.lock().conversation_mut(wa_id).lang = Some(lang.to_owned());
+        Ok(())
+    }
+}

@@ -1,0 +1,49 @@
+//! MemoryStore's `messages`: each conversation's history, numbered.
+
+use crate::domain::WaId;
+use crate::store::*;
+use async_trait::async_trait;
+
+use super::*;
+use crate::store::HistoryStore;
+
+#[async_trait]
+impl HistoryStore for MemoryStore {
+    async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage> {
+        let mut inner = self.lock();
+        let history = inner.messages.entry(message.wa_id.clone()).or_default();
+        let seq = history.keys().next_back().map_or(1, |last| last + 1);
+        history.insert(seq, message.clone());
+        Ok(StoredMessage { seq, message })
+    }
+
+    async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>> {
+        let inner = self.lock();
+        let Some(history) = inner.messages.get(wa_id) else {
+            return Ok(Vec::new());
+        };
+        let mut recent: Vec<StoredMessage> = history
+            .iter()
+            .rev()
+            .take(limit)
+            .map(|(seq, message)| StoredMessage {
+                seq: *seq,
+                message: message.clone(),
+            })
+            .collect();
+        recent.reverse();
+        Ok(recent)
+    }
+
+    async fn append_messages(
+        &self,
+        messages: Vec<NewMessage>,
+        _after: i64,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let mut stored = Vec::with_capacity(messages.len());
+        for message in messages {
+            stored.push(self.append_message(message).await?);
+        }
+        Ok(stored)
+    }
+}

@@ -1,0 +1,192 @@
+//! MemoryStore's `outbox`: replies on their way to the Graph API, and their delivery statuses.
+
+use crate::domain::OutboxId;
+use crate::domain::{StatusUpdate, WaId, WaMessageId};
+use crate::store::*;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::*;
+use crate::store::OutboxStore;
+
+#[async_trait]
+impl OutboxStore for MemoryStore {
+    async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
+        let mut inner = self.lock();
+        Ok(entries
+            .iter()
+            .map(|entry| {
+                let id = OutboxId(bson::oid::ObjectId::new().to_hex());
+                inner.push_outbox(OutboxEntry::queued(id.clone(), entry));
+                id
+            })
+            .collect())
+    }
+
+    async fn record_reply(&self, parts: &[OutboxEntry]) -> StoreResult<()> {
+        let mut inner = self.lock();
+        for part in parts {
+            let Some(&index) = inner.outbox_by_id.get(&part.id) else {
+                inner.push_outbox(part.clone());
+                continue;
+            };
+            if inner.early.remove(&part.id) {
+                // What the status webhook knew stays; the rest is the sender's.
+                let early = inner.outbox[index].clone();
+                let mut completed = part.clone();
+                completed.status = early.status;
+                completed.status_at = early.status_at;
+                completed.wamid = early.wamid.or(completed.wamid);
+                inner.outbox[index] = completed;
+                inner.reindex_outbox();
+            }
+        }
+        Ok(())
+    }
+
+    async fn outbox_entry(&self, id: &OutboxId) -> StoreResult<Option<OutboxEntry>> {
+        let inner = self.lock();
+        Ok(inner
+            .outbox_by_id
+            .get(id)
+            .map(|&index| inner.outbox[index].clone()))
+    }
+
+    async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let Some(&index) = inner.outbox_by_id.get(id) else {
+            return Err(anyhow::anyhow!("no outbox entry {}", id.0).into());
+        };
+        let entry = &mut inner.outbox[index];
+        let unsent = matches!(entry.status, OutboxStatus::Queued | OutboxStatus::Sending);
+        let applied = unsent || matches!(update, OutboxUpdate::Sent { .. });
+        match update {
+            OutboxUpdate::Sending { at, resend_at } if unsent => {
+                entry.status = OutboxStatus::Sending;
+                entry.sending_at = Some(*at);
+                entry.next_attempt_at = Some(*resend_at);
+                entry.attempts += 1;
+            }
+            OutboxUpdate::Sent { wamid } => {
+                entry.wamid.clone_from(wamid);
+                entry.next_attempt_at = None;
+                if OutboxStatus::Sent.replaces().contains(&entry.status) {
+                    entry.status = OutboxStatus::Sent;
+                }
+                if let Some(wamid) = wamid {
+                    inner.outbox_by_wamid.insert(wamid.clone(), index);
+                }
+            }
+            OutboxUpdate::Retry { at, error } if unsent => {
+                entry.status = OutboxStatus::Queued;
+                entry.next_attempt_at = Some(*at);
+                entry.error.clone_from(error);
+            }
+            OutboxUpdate::Failed { error } if unsent => {
+                entry.status = OutboxStatus::Failed;
+                entry.error = Some(error.clone());
+            }
+            _ => {}
+        }
+        let unsent = matches!(
+            inner.outbox[index].status,
+            OutboxStatus::Queued | OutboxStatus::Sending
+        );
+        if unsent {
+            inner.unsent.insert(index);
+        } else {
+            inner.unsent.remove(&index);
+        }
+        Ok(applied)
+    }
+
+    async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>> {
+        let inner = self.lock();
+        let mut unsent: Vec<OutboxEntry> = inner
+            .unsent
+            .iter()
+            .map(|&i| &inner.outbox[i])
+            .filter(|e| &e.wa_id == wa_id)
+            .cloned()
+            .collect();
+        unsent.sort_by_key(|e| (e.at, e.part));
+        Ok(unsent)
+    }
+
+    async fn conversations_with_unsent_outbox(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<WaId>> {
+        let inner = self.lock();
+        let mut due: Vec<&OutboxEntry> = inner
+            .unsent
+            .iter()
+            .map(|&i| &inner.outbox[i])
+            .filter(|e| e.next_attempt_at.is_none_or(|at| at <= now))
+            .collect();
+        due.sort_by_key(|e| e.at);
+        Ok(first_distinct(due.iter().map(|e| e.wa_id.clone()), limit))
+    }
+
+    async fn outbox_by_wamid(&self, wamid: &WaMessageId) -> StoreResult<Option<OutboxEntry>> {
+        let inner = self.lock();
+        Ok(inner
+            .outbox_by_wamid
+            .get(wamid)
+            .map(|&index| inner.outbox[index].clone()))
+    }
+
+    async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>> {
+        let inner = self.lock();
+        Ok(inner
+            .outbox_by_reply_to
+            .get(wamid)
+            .into_iter()
+            .flatten()
+            .map(|&position| inner.outbox[position].clone())
+            .collect())
+    }
+
+    async fn apply_status(&self, update: &StatusUpdate) -> StoreResult<StatusOutcome> {
+        let Some(status) = OutboxStatus::parse(&update.status) else {
+            return Ok(StatusOutcome::Unrecognised);
+        };
+        let mut inner = self.lock();
+        let (index, outcome) = match inner.outbox_by_wamid.get(&update.wamid) {
+            Some(&index) => (index, StatusOutcome::Applied),
+            // Not by its wamid: the part the callback data names, if its wamid is not recorded.
+            None => {
+                let named = update
+                    .callback_data
+                    .as_deref()
+                    .and_then(OutboxId::from_callback_data)
+                    .and_then(|id| inner.outbox_by_id.get(&id).copied())
+                    .filter(|&index| {
+                        let entry = &inner.outbox[index];
+                        entry.wamid.is_none() && status.replaces().contains(&entry.status)
+                    });
+                let Some(index) = named else {
+                    return Ok(early_status(&mut inner, update, status));
+                };
+                inner.outbox[index].wamid = Some(update.wamid.clone());
+                inner.outbox[index].next_attempt_at = None;
+                inner.outbox_by_wamid.insert(update.wamid.clone(), index);
+                (index, StatusOutcome::Reconciled)
+            }
+        };
+        let entry = &mut inner.outbox[index];
+        if !status.replaces().contains(&entry.status) {
+            return Ok(StatusOutcome::Stale);
+        }
+        entry.status = status;
+        entry.status_at = update.at;
+        if status == OutboxStatus::Failed {
+            entry.error = update.errors.first().cloned();
+        }
+        if !matches!(status, OutboxStatus::Queued | OutboxStatus::Sending) {
+            inner.unsent.remove(&index);
+        }
+        Ok(outcome)
+    }
+}

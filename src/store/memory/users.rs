@@ -1,0 +1,55 @@
+//! MemoryStore's `users`: who wrote, and the role the business gives them.
+
+use crate::domain::WaId;
+use crate::store::*;
+use async_trait::async_trait;
+
+use super::*;
+use crate::store::UserStore;
+
+#[async_trait]
+impl UserStore for MemoryStore {
+    async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let user = inner
+            .users
+            .entry(contact.wa_id.clone())
+            .or_insert_with(|| User::new(contact.wa_id.clone()));
+        if contact.name.is_some() {
+            user.name.clone_from(&contact.name);
+        }
+        if contact.username.is_some() {
+            user.username.clone_from(&contact.username);
+        }
+        let conversation = inner.conversation_mut(&contact.wa_id);
+        if contact.phone.is_some() {
+            conversation.phone.clone_from(&contact.phone);
+        }
+        if contact.user_id.is_some() {
+            conversation.user_id.clone_from(&contact.user_id);
+        }
+        conversation.last_inbound_at = conversation.last_inbound_at.max(Some(contact.seen_at));
+        conversation.updated_at = Some(contact.seen_at);
+        Ok(())
+    }
+
+    async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>> {
+        Ok(self.lock().users.get(wa_id).cloned())
+    }
+
+    async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let user = inner
+            .users
+            .entry(wa_id.clone())
+            .or_insert_with(|| User::new(wa_id.clone()));
+        user.role = assignment.role;
+        user.role_source = Some(assignment.source);
+        user.role_set_by = Some(assignment.by.clone());
+        user.role_set_at = Some(assignment.at);
+        let conversation = inner.conversation_mut(wa_id);
+        conversation.role = Some(assignment.role);
+        conversation.role_source = Some(assignment.source);
+        Ok(())
+    }
+}

@@ -1,0 +1,98 @@
+//! MongoStore's `users`: who wrote, and the role the business gives them.
+
+use crate::domain::Role;
+use crate::domain::WaId;
+use crate::store::pool::{Find, Lane};
+use crate::store::*;
+use async_trait::async_trait;
+use bson::doc;
+
+use super::*;
+use crate::store::UserStore;
+
+#[async_trait]
+impl UserStore for MongoStore {
+    async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()> {
+        let key = contact.wa_id.as_str();
+        let seen = date(contact.seen_at);
+        let mut user_set = doc! {};
+        for (field, value) in [("name", &contact.name), ("username", &contact.username)] {
+            if let Some(value) = value {
+                user_set.insert(field, value);
+            }
+        }
+        let mut user_update = doc! {"$setOnInsert": {"role": Role::Prospect.as_str()}};
+        if !user_set.is_empty() {
+            user_update.insert("$set", user_set);
+        }
+        self.pool
+            .upsert_one(Lane::Ingress, "users", doc! {"_id": key}, user_update)
+            .await?;
+
+        let mut conversation_set = doc! {"updated_at": seen};
+        for (field, value) in [("wa_id", &contact.phone), ("user_id", &contact.user_id)] {
+            if let Some(value) = value {
+                conversation_set.insert(field, value);
+            }
+        }
+        self.upsert_conversation(
+            Lane::Ingress,
+            doc! {"_id": key},
+            doc! {
+                "$set": conversation_set,
+                "$max": {"last_inbound_at": seen},
+            },
+        )
+        .await
+    }
+
+    async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>> {
+        let Some(doc) = self
+            .pool
+            .find_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": wa_id.as_str()},
+                Find::default(),
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let f = Fields(&doc);
+        Ok(Some(User {
+            wa_id: wa_id.clone(),
+            name: f.str("name"),
+            username: f.str("username"),
+            role: f.str("role").map_or(Role::Prospect, |r| Role::parse(&r)),
+            lang: f.str("lang"),
+            role_source: f.str("role_source").and_then(|s| RoleSource::parse(&s)),
+            role_set_by: f.str("role_set_by"),
+            role_set_at: f.date("role_set_at"),
+        }))
+    }
+
+    async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()> {
+        let (role, source) = (assignment.role.as_str(), assignment.source.as_str());
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": wa_id.as_str()},
+                doc! {"$set": {
+                    "role": role,
+                    "role_source": source,
+                    "role_set_by": &assignment.by,
+                    "role_set_at": date(assignment.at),
+                }},
+            )
+            .await?;
+        // The conversation carries a copy, so turns see the change at once.
+        self.upsert_conversation(
+            Lane::Work,
+            doc! {"_id": wa_id.as_str()},
+            doc! {"$set": {"role": role, "role_source": source}},
+        )
+        .await
+    }
+}
