@@ -1069,7 +1069,7 @@ async fn roles_come_from_the_business_data_unless_an_operator_set_one() {
         .upsert_owners(std::slice::from_ref(&owner))
         .await
         .unwrap();
-    zaguan::admin::api::set_role(
+    zaguan::admin::operations::set_role(
         world.store.as_ref(),
         owner_wa.as_str(),
         "prospect",
@@ -1087,10 +1087,15 @@ async fn roles_come_from_the_business_data_unless_an_operator_set_one() {
         (Role::Prospect, Some("Ana"))
     );
     // ...until she hands it back to the data.
-    zaguan::admin::api::set_role(world.store.as_ref(), owner_wa.as_str(), "auto", Some("Ana"))
-        .await
-        .ok()
-        .unwrap();
+    zaguan::admin::operations::set_role(
+        world.store.as_ref(),
+        owner_wa.as_str(),
+        "auto",
+        Some("Ana"),
+    )
+    .await
+    .ok()
+    .unwrap();
     carmen.say("Hola").await;
     assert_eq!(carmen.llm.requests()[3].agent, "only_owner_assistant");
     assert_eq!(user(owner_wa).await.role, Role::Owner);

@@ -4,3 +4,4 @@ pub mod api;
 pub mod cli;
 pub mod console;
 pub mod export;
+pub mod operations;

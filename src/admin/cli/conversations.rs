@@ -6,7 +6,7 @@
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::admin::api::{self, ListParams};
+use crate::admin::operations::{self, ListParams};
 use crate::config::Config;
 use crate::startup::{open_pool, open_store};
 
@@ -93,18 +93,18 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
                 page: Some(*page),
                 limit: Some(*limit),
             };
-            api::list_conversations(store, &params).await
+            operations::list_conversations(store, &params).await
         }
-        ConversationsCommand::Show { wa_id } => api::show_conversation(store, wa_id).await,
+        ConversationsCommand::Show { wa_id } => operations::show_conversation(store, wa_id).await,
         ConversationsCommand::Reset { wa_id, operator } => {
-            api::reset_conversation(store, wa_id, Some(operator)).await
+            operations::reset_conversation(store, wa_id, Some(operator)).await
         }
         ConversationsCommand::Take {
             wa_id,
             operator,
             for_,
         } => {
-            api::take_conversation(
+            operations::take_conversation(
                 store,
                 wa_id,
                 Some(operator),
@@ -117,9 +117,9 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
             wa_id,
             operator,
             text,
-        } => api::operator_message(store, wa_id, Some(operator), text).await,
+        } => operations::operator_message(store, wa_id, Some(operator), text).await,
         ConversationsCommand::Release { wa_id, operator } => {
-            api::release_conversation(store, wa_id, Some(operator)).await
+            operations::release_conversation(store, wa_id, Some(operator)).await
         }
     }
     .map_err(|error| anyhow::anyhow!("{error}"))?;

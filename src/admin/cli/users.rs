@@ -50,9 +50,10 @@ pub async fn run(args: UsersArgs, config: Config) -> anyhow::Result<()> {
         } => {
             let pool = open_pool(&config).await?;
             let store = open_store(pool.as_ref());
-            let set = crate::admin::api::set_role(store.as_ref(), &wa_id, &role, Some(&operator))
-                .await
-                .map_err(|error| anyhow::anyhow!("{error}"))?;
+            let set =
+                crate::admin::operations::set_role(store.as_ref(), &wa_id, &role, Some(&operator))
+                    .await
+                    .map_err(|error| anyhow::anyhow!("{error}"))?;
             println!(
                 "{}: role {} ({}, set by {} at {})",
                 set["wa_id"].as_str().unwrap_or_default(),
@@ -70,9 +71,10 @@ async fn forget(wa_id: &str, json: bool, config: Config) -> anyhow::Result<()> {
     let wa_id = WaId::parse(wa_id).map_err(|e| anyhow::anyhow!("`{wa_id}`: {e}"))?;
     let pool = open_pool(&config).await?;
     let store = open_store(pool.as_ref());
-    let counts = crate::admin::api::forget_user(store.as_ref(), wa_id.as_str(), config.lease)
-        .await
-        .map_err(|error| anyhow::anyhow!("{error}"))?;
+    let counts =
+        crate::admin::operations::forget_user(store.as_ref(), wa_id.as_str(), config.lease)
+            .await
+            .map_err(|error| anyhow::anyhow!("{error}"))?;
     let realestate = open_realestate(&config, pool.as_ref()).await?;
     let kept = serde_json::json!({
         "appointments": realestate.appointments_of(&wa_id).await?.len(),

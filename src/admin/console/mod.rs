@@ -1,5 +1,5 @@
 //! The operators' console at `/console`: server-rendered pages over the same functions the
-//! admin API and the CLI call ([`crate::admin::api`]) — a third face of them, never a second
+//! admin API and the CLI call ([`crate::admin::operations`]) — a third face of them, never a second
 //! implementation. Off (404) without `ZAGUAN_ADMIN_TOKEN`; signed in with that token and the
 //! operator's name, then a signed session cookie ([`session`]). Every form that changes
 //! something carries the session's CSRF token. The only script keeps an open conversation's
@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
-use crate::admin::api::{self, AdminError, ListParams};
+use crate::admin::operations::{self, AdminError, ListParams};
 use crate::domain::WaId;
 use crate::state::AppState;
 use session::{Session, Sessions};
@@ -327,11 +327,11 @@ async fn overview(
     let who = signed_in(&state, &headers)?;
     let store = state.store.as_ref();
     let count = |params: ListParams| async move {
-        api::list_conversations(store, &params)
+        operations::list_conversations(store, &params)
             .await
             .map(|page| page["conversations"].as_array().map_or(0, Vec::len))
     };
-    let stuck = api::list_conversations(
+    let stuck = operations::list_conversations(
         store,
         &ListParams {
             idle_for: Some(STUCK_AFTER.to_owned()),
@@ -471,7 +471,7 @@ async fn conversations(
     let narrowing = !(filters.role.is_empty() && filters.lang.is_empty() && filters.q.is_empty());
     // Role, language and name are read per conversation: with one of them, a wider page is
     // read and narrowed here.
-    let listed = api::list_conversations(
+    let listed = operations::list_conversations(
         state.store.as_ref(),
         &ListParams {
             state: Some(filters.state.clone()),
@@ -562,7 +562,7 @@ fn idle(seconds: i64) -> String {
 }
 
 async fn conversation_view(state: &AppState, raw: &str) -> Result<Value, ConsoleError> {
-    let mut view = api::show_conversation(state.store.as_ref(), raw).await?;
+    let mut view = operations::show_conversation(state.store.as_ref(), raw).await?;
     let wa_id = WaId::parse(raw).map_err(|e| AdminError::BadRequest(e.to_string()))?;
     let user = state.store.user(&wa_id).await?;
     let midnight = Utc::now()
@@ -649,7 +649,7 @@ async fn reset(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
     let who = checked(&state, &headers, &form.csrf)?;
-    api::reset_conversation(state.store.as_ref(), &raw, Some(&who.session.operator)).await?;
+    operations::reset_conversation(state.store.as_ref(), &raw, Some(&who.session.operator)).await?;
     Ok(done(&raw, "Sent back to the primary assistant."))
 }
 
@@ -660,7 +660,7 @@ async fn take(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
     let who = checked(&state, &headers, &form.csrf)?;
-    api::take_conversation(
+    operations::take_conversation(
         state.store.as_ref(),
         &raw,
         Some(&who.session.operator),
@@ -681,7 +681,8 @@ async fn release(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
     let who = checked(&state, &headers, &form.csrf)?;
-    api::release_conversation(state.store.as_ref(), &raw, Some(&who.session.operator)).await?;
+    operations::release_conversation(state.store.as_ref(), &raw, Some(&who.session.operator))
+        .await?;
     Ok(done(&raw, "Released: the bot answers again."))
 }
 
@@ -700,7 +701,7 @@ async fn reply(
     Form(form): Form<ReplyForm>,
 ) -> Result<Response, ConsoleError> {
     let who = checked(&state, &headers, &form.csrf)?;
-    api::operator_message(
+    operations::operator_message(
         state.store.as_ref(),
         &raw,
         Some(&who.session.operator),
@@ -730,7 +731,7 @@ async fn forget(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
     let who = checked(&state, &headers, &form.csrf)?;
-    let counts = api::forget_user(state.store.as_ref(), &raw, state.lease).await?;
+    let counts = operations::forget_user(state.store.as_ref(), &raw, state.lease).await?;
     tracing::info!(operator = %who.session.operator, deleted = counts.total(), "user forgotten from the console");
     Ok(redirect("/console/conversations"))
 }
