@@ -60,7 +60,7 @@ fn registry() -> AgentRegistry {
 
 fn route(c: &mut Criterion) {
     let registry = registry();
-    let state = vec!["appointment_assistant".to_owned()];
+    let state = zaguan::domain::DialogState::entered("appointment_assistant");
     c.bench_function("engine/route_to_workflow", |b| {
         b.iter(|| route_to_workflow(std::hint::black_box(&state), Role::Prospect, &registry))
     });
@@ -180,7 +180,11 @@ fn turns(c: &mut Criterion) {
                 // Leave the subgraph so every delegating turn starts from the primary.
                 if delegate {
                     store
-                        .set_dialog_state(&wa_id, &[], Utc::now())
+                        .set_dialog_state(
+                            &wa_id,
+                            &zaguan::domain::DialogState::primary(),
+                            Utc::now(),
+                        )
                         .await
                         .unwrap();
                 }

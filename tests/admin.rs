@@ -83,7 +83,7 @@ async fn a_stuck_conversation_is_found_shown_and_reset(store: Arc<dyn Store>) {
     let stuck = WaId::parse("34600000101").unwrap();
     let busy = WaId::parse("34600000102").unwrap();
     let idle_primary = WaId::parse("34600000103").unwrap();
-    let appointment = ["appointment_assistant".to_owned()];
+    let appointment = zaguan::domain::DialogState::entered("appointment_assistant");
     store
         .set_dialog_state(&stuck, &appointment, now - Duration::hours(3))
         .await
@@ -93,7 +93,11 @@ async fn a_stuck_conversation_is_found_shown_and_reset(store: Arc<dyn Store>) {
         .await
         .unwrap();
     store
-        .set_dialog_state(&idle_primary, &[], now - Duration::hours(5))
+        .set_dialog_state(
+            &idle_primary,
+            &zaguan::domain::DialogState::primary(),
+            now - Duration::hours(5),
+        )
         .await
         .unwrap();
     for (i, (role, content)) in [
@@ -219,7 +223,7 @@ async fn a_stuck_conversation_is_found_shown_and_reset(store: Arc<dyn Store>) {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["reset_by"], "lucia");
     let conversation = store.conversation(&stuck).await.unwrap().unwrap();
-    assert!(conversation.dialog_state.is_empty());
+    assert!(conversation.dialog_state.is_primary());
     assert_eq!(conversation.reset_by.as_deref(), Some("lucia"));
     assert_eq!(
         store.recent_messages(&stuck, 10).await.unwrap().len(),
@@ -290,7 +294,7 @@ async fn the_cli_finds_shows_and_resets_a_stuck_conversation() {
     store
         .set_dialog_state(
             &stuck,
-            &["appointment_assistant".to_owned()],
+            &zaguan::domain::DialogState::entered("appointment_assistant"),
             now - Duration::hours(3),
         )
         .await
@@ -298,7 +302,7 @@ async fn the_cli_finds_shows_and_resets_a_stuck_conversation() {
     store
         .set_dialog_state(
             &WaId::parse("34600000202").unwrap(),
-            &[],
+            &zaguan::domain::DialogState::primary(),
             now - Duration::hours(4),
         )
         .await
@@ -342,7 +346,7 @@ async fn the_cli_finds_shows_and_resets_a_stuck_conversation() {
     let reset = zaguan(&["reset", "34600000201", "--operator", "ana"]);
     assert!(reset.contains("reset by ana"), "{reset}");
     let conversation = store.conversation(&stuck).await.unwrap().unwrap();
-    assert!(conversation.dialog_state.is_empty());
+    assert!(conversation.dialog_state.is_primary());
     assert_eq!(conversation.reset_by.as_deref(), Some("ana"));
     assert_eq!(
         zaguan(&["list", "--state", "appointment_assistant"]).trim(),
@@ -415,7 +419,7 @@ async fn the_documented_mongosh_recipe_finds_and_resets_a_stuck_conversation() {
     let store = db.store.clone();
     let now = Utc::now();
     let stuck = WaId::parse("34600111222").unwrap();
-    let appointment = ["appointment_assistant".to_owned()];
+    let appointment = zaguan::domain::DialogState::entered("appointment_assistant");
     store
         .set_dialog_state(&stuck, &appointment, now - Duration::hours(3))
         .await
@@ -458,7 +462,7 @@ async fn the_documented_mongosh_recipe_finds_and_resets_a_stuck_conversation() {
         .await
         .unwrap();
     let conversation = store.conversation(&stuck).await.unwrap().unwrap();
-    assert!(conversation.dialog_state.is_empty());
+    assert!(conversation.dialog_state.is_primary());
     assert_eq!(conversation.reset_by.as_deref(), Some("lucia"));
     assert!(conversation.pending_action.is_none());
     db.drop().await;
@@ -475,7 +479,11 @@ async fn the_cli_forgets_a_user_on_mongodb() {
     let now = Utc::now();
     let wa_id = WaId::parse("34600000301").unwrap();
     store
-        .set_dialog_state(&wa_id, &["appointment_assistant".to_owned()], now)
+        .set_dialog_state(
+            &wa_id,
+            &zaguan::domain::DialogState::entered("appointment_assistant"),
+            now,
+        )
         .await
         .unwrap();
     store
@@ -988,7 +996,11 @@ async fn a_user_is_forgotten_through_the_api() {
     let app = TestApp::with_store(store.clone()).with_admin(Some(common::ADMIN_TOKEN));
     let wa_id = WaId::parse("34600000403").unwrap();
     store
-        .set_dialog_state(&wa_id, &["appointment_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &wa_id,
+            &zaguan::domain::DialogState::entered("appointment_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
     let uri = "/admin/users/34600000403/forget";

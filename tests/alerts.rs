@@ -99,7 +99,11 @@ async fn a_saved_search_hears_of_new_and_cheaper_listings_once(
     let silent = WaId::parse("34611000902").unwrap();
     for wa_id in [&customer, &silent] {
         store
-            .set_dialog_state(wa_id, &["searcher_assistant".to_owned()], Utc::now())
+            .set_dialog_state(
+                wa_id,
+                &zaguan::domain::DialogState::entered("searcher_assistant"),
+                Utc::now(),
+            )
             .await
             .unwrap();
     }
@@ -137,7 +141,11 @@ async fn a_saved_search_hears_of_new_and_cheaper_listings_once(
     let owner = set.owners.iter().find_map(|o| o.wa_id.clone()).unwrap();
     store.set_user_role(&owner, Role::Owner).await.unwrap();
     store
-        .set_dialog_state(&owner, &["searcher_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &owner,
+            &zaguan::domain::DialogState::entered("searcher_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
     common::say(&engine, &store, &owner, 1, "avisadme de pisos en Valencia").await;
@@ -328,7 +336,11 @@ async fn a_customer_lists_and_cancels_their_searches(
     let engine = engine(&store, &realestate, &llm);
     let customer = WaId::parse("34611000911").unwrap();
     store
-        .set_dialog_state(&customer, &["searcher_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &customer,
+            &zaguan::domain::DialogState::entered("searcher_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
     common::say(&engine, &store, &customer, 1, "avisame de pisos en sevilla").await;

@@ -217,7 +217,7 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
     store
         .set_dialog_state(
             &stuck,
-            &["appointment_assistant".to_owned()],
+            &zaguan::domain::DialogState::entered("appointment_assistant"),
             three_hours_ago,
         )
         .await
@@ -270,7 +270,7 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         store.append_message(m).await.unwrap();
     }
     store
-        .set_dialog_state(&other, &[], Utc::now())
+        .set_dialog_state(&other, &zaguan::domain::DialogState::primary(), Utc::now())
         .await
         .unwrap();
     let now = Utc::now();
@@ -431,7 +431,8 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
             .await
             .unwrap()
             .unwrap()
-            .dialog_state,
+            .dialog_state
+            .to_list(),
         ["appointment_assistant"]
     );
 
@@ -444,7 +445,7 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
             .contains("primary assistant")
     );
     let conversation = store.conversation(&stuck).await.unwrap().unwrap();
-    assert!(conversation.dialog_state.is_empty());
+    assert!(conversation.dialog_state.is_primary());
     assert_eq!(conversation.reset_by.as_deref(), Some("Marta"));
     element(&client, "#take").await.click().await.unwrap();
     element(&client, "#release").await;

@@ -144,13 +144,17 @@ impl Harness {
             .conversation(&self.wa_id)
             .await
             .unwrap()
-            .map(|c| c.dialog_state)
+            .map(|c| c.dialog_state.to_list())
             .unwrap_or_default()
     }
 
     async fn set_state(&self, agent: &str) {
         self.store
-            .set_dialog_state(&self.wa_id, &[agent.to_owned()], Utc::now())
+            .set_dialog_state(
+                &self.wa_id,
+                &zaguan::domain::DialogState::entered(agent),
+                Utc::now(),
+            )
             .await
             .unwrap();
     }
@@ -463,7 +467,7 @@ async fn logged<F: std::future::Future>(run: F) -> (F::Output, String) {
     (output, text)
 }
 
-/// `route_to_workflow` follows the last of `dialog_state`; the logs name that one too.
+/// The logs name the agent that answered, and the idle subgraph a later message leaves.
 async fn the_logs_name_the_agent_that_ran(store: Arc<dyn Store>) {
     let h = Harness::new(
         store,
@@ -475,14 +479,10 @@ async fn the_logs_name_the_agent_that_ran(store: Arc<dyn Store>) {
             ..EngineSettings::default()
         },
     );
-    // A stack of two, as a hand edit or an older version may leave it.
     h.store
         .set_dialog_state(
             &h.wa_id,
-            &[
-                "property_assistant".to_owned(),
-                "appointment_assistant".to_owned(),
-            ],
+            &zaguan::domain::DialogState::entered("appointment_assistant"),
             Utc::now(),
         )
         .await
@@ -1108,7 +1108,7 @@ impl ConversationStore for CrashingStore {
     async fn set_dialog_state(
         &self,
         w: &WaId,
-        d: &[String],
+        d: &zaguan::domain::DialogState,
         a: chrono::DateTime<Utc>,
     ) -> StoreResult<()> {
         self.write()?;
@@ -1396,7 +1396,7 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
             .collect();
         assert_eq!(shape, expected, "crash at write {crash_at}");
         let conversation = inner.conversation(&wa_id).await.unwrap().unwrap();
-        assert_eq!(conversation.dialog_state, ["property_assistant"]);
+        assert_eq!(conversation.dialog_state.to_list(), ["property_assistant"]);
     }
 }
 

@@ -91,7 +91,11 @@ async fn every_change_writes_its_event_and_nothing_else_does(
     );
     let engine_ = engine(&store, &realestate, &llm);
     store
-        .set_dialog_state(&customer, &[a.to_owned()], Utc::now())
+        .set_dialog_state(
+            &customer,
+            &zaguan::domain::DialogState::entered(a),
+            Utc::now(),
+        )
         .await
         .unwrap();
     common::say(
@@ -175,10 +179,10 @@ async fn every_change_writes_its_event_and_nothing_else_does(
         n += 10;
         let n = n;
         async move {
-            let path: Vec<String> = if agent == "primary_assistant" {
-                Vec::new()
+            let path = if agent == "primary_assistant" {
+                zaguan::domain::DialogState::primary()
             } else {
-                vec![agent]
+                zaguan::domain::DialogState::entered(agent)
             };
             store
                 .set_dialog_state(customer, &path, Utc::now())
@@ -255,7 +259,11 @@ async fn every_change_writes_its_event_and_nothing_else_does(
     let owner_wa = owner.wa_id.clone().unwrap();
     store.set_user_role(&owner_wa, Role::Owner).await.unwrap();
     store
-        .set_dialog_state(&owner_wa, &["owner_info_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &owner_wa,
+            &zaguan::domain::DialogState::entered("owner_info_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
     let llm = Arc::new(

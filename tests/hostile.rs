@@ -373,7 +373,7 @@ async fn a_prompt_injection_obeyed_by_the_model_changes_nothing_and_leaks_nothin
             .await
             .unwrap();
         assert!(
-            outcome.dialog_state.is_empty(),
+            outcome.dialog_state.is_primary(),
             "{text}: still the primary assistant"
         );
         let reply = outcome.reply.expect("answered");

@@ -215,7 +215,10 @@ async fn primary_failing_fallback_answers(store: Arc<dyn Store>) {
     assert_eq!(replies[0].body, "¿Qué día te viene bien para verlo?");
     let wa_id = WaId::parse("34600111222").unwrap();
     let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
-    assert_eq!(conversation.dialog_state, ["appointment_assistant"]);
+    assert_eq!(
+        conversation.dialog_state.to_list(),
+        ["appointment_assistant"]
+    );
 
     // Both nodes asked the primary first, then the fallback.
     assert_eq!(openai.requests().len(), 2);
@@ -710,7 +713,10 @@ async fn both_down_the_offline_reply_answers(store: Arc<dyn Store>) {
     assert_eq!(replies[0].body, offline);
     let wa_id = WaId::parse("34600111444").unwrap();
     let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
-    assert_eq!(conversation.dialog_state, ["appointment_assistant"]);
+    assert_eq!(
+        conversation.dialog_state.to_list(),
+        ["appointment_assistant"]
+    );
     // Each provider was asked once (by the primary agent); the subgraph did not wait again.
     assert_eq!(
         (openai.requests().len(), anthropic.requests().len()),

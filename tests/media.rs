@@ -90,7 +90,11 @@ async fn search_results_are_a_list_and_a_tap_brings_the_photos(
     assert!(in_valencia > 1, "the demo has a choice in Valencia");
     let customer = WaId::parse("34611000921").unwrap();
     store
-        .set_dialog_state(&customer, &["searcher_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &customer,
+            &zaguan::domain::DialogState::entered("searcher_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
     let llm = Arc::new(
@@ -183,7 +187,7 @@ async fn search_results_are_a_list_and_a_tap_brings_the_photos(
         .unwrap();
     let outcome = engine.run_turn(&customer, &[entry]).await.unwrap();
     assert_eq!(outcome.reply.as_deref(), Some("Te mando las fotos."));
-    assert_eq!(outcome.dialog_state, ["property_assistant"]);
+    assert_eq!(outcome.dialog_state.to_list(), ["property_assistant"]);
     let asked: Vec<String> = llm.requests().iter().map(|r| r.agent.clone()).collect();
     assert_eq!(asked, ["property_assistant", "property_assistant"]);
     let first = &llm.requests()[0];
@@ -266,7 +270,11 @@ async fn a_listing_without_photos_sends_none() {
     );
     let customer = WaId::parse("34611000922").unwrap();
     store
-        .set_dialog_state(&customer, &["property_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &customer,
+            &zaguan::domain::DialogState::entered("property_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
     common::say(

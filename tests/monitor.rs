@@ -80,7 +80,7 @@ async fn metrics_and_health_gauges_after_a_scripted_conversation() {
     store
         .set_dialog_state(
             &stuck,
-            &["appointment_assistant".to_owned()],
+            &zaguan::domain::DialogState::entered("appointment_assistant"),
             now - chrono::Duration::hours(3),
         )
         .await

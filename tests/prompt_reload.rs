@@ -185,7 +185,7 @@ async fn prompt_changes_are_reloaded_checked_and_never_touch_a_running_turn() {
     llm.gate.add_permits(1);
     let outcome = running.await.unwrap().unwrap();
     assert_eq!(
-        outcome.dialog_state,
+        outcome.dialog_state.to_list(),
         vec!["appointment_assistant".to_owned()]
     );
     let systems = llm.systems.lock().unwrap().clone();

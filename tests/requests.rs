@@ -70,7 +70,11 @@ async fn a_customer_asks_to_be_called_back(
     let engine = build_engine(&store, &realestate, &llm);
     let wa_id = WaId::parse("34611222333").unwrap();
     store
-        .set_dialog_state(&wa_id, &["mortgage_loan_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &wa_id,
+            &zaguan::domain::DialogState::entered("mortgage_loan_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
     let reply = common::say(
@@ -172,7 +176,11 @@ async fn an_owner_asks_for_a_new_price_and_confirms(
     let wa_id = owner.wa_id.clone().unwrap();
     store.set_user_role(&wa_id, Role::Owner).await.unwrap();
     store
-        .set_dialog_state(&wa_id, &["owner_info_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &wa_id,
+            &zaguan::domain::DialogState::entered("owner_info_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
 
@@ -287,7 +295,11 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
     let staff = set.staff[0].wa_id.clone().unwrap();
     store.set_user_role(&staff, Role::Agent).await.unwrap();
     store
-        .set_dialog_state(&staff, &["visit_tracker_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &staff,
+            &zaguan::domain::DialogState::entered("visit_tracker_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
     common::say(
@@ -299,7 +311,11 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
     )
     .await;
     store
-        .set_dialog_state(&staff, &["prospect_offer_assistant".to_owned()], Utc::now())
+        .set_dialog_state(
+            &staff,
+            &zaguan::domain::DialogState::entered("prospect_offer_assistant"),
+            Utc::now(),
+        )
         .await
         .unwrap();
     common::say(
@@ -334,7 +350,7 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
     store
         .set_dialog_state(
             customer,
-            &["visit_tracker_assistant".to_owned()],
+            &zaguan::domain::DialogState::entered("visit_tracker_assistant"),
             Utc::now(),
         )
         .await

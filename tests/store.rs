@@ -239,7 +239,7 @@ async fn a_contact_becomes_a_prospect_with_a_conversation(store: Arc<dyn Store>)
     assert_eq!(user.name.as_deref(), Some("Lucía"));
     assert_eq!(user.role, Role::Prospect);
     let conversation = store.conversation(&key).await.unwrap().unwrap();
-    assert!(conversation.dialog_state.is_empty());
+    assert!(conversation.dialog_state.is_primary());
     assert_eq!(conversation.phone.as_deref(), Some("34600111222"));
     assert_eq!(conversation.user_id.as_deref(), Some("ES.1502576394655843"));
     assert_eq!(conversation.last_inbound_at, Some(at(10)));
@@ -612,14 +612,17 @@ async fn open_inbox_entries_are_found_per_conversation_and_closed(store: Arc<dyn
 
 async fn dialog_state_is_persisted_with_its_entry_time(store: Arc<dyn Store>) {
     let key = wa("34600111222");
-    let state = vec!["appointment_assistant".to_owned()];
+    let state = zaguan::domain::DialogState::entered("appointment_assistant");
     store.set_dialog_state(&key, &state, at(5)).await.unwrap();
     let conversation = store.conversation(&key).await.unwrap().unwrap();
     assert_eq!(conversation.dialog_state, state);
     assert_eq!(conversation.state_entered_at, Some(at(5)));
-    store.set_dialog_state(&key, &[], at(9)).await.unwrap();
+    store
+        .set_dialog_state(&key, &zaguan::domain::DialogState::primary(), at(9))
+        .await
+        .unwrap();
     let conversation = store.conversation(&key).await.unwrap().unwrap();
-    assert!(conversation.dialog_state.is_empty());
+    assert!(conversation.dialog_state.is_primary());
 }
 
 async fn replies_are_found_by_the_message_they_answer(store: Arc<dyn Store>) {
@@ -1479,6 +1482,49 @@ async fn mongo_a_client_stuck_on_dead_connections_is_rebuilt_without_a_restart()
 /// Whatever write first creates a conversation creates it with `dialog_state: []`, so an
 /// operator's `{dialog_state: []}` finds every conversation with the primary assistant (on
 /// FerretDB a conversation created by another upsert used to have no field at all).
+/// A `dialog_state` of several names (a hand edit in mongosh, or a version before the type
+/// allowed one at most) reads as its last name, as the seed's `dialog_state[-1]`; the next
+/// write stores one.
+#[tokio::test]
+async fn mongo_a_dialog_state_of_several_names_reads_as_its_last() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let store = &db.store;
+    let key = wa("34600999200");
+    store.set_conversation_lang(&key, "es").await.unwrap();
+    store
+        .database()
+        .collection::<bson::Document>("conversations")
+        .update_one(
+            bson::doc! {"_id": key.as_str()},
+            bson::doc! {"$set": {"dialog_state": ["property_assistant", "appointment_assistant"]}},
+        )
+        .await
+        .unwrap();
+    let conversation = store.conversation(&key).await.unwrap().unwrap();
+    assert_eq!(
+        conversation.dialog_state.current(),
+        Some("appointment_assistant")
+    );
+    store
+        .set_dialog_state(&key, &conversation.dialog_state, at(1))
+        .await
+        .unwrap();
+    let stored = store
+        .database()
+        .collection::<bson::Document>("conversations")
+        .find_one(bson::doc! {"_id": key.as_str()})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.get_array("dialog_state").unwrap(),
+        &vec![bson::Bson::String("appointment_assistant".into())]
+    );
+    db.drop().await;
+}
+
 #[tokio::test]
 async fn mongo_every_new_conversation_has_an_empty_dialog_state() {
     let Some(db) = common::TestMongo::new().await else {

@@ -1,6 +1,7 @@
 //! What operators do to conversations and users, whatever face they use: the admin API
 //! ([`super::api`]), the console and the CLI all call these, so they behave alike.
 
+use crate::domain::DialogState;
 use crate::domain::Role;
 use crate::domain::WaId;
 use crate::engine::handoff::{self, HandoffError};
@@ -84,7 +85,7 @@ impl From<StoreError> for AdminError {
 #[derive(Debug, Serialize)]
 pub struct ConversationSummary {
     pub wa_id: String,
-    pub dialog_state: Vec<String>,
+    pub dialog_state: DialogState,
     pub state_entered_at: Option<DateTime<Utc>>,
     pub last_activity_at: Option<DateTime<Utc>>,
     pub idle_seconds: Option<i64>,

@@ -87,3 +87,103 @@ impl Handoff {
         now < self.until
     }
 }
+
+/// An assistant's name as the prompts folder spells it (`appointment_assistant`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AgentName(String);
+
+impl AgentName {
+    pub fn new(name: impl Into<String>) -> Self {
+        Self(name.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for AgentName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for AgentName {
+    fn from(name: &str) -> Self {
+        Self::new(name)
+    }
+}
+
+impl From<String> for AgentName {
+    fn from(name: String) -> Self {
+        Self(name)
+    }
+}
+
+/// `conversations.dialog_state`: the subgraph assistant holding the conversation, or none (the
+/// role's primary assistant answers). The design allows no other shape, so the type does not
+/// either; it is stored and shown as the seed keeps it, a list of at most one name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct DialogState(Option<AgentName>);
+
+impl DialogState {
+    /// With the primary assistant: `[]`.
+    pub fn primary() -> Self {
+        Self(None)
+    }
+
+    /// Inside the subgraph `agent`: `[agent]`.
+    pub fn entered(agent: impl Into<AgentName>) -> Self {
+        Self(Some(agent.into()))
+    }
+
+    /// The subgraph holding the conversation.
+    pub fn agent(&self) -> Option<&AgentName> {
+        self.0.as_ref()
+    }
+
+    /// The subgraph's name.
+    pub fn current(&self) -> Option<&str> {
+        self.0.as_ref().map(AgentName::as_str)
+    }
+
+    pub fn is_primary(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The stored form: `[]` or `[agent]`.
+    pub fn to_list(&self) -> Vec<String> {
+        self.0.iter().map(|agent| agent.0.clone()).collect()
+    }
+
+    /// From the stored list. A list of several names is no state this service writes (a hand
+    /// edit): the last one is followed, as the seed's `dialog_state[-1]`, and the caller hears
+    /// how many there were.
+    pub fn from_list(mut names: Vec<String>) -> (Self, Option<usize>) {
+        let several = (names.len() > 1).then_some(names.len());
+        (Self(names.pop().map(AgentName)), several)
+    }
+}
+
+impl std::fmt::Display for DialogState {
+    /// As stored: `[]`, `[appointment_assistant]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(agent) => write!(f, "[{agent}]"),
+            None => f.write_str("[]"),
+        }
+    }
+}
+
+impl Serialize for DialogState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_list().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for DialogState {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self::from_list(Vec::<String>::deserialize(deserializer)?).0)
+    }
+}

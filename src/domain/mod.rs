@@ -9,7 +9,7 @@ mod llm_call;
 mod message;
 pub mod phrases;
 
-pub use conversation::{Handoff, MessageRole, PendingAction, Role};
+pub use conversation::{AgentName, DialogState, Handoff, MessageRole, PendingAction, Role};
 pub use geo::GeoPoint;
 pub use ids::{OutboxId, WaId, WaMessageId};
 pub use llm_call::{CallOutcome, LlmCall, ToolCall};

@@ -90,7 +90,7 @@ impl Monitor {
             })
             .await?
             .into_iter()
-            .filter(|c| !c.dialog_state.is_empty())
+            .filter(|c| !c.dialog_state.is_primary())
             .collect();
         {
             let mut reported = self
@@ -102,7 +102,7 @@ impl Monitor {
                 if reported.insert(conversation.wa_id.clone()) {
                     tracing::warn!(
                         conversation.id = %conversation.wa_id.masked(),
-                        agent = %conversation.dialog_state.join(","),
+                        agent = %conversation.dialog_state,
                         idle_since = ?conversation.last_activity(),
                         "conversation stuck in an assistant; `zaguan conversations reset` sends it back"
                     );

@@ -3,6 +3,7 @@
 //! in MongoDB is exactly where the next message goes.
 
 use crate::agents::{Agent, AgentKind, AgentRegistry};
+use crate::domain::DialogState;
 use crate::domain::Role;
 
 /// Why routing did not follow `dialog_state` as written.
@@ -14,8 +15,6 @@ pub enum RouteFallback {
     NotASubgraph(String),
     /// The agent exists but this user's role may not reach it (the role changed).
     NotForRole(String),
-    /// More than one element: only the last one is used.
-    SeveralAgents(usize),
 }
 
 /// The node that runs, and why it differs from `dialog_state` when it does.
@@ -29,7 +28,7 @@ pub struct Route<'r> {
 /// `[]` → the role's primary agent (`primary_assistant`, or `only_owner_assistant` for owners);
 /// `["x"]` → subgraph `x`. Anything unusable → the primary agent, with the reason.
 pub fn route_to_workflow<'r>(
-    dialog_state: &[String],
+    dialog_state: &DialogState,
     role: Role,
     registry: &'r AgentRegistry,
 ) -> (Route<'r>, Option<RouteFallback>) {
@@ -37,25 +36,23 @@ pub fn route_to_workflow<'r>(
         agent: registry.primary_for(role),
         in_subgraph: false,
     };
-    let Some(name) = dialog_state.last() else {
+    let Some(name) = dialog_state.current() else {
         return (primary, None);
     };
-    let several =
-        (dialog_state.len() > 1).then_some(RouteFallback::SeveralAgents(dialog_state.len()));
     match registry.get(name) {
-        None => (primary, Some(RouteFallback::UnknownAgent(name.clone()))),
+        None => (primary, Some(RouteFallback::UnknownAgent(name.to_owned()))),
         Some(agent) if agent.kind != AgentKind::Subgraph => {
-            (primary, Some(RouteFallback::NotASubgraph(name.clone())))
+            (primary, Some(RouteFallback::NotASubgraph(name.to_owned())))
         }
         Some(agent) if !agent.roles.contains(&role) => {
-            (primary, Some(RouteFallback::NotForRole(name.clone())))
+            (primary, Some(RouteFallback::NotForRole(name.to_owned())))
         }
         Some(agent) => (
             Route {
                 agent,
                 in_subgraph: true,
             },
-            several,
+            None,
         ),
     }
 }
@@ -73,8 +70,8 @@ mod tests {
         .expect("shipped prompts load")
     }
 
-    fn state(names: &[&str]) -> Vec<String> {
-        names.iter().map(|n| (*n).to_owned()).collect()
+    fn state(names: &[&str]) -> DialogState {
+        DialogState::from_list(names.iter().map(|n| (*n).to_owned()).collect()).0
     }
 
     #[test]
@@ -85,7 +82,7 @@ mod tests {
             (Role::Agent, "primary_assistant"),
             (Role::Owner, "only_owner_assistant"),
         ] {
-            let (route, fallback) = route_to_workflow(&[], role, &registry);
+            let (route, fallback) = route_to_workflow(&DialogState::primary(), role, &registry);
             assert_eq!(route.agent.name, expected);
             assert!(!route.in_subgraph);
             assert_eq!(fallback, None);
@@ -142,14 +139,15 @@ mod tests {
     }
 
     #[test]
-    fn of_several_agents_the_last_one_is_used() {
+    fn of_several_agents_stored_by_hand_the_last_one_is_followed() {
         let registry = registry();
-        let (route, fallback) = route_to_workflow(
-            &state(&["property_assistant", "appointment_assistant"]),
-            Role::Prospect,
-            &registry,
-        );
+        let (dialog_state, several) = DialogState::from_list(vec![
+            "property_assistant".into(),
+            "appointment_assistant".into(),
+        ]);
+        assert_eq!(several, Some(2));
+        let (route, fallback) = route_to_workflow(&dialog_state, Role::Prospect, &registry);
         assert_eq!(route.agent.name, "appointment_assistant");
-        assert_eq!(fallback, Some(RouteFallback::SeveralAgents(2)));
+        assert_eq!(fallback, None);
     }
 }

@@ -1,6 +1,7 @@
 //! The typed `State` of a turn and `context_extractor`, which loads it from the store: the user,
 //! the conversation (`dialog_state`, `lang`) and the message window.
 
+use crate::domain::DialogState;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ pub const LOADED_MESSAGES: usize = 120;
 pub struct State {
     pub wa_id: WaId,
     pub user: User,
-    pub dialog_state: Vec<String>,
+    pub dialog_state: DialogState,
     pub lang: Option<String>,
     /// When the current `dialog_state` was entered.
     pub state_entered_at: Option<DateTime<Utc>>,

@@ -16,6 +16,7 @@ mod parts;
 pub mod pool;
 mod records;
 
+use crate::domain::DialogState;
 use crate::domain::{Handoff, OutboxId, PendingAction, Role};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -188,7 +189,7 @@ pub trait ConversationStore: Send + Sync + 'static {
     async fn set_dialog_state(
         &self,
         wa_id: &WaId,
-        dialog_state: &[String],
+        dialog_state: &DialogState,
         at: DateTime<Utc>,
     ) -> StoreResult<()>;
 

@@ -2,6 +2,7 @@
 //! one part can be replaced on its own — a test that breaks the outbox implements
 //! [`OutboxStore`] only, and every other collection answers as the real store does.
 
+use crate::domain::DialogState;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -126,7 +127,7 @@ impl ConversationStore for StoreParts {
     async fn set_dialog_state(
         &self,
         wa_id: &WaId,
-        dialog_state: &[String],
+        dialog_state: &DialogState,
         at: DateTime<Utc>,
     ) -> StoreResult<()> {
         self.conversations

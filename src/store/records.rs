@@ -1,5 +1,6 @@
 //! The records the store keeps, one type per collection document (ARCHITECTURE.md §5).
 
+use crate::domain::DialogState;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -219,8 +220,8 @@ pub struct Conversation {
     /// The phone number, when known.
     pub phone: Option<String>,
     pub user_id: Option<String>,
-    /// Agent names; at most one element, `[]` is the primary assistant.
-    pub dialog_state: Vec<String>,
+    /// The subgraph holding the conversation, if any.
+    pub dialog_state: DialogState,
     pub lang: Option<String>,
     /// Opens WhatsApp's 24-hour customer-service window.
     pub last_inbound_at: Option<DateTime<Utc>>,
@@ -268,7 +269,7 @@ impl Conversation {
             wa_id,
             phone: None,
             user_id: None,
-            dialog_state: Vec::new(),
+            dialog_state: DialogState::primary(),
             lang: None,
             last_inbound_at: None,
             updated_at: None,

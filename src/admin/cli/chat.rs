@@ -180,7 +180,11 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
                 }
             }
         }
-        writeln!(stdout, "     [dialog_state: {:?}]", outcome.dialog_state)?;
+        writeln!(
+            stdout,
+            "     [dialog_state: {:?}]",
+            outcome.dialog_state.to_list()
+        )?;
     }
     usage.flush().await;
     print_summary(store.as_ref(), &wa_id).await
@@ -188,7 +192,10 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
 
 async fn print_summary(store: &dyn Store, wa_id: &WaId) -> anyhow::Result<()> {
     if let Some(conversation) = store.conversation(wa_id).await? {
-        eprintln!("dialog_state at exit: {:?}", conversation.dialog_state);
+        eprintln!(
+            "dialog_state at exit: {:?}",
+            conversation.dialog_state.to_list()
+        );
     }
     Ok(())
 }

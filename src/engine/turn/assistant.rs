@@ -1,6 +1,7 @@
 //! The assistant node: one model call for the agent `route_to_workflow` names, with its tools
 //! and the conversation's context, or the fast path's decision instead of the call.
 
+use crate::domain::DialogState;
 use crate::domain::phrases;
 
 use chrono::Utc;
@@ -11,7 +12,7 @@ use crate::domain::MessageRole;
 use crate::domain::ToolCall;
 use crate::domain::WaId;
 use crate::engine::history;
-use crate::engine::route::{RouteFallback, route_to_workflow};
+use crate::engine::route::route_to_workflow;
 use crate::engine::state::State;
 use crate::engine::tools::ToolContext;
 use crate::llm::LlmRequest;
@@ -75,9 +76,7 @@ impl Engine {
                 route.agent.name
             );
             metrics::counter!("zaguan_route_fallbacks_total").increment(1);
-            if !matches!(fallback, RouteFallback::SeveralAgents(_)) {
-                self.set_dialog_state(state, Vec::new()).await?;
-            }
+            self.set_dialog_state(state, DialogState::primary()).await?;
         }
         let agent = route.agent;
         metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
@@ -155,7 +154,7 @@ impl Engine {
                 tracing::info!(from = %agent.name, "offline: left by the router");
                 metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.clone())
                     .increment(1);
-                return self.set_dialog_state(state, Vec::new()).await;
+                return self.set_dialog_state(state, DialogState::primary()).await;
             }
         }
         let message = match message {

@@ -2,6 +2,7 @@
 //! answered at once when the user is over budget or sends media nobody can read; and the
 //! user's role refreshed from the business data.
 
+use crate::domain::DialogState;
 use crate::domain::{Content, MediaKind};
 use std::collections::HashSet;
 
@@ -56,7 +57,7 @@ impl Engine {
             state.location = Some(location);
         }
         let now = Utc::now();
-        if !state.dialog_state.is_empty() {
+        if !state.dialog_state.is_primary() {
             let last_activity = state
                 .messages
                 .last()
@@ -64,10 +65,10 @@ impl Engine {
                 .or(state.state_entered_at);
             let idle = last_activity.map(|at| (now - at).to_std().unwrap_or_default());
             if idle.is_some_and(|idle| idle >= self.settings.dialog_idle_ttl) {
-                let agent = state.dialog_state.last().map_or("", String::as_str);
+                let agent = state.dialog_state.current().unwrap_or("");
                 tracing::info!(agent = %agent, "idle subgraph left before routing");
                 metrics::counter!("zaguan_turn_guard_total", "guard" => "idle_ttl").increment(1);
-                self.set_dialog_state(state, Vec::new()).await?;
+                self.set_dialog_state(state, DialogState::primary()).await?;
             }
         }
         let content = new

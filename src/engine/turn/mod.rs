@@ -16,6 +16,7 @@
 //! queued under ids derived from the inbound message it answers, so a resumed turn that queues
 //! it again runs into the first copy and never answers twice.
 
+use crate::domain::DialogState;
 use crate::domain::phrases;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
@@ -417,9 +418,13 @@ impl Engine {
                         .await?;
                     if state.first_contact {
                         // A lead: the contact's first message, and where it led.
-                        let assistant = state.dialog_state.last().cloned().unwrap_or_else(|| {
-                            set.agents.primary_for(state.user.role).name.clone()
-                        });
+                        let assistant = state
+                            .dialog_state
+                            .current()
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| {
+                                set.agents.primary_for(state.user.role).name.clone()
+                            });
                         let lead = BusinessEvent::LeadCreated {
                             name: state.user.name.clone(),
                             assistant,
@@ -439,7 +444,8 @@ impl Engine {
                     tracing::error!(transitions, "turn cut short: too many node transitions");
                     metrics::counter!("zaguan_turn_guard_total", "guard" => "transitions")
                         .increment(1);
-                    self.set_dialog_state(&mut state, Vec::new()).await?;
+                    self.set_dialog_state(&mut state, DialogState::primary())
+                        .await?;
                     let text = self.with_contact(phrases::apology(None));
                     self.append(&mut state, ai_message(wa_id, &text, "guard", Vec::new()))
                         .await?;
@@ -490,7 +496,7 @@ impl Engine {
     async fn set_dialog_state(
         &self,
         state: &mut State,
-        dialog_state: Vec<String>,
+        dialog_state: DialogState,
     ) -> Result<(), EngineError> {
         if state.dialog_state != dialog_state {
             // The messages that led here first: a crash after them replays the transition.

@@ -24,7 +24,7 @@ impl Engine {
         state: &State,
         agent: &Agent,
     ) -> Option<(&'a Agent, NewMessage)> {
-        if agent.kind != AgentKind::Primary || !state.dialog_state.is_empty() {
+        if agent.kind != AgentKind::Primary || !state.dialog_state.is_primary() {
             return None;
         }
         let text = unanswered_user_text(state)?;
@@ -57,7 +57,7 @@ impl Engine {
             return None;
         };
         let call = match agent.kind {
-            AgentKind::Primary if state.dialog_state.is_empty() => {
+            AgentKind::Primary if state.dialog_state.is_primary() => {
                 state.asked_for = None;
                 delegation_call(&target.name, unanswered_user_text(state)?)
             }
@@ -128,7 +128,7 @@ impl Engine {
             Some(w) => {
                 let (new_state, text, what) = match &plans[w] {
                     Plan::Enter { target, query } => (
-                        vec![target.name.clone()],
+                        DialogState::entered(target.name.as_str()),
                         format!(
                             "The conversation is now handled by {}. Continue helping the user \
                              with: {query}. Act as the assistant the user talks to, without \
@@ -139,7 +139,7 @@ impl Engine {
                         format!("{} took over", calls[w].name),
                     ),
                     Plan::Leave { reason } => (
-                        Vec::new(),
+                        DialogState::primary(),
                         format!(
                             "Back with the primary assistant ({reason}). Reflect on the \
                              conversation and keep helping the user."

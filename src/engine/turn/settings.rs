@@ -1,5 +1,6 @@
 //! What the engine is built with, what a turn is asked to do, and what it did.
 
+use crate::domain::DialogState;
 use std::time::Duration;
 
 use crate::engine::history;
@@ -74,7 +75,7 @@ pub struct TurnOutcome {
     /// The WhatsApp text messages of the reply, in order; the photos and lists the tools
     /// showed follow them in the outbox (`to_send`), not here.
     pub parts: Vec<String>,
-    pub dialog_state: Vec<String>,
+    pub dialog_state: DialogState,
     /// Node transitions run in this call (a resumed turn counts only its own).
     pub transitions: usize,
     /// The inbox messages this turn answered: all it was given, or, when it resumed a turn

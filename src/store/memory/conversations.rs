@@ -1,5 +1,6 @@
 //! MemoryStore's `conversations`: where each conversation stands (`dialog_state`, a pending action, a handoff, its language).
 
+use crate::domain::DialogState;
 use crate::domain::WaId;
 use crate::domain::{Handoff, PendingAction};
 use crate::store::*;
@@ -18,12 +19,12 @@ impl ConversationStore for MemoryStore {
     async fn set_dialog_state(
         &self,
         wa_id: &WaId,
-        dialog_state: &[String],
+        dialog_state: &DialogState,
         at: DateTime<Utc>,
     ) -> StoreResult<()> {
         let mut inner = self.lock();
         let conversation = inner.conversation_mut(wa_id);
-        conversation.dialog_state = dialog_state.to_vec();
+        conversation.dialog_state = dialog_state.clone();
         conversation.state_entered_at = Some(at);
         conversation.updated_at = Some(at);
         Ok(())
@@ -41,7 +42,7 @@ impl ConversationStore for MemoryStore {
                 query
                     .agent
                     .as_ref()
-                    .is_none_or(|agent| c.dialog_state.contains(agent))
+                    .is_none_or(|agent| c.dialog_state.current() == Some(agent.as_str()))
             })
             .cloned()
             .collect();
@@ -58,7 +59,7 @@ impl ConversationStore for MemoryStore {
         let Some(conversation) = inner.conversations.get_mut(wa_id) else {
             return Ok(false);
         };
-        conversation.dialog_state.clear();
+        conversation.dialog_state = DialogState::primary();
         conversation.pending_action = None;
         conversation.state_entered_at = Some(at);
         conversation.updated_at = Some(at);

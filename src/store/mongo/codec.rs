@@ -2,6 +2,7 @@
 //! name is spelled in one place (ARCHITECTURE.md §5).
 
 use crate::domain::CallOutcome;
+use crate::domain::DialogState;
 use crate::domain::{Content, Handoff, MessageRole, OutboxId, PendingAction, Role, ToolCall};
 use crate::domain::{GraphError, WaId, WaMessageId};
 use crate::store::*;
@@ -89,13 +90,22 @@ pub(super) fn bson_to_json(value: Option<&Bson>) -> String {
 /// A `conversations` document.
 pub(super) fn conversation(doc: &Document) -> StoreResult<Conversation> {
     let f = Fields(doc);
-    let dialog_state = match doc.get("dialog_state") {
+    let names = match doc.get("dialog_state") {
         Some(Bson::Array(items)) => items
             .iter()
             .filter_map(|b| b.as_str().map(str::to_owned))
             .collect(),
         _ => Vec::new(),
     };
+    let (dialog_state, several) = DialogState::from_list(names);
+    if let Some(several) = several {
+        tracing::warn!(
+            several,
+            "conversations.dialog_state holds several agents (edited by hand?): the last one is \
+             followed; `zaguan conversations reset` sets it right"
+        );
+        metrics::counter!("zaguan_route_fallbacks_total").increment(1);
+    }
     Ok(Conversation {
         wa_id: f.wa_id("_id")?,
         phone: f.str("wa_id"),

@@ -1,5 +1,6 @@
 //! MongoStore's `conversations`: where each conversation stands (`dialog_state`, a pending action, a handoff, its language).
 
+use crate::domain::DialogState;
 use crate::domain::WaId;
 use crate::domain::{Handoff, PendingAction};
 use crate::store::pool::{Find, Lane};
@@ -31,14 +32,14 @@ impl ConversationStore for MongoStore {
     async fn set_dialog_state(
         &self,
         wa_id: &WaId,
-        dialog_state: &[String],
+        dialog_state: &DialogState,
         at: DateTime<Utc>,
     ) -> StoreResult<()> {
         self.upsert_conversation(
             Lane::Work,
             doc! {"_id": wa_id.as_str()},
             doc! {"$set": {
-                "dialog_state": dialog_state,
+                "dialog_state": dialog_state.to_list(),
                 "state_entered_at": date(at),
                 "updated_at": date(at),
             }},
