@@ -254,30 +254,7 @@ async fn a_stuck_conversation_is_found_shown_and_reset(store: Arc<dyn Store>) {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
-macro_rules! both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(std::sync::Arc::new(zaguan::store::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod mongo {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(db) = crate::common::TestMongo::new().await else { return };
-                    super::$name(std::sync::Arc::new(db.store.clone())).await;
-                    db.drop().await;
-                }
-            )*
-        }
-    };
-}
-
-both_stores!(
+crate::both_stores!(
     every_route_needs_the_token,
     a_stuck_conversation_is_found_shown_and_reset
 );

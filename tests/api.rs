@@ -398,31 +398,7 @@ async fn a_new_profile_name_is_recorded_at_once(app: TestApp) {
     assert_eq!(inbox_len(app.store.as_ref()).await, 3);
 }
 
-macro_rules! both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(crate::common::TestApp::memory()).await;
-                }
-            )*
-        }
-        mod mongo {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(db) = crate::common::TestMongo::new().await else { return };
-                    let app = crate::common::TestApp::with_store(std::sync::Arc::new(db.store.clone()));
-                    super::$name(app).await;
-                    db.drop().await;
-                }
-            )*
-        }
-    };
-}
-
-both_stores!(
+crate::both_stores!(|s| (crate::common::TestApp::with_store(s.store.clone())) =>
     a_message_is_in_the_inbox_before_the_200,
     arrivals_are_stamped_by_the_database_clock,
     the_same_payload_posted_5_times_concurrently_is_stored_once,

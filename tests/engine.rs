@@ -921,30 +921,7 @@ async fn internal_artefacts_never_reach_the_user(store: Arc<dyn Store>) {
     assert!(apology.starts_with("Lo siento"), "{apology}");
 }
 
-macro_rules! both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(super::memory()).await;
-                }
-            )*
-        }
-        mod mongo {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(db) = crate::common::TestMongo::new().await else { return };
-                    super::$name(std::sync::Arc::new(db.store.clone())).await;
-                    db.drop().await;
-                }
-            )*
-        }
-    };
-}
-
-both_stores!(
+crate::both_stores!(
     the_logs_name_the_agent_that_ran,
     a_plain_answer_comes_from_the_primary_assistant,
     the_primary_delegates_into_every_subgraph,

@@ -638,32 +638,7 @@ async fn visits_and_offers_come_newest_first(store: Arc<dyn RealEstateStore>) {
     assert!(store.offers_for("P-9999").await.unwrap().is_empty());
 }
 
-macro_rules! realestate_suite {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(std::sync::Arc::new(zaguan::realestate::MemoryRealEstate::new()))
-                        .await;
-                }
-            )*
-        }
-        mod mongo {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let Some(db) = crate::common::TestMongo::new().await else { return };
-                    let store = crate::mongo_store(&db).await;
-                    super::$name(std::sync::Arc::new(store)).await;
-                    db.drop().await;
-                }
-            )*
-        }
-    };
-}
-
-realestate_suite!(
+crate::both_stores!(multi_thread |s| (s.realestate.clone()) =>
     every_record_round_trips,
     an_upsert_replaces_by_id,
     properties_are_filtered_and_come_by_id,

@@ -16,8 +16,8 @@ use zaguan::domain::{MessageRole, Role};
 use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::tools::{self, RequestCallback, RequestListingChange};
-use zaguan::realestate::{ListingChange, MemoryRealEstate, MongoRealEstate, RealEstateStore};
-use zaguan::store::{ConversationQuery, HandoffFilter, MemoryStore, Store};
+use zaguan::realestate::{ListingChange, RealEstateStore};
+use zaguan::store::{ConversationQuery, HandoffFilter, Store};
 
 /// An engine with the domain tools and both request tools over `store` and `realestate`.
 fn build_engine(
@@ -402,42 +402,7 @@ async fn only_the_assistants_that_list_it_are_offered_the_tool() {
     }
 }
 
-macro_rules! both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(
-                        std::sync::Arc::new(super::MemoryStore::new()),
-                        std::sync::Arc::new(super::MemoryRealEstate::new()),
-                    )
-                    .await;
-                }
-            )*
-        }
-        mod mongo {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(db) = super::common::TestMongo::new().await else {
-                        return;
-                    };
-                    let realestate = super::MongoRealEstate::new(db.store.pool().clone());
-                    realestate.ensure_indexes().await.unwrap();
-                    super::$name(
-                        std::sync::Arc::new(db.store.clone()),
-                        std::sync::Arc::new(realestate),
-                    )
-                    .await;
-                    db.drop().await;
-                }
-            )*
-        }
-    };
-}
-
-both_stores!(
+crate::both_stores!(|s| (s.store.clone(), s.realestate.clone()) =>
     a_customer_asks_to_be_called_back,
     an_owner_asks_for_a_new_price_and_confirms,
     staff_look_up_a_property_or_a_customer_and_nobody_else_can,

@@ -944,29 +944,6 @@ async fn a_reply_recorded_twice_is_recorded_once(store: Arc<dyn Store>) {
     );
 }
 
-macro_rules! store_suite {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(std::sync::Arc::new(zaguan::store::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod mongo {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(db) = crate::common::TestMongo::new().await else { return };
-                    super::$name(std::sync::Arc::new(db.store.clone())).await;
-                    db.drop().await;
-                }
-            )*
-        }
-    };
-}
-
 /// Everything about one contact goes; the other contact's data stays whole and usable.
 async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<dyn Store>) {
     let (gone, kept) = ("34600111222", "34622333444");
@@ -1156,7 +1133,7 @@ async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<
     );
 }
 
-store_suite!(
+crate::both_stores!(
     ping_answers,
     an_early_status_is_completed_by_the_record_of_its_part,
     a_reply_recorded_twice_is_recorded_once,

@@ -20,7 +20,7 @@ use zaguan::agents::AgentRegistry;
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry};
 use zaguan::llm::{LlmRequest, ScriptedLlm};
-use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, Store};
+use zaguan::store::{InboxEntry, InboxStatus, Store};
 use zaguan::voice::{GraphMedia, OpenAiTranscriber, VoiceNotes};
 
 const TOKEN: &str = "graph-token";
@@ -339,38 +339,7 @@ async fn without_a_transcription_provider_the_polite_answer_stays(store: Arc<dyn
     );
 }
 
-fn memory() -> Arc<dyn Store> {
-    Arc::new(MemoryStore::new())
-}
-
-macro_rules! both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod memory_store {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(super::memory()).await;
-                }
-            )*
-        }
-        mod mongo {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(mongo) = super::common::TestMongo::new().await else {
-                        return;
-                    };
-                    let store: std::sync::Arc<dyn zaguan::store::Store> =
-                        std::sync::Arc::new(mongo.store.clone());
-                    super::$name(store).await;
-                    mongo.drop().await;
-                }
-            )*
-        }
-    };
-}
-
-both_stores!(
+crate::both_stores!(
     a_voice_note_is_transcribed_and_answered,
     a_failed_download_or_transcription_gets_the_polite_answer,
     without_a_transcription_provider_the_polite_answer_stays,

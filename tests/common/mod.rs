@@ -77,6 +77,99 @@ impl TestMongo {
     }
 }
 
+/// Where a test suite runs: the embedded stores, or MongoDB (FerretDB in CI).
+#[derive(Debug, Clone, Copy)]
+pub enum Backend {
+    Memory,
+    Mongo,
+}
+
+/// The conversation store and the business data of one test, on one backend; for MongoDB a
+/// database of its own, dropped by [`Stores::close`].
+pub struct Stores {
+    pub store: Arc<dyn Store>,
+    pub realestate: Arc<dyn zaguan::realestate::RealEstateStore>,
+    mongo: Option<TestMongo>,
+}
+
+impl Stores {
+    /// `None` when MongoDB is asked for and none is configured outside CI (under `CI=true`
+    /// that fails instead, see [`TestMongo::new`]).
+    pub async fn open(backend: Backend) -> Option<Self> {
+        match backend {
+            Backend::Memory => Some(Self {
+                store: Arc::new(MemoryStore::new()),
+                realestate: Arc::new(zaguan::realestate::MemoryRealEstate::new()),
+                mongo: None,
+            }),
+            Backend::Mongo => {
+                let db = TestMongo::new().await?;
+                let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
+                realestate.ensure_indexes().await.unwrap();
+                Some(Self {
+                    store: Arc::new(db.store.clone()),
+                    realestate: Arc::new(realestate),
+                    mongo: Some(db),
+                })
+            }
+        }
+    }
+
+    pub async fn close(self) {
+        if let Some(db) = self.mongo {
+            db.drop().await;
+        }
+    }
+}
+
+/// Runs each named `async fn` once over the embedded stores (`mod memory`) and once over
+/// MongoDB (`mod mongo`): the one suite that shows a behaviour on both.
+///
+/// - `both_stores!(a, b)`: each gets the conversation store, `Arc<dyn Store>`;
+/// - `both_stores!(|s| (ARGS…) => a, b)`: each gets ARGS built from [`Stores`] `s`;
+/// - `multi_thread` first: on a multi-threaded runtime (races).
+#[macro_export]
+macro_rules! both_stores {
+    (multi_thread |$s:ident| $args:tt => $($name:ident),* $(,)?) => {
+        $crate::both_stores!(@suite [tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            |$s| $args => $($name),*);
+    };
+    (|$s:ident| $args:tt => $($name:ident),* $(,)?) => {
+        $crate::both_stores!(@suite [tokio::test] |$s| $args => $($name),*);
+    };
+    (@suite $test:tt |$s:ident| $args:tt => $($name:ident),*) => {
+        mod memory {
+            $(
+                #$test
+                async fn $name() {
+                    let $s = $crate::common::Stores::open($crate::common::Backend::Memory)
+                        .await
+                        .unwrap();
+                    super::$name $args .await;
+                    $s.close().await;
+                }
+            )*
+        }
+        mod mongo {
+            $(
+                #$test
+                async fn $name() {
+                    let Some($s) =
+                        $crate::common::Stores::open($crate::common::Backend::Mongo).await
+                    else {
+                        return;
+                    };
+                    super::$name $args .await;
+                    $s.close().await;
+                }
+            )*
+        }
+    };
+    ($($name:ident),* $(,)?) => {
+        $crate::both_stores!(|s| (s.store.clone()) => $($name),*);
+    };
+}
+
 /// A MongoStore pointed at a port where nothing listens.
 pub async fn unreachable_mongo() -> MongoStore {
     MongoStore::connect(&MongoConfig {
