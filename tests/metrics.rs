@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use chrono::Utc;
@@ -597,49 +597,6 @@ async fn primary_down(State(calls): State<Arc<Mutex<usize>>>) -> (StatusCode, Js
     )
 }
 
-/// A message the fake Graph API received.
-#[derive(Debug, Clone)]
-struct Sent {
-    to: String,
-    at: Instant,
-}
-
-/// The Graph API: marks-as-read succeed, messages to [`UNDELIVERABLE`] are refused with 400 and
-/// Graph code 131026, others are accepted.
-async fn graph_messages(
-    State(sent): State<Arc<Mutex<Vec<Sent>>>>,
-    Path(_phone_number_id): Path<String>,
-    Json(body): Json<Value>,
-) -> (StatusCode, Json<Value>) {
-    if body.get("status").is_some() {
-        return (StatusCode::OK, Json(json!({"success": true})));
-    }
-    let to = body["to"].as_str().unwrap_or_default().to_owned();
-    let n = {
-        let mut sent = sent.lock().unwrap();
-        sent.push(Sent {
-            to: to.clone(),
-            at: Instant::now(),
-        });
-        sent.len()
-    };
-    if to == UNDELIVERABLE {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"error": {
-                "message": "(#131026) Message undeliverable", "type": "OAuthException",
-                "code": 131026, "error_data": {"messaging_product": "whatsapp",
-                "details": "Message undeliverable"}, "fbtrace_id": "AbCdEf"}})),
-        );
-    }
-    (
-        StatusCode::OK,
-        Json(json!({"messaging_product": "whatsapp",
-                    "contacts": [{"input": to, "wa_id": to}],
-                    "messages": [{"id": format!("wamid.OUT{n}")}]})),
-    )
-}
-
 const CUSTOMER_A: &str = "34600200001";
 const UNDELIVERABLE: &str = "34600200002";
 const CUSTOMER_C: &str = "34600200003";
@@ -710,13 +667,9 @@ async fn metrics_after_a_scripted_conversation() {
             .with_state(fallback.clone()),
     )
     .await;
-    let sent: Arc<Mutex<Vec<Sent>>> = Arc::default();
-    let graph = common::serve_local(
-        axum::Router::new()
-            .route("/v21.0/{phone_number_id}/messages", post(graph_messages))
-            .with_state(sent.clone()),
-    )
-    .await;
+    let graph_api = Arc::new(common::graph::FakeGraph::default());
+    *graph_api.refused.lock().unwrap() = Some(UNDELIVERABLE.to_owned());
+    let graph = common::graph::serve(graph_api.clone()).await;
 
     let vars: HashMap<String, String> = [
         ("LLM_PRIMARY", "openai:gpt-test".to_owned()),
@@ -809,12 +762,11 @@ async fn metrics_after_a_scripted_conversation() {
         settled(store.as_ref(), "wamid.A2").await[0].status,
         OutboxStatus::Sent
     );
-    let to_a: Vec<Instant> = sent
-        .lock()
-        .unwrap()
+    let to_a: Vec<Instant> = graph_api
+        .received()
         .iter()
-        .filter(|s| s.to == CUSTOMER_A)
-        .map(|s| s.at)
+        .filter(|r| r.body.get("status").is_none() && r.body["to"] == CUSTOMER_A)
+        .map(|r| r.at)
         .collect();
     assert_eq!(to_a.len(), 2);
     assert!(

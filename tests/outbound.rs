@@ -756,7 +756,12 @@ async fn a_long_markdown_answer_arrives_as_formatted_parts_in_order_once() {
         Arc::new(ScriptedLlm::new().says("primary_assistant", &answer)),
         Arc::new(registry),
         Arc::new(ToolRegistry::new()),
-        EngineSettings::default(),
+        // The primary answers (a search question would otherwise go to the searcher by the
+        // fast path): this test is about the parts, not the route.
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
     );
     let app = TestApp::with_store(c.store.clone());
     let workers = Workers::spawn(

@@ -30,6 +30,8 @@ pub struct FakeGraph {
     pub answers: Mutex<VecDeque<Answer>>,
     /// How long each text takes to be answered (recorded, i.e. delivered, on arrival).
     pub delay: Mutex<std::time::Duration>,
+    /// Messages to this recipient are refused for good: 400, Graph code 131026 (undeliverable).
+    pub refused: Mutex<Option<String>>,
 }
 
 impl FakeGraph {
@@ -73,6 +75,14 @@ async fn messages(
     let delay = *graph.delay.lock().unwrap();
     if body.get("status").is_none() && !delay.is_zero() {
         tokio::time::sleep(delay).await;
+    }
+    let refused = graph.refused.lock().unwrap().clone();
+    if body.get("status").is_none() && refused.is_some_and(|to| body["to"] == to.as_str()) {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(graph_error(131026, "(#131026) Message undeliverable")),
+        )
+            .into_response();
     }
     let scripted = graph.answers.lock().unwrap().pop_front();
     let (status, answer, retry_after) = scripted.unwrap_or_else(|| {
