@@ -32,20 +32,17 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use super::keywords::{KeywordIndex, tokens};
+mod reading;
+mod training;
+
+use super::keywords::KeywordIndex;
+use reading::{CLAUSE_CONFIDENCE, clauses};
 
 /// The class of every primary agent's example: "no subgraph", so the router abstains.
 const PRIMARY: usize = 0;
 
 /// How much of a message is read, in words: a long message is not a one-line request.
 const MAX_WORDS: usize = 80;
-
-/// Words after which the next few words are negated.
-const NEGATIONS: &[&str] = &[
-    "no", "nunca", "ni", "tampoco", "jamas", "not", "never", "nao", "nem", "nope",
-];
-/// English contractions end in a "t" token once the apostrophe splits them ("don't").
-const CONTRACTED: &[&str] = &["don", "doesn", "didn", "won", "isn", "aren", "can", "wasn"];
 
 /// What the router is built with. [`Params::DEFAULT`] was chosen on the training split's
 /// cross-validation (`cargo run --release --example route_tune`), never on the held-out corpus.
@@ -286,84 +283,6 @@ impl FastRouter {
             .map(|i| i + 1)
     }
 
-    /// Softmax regression by stochastic gradient descent, classes weighted to count equally.
-    /// Trained over dense feature indices, then kept as a map from feature hash to weights.
-    fn fit(&mut self, samples: &[(Vec<(u64, f32)>, usize)]) {
-        let classes = self.classes.len();
-        let mut index: HashMap<u64, usize> = HashMap::new();
-        let dense: Vec<(Vec<(usize, f32)>, usize)> = samples
-            .iter()
-            .map(|(features, class)| {
-                let features = features
-                    .iter()
-                    .map(|(feature, value)| {
-                        let next = index.len();
-                        (*index.entry(*feature).or_insert(next), *value)
-                    })
-                    .collect();
-                (features, *class)
-            })
-            .collect();
-
-        let mut counts = vec![0usize; classes];
-        for (_, class) in &dense {
-            counts[*class] += 1;
-        }
-        let present = counts.iter().filter(|&&n| n > 0).count() as f32;
-        let balance: Vec<f32> = counts
-            .iter()
-            .map(|&n| {
-                if n == 0 {
-                    0.0
-                } else {
-                    dense.len() as f32 / (present * n as f32)
-                }
-            })
-            .collect();
-
-        let mut weights = vec![0.0f32; index.len() * classes];
-        let mut order: Vec<usize> = (0..dense.len()).collect();
-        // A fixed shuffle (a linear congruential generator): the same examples give the same
-        // router on every instance.
-        let mut seed: u64 = 0x5eed;
-        let mut scores = vec![0.0f32; classes];
-        for epoch in 0..self.params.epochs {
-            for i in (1..order.len()).rev() {
-                seed = seed
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                order.swap(i, (seed >> 33) as usize % (i + 1));
-            }
-            let rate = self.params.learning_rate / (1.0 + epoch as f32 * 0.1);
-            for &i in &order {
-                let (features, class) = &dense[i];
-                scores.copy_from_slice(&self.bias);
-                for (feature, value) in features {
-                    let row = &weights[feature * classes..][..classes];
-                    for (score, weight) in scores.iter_mut().zip(row) {
-                        *score += weight * value;
-                    }
-                }
-                softmax(&mut scores);
-                let weight = balance[*class];
-                for (c, p) in scores.iter_mut().enumerate() {
-                    *p = weight * (*p - if c == *class { 1.0 } else { 0.0 });
-                    self.bias[c] -= rate * *p;
-                }
-                for (feature, value) in features {
-                    let row = &mut weights[feature * classes..][..classes];
-                    for (w, gradient) in row.iter_mut().zip(&scores) {
-                        *w -= rate * (gradient * value + self.params.l2 * *w);
-                    }
-                }
-            }
-        }
-        self.weights = index
-            .into_iter()
-            .map(|(feature, i)| (feature, weights[i * classes..][..classes].into()))
-            .collect();
-    }
-
     /// Class probabilities of a feature vector, into `out`.
     fn probabilities(&self, features: &[(u64, f32)], out: &mut [f32]) {
         out.copy_from_slice(&self.bias);
@@ -534,115 +453,6 @@ impl FastRouter {
         }
         Decision::Route { agent, confidence }
     }
-
-    /// The message's features, unit length, sorted by hash and merged; and the agents its
-    /// keywords name outside a negation, sorted and distinct.
-    fn features(&self, text: &str) -> (Vec<(u64, f32)>, Vec<&str>) {
-        let words = tokens(text);
-        let words = &words[..words.len().min(MAX_WORDS)];
-        let params = &self.params;
-        let negated = negated_words(words, params.negation_scope);
-        let mut features = Vec::with_capacity(words.len() * 16);
-        for (i, word) in words.iter().enumerate() {
-            if negated[i] {
-                features.push((hash(b'~', &[word]), params.word));
-                continue;
-            }
-            features.push((hash(b'w', &[word]), params.word));
-            let chars: Vec<char> = format!("<{word}>").chars().collect();
-            for n in params.min_gram..=params.max_gram {
-                for gram in chars.windows(n) {
-                    let gram: String = gram.iter().collect();
-                    features.push((hash(b'g', &[&gram]), params.ngram));
-                }
-            }
-        }
-        for pair in words.windows(2) {
-            features.push((hash(b'p', &[&pair[0], &pair[1]]), params.pair));
-        }
-        let text: String = words.join(" ");
-        let mut keyword_agents = Vec::new();
-        for (agent, start) in self.keywords.found(&text) {
-            let tag = if negated[start] {
-                b'!'
-            } else {
-                keyword_agents.push(agent);
-                b'k'
-            };
-            features.push((hash(tag, &[agent]), params.keyword));
-        }
-        keyword_agents.sort_unstable();
-        keyword_agents.dedup();
-
-        features.sort_unstable_by_key(|(feature, _)| *feature);
-        let mut merged: Vec<(u64, f32)> = Vec::with_capacity(features.len());
-        for (feature, value) in features {
-            match merged.last_mut() {
-                Some((last, total)) if *last == feature => *total += value,
-                _ => merged.push((feature, value)),
-            }
-        }
-        let norm = merged.iter().map(|(_, v)| v * v).sum::<f32>().sqrt();
-        for (_, value) in &mut merged {
-            *value /= norm;
-        }
-        (merged, keyword_agents)
-    }
-}
-
-/// How sure the router must be of a clause to count it as a request of its own.
-const CLAUSE_CONFIDENCE: f32 = 0.5;
-
-/// Words that open a second request in the same message («… y de paso …», «… and also …»).
-const CLAUSE_CUES: &[&[&str]] = &[
-    &["y", "tambien"],
-    &["y", "tb"],
-    &["y", "de", "paso"],
-    &["de", "paso"],
-    &["ademas"],
-    &["otra", "cosa"],
-    &["y", "que", "me"],
-    &["y", "saber"],
-    &["y", "cuanto"],
-    &["and", "also"],
-    &["also"],
-    &["and", "how"],
-    &["and", "what"],
-    &["e", "tambem"],
-    &["tambem"],
-    &["e", "saber"],
-    &["e", "quanto"],
-    &["pero", "antes"],
-    &["but", "first"],
-];
-
-/// The message cut into clauses at sentence ends and at [`CLAUSE_CUES`], each as its words.
-fn clauses(text: &str) -> Vec<String> {
-    let mut clauses = Vec::new();
-    for sentence in text.split(['.', '?', '!', ';', '\n']) {
-        let words = tokens(sentence);
-        let mut start = 0;
-        let mut i = 0;
-        while i < words.len() {
-            let cue = CLAUSE_CUES.iter().find(|cue| {
-                words[i..].len() >= cue.len()
-                    && cue.iter().zip(&words[i..]).all(|(c, w)| *c == w.as_str())
-            });
-            match cue {
-                Some(cue) if i > start => {
-                    clauses.push(words[start..i].join(" "));
-                    start = i + cue.len();
-                    i = start;
-                }
-                _ => i += 1,
-            }
-        }
-        if start < words.len() {
-            clauses.push(words[start..].join(" "));
-        }
-    }
-    clauses.retain(|clause| clause.split(' ').count() >= 2);
-    clauses
 }
 
 /// What the model reads in a message.
@@ -702,40 +512,6 @@ fn softmax(scores: &mut [f32]) {
     for score in scores.iter_mut() {
         *score /= sum;
     }
-}
-
-/// Which words a negation covers: the `scope` words after a negation word.
-fn negated_words(words: &[String], scope: usize) -> Vec<bool> {
-    let mut negated = vec![false; words.len()];
-    let mut left = 0;
-    for (i, word) in words.iter().enumerate() {
-        let cue = NEGATIONS.contains(&word.as_str())
-            || (word == "t" && i > 0 && CONTRACTED.contains(&words[i - 1].as_str()));
-        if cue {
-            left = scope;
-        } else if left > 0 {
-            negated[i] = true;
-            left -= 1;
-        }
-    }
-    negated
-}
-
-/// FNV-1a over a feature's kind and parts: stable across processes and versions.
-fn hash(kind: u8, parts: &[&str]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |byte: u8| {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    };
-    eat(kind);
-    for part in parts {
-        for byte in part.bytes() {
-            eat(byte);
-        }
-        eat(0);
-    }
-    hash
 }
 
 #[cfg(test)]

@@ -1,3 +1,4 @@
+use super::reading::negated_words;
 use super::*;
 
 fn strings(items: &[&str]) -> Vec<String> {

@@ -1,0 +1,158 @@
+//! The message as the router reads it: its words, what a negation covers, its clauses, and the
+//! hashed features the model and the nearest-example search share.
+
+use super::{FastRouter, MAX_WORDS};
+use crate::agents::keywords::tokens;
+
+/// Words after which the next few words are negated.
+pub(super) const NEGATIONS: &[&str] = &[
+    "no", "nunca", "ni", "tampoco", "jamas", "not", "never", "nao", "nem", "nope",
+];
+/// English contractions end in a "t" token once the apostrophe splits them ("don't").
+pub(super) const CONTRACTED: &[&str] =
+    &["don", "doesn", "didn", "won", "isn", "aren", "can", "wasn"];
+
+impl FastRouter {
+    /// The message's features, unit length, sorted by hash and merged; and the agents its
+    /// keywords name outside a negation, sorted and distinct.
+    pub(super) fn features(&self, text: &str) -> (Vec<(u64, f32)>, Vec<&str>) {
+        let words = tokens(text);
+        let words = &words[..words.len().min(MAX_WORDS)];
+        let params = &self.params;
+        let negated = negated_words(words, params.negation_scope);
+        let mut features = Vec::with_capacity(words.len() * 16);
+        for (i, word) in words.iter().enumerate() {
+            if negated[i] {
+                features.push((hash(b'~', &[word]), params.word));
+                continue;
+            }
+            features.push((hash(b'w', &[word]), params.word));
+            let chars: Vec<char> = format!("<{word}>").chars().collect();
+            for n in params.min_gram..=params.max_gram {
+                for gram in chars.windows(n) {
+                    let gram: String = gram.iter().collect();
+                    features.push((hash(b'g', &[&gram]), params.ngram));
+                }
+            }
+        }
+        for pair in words.windows(2) {
+            features.push((hash(b'p', &[&pair[0], &pair[1]]), params.pair));
+        }
+        let text: String = words.join(" ");
+        let mut keyword_agents = Vec::new();
+        for (agent, start) in self.keywords.found(&text) {
+            let tag = if negated[start] {
+                b'!'
+            } else {
+                keyword_agents.push(agent);
+                b'k'
+            };
+            features.push((hash(tag, &[agent]), params.keyword));
+        }
+        keyword_agents.sort_unstable();
+        keyword_agents.dedup();
+
+        features.sort_unstable_by_key(|(feature, _)| *feature);
+        let mut merged: Vec<(u64, f32)> = Vec::with_capacity(features.len());
+        for (feature, value) in features {
+            match merged.last_mut() {
+                Some((last, total)) if *last == feature => *total += value,
+                _ => merged.push((feature, value)),
+            }
+        }
+        let norm = merged.iter().map(|(_, v)| v * v).sum::<f32>().sqrt();
+        for (_, value) in &mut merged {
+            *value /= norm;
+        }
+        (merged, keyword_agents)
+    }
+}
+
+/// How sure the router must be of a clause to count it as a request of its own.
+pub(super) const CLAUSE_CONFIDENCE: f32 = 0.5;
+
+/// Words that open a second request in the same message («… y de paso …», «… and also …»).
+pub(super) const CLAUSE_CUES: &[&[&str]] = &[
+    &["y", "tambien"],
+    &["y", "tb"],
+    &["y", "de", "paso"],
+    &["de", "paso"],
+    &["ademas"],
+    &["otra", "cosa"],
+    &["y", "que", "me"],
+    &["y", "saber"],
+    &["y", "cuanto"],
+    &["and", "also"],
+    &["also"],
+    &["and", "how"],
+    &["and", "what"],
+    &["e", "tambem"],
+    &["tambem"],
+    &["e", "saber"],
+    &["e", "quanto"],
+    &["pero", "antes"],
+    &["but", "first"],
+];
+
+/// The message cut into clauses at sentence ends and at [`CLAUSE_CUES`], each as its words.
+pub(super) fn clauses(text: &str) -> Vec<String> {
+    let mut clauses = Vec::new();
+    for sentence in text.split(['.', '?', '!', ';', '\n']) {
+        let words = tokens(sentence);
+        let mut start = 0;
+        let mut i = 0;
+        while i < words.len() {
+            let cue = CLAUSE_CUES.iter().find(|cue| {
+                words[i..].len() >= cue.len()
+                    && cue.iter().zip(&words[i..]).all(|(c, w)| *c == w.as_str())
+            });
+            match cue {
+                Some(cue) if i > start => {
+                    clauses.push(words[start..i].join(" "));
+                    start = i + cue.len();
+                    i = start;
+                }
+                _ => i += 1,
+            }
+        }
+        if start < words.len() {
+            clauses.push(words[start..].join(" "));
+        }
+    }
+    clauses.retain(|clause| clause.split(' ').count() >= 2);
+    clauses
+}
+
+/// Which words a negation covers: the `scope` words after a negation word.
+pub(super) fn negated_words(words: &[String], scope: usize) -> Vec<bool> {
+    let mut negated = vec![false; words.len()];
+    let mut left = 0;
+    for (i, word) in words.iter().enumerate() {
+        let cue = NEGATIONS.contains(&word.as_str())
+            || (word == "t" && i > 0 && CONTRACTED.contains(&words[i - 1].as_str()));
+        if cue {
+            left = scope;
+        } else if left > 0 {
+            negated[i] = true;
+            left -= 1;
+        }
+    }
+    negated
+}
+
+/// FNV-1a over a feature's kind and parts: stable across processes and versions.
+pub(super) fn hash(kind: u8, parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |byte: u8| {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    };
+    eat(kind);
+    for part in parts {
+        for byte in part.bytes() {
+            eat(byte);
+        }
+        eat(0);
+    }
+    hash
+}
