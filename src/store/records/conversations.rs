@@ -1,0 +1,123 @@
+//! `conversations`: where each conversation stands, and how operators find them.
+
+use crate::domain::DialogState;
+use crate::domain::{GeoPoint, Handoff, PendingAction, Role, WaId};
+use chrono::{DateTime, Utc};
+
+use super::*;
+
+/// A `conversations` document (the fields this version reads).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    pub wa_id: WaId,
+    /// The phone number, when known.
+    pub phone: Option<String>,
+    pub user_id: Option<String>,
+    /// The subgraph holding the conversation, if any.
+    pub dialog_state: DialogState,
+    pub lang: Option<String>,
+    /// Opens WhatsApp's 24-hour customer-service window.
+    pub last_inbound_at: Option<DateTime<Utc>>,
+    pub updated_at: Option<DateTime<Utc>>,
+    /// When the current `dialog_state` was entered (for the idle TTL).
+    pub state_entered_at: Option<DateTime<Utc>>,
+    /// A data-changing tool call waiting for the user's yes or no.
+    pub pending_action: Option<PendingAction>,
+    /// The last location the user shared.
+    pub location: Option<GeoPoint>,
+    /// Who last reset the conversation by hand, and when.
+    pub reset_by: Option<String>,
+    pub reset_at: Option<DateTime<Utc>>,
+    /// When someone other than the conversation's turns last wrote to its history (an
+    /// operator's reply): a window read before then is stale.
+    pub history_at: Option<DateTime<Utc>>,
+    /// The user's role as last set by staff (`users.role` is the record; this copy lets a
+    /// turn read one document).
+    pub role: Option<Role>,
+    /// Who set that copy.
+    pub role_source: Option<RoleSource>,
+    /// A human operator has the conversation: the bot stays silent.
+    pub handoff: Option<Handoff>,
+    /// An assistant asked for a person, and no operator has taken the conversation yet.
+    pub handoff_requested: Option<HandoffRequest>,
+}
+
+/// `conversations.handoff_requested`: the customer asked for a person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffRequest {
+    pub at: DateTime<Utc>,
+    /// In the assistant's words, for the operator.
+    pub reason: String,
+}
+
+impl Conversation {
+    /// When anything last happened: the user wrote or the conversation moved.
+    pub fn last_activity(&self) -> Option<DateTime<Utc>> {
+        self.last_inbound_at.max(self.updated_at)
+    }
+
+    /// A conversation never written: with the primary agent, nothing known.
+    pub fn new(wa_id: WaId) -> Self {
+        Self {
+            wa_id,
+            phone: None,
+            user_id: None,
+            dialog_state: DialogState::primary(),
+            lang: None,
+            last_inbound_at: None,
+            updated_at: None,
+            state_entered_at: None,
+            pending_action: None,
+            location: None,
+            reset_by: None,
+            reset_at: None,
+            history_at: None,
+            role: None,
+            role_source: None,
+            handoff: None,
+            handoff_requested: None,
+        }
+    }
+}
+
+/// A conversation's latest lease, as operators see it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LeaseView {
+    /// The instance (`ZAGUAN_INSTANCE_ID`) or tool holding it.
+    pub owner: String,
+    pub until: DateTime<Utc>,
+    pub released: bool,
+}
+
+/// Which conversations an operator lists.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConversationQuery {
+    /// Only conversations whose `dialog_state` holds this agent.
+    pub agent: Option<String>,
+    /// Only conversations with no activity since then.
+    pub idle_since: Option<DateTime<Utc>>,
+    /// Only conversations in this handoff state.
+    pub handoff: Option<HandoffFilter>,
+    pub skip: usize,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandoffFilter {
+    /// An assistant asked for a person; nobody took it yet.
+    Requested,
+    /// An operator has it at this instant.
+    ActiveAt(DateTime<Utc>),
+}
+
+impl HandoffFilter {
+    pub fn admits(self, conversation: &Conversation) -> bool {
+        match self {
+            HandoffFilter::Requested => conversation.handoff_requested.is_some(),
+            HandoffFilter::ActiveAt(now) => conversation
+                .handoff
+                .as_ref()
+                .is_some_and(|handoff| handoff.is_active(now)),
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! `messages`: the history, and what a tool shows besides text.
+
+use crate::domain::{MessageRole, ToolCall, WaId, WaMessageId};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// A message to append to a conversation's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    pub wa_id: WaId,
+    pub role: MessageRole,
+    pub content: String,
+    pub agent: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+    /// For a human message: the inbox messages it carries (several when merged). Lets a
+    /// resumed turn see that they are already in the history.
+    pub wamids: Vec<WaMessageId>,
+    /// For a tool message: what the tool shows the customer with the turn's reply (photos, a
+    /// list to tap), sent after its text.
+    pub attachments: Vec<Attachment>,
+    pub at: DateTime<Utc>,
+}
+
+/// Something a tool shows the customer besides the assistant's words, in Spanish; the reply
+/// puts it into the conversation's language.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Attachment {
+    /// A photo by its https link, with a caption.
+    Image { link: String, caption: String },
+    /// Options to tap: `text` above them, one row each.
+    List { text: String, rows: Vec<ListRow> },
+}
+
+/// A `messages` document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    /// Per-conversation, strictly increasing.
+    pub seq: i64,
+    pub message: NewMessage,
+}

@@ -1,0 +1,107 @@
+//! `users`: who wrote, and their role.
+
+use crate::domain::{InboundMessage, Role, WaId};
+use chrono::{DateTime, Utc};
+
+/// A sender as an inbound message shows them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContactSeen {
+    pub wa_id: WaId,
+    pub phone: Option<String>,
+    pub user_id: Option<String>,
+    pub name: Option<String>,
+    pub username: Option<String>,
+    pub seen_at: DateTime<Utc>,
+}
+
+impl ContactSeen {
+    /// `seen_at` is when the user wrote (WhatsApp's timestamp), not when the webhook arrived:
+    /// a redelivery hours later must not stretch the 24-hour window. Clocks ahead of `now` are
+    /// not trusted.
+    pub fn from_message(message: &InboundMessage, now: DateTime<Utc>) -> Self {
+        Self {
+            wa_id: message.wa_id.clone(),
+            phone: message.phone.clone(),
+            user_id: message.user_id.clone(),
+            name: message.name.clone(),
+            username: message.username.clone(),
+            seen_at: message.sent_at.map_or(now, |sent| sent.min(now)),
+        }
+    }
+}
+
+/// Who decided a user's role (`users.role_source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleSource {
+    /// The business data: the number is an owner's or a staff member's, or neither (a
+    /// prospect). It follows the data when the link changes.
+    Data,
+    /// An operator set it: the data no longer moves it.
+    Operator,
+}
+
+impl RoleSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoleSource::Data => "data",
+            RoleSource::Operator => "operator",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "data" => Some(RoleSource::Data),
+            "operator" => Some(RoleSource::Operator),
+            _ => None,
+        }
+    }
+}
+
+/// A role given to a user: by whom (an operator's name, or `data`) and when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoleAssignment {
+    pub role: Role,
+    pub source: RoleSource,
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+/// A `users` document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct User {
+    pub wa_id: WaId,
+    pub name: Option<String>,
+    pub username: Option<String>,
+    pub role: Role,
+    pub lang: Option<String>,
+    /// Who set `role` (`None`: nobody yet, or by hand in the database), by whom and when.
+    pub role_source: Option<RoleSource>,
+    pub role_set_by: Option<String>,
+    pub role_set_at: Option<DateTime<Utc>>,
+}
+
+impl User {
+    /// Someone never seen: a prospect.
+    pub fn new(wa_id: WaId) -> Self {
+        Self {
+            wa_id,
+            name: None,
+            username: None,
+            role: Role::Prospect,
+            lang: None,
+            role_source: None,
+            role_set_by: None,
+            role_set_at: None,
+        }
+    }
+
+    /// Whether the role follows the business data: one the data set, or the prospect everyone
+    /// starts as. A role an operator set, or one typed into `users` by hand, stays.
+    pub fn role_follows_data(&self) -> bool {
+        match self.role_source {
+            Some(RoleSource::Data) => true,
+            Some(RoleSource::Operator) => false,
+            None => self.role == Role::Prospect,
+        }
+    }
+}
