@@ -1,0 +1,137 @@
+//! What operators do from the pages: reset, take, release, reply, forget, reload the prompts; each answers with a redirect and a notice.
+
+use crate::admin::operations::{self, AdminError};
+use crate::state::AppState;
+use axum::extract::{Form, Path, State};
+use axum::http::HeaderMap;
+use axum::response::{Html, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::*;
+
+/// `path` with a notice of what was done (shown by the page).
+pub(super) fn with_notice(path: &str, what: &str) -> Response {
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("done", what)
+        .finish();
+    redirect(&format!("{path}?{query}"))
+}
+
+/// After an action: back to the conversation, saying what was done.
+pub(super) fn done(raw: &str, what: &str) -> Response {
+    with_notice(&format!("/console/conversations/{raw}"), what)
+}
+
+pub(super) async fn reset(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, ConsoleError> {
+    let who = checked(&state, &headers, &form.csrf)?;
+    operations::reset_conversation(state.store.as_ref(), &raw, Some(&who.session.operator)).await?;
+    Ok(done(&raw, "Sent back to the primary assistant."))
+}
+
+pub(super) async fn take(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, ConsoleError> {
+    let who = checked(&state, &headers, &form.csrf)?;
+    operations::take_conversation(
+        state.store.as_ref(),
+        &raw,
+        Some(&who.session.operator),
+        None,
+        state.handoff_ttl,
+    )
+    .await?;
+    Ok(done(
+        &raw,
+        "You have the conversation: the bot is silent until you release it.",
+    ))
+}
+
+pub(super) async fn release(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, ConsoleError> {
+    let who = checked(&state, &headers, &form.csrf)?;
+    operations::release_conversation(state.store.as_ref(), &raw, Some(&who.session.operator))
+        .await?;
+    Ok(done(&raw, "Released: the bot answers again."))
+}
+
+#[derive(Deserialize)]
+pub(super) struct ReplyForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    text: String,
+}
+
+pub(super) async fn reply(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(form): Form<ReplyForm>,
+) -> Result<Response, ConsoleError> {
+    let who = checked(&state, &headers, &form.csrf)?;
+    operations::operator_message(
+        state.store.as_ref(),
+        &raw,
+        Some(&who.session.operator),
+        &form.text,
+    )
+    .await?;
+    state.arrivals.wake();
+    Ok(done(&raw, "Reply queued for WhatsApp."))
+}
+
+pub(super) async fn forget_form(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+) -> Result<Html<String>, ConsoleError> {
+    let who = signed_in(&state, &headers)?;
+    render(
+        "forget.html",
+        who.context("conversations", json!({"wa_id": raw})),
+    )
+}
+
+pub(super) async fn forget(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, ConsoleError> {
+    let who = checked(&state, &headers, &form.csrf)?;
+    let counts = operations::forget_user(state.store.as_ref(), &raw, state.lease).await?;
+    tracing::info!(operator = %who.session.operator, deleted = counts.total(), "user forgotten from the console");
+    Ok(redirect("/console/conversations"))
+}
+
+pub(super) async fn reload(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, ConsoleError> {
+    let who = checked(&state, &headers, &form.csrf)?;
+    let reloader = state
+        .prompts
+        .as_ref()
+        .ok_or_else(|| AdminError::NotFound("no engine runs in this process".into()))?;
+    let said = match reloader.reload().await {
+        Ok(crate::engine::Reloaded::Loaded { .. }) => "New prompt set loaded.",
+        Ok(crate::engine::Reloaded::Unchanged { .. }) => "No change in the prompts folder.",
+        Err(_) => "Refused: the running set stays (problems below).",
+    };
+    tracing::info!(operator = %who.session.operator, "prompts reloaded from the console");
+    Ok(with_notice("/console/prompts", said))
+}

@@ -1,0 +1,353 @@
+//! The pages operators read: the overview, the conversations list, one conversation, the prompts.
+
+use crate::admin::operations::{self, AdminError, ListParams};
+use crate::domain::WaId;
+use crate::state::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Html;
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::*;
+
+/// Overview: what needs a person now, and how this instance is doing.
+pub(super) async fn overview(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Html<String>, ConsoleError> {
+    let who = signed_in(&state, &headers)?;
+    let store = state.store.as_ref();
+    let count = |params: ListParams| async move {
+        operations::list_conversations(store, &params)
+            .await
+            .map(|page| page["conversations"].as_array().map_or(0, Vec::len))
+    };
+    let stuck = operations::list_conversations(
+        store,
+        &ListParams {
+            idle_for: Some(STUCK_AFTER.to_owned()),
+            limit: Some(200),
+            ..ListParams::default()
+        },
+    )
+    .await?["conversations"]
+        .as_array()
+        .map_or(0, |list| {
+            list.iter()
+                .filter(|c| c["dialog_state"].as_array().is_some_and(|s| !s.is_empty()))
+                .count()
+        });
+    let requested = count(ListParams {
+        handoff: Some("requested".into()),
+        limit: Some(200),
+        ..ListParams::default()
+    })
+    .await?;
+    let taken = count(ListParams {
+        handoff: Some("active".into()),
+        limit: Some(200),
+        ..ListParams::default()
+    })
+    .await?;
+    let prompts = state
+        .prompts
+        .as_ref()
+        .map(|p| serde_json::to_value(p.status()).unwrap_or_default());
+    let last_hour = store
+        .inbox_outcomes_since(Utc::now() - chrono::Duration::hours(1))
+        .await?;
+    render(
+        "overview.html",
+        who.context(
+            "overview",
+            json!({
+                "stuck": stuck, "stuck_after": STUCK_AFTER, "requested": requested,
+                "taken": taken, "prompts": prompts, "metrics": instance_metrics(),
+                "last_hour": last_hour,
+            }),
+        ),
+    )
+}
+
+/// Figures of this process's metrics registry (cumulative since it started).
+pub(super) fn instance_metrics() -> Value {
+    let text = crate::telemetry::metrics_handle().render();
+    let sum = |family: &str, label: Option<(&str, &str)>| -> u64 {
+        let total: f64 = text
+            .lines()
+            .filter(|line| {
+                line.starts_with(family)
+                    && line[family.len()..].starts_with(['{', ' '])
+                    && label.is_none_or(|(k, v)| line.contains(&format!("{k}=\"{v}\"")))
+            })
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .fold(0.0, |a, b| a + b);
+        total.max(0.0).round() as u64
+    };
+    let buckets: Vec<(f64, f64)> = text
+        .lines()
+        .filter(|l| l.starts_with("zaguan_turn_duration_seconds_bucket{"))
+        .filter_map(|l| {
+            let le = l.split("le=\"").nth(1)?.split('"').next()?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((le, l.rsplit(' ').next()?.parse().ok()?))
+        })
+        .collect();
+    let quantile = |q: f64| -> String {
+        let total = buckets.iter().map(|b| b.1).fold(0.0, f64::max);
+        if total == 0.0 {
+            return "—".to_owned();
+        }
+        buckets
+            .iter()
+            .find(|(_, count)| *count >= q * total)
+            .map_or("—".to_owned(), |(le, _)| {
+                if le.is_finite() {
+                    format!("≤ {le} s")
+                } else {
+                    "over the largest bucket".to_owned()
+                }
+            })
+    };
+    let breakers: Vec<Value> = text
+        .lines()
+        .filter(|l| l.starts_with("zaguan_llm_breaker_open{"))
+        .filter_map(|l| {
+            let provider = l.split("provider=\"").nth(1)?.split('"').next()?;
+            Some(json!({"provider": provider, "open": l.ends_with(" 1")}))
+        })
+        .collect();
+    json!({
+        "turns_answered": sum("zaguan_turns_total", Some(("outcome", "answered"))),
+        "turns_failed": sum("zaguan_turns_total", Some(("outcome", "failed"))),
+        "turn_p50": quantile(0.5),
+        "turn_p99": quantile(0.99),
+        "llm_fallbacks": sum("zaguan_llm_fallbacks_total", None),
+        "breakers": breakers,
+        "outbox_failed": sum("zaguan_outbound_sends_total", Some(("status", "failed"))),
+        "outbox_retry": sum("zaguan_outbound_sends_total", Some(("status", "retry"))),
+    })
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct ListFilters {
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    idle_for: String,
+    #[serde(default)]
+    handoff: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    lang: String,
+    #[serde(default)]
+    q: String,
+    page: Option<usize>,
+}
+
+pub(super) const PAGE: usize = 25;
+
+pub(super) async fn conversations(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(filters): Query<ListFilters>,
+) -> Result<Html<String>, ConsoleError> {
+    let who = signed_in(&state, &headers)?;
+    let page = filters.page.unwrap_or(1).max(1);
+    let narrowing = !(filters.role.is_empty() && filters.lang.is_empty() && filters.q.is_empty());
+    // Role, language and name are read per conversation: with one of them, a wider page is
+    // read and narrowed here.
+    let listed = operations::list_conversations(
+        state.store.as_ref(),
+        &ListParams {
+            state: Some(filters.state.clone()),
+            idle_for: Some(filters.idle_for.clone()),
+            handoff: Some(filters.handoff.clone()),
+            page: Some(if narrowing { 1 } else { page }),
+            limit: Some(if narrowing { 200 } else { PAGE }),
+        },
+    )
+    .await?;
+    let mut rows = Vec::new();
+    for c in listed["conversations"].as_array().into_iter().flatten() {
+        let mut row = c.clone();
+        let wa_id = c["wa_id"].as_str().unwrap_or_default();
+        let user = match WaId::parse(wa_id) {
+            Ok(wa_id) => state.store.user(&wa_id).await?,
+            Err(_) => None,
+        };
+        let name = user.as_ref().and_then(|u| u.name.clone());
+        let role = user.as_ref().map_or("prospect", |u| u.role.as_str());
+        let q = filters.q.trim().to_lowercase();
+        if (!filters.role.is_empty() && role != filters.role)
+            || (!filters.lang.is_empty() && c["lang"].as_str() != Some(filters.lang.trim()))
+            || (!q.is_empty()
+                && !wa_id.contains(&q)
+                && !name
+                    .as_deref()
+                    .is_some_and(|n| n.to_lowercase().contains(&q)))
+        {
+            continue;
+        }
+        row["name"] = json!(name);
+        row["idle"] = json!(c["idle_seconds"].as_i64().map(idle).unwrap_or_default());
+        rows.push(row);
+    }
+    // A full page may have more behind it (a last page of exactly PAGE shows an empty next).
+    let (rows, more): (Vec<Value>, bool) = if narrowing {
+        let more = rows.len() > page * PAGE;
+        (
+            rows.into_iter()
+                .skip((page - 1) * PAGE)
+                .take(PAGE)
+                .collect(),
+            more,
+        )
+    } else {
+        let more = rows.len() == PAGE;
+        (rows, more)
+    };
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("state", &filters.state),
+            ("idle_for", &filters.idle_for),
+            ("handoff", &filters.handoff),
+            ("role", &filters.role),
+            ("lang", &filters.lang),
+            ("q", &filters.q),
+        ])
+        .finish();
+    let agents: Vec<String> = state
+        .prompts
+        .as_ref()
+        .map(|p| p.prompts().agents().map(|a| a.name.clone()).collect())
+        .unwrap_or_default();
+    render(
+        "conversations.html",
+        who.context(
+            "conversations",
+            json!({
+                "conversations": rows,
+                "filters": {"state": filters.state, "idle_for": filters.idle_for,
+                            "handoff": filters.handoff, "role": filters.role,
+                            "lang": filters.lang, "q": filters.q},
+                "agents": agents, "page": page, "more": more, "query": query,
+            }),
+        ),
+    )
+}
+
+/// `3h 05m`, `12m`, `40s`.
+pub(super) fn idle(seconds: i64) -> String {
+    let (h, m) = (seconds / 3600, (seconds % 3600) / 60);
+    match (h, m) {
+        (0, 0) => format!("{seconds}s"),
+        (0, m) => format!("{m}m"),
+        (h, m) => format!("{h}h {m:02}m"),
+    }
+}
+
+pub(super) async fn conversation_view(state: &AppState, raw: &str) -> Result<Value, ConsoleError> {
+    let mut view = operations::show_conversation(state.store.as_ref(), raw).await?;
+    let wa_id = WaId::parse(raw).map_err(|e| AdminError::BadRequest(e.to_string()))?;
+    let user = state.store.user(&wa_id).await?;
+    let midnight = Utc::now()
+        .date_naive()
+        .and_time(chrono::NaiveTime::MIN)
+        .and_utc();
+    view["tokens_today"] = json!(state.store.llm_tokens_since(raw, midnight).await?);
+    view["name"] = json!(user.as_ref().and_then(|u| u.name.clone()));
+    view["role"] = json!(user.as_ref().map_or("prospect", |u| u.role.as_str()));
+    view["wa_id"] = json!(raw);
+    view["c"] = view["conversation"].clone();
+    view["lease"] = json!(state.store.lease_of(&wa_id).await?.map(|lease| json!({
+        "owner": lease.owner,
+        "until": lease.until.format("%d/%m %H:%M:%S UTC").to_string(),
+        "held": !lease.released && lease.until > Utc::now(),
+    })));
+    let short = |at: &Value| {
+        at.as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc).format("%d/%m %H:%M UTC").to_string())
+    };
+    for part in view["outbox"].as_array_mut().into_iter().flatten() {
+        if let Some(at) = short(&part["at"]) {
+            part["at"] = json!(at);
+        }
+    }
+    for message in view["messages"].as_array_mut().into_iter().flatten() {
+        if let Some(at) = short(&message["at"]) {
+            message["at"] = json!(at);
+        }
+        for call in message["tool_calls"].as_array_mut().into_iter().flatten() {
+            call["args_text"] =
+                json!(serde_json::to_string_pretty(&call["args"]).unwrap_or_default());
+        }
+    }
+    Ok(view)
+}
+
+pub(super) async fn conversation(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Query(notice): Query<NoticeQuery>,
+) -> Result<Html<String>, ConsoleError> {
+    let who = signed_in(&state, &headers)?;
+    let mut view = conversation_view(&state, &raw).await?;
+    view["notice"] = json!(notice.done);
+    render("conversation.html", who.context("conversations", view))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct NoticeQuery {
+    done: Option<String>,
+}
+
+/// The transcript alone, for the page's refresh while it is open.
+pub(super) async fn transcript(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+) -> Result<Html<String>, ConsoleError> {
+    signed_in(&state, &headers)?;
+    let view = conversation_view(&state, &raw).await?;
+    render("transcript.html", view)
+}
+
+pub(super) async fn prompts(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(notice): Query<NoticeQuery>,
+) -> Result<Html<String>, ConsoleError> {
+    let who = signed_in(&state, &headers)?;
+    let reloader = state
+        .prompts
+        .as_ref()
+        .ok_or_else(|| AdminError::NotFound("no engine runs in this process".into()))?;
+    let registry = reloader.prompts();
+    let agents: Vec<Value> = registry
+        .agents()
+        .map(|a| {
+            json!({
+                "name": a.name, "kind": format!("{:?}", a.kind).to_lowercase(),
+                "delegation": a.delegation, "roles": a.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+                "tools": a.tools, "keywords": a.keywords, "examples": a.examples,
+            })
+        })
+        .collect();
+    render(
+        "prompts.html",
+        who.context(
+            "prompts",
+            json!({"status": reloader.status(), "agents": agents, "notice": notice.done}),
+        ),
+    )
+}
