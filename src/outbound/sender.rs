@@ -11,18 +11,23 @@
 //! status, and only then is sent again (the Graph API has no idempotency key: a duplicate is
 //! preferred to a lost reply). A part already `sent` is never sent again.
 
+mod part;
+
+mod record;
+
+use record::*;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use rand::Rng as _;
 
-use super::graph::{GraphClient, OutboundMessage, SendError};
+use super::graph::{GraphClient, SendError};
 use super::limits::Limiters;
 use crate::domain::OutboxId;
-use crate::domain::{GraphError, WaId, WaMessageId};
-use crate::store::{Media, OutboxEntry, OutboxStatus, OutboxUpdate, Store, StoreError};
+use crate::domain::{WaId, WaMessageId};
+use crate::store::{OutboxEntry, OutboxStatus, OutboxUpdate, Store, StoreError};
 
 /// How the sender retries.
 #[derive(Debug, Clone, PartialEq)]
@@ -342,170 +347,6 @@ impl Outbound {
         });
         Typing(Some(stop))
     }
-
-    /// Sends one part, retrying in place while the wait is short. `fresh`: stored `sending`
-    /// for this very attempt, so its first call needs no `sending` write.
-    async fn send_part(&self, mut entry: OutboxEntry) -> Result<PartOutcome, StoreError> {
-        let masked = entry.wa_id.masked();
-        if entry.status == OutboxStatus::Sending {
-            metrics::counter!("zaguan_outbound_unconfirmed_resent_total").increment(1);
-            tracing::warn!(conversation.id = %masked, part = entry.part, "no status confirmed a part's last attempt; sending it again");
-        }
-        loop {
-            if let Some(due) = entry.next_attempt_at {
-                let wait = (due - Utc::now()).to_std().unwrap_or_default();
-                if wait > self.settings.wait_in_place {
-                    return Ok(PartOutcome::WaitUntil(due));
-                }
-                tokio::time::sleep(wait).await;
-            }
-            let Some(phone_number_id) = entry.phone_number_id.clone() else {
-                // Nothing to send it from: a reply written without an inbound message.
-                self.fail(&entry, local_error("no phone_number_id to send from"))
-                    .await?;
-                return Ok(PartOutcome::Settled);
-            };
-            if entry.attempts >= self.settings.max_attempts {
-                let error = entry.error.clone().unwrap_or_else(|| {
-                    local_error(&format!("gave up after {} attempts", entry.attempts))
-                });
-                self.fail(&entry, error).await?;
-                return Ok(PartOutcome::Settled);
-            }
-            self.limiters
-                .until_send_allowed(&phone_number_id, entry.wa_id.as_str())
-                .await;
-            let now = Utc::now();
-            let sending = OutboxUpdate::Sending {
-                at: now,
-                resend_at: now + self.grace(),
-            };
-            if !self.store.update_outbox(&entry.id, &sending).await? {
-                // A status webhook confirmed an earlier attempt meanwhile.
-                return Ok(PartOutcome::Settled);
-            }
-            entry.attempts += 1;
-            // The call and the record of its success run to the end in a task of their own,
-            // even when this work is dropped (its lease lost mid-send): a part delivered but
-            // left `sending` would be sent again by the conversation's next owner.
-            let call = {
-                let (graph, store, entry) = (self.graph.clone(), self.store.clone(), entry.clone());
-                let in_flight = self.in_flight.enter(&entry.id);
-                tokio::spawn(async move {
-                    let callback_data = entry.id.callback_data();
-                    let sent = send_entry(&graph, &phone_number_id, &entry, &callback_data).await;
-                    let recorded = match &sent {
-                        Ok(wamid) => {
-                            let update = OutboxUpdate::Sent {
-                                wamid: wamid.clone(),
-                            };
-                            record_sent(store.as_ref(), &entry.id, &update).await
-                        }
-                        Err(_) => Ok(()),
-                    };
-                    drop(in_flight);
-                    (sent, recorded)
-                })
-            };
-            let (sent, recorded) = call
-                .await
-                .map_err(|e| StoreError::Unexpected(anyhow::anyhow!("send task failed: {e}")))?;
-            match sent {
-                Ok(wamid) => {
-                    let status = if wamid.is_some() { "sent" } else { "dry_run" };
-                    if wamid.is_none() {
-                        tracing::info!(conversation.id = %masked, part = entry.part, "dry run: reply not sent (no WHATSAPP_ACCESS_TOKEN)");
-                        tracing::debug!(body = %entry.body, "dry-run reply");
-                    }
-                    recorded?;
-                    metrics::counter!("zaguan_outbound_sends_total", "status" => status, "code" => "none")
-                        .increment(1);
-                    return Ok(PartOutcome::Settled);
-                }
-                Err(error) => {
-                    metrics::counter!("zaguan_outbound_sends_total",
-                        "status" => status_label(&error), "code" => error.code_label())
-                    .increment(1);
-                    match error {
-                        SendError::Retry { error, retry_after } => {
-                            let delay = self
-                                .backoff(entry.attempts)
-                                .max(retry_after.unwrap_or_default());
-                            tracing::warn!(conversation.id = %masked, attempt = entry.attempts, ?delay, "send failed, retrying: {error}");
-                            let at = self.retry_later(&entry, delay, &error).await?;
-                            entry.next_attempt_at = Some(at);
-                            entry.error = Some(error);
-                        }
-                        SendError::Unconfirmed { error } => {
-                            // Left `sending`: its status webhook may confirm it within the
-                            // grace; if none does, the part is sent again then.
-                            tracing::warn!(conversation.id = %masked, part = entry.part, "the Graph API's answer was lost; waiting for the part's status before sending it again: {error}");
-                            return Ok(PartOutcome::Unconfirmed);
-                        }
-                        SendError::Token { error } => {
-                            tracing::error!(conversation.id = %masked, "the Graph API refused the access token; replies wait until WHATSAPP_ACCESS_TOKEN is replaced: {error}");
-                            metrics::counter!("zaguan_outbound_alerts_total", "reason" => "token")
-                                .increment(1);
-                            // Retried every `token_retry` until `max_attempts` (40 min by
-                            // default): a reply older than that is stale anyway.
-                            let at = self
-                                .retry_later(&entry, self.settings.token_retry, &error)
-                                .await?;
-                            return Ok(PartOutcome::WaitUntil(at));
-                        }
-                        SendError::Policy { error } => {
-                            tracing::error!(conversation.id = %masked, "WhatsApp quality or policy limit, reply dropped; check the account's quality rating: {error}");
-                            metrics::counter!("zaguan_outbound_alerts_total", "reason" => "policy")
-                                .increment(1);
-                            self.fail(&entry, error).await?;
-                            return Ok(PartOutcome::Settled);
-                        }
-                        SendError::Permanent { error } => {
-                            tracing::error!(conversation.id = %masked, part = entry.part, "reply refused, not retried: {error}");
-                            self.fail(&entry, error).await?;
-                            return Ok(PartOutcome::Settled);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Schedules the part's next attempt `delay` from now; returns when.
-    async fn retry_later(
-        &self,
-        entry: &OutboxEntry,
-        delay: Duration,
-        error: &GraphError,
-    ) -> Result<DateTime<Utc>, StoreError> {
-        let at =
-            Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::days(1));
-        let update = OutboxUpdate::Retry {
-            at,
-            error: Some(error.clone()),
-        };
-        self.store.update_outbox(&entry.id, &update).await?;
-        Ok(at)
-    }
-
-    async fn fail(&self, entry: &OutboxEntry, error: GraphError) -> Result<(), StoreError> {
-        self.store
-            .update_outbox(&entry.id, &OutboxUpdate::Failed { error })
-            .await
-            .map(drop)
-    }
-
-    /// `base · 2^(attempt-1)`, capped, with jitter over its upper half so retries of many
-    /// conversations do not land together.
-    fn backoff(&self, attempt: u32) -> Duration {
-        let exponential = self
-            .settings
-            .base_backoff
-            .saturating_mul(1 << attempt.saturating_sub(1).min(20))
-            .min(self.settings.max_backoff);
-        let half = exponential / 2;
-        half + half.mul_f64(rand::rng().random::<f64>())
-    }
 }
 
 /// Where a conversation's parts stand after a send.
@@ -559,147 +400,5 @@ struct InFlightGuard(InFlight, OutboxId);
 impl Drop for InFlightGuard {
     fn drop(&mut self) {
         self.0.set().remove(&self.1);
-    }
-}
-
-/// Records a delivered part as `sent`. While the store is unavailable it keeps trying, for up
-/// to [`RECORD_PATIENCE`], the part still in flight so this process does not send it again:
-/// left `sending`, it would wait for its status webhook or go out twice.
-async fn record_sent(
-    store: &dyn Store,
-    id: &OutboxId,
-    update: &OutboxUpdate,
-) -> Result<(), StoreError> {
-    let mut result = store.update_outbox(id, update).await.map(drop);
-    if !matches!(result, Err(StoreError::Unavailable(_))) {
-        return result;
-    }
-    let deadline = std::time::Instant::now() + RECORD_PATIENCE;
-    let mut delay = Duration::from_millis(100);
-    while matches!(result, Err(StoreError::Unavailable(_))) && std::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
-        result = store.update_outbox(id, update).await.map(drop);
-    }
-    if result.is_ok() {
-        metrics::counter!("zaguan_outbound_late_records_total").increment(1);
-    }
-    result
-}
-
-/// Records a reply's parts. While the store is unavailable it keeps trying, for up to
-/// [`RECORD_PATIENCE`], the parts still in flight so this process does not send them again.
-async fn record_with_patience(store: &dyn Store, parts: &[OutboxEntry]) -> Result<(), StoreError> {
-    let mut result = store.record_reply(parts).await;
-    if !matches!(result, Err(StoreError::Unavailable(_))) {
-        return result;
-    }
-    let deadline = std::time::Instant::now() + RECORD_PATIENCE;
-    let mut delay = Duration::from_millis(100);
-    while matches!(result, Err(StoreError::Unavailable(_))) && std::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
-        result = store.record_reply(parts).await;
-    }
-    if result.is_ok() {
-        metrics::counter!("zaguan_outbound_late_records_total").increment(1);
-    }
-    result
-}
-
-/// Sends `entry`. An image or a list WhatsApp refuses for good (a link it cannot fetch, a list
-/// it will not show) goes again at once as its plain-text form: the customer gets the words
-/// and the link rather than nothing.
-async fn send_entry(
-    graph: &GraphClient,
-    phone_number_id: &str,
-    entry: &OutboxEntry,
-    callback_data: &str,
-) -> Result<Option<WaMessageId>, SendError> {
-    let sent = graph
-        .send(
-            phone_number_id,
-            &entry.wa_id,
-            &outbound_message(entry),
-            Some(callback_data),
-        )
-        .await;
-    let Some(media) = &entry.media else {
-        return sent;
-    };
-    match sent {
-        Err(SendError::Permanent { error }) if entry.template.is_none() => {
-            let kind = match media {
-                Media::Image { .. } => "image",
-                Media::List { .. } => "list",
-            };
-            tracing::warn!(conversation.id = %entry.wa_id.masked(), part = entry.part, kind, "media refused, sent as text instead: {error}");
-            metrics::counter!("zaguan_outbound_media_fallbacks_total", "kind" => kind).increment(1);
-            let body = match media {
-                Media::Image { link } if !entry.body.is_empty() => {
-                    format!("{}\n{link}", entry.body)
-                }
-                Media::Image { link } => link.clone(),
-                Media::List { .. } => entry.body.clone(),
-            };
-            graph
-                .send(
-                    phone_number_id,
-                    &entry.wa_id,
-                    &OutboundMessage::Text { body: &body },
-                    Some(callback_data),
-                )
-                .await
-        }
-        other => other,
-    }
-}
-
-/// What the Graph API is asked to send for `entry`.
-fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
-    match (&entry.template, entry.buttons.is_empty()) {
-        (Some(template), _) => OutboundMessage::Template {
-            name: &template.name,
-            language: &template.language,
-            parameters: &template.parameters,
-        },
-        (None, _) if entry.media.is_some() => match &entry.media {
-            Some(Media::Image { link }) => OutboundMessage::Image {
-                link,
-                caption: &entry.body,
-            },
-            Some(Media::List { text, button, rows }) => OutboundMessage::List {
-                body: text,
-                button,
-                rows,
-            },
-            None => OutboundMessage::Text { body: &entry.body },
-        },
-        (None, true) => OutboundMessage::Text { body: &entry.body },
-        (None, false) => OutboundMessage::Buttons {
-            body: &entry.body,
-            buttons: &entry.buttons,
-        },
-    }
-}
-
-fn status_label(error: &SendError) -> &'static str {
-    match error {
-        SendError::Retry { .. } => "retry",
-        SendError::Unconfirmed { .. } => "unconfirmed",
-        SendError::Permanent { .. } => "failed",
-        SendError::Policy { .. } => "policy",
-        SendError::Token { .. } => "token",
-    }
-}
-
-fn local_error(message: &str) -> GraphError {
-    GraphError {
-        code: None,
-        title: None,
-        message: Some(message.to_owned()),
-        error_data: None,
     }
 }

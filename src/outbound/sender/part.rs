@@ -1,0 +1,183 @@
+//! One part to the Graph API: sent, retried later with backoff, or failed for good.
+
+use super::super::graph::SendError;
+use crate::domain::GraphError;
+use crate::store::{OutboxEntry, OutboxStatus, OutboxUpdate, StoreError};
+use chrono::{DateTime, Utc};
+use rand::Rng as _;
+use std::time::Duration;
+
+use super::*;
+
+impl Outbound {
+    /// Sends one part, retrying in place while the wait is short. `fresh`: stored `sending`
+    /// for this very attempt, so its first call needs no `sending` write.
+    pub(super) async fn send_part(
+        &self,
+        mut entry: OutboxEntry,
+    ) -> Result<PartOutcome, StoreError> {
+        let masked = entry.wa_id.masked();
+        if entry.status == OutboxStatus::Sending {
+            metrics::counter!("zaguan_outbound_unconfirmed_resent_total").increment(1);
+            tracing::warn!(conversation.id = %masked, part = entry.part, "no status confirmed a part's last attempt; sending it again");
+        }
+        loop {
+            if let Some(due) = entry.next_attempt_at {
+                let wait = (due - Utc::now()).to_std().unwrap_or_default();
+                if wait > self.settings.wait_in_place {
+                    return Ok(PartOutcome::WaitUntil(due));
+                }
+                tokio::time::sleep(wait).await;
+            }
+            let Some(phone_number_id) = entry.phone_number_id.clone() else {
+                // Nothing to send it from: a reply written without an inbound message.
+                self.fail(&entry, local_error("no phone_number_id to send from"))
+                    .await?;
+                return Ok(PartOutcome::Settled);
+            };
+            if entry.attempts >= self.settings.max_attempts {
+                let error = entry.error.clone().unwrap_or_else(|| {
+                    local_error(&format!("gave up after {} attempts", entry.attempts))
+                });
+                self.fail(&entry, error).await?;
+                return Ok(PartOutcome::Settled);
+            }
+            self.limiters
+                .until_send_allowed(&phone_number_id, entry.wa_id.as_str())
+                .await;
+            let now = Utc::now();
+            let sending = OutboxUpdate::Sending {
+                at: now,
+                resend_at: now + self.grace(),
+            };
+            if !self.store.update_outbox(&entry.id, &sending).await? {
+                // A status webhook confirmed an earlier attempt meanwhile.
+                return Ok(PartOutcome::Settled);
+            }
+            entry.attempts += 1;
+            // The call and the record of its success run to the end in a task of their own,
+            // even when this work is dropped (its lease lost mid-send): a part delivered but
+            // left `sending` would be sent again by the conversation's next owner.
+            let call = {
+                let (graph, store, entry) = (self.graph.clone(), self.store.clone(), entry.clone());
+                let in_flight = self.in_flight.enter(&entry.id);
+                tokio::spawn(async move {
+                    let callback_data = entry.id.callback_data();
+                    let sent = send_entry(&graph, &phone_number_id, &entry, &callback_data).await;
+                    let recorded = match &sent {
+                        Ok(wamid) => {
+                            let update = OutboxUpdate::Sent {
+                                wamid: wamid.clone(),
+                            };
+                            record_sent(store.as_ref(), &entry.id, &update).await
+                        }
+                        Err(_) => Ok(()),
+                    };
+                    drop(in_flight);
+                    (sent, recorded)
+                })
+            };
+            let (sent, recorded) = call
+                .await
+                .map_err(|e| StoreError::Unexpected(anyhow::anyhow!("send task failed: {e}")))?;
+            match sent {
+                Ok(wamid) => {
+                    let status = if wamid.is_some() { "sent" } else { "dry_run" };
+                    if wamid.is_none() {
+                        tracing::info!(conversation.id = %masked, part = entry.part, "dry run: reply not sent (no WHATSAPP_ACCESS_TOKEN)");
+                        tracing::debug!(body = %entry.body, "dry-run reply");
+                    }
+                    recorded?;
+                    metrics::counter!("zaguan_outbound_sends_total", "status" => status, "code" => "none")
+                        .increment(1);
+                    return Ok(PartOutcome::Settled);
+                }
+                Err(error) => {
+                    metrics::counter!("zaguan_outbound_sends_total",
+                        "status" => status_label(&error), "code" => error.code_label())
+                    .increment(1);
+                    match error {
+                        SendError::Retry { error, retry_after } => {
+                            let delay = self
+                                .backoff(entry.attempts)
+                                .max(retry_after.unwrap_or_default());
+                            tracing::warn!(conversation.id = %masked, attempt = entry.attempts, ?delay, "send failed, retrying: {error}");
+                            let at = self.retry_later(&entry, delay, &error).await?;
+                            entry.next_attempt_at = Some(at);
+                            entry.error = Some(error);
+                        }
+                        SendError::Unconfirmed { error } => {
+                            // Left `sending`: its status webhook may confirm it within the
+                            // grace; if none does, the part is sent again then.
+                            tracing::warn!(conversation.id = %masked, part = entry.part, "the Graph API's answer was lost; waiting for the part's status before sending it again: {error}");
+                            return Ok(PartOutcome::Unconfirmed);
+                        }
+                        SendError::Token { error } => {
+                            tracing::error!(conversation.id = %masked, "the Graph API refused the access token; replies wait until WHATSAPP_ACCESS_TOKEN is replaced: {error}");
+                            metrics::counter!("zaguan_outbound_alerts_total", "reason" => "token")
+                                .increment(1);
+                            // Retried every `token_retry` until `max_attempts` (40 min by
+                            // default): a reply older than that is stale anyway.
+                            let at = self
+                                .retry_later(&entry, self.settings.token_retry, &error)
+                                .await?;
+                            return Ok(PartOutcome::WaitUntil(at));
+                        }
+                        SendError::Policy { error } => {
+                            tracing::error!(conversation.id = %masked, "WhatsApp quality or policy limit, reply dropped; check the account's quality rating: {error}");
+                            metrics::counter!("zaguan_outbound_alerts_total", "reason" => "policy")
+                                .increment(1);
+                            self.fail(&entry, error).await?;
+                            return Ok(PartOutcome::Settled);
+                        }
+                        SendError::Permanent { error } => {
+                            tracing::error!(conversation.id = %masked, part = entry.part, "reply refused, not retried: {error}");
+                            self.fail(&entry, error).await?;
+                            return Ok(PartOutcome::Settled);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Schedules the part's next attempt `delay` from now; returns when.
+    pub(super) async fn retry_later(
+        &self,
+        entry: &OutboxEntry,
+        delay: Duration,
+        error: &GraphError,
+    ) -> Result<DateTime<Utc>, StoreError> {
+        let at =
+            Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::days(1));
+        let update = OutboxUpdate::Retry {
+            at,
+            error: Some(error.clone()),
+        };
+        self.store.update_outbox(&entry.id, &update).await?;
+        Ok(at)
+    }
+
+    pub(super) async fn fail(
+        &self,
+        entry: &OutboxEntry,
+        error: GraphError,
+    ) -> Result<(), StoreError> {
+        self.store
+            .update_outbox(&entry.id, &OutboxUpdate::Failed { error })
+            .await
+            .map(drop)
+    }
+
+    /// `base · 2^(attempt-1)`, capped, with jitter over its upper half so retries of many
+    /// conversations do not land together.
+    pub(super) fn backoff(&self, attempt: u32) -> Duration {
+        let exponential = self
+            .settings
+            .base_backoff
+            .saturating_mul(1 << attempt.saturating_sub(1).min(20))
+            .min(self.settings.max_backoff);
+        let half = exponential / 2;
+        half + half.mul_f64(rand::rng().random::<f64>())
+    }
+}

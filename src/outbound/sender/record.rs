@@ -1,0 +1,154 @@
+//! What the Graph API answered, recorded with patience; and a part as the Graph API's message.
+
+use super::super::graph::{GraphClient, OutboundMessage, SendError};
+use crate::domain::OutboxId;
+use crate::domain::{GraphError, WaMessageId};
+use crate::store::{Media, OutboxEntry, OutboxUpdate, Store, StoreError};
+use std::time::Duration;
+
+use super::*;
+
+/// Records a delivered part as `sent`. While the store is unavailable it keeps trying, for up
+/// to [`RECORD_PATIENCE`], the part still in flight so this process does not send it again:
+/// left `sending`, it would wait for its status webhook or go out twice.
+pub(super) async fn record_sent(
+    store: &dyn Store,
+    id: &OutboxId,
+    update: &OutboxUpdate,
+) -> Result<(), StoreError> {
+    let mut result = store.update_outbox(id, update).await.map(drop);
+    if !matches!(result, Err(StoreError::Unavailable(_))) {
+        return result;
+    }
+    let deadline = std::time::Instant::now() + RECORD_PATIENCE;
+    let mut delay = Duration::from_millis(100);
+    while matches!(result, Err(StoreError::Unavailable(_))) && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+        result = store.update_outbox(id, update).await.map(drop);
+    }
+    if result.is_ok() {
+        metrics::counter!("zaguan_outbound_late_records_total").increment(1);
+    }
+    result
+}
+
+/// Records a reply's parts. While the store is unavailable it keeps trying, for up to
+/// [`RECORD_PATIENCE`], the parts still in flight so this process does not send them again.
+pub(super) async fn record_with_patience(
+    store: &dyn Store,
+    parts: &[OutboxEntry],
+) -> Result<(), StoreError> {
+    let mut result = store.record_reply(parts).await;
+    if !matches!(result, Err(StoreError::Unavailable(_))) {
+        return result;
+    }
+    let deadline = std::time::Instant::now() + RECORD_PATIENCE;
+    let mut delay = Duration::from_millis(100);
+    while matches!(result, Err(StoreError::Unavailable(_))) && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+        result = store.record_reply(parts).await;
+    }
+    if result.is_ok() {
+        metrics::counter!("zaguan_outbound_late_records_total").increment(1);
+    }
+    result
+}
+
+/// Sends `entry`. An image or a list WhatsApp refuses for good (a link it cannot fetch, a list
+/// it will not show) goes again at once as its plain-text form: the customer gets the words
+/// and the link rather than nothing.
+pub(super) async fn send_entry(
+    graph: &GraphClient,
+    phone_number_id: &str,
+    entry: &OutboxEntry,
+    callback_data: &str,
+) -> Result<Option<WaMessageId>, SendError> {
+    let sent = graph
+        .send(
+            phone_number_id,
+            &entry.wa_id,
+            &outbound_message(entry),
+            Some(callback_data),
+        )
+        .await;
+    let Some(media) = &entry.media else {
+        return sent;
+    };
+    match sent {
+        Err(SendError::Permanent { error }) if entry.template.is_none() => {
+            let kind = match media {
+                Media::Image { .. } => "image",
+                Media::List { .. } => "list",
+            };
+            tracing::warn!(conversation.id = %entry.wa_id.masked(), part = entry.part, kind, "media refused, sent as text instead: {error}");
+            metrics::counter!("zaguan_outbound_media_fallbacks_total", "kind" => kind).increment(1);
+            let body = match media {
+                Media::Image { link } if !entry.body.is_empty() => {
+                    format!("{}\n{link}", entry.body)
+                }
+                Media::Image { link } => link.clone(),
+                Media::List { .. } => entry.body.clone(),
+            };
+            graph
+                .send(
+                    phone_number_id,
+                    &entry.wa_id,
+                    &OutboundMessage::Text { body: &body },
+                    Some(callback_data),
+                )
+                .await
+        }
+        other => other,
+    }
+}
+
+/// What the Graph API is asked to send for `entry`.
+pub(super) fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
+    match (&entry.template, entry.buttons.is_empty()) {
+        (Some(template), _) => OutboundMessage::Template {
+            name: &template.name,
+            language: &template.language,
+            parameters: &template.parameters,
+        },
+        (None, _) if entry.media.is_some() => match &entry.media {
+            Some(Media::Image { link }) => OutboundMessage::Image {
+                link,
+                caption: &entry.body,
+            },
+            Some(Media::List { text, button, rows }) => OutboundMessage::List {
+                body: text,
+                button,
+                rows,
+            },
+            None => OutboundMessage::Text { body: &entry.body },
+        },
+        (None, true) => OutboundMessage::Text { body: &entry.body },
+        (None, false) => OutboundMessage::Buttons {
+            body: &entry.body,
+            buttons: &entry.buttons,
+        },
+    }
+}
+
+pub(super) fn status_label(error: &SendError) -> &'static str {
+    match error {
+        SendError::Retry { .. } => "retry",
+        SendError::Unconfirmed { .. } => "unconfirmed",
+        SendError::Permanent { .. } => "failed",
+        SendError::Policy { .. } => "policy",
+        SendError::Token { .. } => "token",
+    }
+}
+
+pub(super) fn local_error(message: &str) -> GraphError {
+    GraphError {
+        code: None,
+        title: None,
+        message: Some(message.to_owned()),
+        error_data: None,
+    }
+}
