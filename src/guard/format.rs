@@ -12,7 +12,8 @@
 //!   is never emitted empty, and a span crossing a line break is closed before it and reopened
 //!   after it (WhatsApp formats within a line).
 //! - Headings of any level → a bold line `*Heading*`, then a blank line.
-//! - `[text](url)` → `text: url`; a link whose text is its URL (autolinks, `[https://x](https://x)`)
+//! - `[text](url)` → `text: url`; a link whose text is its URL (autolinks,
+//! `[https://x](https://x)`)
 //!   → just the URL; `![alt](url)` → `alt: url`.
 //! - Tables → one line per body row: the first cell in bold, then `Header: value` pairs, the first
 //!   one after ` — `, the next ones after ` · `:

@@ -18,7 +18,8 @@
 //! Failures are classified exactly as the OpenAI client does: 429, 408, 5xx (529 "overloaded"
 //! included), timeouts, connection errors and an unparseable 200 are
 //! [`LlmError::Unavailable`]; any other 4xx is [`LlmError::Rejected`]. Messages carry the status
-//! and the provider's own message (or a short excerpt of the body), never the key; logs carry neither message text nor the key.
+//! and the provider's own message (or a short excerpt of the body), never the key; logs carry
+//! neither message text nor the key.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -180,7 +180,8 @@ pub trait UserStore: Send + Sync + 'static {
     }
 }
 
-/// `conversations`: where each conversation stands (`dialog_state`, a pending action, a handoff, its language).
+/// `conversations`: where each conversation stands (`dialog_state`, a pending action, a handoff,
+/// its language).
 #[async_trait]
 pub trait ConversationStore: Send + Sync + 'static {
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>>;

@@ -1,4 +1,5 @@
-//! What operators do from the pages: reset, take, release, reply, forget, reload the prompts; each answers with a redirect and a notice.
+//! What operators do from the pages: reset, take, release, reply, forget, reload the prompts; each
+//! answers with a redirect and a notice.
 
 use crate::admin::operations::{self, AdminError};
 use crate::state::AppState;

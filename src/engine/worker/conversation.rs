@@ -1,4 +1,5 @@
-//! One conversation's work: its lease claimed, its turns served and its replies flushed, its lease released when idle or at shutdown.
+//! One conversation's work: its lease claimed, its turns served and its replies flushed, its lease
+//! released when idle or at shutdown.
 
 use super::super::abuse::{Admission, SLOW_DOWN};
 use super::super::turn::{EngineError, TurnOptions};

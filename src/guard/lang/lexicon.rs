@@ -1,4 +1,5 @@
-//! The lexicon: courtesy words, function words and their languages, written by hand from how customers write; built into lookup tables once.
+//! The lexicon: courtesy words, function words and their languages, written by hand from how
+//! customers write; built into lookup tables once.
 
 use std::collections::HashMap;
 

@@ -1,4 +1,5 @@
-//! A message's words as the detector reads them: split, folded, squeezed; laughter and street addresses recognised.
+//! A message's words as the detector reads them: split, folded, squeezed; laughter and street
+//! addresses recognised.
 
 /// A word of a text: its spelling as written and in lower case.
 pub(super) struct Word {

@@ -1,4 +1,5 @@
-//! MemoryStore's `conversations`: where each conversation stands (`dialog_state`, a pending action, a handoff, its language).
+//! MemoryStore's `conversations`: where each conversation stands (`dialog_state`, a pending action,
+//! a handoff, its language).
 
 use crate::domain::DialogState;
 use crate::domain::WaId;

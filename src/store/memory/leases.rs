@@ -1,4 +1,5 @@
-//! MemoryStore's `leases` and `instances`: which process holds which conversation, and which processes are alive.
+//! MemoryStore's `leases` and `instances`: which process holds which conversation, and which
+//! processes are alive.
 
 use crate::domain::WaId;
 use crate::store::*;

@@ -1,4 +1,5 @@
-//! MongoStore's `leases` and `instances`: which process holds which conversation, and which processes are alive.
+//! MongoStore's `leases` and `instances`: which process holds which conversation, and which
+//! processes are alive.
 
 use crate::domain::WaId;
 use crate::store::pool::{Find, Lane};
