@@ -3,6 +3,10 @@
 //! `To<X>Assistant` delegation tools each agent is offered, `CompleteOrEscalate`, and the
 //! rendered system prompts. Adding an agent is adding a file.
 
+mod checks;
+
+use checks::*;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -550,123 +554,6 @@ impl TranslatorPrompt<'_> {
             .render(context! { lang, business_name })
             .context("rendering the translator prompt")?;
         Ok(rendered.trim().to_owned())
-    }
-}
-
-/// The prompt files of `dir`, sorted: `*.md`, not `README.md`, not hidden.
-fn prompt_paths(dir: &Path) -> Result<Vec<PathBuf>, PromptProblem> {
-    let entries = std::fs::read_dir(dir).map_err(|error| {
-        PromptProblem::new(dir, 1, format!("cannot read the prompts folder: {error}"))
-    })?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| {
-            let Some(file_name) = path.file_name().and_then(|name| name.to_str()) else {
-                return false;
-            };
-            path.is_file()
-                && file_name.ends_with(".md")
-                && !file_name.starts_with('.')
-                && !file_name.eq_ignore_ascii_case("README.md")
-        })
-        .collect();
-    paths.sort();
-    Ok(paths)
-}
-
-/// Each place a body names a known tool that is not in its agent's `tools`: the assistant would
-/// promise what it cannot do (or the tool is missing from the front matter).
-fn tools_promised(files: &[&PromptFile], known_tools: &BTreeSet<String>) -> Vec<PromptProblem> {
-    let mut warnings = Vec::new();
-    for file in files {
-        for (offset, line) in file.body.lines().enumerate() {
-            for tool in known_tools {
-                if file.tools.contains(tool) {
-                    continue;
-                }
-                let named = line.match_indices(tool.as_str()).any(|(at, _)| {
-                    let before = line[..at].chars().next_back();
-                    let after = line[at + tool.len()..].chars().next();
-                    let part_of_word =
-                        |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-                    !part_of_word(before) && !part_of_word(after)
-                });
-                if named {
-                    warnings.push(file.problem(
-                        file.body_line + offset,
-                        format!(
-                            "the body names `{tool}`, which is not in `tools`: add it there, or \
-                             do not promise what it does"
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    warnings
-}
-
-/// An example the router sends to another agent contradicts the others (or the keywords): a
-/// mistake a staff member should hear about before users do. (An example it does not route is
-/// fine: the LLM routes it.)
-fn check_examples(files: &[&PromptFile], router: &FastRouter, problems: &mut Vec<PromptProblem>) {
-    // The same message taught as two agents' (primary agents are one class: no subgraph).
-    let mut seen: BTreeMap<String, &PromptFile> = BTreeMap::new();
-    for file in files {
-        for example in &file.examples {
-            let key = super::keywords::tokens(example).join(" ");
-            match seen.get(&key) {
-                Some(first)
-                    if first.name != file.name
-                        && (first.kind == PromptKind::Subgraph
-                            || file.kind == PromptKind::Subgraph) =>
-                {
-                    problems.push(file.problem(
-                        file.key_line("examples"),
-                        format!(
-                            "example «{example}» is also an example of `{}`: keep it in one",
-                            first.name
-                        ),
-                    ));
-                }
-                Some(_) => {}
-                None => {
-                    seen.insert(key, file);
-                }
-            }
-        }
-    }
-    for file in files {
-        let own = file.kind == PromptKind::Subgraph;
-        for example in &file.examples {
-            // From the primary agent, a user of `role` may reach the subgraphs serving `role`.
-            let misroute = file.roles.iter().find_map(|role| {
-                let open = |name: &str| {
-                    (own && name == file.name)
-                        || files.iter().any(|other| {
-                            other.name == name
-                                && other.kind == PromptKind::Subgraph
-                                && other.roles.contains(role)
-                        })
-                };
-                router
-                    .decide(example, open, None)
-                    .agent()
-                    .filter(|routed| *routed != file.name)
-                    .map(|routed| (routed.to_owned(), *role))
-            });
-            if let Some((routed, role)) = misroute {
-                problems.push(file.problem(
-                    file.key_line("examples"),
-                    format!(
-                        "example «{example}» would be sent straight to `{routed}` (role `{}`): \
-                         it reads like that agent's examples and keywords; reword it, or adjust \
-                         the examples of one of them",
-                        role.as_str()
-                    ),
-                ));
-            }
-        }
     }
 }
 
