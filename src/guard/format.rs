@@ -13,8 +13,7 @@
 //!   after it (WhatsApp formats within a line).
 //! - Headings of any level → a bold line `*Heading*`, then a blank line.
 //! - `[text](url)` → `text: url`; a link whose text is its URL (autolinks,
-//! `[https://x](https://x)`)
-//!   → just the URL; `![alt](url)` → `alt: url`.
+//!   `[https://x](https://x)`) → just the URL; `![alt](url)` → `alt: url`.
 //! - Tables → one line per body row: the first cell in bold, then `Header: value` pairs, the first
 //!   one after ` — `, the next ones after ` · `:
 //!   `*P-102* — Zona: Chamberí · Precio: 450.000 €`. Empty cells are left out; a table with no
