@@ -5,7 +5,7 @@
 mod common;
 
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -439,60 +439,6 @@ async fn error_for(status: u16, body: &str) -> LlmError {
 }
 
 #[tokio::test]
-async fn a_server_error_is_unavailable_and_says_why() {
-    let body = r#"{"error":{"message":"The server had an error","type":"server_error"}}"#;
-    match error_for(500, body).await {
-        LlmError::Unavailable(message) => {
-            assert!(message.contains("500"), "{message}");
-            assert!(message.contains("The server had an error"), "{message}");
-        }
-        other => panic!("expected Unavailable, got {other:?}"),
-    }
-}
-
-#[tokio::test]
-async fn rate_limiting_is_unavailable() {
-    let body = r#"{"error":{"message":"Rate limit reached","type":"requests"}}"#;
-    assert!(matches!(
-        error_for(429, body).await,
-        LlmError::Unavailable(m) if m.contains("429")
-    ));
-}
-
-#[tokio::test]
-async fn a_bad_request_is_rejected() {
-    let body = r#"{"error":{"message":"Invalid 'messages[1].tool_calls'","type":"invalid_request_error"}}"#;
-    match error_for(400, body).await {
-        LlmError::Rejected { status, message } => {
-            assert_eq!(status, 400);
-            assert!(message.contains("400"), "{message}");
-            assert!(message.contains("Invalid 'messages[1].tool_calls'"));
-        }
-        other => panic!("expected Rejected, got {other:?}"),
-    }
-}
-
-#[tokio::test]
-async fn an_error_never_repeats_the_api_key_even_when_the_server_echoes_it() {
-    let body = format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}"}}}}"#);
-    let error = error_for(401, &body).await;
-    assert!(
-        matches!(error, LlmError::Rejected { status: 401, .. }),
-        "{error:?}"
-    );
-    let shown = format!("{error} {error:?}");
-    assert!(!shown.contains(KEY), "the key leaked: {shown}");
-}
-
-#[tokio::test]
-async fn a_garbage_success_body_is_unavailable() {
-    assert!(matches!(
-        error_for(200, "<html>Bad gateway, sort of</html>").await,
-        LlmError::Unavailable(_)
-    ));
-}
-
-#[tokio::test]
 async fn a_success_without_choices_is_unavailable() {
     let mut body = text_answer();
     body["choices"] = json!([]);
@@ -502,32 +448,15 @@ async fn a_success_without_choices_is_unavailable() {
     ));
 }
 
-#[tokio::test]
-async fn a_server_that_never_answers_is_unavailable_within_the_timeout() {
-    let app = Router::new().fallback(std::future::pending::<&'static str>);
-    let base_url = serve(app).await;
-    let client = client_with(&base_url, Some(KEY), Duration::from_millis(300));
-
-    let started = Instant::now();
-    let error = client.complete(&full_request()).await.unwrap_err();
-    let elapsed = started.elapsed();
-    assert!(matches!(error, LlmError::Unavailable(_)), "{error:?}");
-    assert!(
-        elapsed >= Duration::from_millis(250) && elapsed < Duration::from_secs(3),
-        "gave up after {elapsed:?}"
-    );
+/// OpenAI's wire format, for the shared conformance suite.
+fn provider() -> common::provider::Provider {
+    common::provider::Provider {
+        client: |base, key, timeout| Box::new(client_with(base, key, timeout)),
+        base: |server| Url::parse(&format!("{server}/v1")).unwrap(),
+        error: |kind, message| json!({"error": {"message": message, "type": kind}}).to_string(),
+        request: full_request,
+        key: KEY,
+    }
 }
 
-#[tokio::test]
-async fn nothing_listening_is_unavailable() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
-    let base_url = Url::parse(&format!("http://{addr}/v1")).unwrap();
-
-    let error = client_with(&base_url, Some(KEY), Duration::from_secs(5))
-        .complete(&full_request())
-        .await
-        .unwrap_err();
-    assert!(matches!(error, LlmError::Unavailable(_)), "{error:?}");
-}
+provider_conformance!(provider());

@@ -6,6 +6,7 @@
 )]
 
 pub mod graph;
+pub mod provider;
 pub mod proxy;
 pub mod spec;
 
