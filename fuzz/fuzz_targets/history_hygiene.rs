@@ -22,7 +22,8 @@ use std::collections::HashSet;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use zaguan::engine::history::clean;
-use zaguan::llm::{ChatMessage, ToolCall};
+use zaguan::domain::ToolCall;
+use zaguan::llm::ChatMessage;
 
 #[derive(Arbitrary, Debug)]
 enum Op {
