@@ -147,7 +147,12 @@ fn turns(c: &mut Criterion) {
             Arc::new(InstantLlm { delegate }),
             registry.clone(),
             Arc::new(ToolRegistry::new()),
-            EngineSettings::default(),
+            // The model decides, as the names say: the fast path would send this property
+            // question straight to the property assistant (its own figure is above).
+            EngineSettings {
+                fast_route: false,
+                ..EngineSettings::default()
+            },
         );
         let next = AtomicU64::new(0);
         c.bench_function(name, |b| {
