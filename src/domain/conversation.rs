@@ -138,11 +138,6 @@ impl DialogState {
         Self(Some(agent.into()))
     }
 
-    /// The subgraph holding the conversation.
-    pub fn agent(&self) -> Option<&AgentName> {
-        self.0.as_ref()
-    }
-
     /// The subgraph's name.
     pub fn current(&self) -> Option<&str> {
         self.0.as_ref().map(AgentName::as_str)
