@@ -22,7 +22,7 @@ use zaguan::store::{HistoryStore, OutboxStore};
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -31,6 +31,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
+use common::graph::{FakeGraph, GraphFault};
 use common::proxy::{Mode, MongoProxy};
 use common::{free_port, zaguan};
 use zaguan::domain::MessageRole;
@@ -127,126 +128,6 @@ async fn chat_completions(State(llm): State<Arc<FakeLlm>>, Json(body): Json<Valu
         "usage": {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132}
     }))
     .into_response()
-}
-
-// ---------------------------------------------------------------------------------------------
-// The fake Graph API: records what it delivered, with faults.
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum GraphFault {
-    None,
-    /// 429 with `Retry-After: 1` and Meta's 130429.
-    RateLimited,
-    ServerError,
-    /// Never answers (the service's `WHATSAPP_API_TIMEOUT` must fire); nothing is delivered.
-    Hang,
-}
-
-#[derive(Debug, Clone)]
-struct Delivery {
-    to: String,
-    body: String,
-    wamid: String,
-    at: Instant,
-}
-
-struct FakeGraph {
-    fault: Mutex<GraphFault>,
-    /// The signed `sent` status webhook of each accepted message, to be posted to the service.
-    statuses: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
-    /// Every text to this recipient is refused with 400 / 131026 (undeliverable).
-    refused: Mutex<Option<String>>,
-    delivered: Mutex<Vec<Delivery>>,
-    requests: AtomicUsize,
-    next: AtomicU64,
-    /// Milliseconds between accepting a message and answering: a process killed meanwhile
-    /// never learns its wamid.
-    answer_latency: AtomicU64,
-}
-
-async fn graph_messages(
-    State(graph): State<Arc<FakeGraph>>,
-    Path(_phone_number_id): Path<String>,
-    Json(body): Json<Value>,
-) -> Response {
-    graph.requests.fetch_add(1, Ordering::Relaxed);
-    let fault = *graph.fault.lock().unwrap();
-    let error = |status: StatusCode, code: i64, retry_after: Option<&str>| {
-        let mut response = (
-            status,
-            Json(
-                json!({"error": {"message": "fault", "type": "OAuthException", "code": code,
-                                  "fbtrace_id": "AbC"}}),
-            ),
-        )
-            .into_response();
-        if let Some(seconds) = retry_after {
-            response
-                .headers_mut()
-                .insert("retry-after", seconds.parse().unwrap());
-        }
-        response
-    };
-    match fault {
-        GraphFault::None => {}
-        GraphFault::RateLimited => {
-            return error(StatusCode::TOO_MANY_REQUESTS, 130429, Some("1"));
-        }
-        GraphFault::ServerError => return error(StatusCode::INTERNAL_SERVER_ERROR, 2, None),
-        GraphFault::Hang => {
-            tokio::time::sleep(Duration::from_secs(120)).await;
-            return error(StatusCode::GATEWAY_TIMEOUT, 2, None);
-        }
-    }
-    if body.get("status").is_some() {
-        return Json(json!({"success": true})).into_response();
-    }
-    let to = body["to"].as_str().unwrap_or_default().to_owned();
-    if graph.refused.lock().unwrap().as_deref() == Some(to.as_str()) {
-        return error(StatusCode::BAD_REQUEST, 131026, None);
-    }
-    let text = body["text"]["body"]
-        .as_str()
-        .or(body["interactive"]["body"]["text"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let wamid = format!("wamid.OUT{}", graph.next.fetch_add(1, Ordering::Relaxed));
-    graph.delivered.lock().unwrap().push(Delivery {
-        to: to.clone(),
-        body: text,
-        wamid: wamid.clone(),
-        at: Instant::now(),
-    });
-    // ZAGUAN_FAULTS_NO_CALLBACK=1 drops the callback data from the statuses: the control run
-    // showing what it prevents (a part whose record died with its process is sent again).
-    let callback_data = body["biz_opaque_callback_data"]
-        .as_str()
-        .filter(|_| std::env::var_os("ZAGUAN_FAULTS_NO_CALLBACK").is_none());
-    let _ = graph.statuses.send(sent_status(&wamid, &to, callback_data));
-    let latency = graph.answer_latency.load(Ordering::Relaxed);
-    tokio::time::sleep(Duration::from_millis(latency)).await;
-    Json(json!({"messaging_product": "whatsapp",
-                "contacts": [{"input": to, "wa_id": to}],
-                "messages": [{"id": wamid}]}))
-    .into_response()
-}
-
-/// The `sent` status notification Meta posts for a message it accepted.
-fn sent_status(wamid: &str, to: &str, callback_data: Option<&str>) -> Vec<u8> {
-    let mut status = json!({"id": wamid, "status": "sent", "timestamp": "1764100900",
-                            "recipient_id": to});
-    if let Some(data) = callback_data {
-        status["biz_opaque_callback_data"] = json!(data);
-    }
-    serde_json::to_vec(&json!({
-        "object": "whatsapp_business_account",
-        "entry": [{"id": "102290129340398", "changes": [{"field": "messages", "value": {
-            "messaging_product": "whatsapp",
-            "metadata": {"display_phone_number": "34910000000", "phone_number_id": "109876543210"},
-            "statuses": [status],
-        }}]}]
-    }))
-    .unwrap()
 }
 
 /// Posts each status webhook, concurrently, to the instances on `ports` (any of them, as
@@ -350,21 +231,16 @@ impl Rig {
         let ports = Arc::new(Mutex::new(Vec::new()));
         let statuses = Arc::new(StatusCounts::default());
         post_statuses(status_receiver, ports.clone(), statuses.clone());
-        let graph = Arc::new(FakeGraph {
-            fault: Mutex::new(GraphFault::None),
-            statuses: status_sender,
-            refused: Mutex::new(None),
-            delivered: Mutex::new(Vec::new()),
-            requests: AtomicUsize::new(0),
-            next: AtomicU64::new(1),
-            answer_latency: AtomicU64::new(0),
-        });
-        let graph_url = common::serve_local(
-            Router::new()
-                .route("/v21.0/{phone_number_id}/messages", post(graph_messages))
-                .with_state(graph.clone()),
-        )
-        .await;
+        let graph = Arc::new(FakeGraph::default());
+        *graph.statuses.lock().unwrap() = Some(status_sender);
+        // ZAGUAN_FAULTS_NO_CALLBACK=1 drops the callback data from the statuses: the control
+        // run showing what it prevents (a part whose record died with its process is sent
+        // again).
+        graph.drop_callback_data.store(
+            std::env::var_os("ZAGUAN_FAULTS_NO_CALLBACK").is_some(),
+            Ordering::Relaxed,
+        );
+        let graph_url = common::graph::serve(graph.clone()).await;
         let uri = std::env::var("MONGODB_URI").unwrap();
         let proxy = MongoProxy::start(MongoProxy::host_of(&uri)).await;
         if !mongo_up {
@@ -647,13 +523,13 @@ struct Tally {
 async fn tally(rig: &Rig, started: Instant) -> Tally {
     let store = &rig.db.store;
     let refused = rig.graph.refused.lock().unwrap().clone();
-    let delivered = rig.graph.delivered.lock().unwrap().clone();
+    let delivered = rig.graph.delivered();
     let mut tally = Tally {
         scenario: rig.name.to_owned(),
         messages_sent: conversations() * MESSAGES,
         webhooks_posted: rig.posted.load(Ordering::Relaxed),
         llm_calls: rig.llm.calls.load(Ordering::Relaxed),
-        graph_requests: rig.graph.requests.load(Ordering::Relaxed),
+        graph_requests: rig.graph.requests(),
         statuses_posted: rig.statuses.posted.load(Ordering::SeqCst),
         statuses_lost: rig.statuses.lost.load(Ordering::SeqCst),
         ..Tally::default()
@@ -971,7 +847,7 @@ async fn twenty_sigkills_under_load_lose_nothing_and_double_nothing() {
     // Turns long enough for kills to land inside them, and sends long enough for kills to
     // land between the Graph API accepting a reply and the process learning its wamid.
     rig.llm.latency.store(300, Ordering::Relaxed);
-    rig.graph.answer_latency.store(300, Ordering::Relaxed);
+    *rig.graph.delay.lock().unwrap() = Duration::from_millis(300);
     let rig = Arc::new(rig);
     for _ in 0..2 {
         rig.launch(&[]).await;
