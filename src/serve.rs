@@ -18,8 +18,8 @@ use crate::engine::{Engine, PromptReloader, WorkerSettings, Workers};
 use crate::events::EventDelivery;
 use crate::health::StoreDoctor;
 use crate::outbound::Outbound;
-use crate::realestate::alerts::{AlertSettings, Alerts};
-use crate::realestate::reminders::{ReminderSettings, Reminders};
+use crate::realestate::alerts::Alerts;
+use crate::realestate::reminders::Reminders;
 use crate::telemetry;
 
 #[derive(Debug, Args)]
@@ -44,34 +44,12 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         realestate.clone(),
         Some(usage.clone()),
     )?);
-    let reminders = match &config.whatsapp.phone_number_id {
-        Some(phone_number_id) => Some((
-            Reminders::new(
-                realestate.clone(),
-                engine.clone(),
-                ReminderSettings {
-                    at: config.whatsapp.reminder_time,
-                    timezone: config.timezone,
-                    template: config.whatsapp.reminder_template.clone(),
-                    template_language: config.whatsapp.reminder_template_language.clone(),
-                    phone_number_id: phone_number_id.clone(),
-                    every: Duration::from_secs(60),
-                },
-            )
-            .spawn(),
-            Alerts::new(
-                realestate.clone(),
-                engine.clone(),
-                AlertSettings {
-                    template: config.whatsapp.alert_template.clone(),
-                    template_language: config.whatsapp.alert_template_language.clone(),
-                    phone_number_id: phone_number_id.clone(),
-                    every: Duration::from_secs(60),
-                },
-            )
-            .spawn(),
+    let reminders = match (&config.reminders, &config.alerts) {
+        (Some(reminders), Some(alerts)) => Some((
+            Reminders::new(realestate.clone(), engine.clone(), reminders.clone()).spawn(),
+            Alerts::new(realestate.clone(), engine.clone(), alerts.clone()).spawn(),
         )),
-        None => {
+        _ => {
             tracing::warn!(
                 "WHATSAPP_PHONE_NUMBER_ID is unset: no visit reminders nor saved-search notices are sent"
             );
@@ -107,7 +85,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     )
     .with_admin_token(config.admin_token.clone())
     .with_realestate(realestate)
-    .with_lease(config.lease)
+    .with_lease(config.workers.lease)
     .with_secure_cookies(
         config
             .public_url
@@ -116,14 +94,6 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     )
     .with_prompts(prompts)
     .with_handoff_ttl(config.handoff_ttl);
-    let worker_settings = WorkerSettings {
-        owner: config.instance_id.clone(),
-        lease: config.lease,
-        concurrency: config.worker_concurrency,
-        user_turns: std::num::NonZeroU32::new(config.user_turns_per_minute)
-            .map(governor::Quota::per_minute),
-        ..WorkerSettings::default()
-    };
     // The workers start once this process is its instance (the store must answer for that);
     // until then `/readyz` says so.
     let state = state.starting();
@@ -132,7 +102,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         config.clone(),
         engine,
         outbound,
-        worker_settings,
+        config.workers.clone(),
     ));
     let doctor = pool
         .clone()
@@ -171,7 +141,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
             () = superseded(running.as_ref()), if running.is_some() => {
                 break Some(anyhow::anyhow!(
                     "another process took ZAGUAN_INSTANCE_ID `{}`: this one stops",
-                    config.instance_id
+                    config.workers.owner
                 ));
             }
         }
@@ -255,8 +225,8 @@ async fn start_instance(
     let membership = loop {
         match Membership::establish(
             state.store.clone(),
-            config.instance_id.clone(),
-            config.lease,
+            config.workers.owner.clone(),
+            config.workers.lease,
             Some(outbound.limiters().clone()),
             state.clock.clone(),
         )
@@ -309,7 +279,7 @@ fn announce(config: &Config) {
             "WHATSAPP_VERIFY_TOKEN is unset: the GET /webhook handshake will answer 403"
         );
     }
-    if config.whatsapp.access_token.is_none() {
+    if config.whatsapp.graph.access_token.is_none() {
         tracing::warn!("WHATSAPP_ACCESS_TOKEN is unset: dry run, replies go to the log only");
     }
     tracing::info!(

@@ -8,12 +8,11 @@ use std::time::Duration;
 
 use crate::agents::AgentRegistry;
 use crate::config::Config;
-use crate::config::LlmProvider;
+use crate::engine::Engine;
 use crate::engine::UsageRecorder;
 use crate::engine::handoff::RequestHuman;
 use crate::engine::roles::RoleDirectory;
-use crate::engine::{Engine, EngineSettings};
-use crate::llm::{AnthropicClient, FallbackChain, Llm, OfflineLlm, OpenAiClient};
+use crate::llm::{AnthropicClient, FallbackChain, Llm, LlmProvider, OfflineLlm, OpenAiClient};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
 use crate::realestate::context::RealEstateContext;
 use crate::realestate::roles::DataRoles;
@@ -44,9 +43,12 @@ pub fn build_engine(
     usage: Option<UsageRecorder>,
 ) -> anyhow::Result<Engine> {
     let roles = Arc::new(RoleDirectory::new(Arc::new(DataRoles(realestate.clone()))));
-    let context = Arc::new(RealEstateContext::new(realestate.clone(), config.timezone));
+    let context = Arc::new(RealEstateContext::new(
+        realestate.clone(),
+        config.engine.timezone,
+    ));
     let tools = crate::realestate::tools::registry(realestate.clone())
-        .with(RequestHuman::new(store.clone()).with_contact(config.business_contact.clone()))
+        .with(RequestHuman::new(store.clone()).with_contact(config.engine.business_contact.clone()))
         .with(crate::realestate::tools::RequestCallback::new(
             realestate.clone(),
             store.clone(),
@@ -75,16 +77,7 @@ pub fn build_engine(
         tracing::warn!("{warning}");
     }
     let llm = llm_chain(config, usage)?;
-    let settings = EngineSettings {
-        dialog_idle_ttl: config.dialog_idle_ttl,
-        timezone: config.timezone,
-        fast_route: config.llm.fast_route,
-        languages: config.languages.clone(),
-        daily_token_budget: config.daily_token_budget,
-        business_name: config.business_name.clone(),
-        business_contact: config.business_contact.clone(),
-        ..EngineSettings::default()
-    };
+    let settings = config.engine.clone();
     let engine = Engine::new(store, llm, Arc::new(registry), Arc::new(tools), settings)
         .with_roles(roles)
         .with_context(context);
@@ -102,7 +95,7 @@ fn voice_notes(config: &Config) -> anyhow::Result<Option<VoiceNotes>> {
         return Ok(None);
     };
     let (Some(token), Some(key)) = (
-        config.whatsapp.access_token.clone(),
+        config.whatsapp.graph.access_token.clone(),
         config.llm.openai_api_key.clone(),
     ) else {
         tracing::warn!(
@@ -114,7 +107,7 @@ fn voice_notes(config: &Config) -> anyhow::Result<Option<VoiceNotes>> {
     let timeout = config.llm.transcribe_timeout;
     tracing::info!(model = %model, "voice notes are transcribed");
     Ok(Some(VoiceNotes::new(
-        GraphMedia::new(config.whatsapp.api_base_url.clone(), token, timeout)?,
+        GraphMedia::new(config.whatsapp.graph.api_base_url.clone(), token, timeout)?,
         OpenAiTranscriber::new(
             config.llm.openai_base_url.clone(),
             key,
@@ -127,7 +120,7 @@ fn voice_notes(config: &Config) -> anyhow::Result<Option<VoiceNotes>> {
 /// The outbound channel: the Graph API with `WHATSAPP_ACCESS_TOKEN` (a dry run without it),
 /// Meta's limits as configured.
 pub fn outbound(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Outbound> {
-    let whatsapp = &config.whatsapp;
+    let whatsapp = &config.whatsapp.graph;
     let graph = GraphClient::new(
         whatsapp.api_base_url.clone(),
         whatsapp.access_token.clone(),
@@ -269,9 +262,9 @@ pub async fn open_realestate(
     let Some(pool) = pool else {
         let store = MemoryRealEstate::new();
         let today = chrono::Utc::now()
-            .with_timezone(&config.timezone)
+            .with_timezone(&config.engine.timezone)
             .date_naive();
-        let set = demo::demo_set(today, config.timezone);
+        let set = demo::demo_set(today, config.engine.timezone);
         let counts = demo::seed(&store, &set).await?;
         tracing::warn!(
             properties = counts.properties,

@@ -71,10 +71,10 @@ fn assert_known_variable(name: &str, file: &str) {
     );
 }
 
-/// The variables `src/config.rs` holds as secrets: those read with `env.secret(…)`, and
-/// `MONGODB_URI` (it may carry a password).
+/// The variables the configuration holds as secrets: those read with `env.secret(…)` in
+/// `src/config.rs` and `src/config/env.rs`, and `MONGODB_URI` (it may carry a password).
 fn secret_variables() -> BTreeSet<String> {
-    let source = read("src/config.rs");
+    let source = read("src/config.rs") + &read("src/config/env.rs");
     let mut names: BTreeSet<String> = source
         .split(".secret(\"")
         .skip(1)

@@ -15,7 +15,7 @@ fn an_empty_environment_gives_the_documented_defaults() {
     assert!(config.mongodb.is_none());
     assert!(config.whatsapp.app_secret.is_none());
     assert_eq!(
-        config.whatsapp.api_base_url.as_str(),
+        config.whatsapp.graph.api_base_url.as_str(),
         "https://graph.facebook.com/v21.0"
     );
     assert_eq!(config.llm.primary.to_string(), "openai:gpt-4.1-mini");
@@ -24,16 +24,24 @@ fn an_empty_environment_gives_the_documented_defaults() {
         "anthropic:claude-sonnet-4-5"
     );
     assert_eq!(config.prompts_dir, PathBuf::from("prompts"));
-    assert_eq!(config.dialog_idle_ttl, Duration::from_secs(24 * 3600));
-    assert_eq!(config.timezone, chrono_tz::Europe::Madrid);
+    assert_eq!(
+        config.engine.dialog_idle_ttl,
+        Duration::from_secs(24 * 3600)
+    );
+    assert_eq!(config.engine.timezone, chrono_tz::Europe::Madrid);
     assert_eq!(config.llm.policy, CallPolicy::default());
     assert_eq!(config.llm.max_tokens, 1024);
-    assert!(config.llm.fast_route);
-    assert_eq!(config.user_turns_per_minute, 12);
-    assert_eq!(config.daily_token_budget, 300_000);
-    assert_eq!(config.lease, Duration::from_secs(10));
-    assert!(!config.instance_id.is_empty());
-    assert_eq!(config.whatsapp.api_timeout, Duration::from_secs(15));
+    assert!(config.engine.fast_route);
+    assert_eq!(
+        config.workers.user_turns,
+        Some(governor::Quota::per_minute(NonZeroU32::new(12).unwrap()))
+    );
+    assert_eq!(config.workers.concurrency, 256);
+    assert_eq!(config.engine.daily_token_budget, 300_000);
+    assert_eq!(config.workers.lease, Duration::from_secs(10));
+    assert!(!config.workers.owner.is_empty());
+    assert!(config.reminders.is_none() && config.alerts.is_none());
+    assert_eq!(config.whatsapp.graph.api_timeout, Duration::from_secs(15));
 }
 
 #[test]
@@ -53,22 +61,22 @@ fn the_llm_policy_is_configurable() {
     assert_eq!(policy.breaker_failures, 5);
     assert_eq!(policy.breaker_cooldown, Duration::from_secs(120));
     assert_eq!(config.llm.max_tokens, 2048);
-    assert!(!config.llm.fast_route);
+    assert!(!config.engine.fast_route);
 }
 
 #[test]
 fn the_business_is_named_and_reachable_as_configured() {
     let config = Config::from_vars(vars(&[])).unwrap();
-    assert_eq!(config.business_name, "Zaguan Inmobiliaria");
-    assert_eq!(config.business_contact, None);
+    assert_eq!(config.engine.business_name, "Zaguan Inmobiliaria");
+    assert_eq!(config.engine.business_contact, None);
     let config = Config::from_vars(vars(&[
         ("ZAGUAN_BUSINESS_NAME", " Casas Ribera "),
         ("ZAGUAN_BUSINESS_CONTACT", "Tel. 910 000 000 (L–V 9–19 h)"),
     ]))
     .unwrap();
-    assert_eq!(config.business_name, "Casas Ribera");
+    assert_eq!(config.engine.business_name, "Casas Ribera");
     assert_eq!(
-        config.business_contact.as_deref(),
+        config.engine.business_contact.as_deref(),
         Some("Tel. 910 000 000 (L–V 9–19 h)")
     );
     let err = Config::from_vars(vars(&[
@@ -210,12 +218,26 @@ fn env_example_documents_every_variable_and_is_valid() {
 }
 
 #[test]
-fn llm_specs_parse_both_providers() {
-    let spec: LlmSpec = "anthropic:claude-3-5-haiku".parse().unwrap();
-    assert_eq!(spec.provider, LlmProvider::Anthropic);
-    assert_eq!(spec.model, "claude-3-5-haiku");
-    assert!("openai:".parse::<LlmSpec>().is_err());
-    // Model names may contain colons (Ollama tags).
-    let spec: LlmSpec = "openai:llama3:8b".parse().unwrap();
-    assert_eq!(spec.model, "llama3:8b");
+fn reminders_and_alerts_are_sent_from_the_business_number() {
+    let config = Config::from_vars(vars(&[
+        ("WHATSAPP_PHONE_NUMBER_ID", "109876543210"),
+        ("ZAGUAN_REMINDER_TIME", "18:30"),
+        ("ZAGUAN_TIMEZONE", "Atlantic/Canary"),
+        ("WHATSAPP_ALERT_TEMPLATE", "nuevo_piso"),
+    ]))
+    .unwrap();
+    let reminders = config.reminders.unwrap();
+    assert_eq!(reminders.phone_number_id, "109876543210");
+    assert_eq!(
+        reminders.at,
+        chrono::NaiveTime::from_hms_opt(18, 30, 0).unwrap()
+    );
+    assert_eq!(reminders.timezone, chrono_tz::Atlantic::Canary);
+    assert_eq!(reminders.template, "visit_reminder");
+    let alerts = config.alerts.unwrap();
+    assert_eq!(alerts.phone_number_id, "109876543210");
+    assert_eq!(
+        (alerts.template.as_str(), alerts.template_language.as_str()),
+        ("nuevo_piso", "es")
+    );
 }

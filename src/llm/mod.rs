@@ -9,6 +9,7 @@ pub mod offline;
 pub mod openai;
 pub mod policy;
 pub mod scripted;
+pub mod settings;
 pub mod usage;
 
 use crate::domain::ToolCall;
@@ -21,6 +22,7 @@ pub use offline::OfflineLlm;
 pub use openai::OpenAiClient;
 pub use policy::{CallPolicy, FallbackChain};
 pub use scripted::ScriptedLlm;
+pub use settings::{LlmProvider, LlmSettings, LlmSpec};
 pub use usage::CallLog;
 
 /// One message of a conversation as the LLM sees it.

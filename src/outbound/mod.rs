@@ -8,3 +8,20 @@ pub mod sender;
 pub use graph::{GraphClient, OutboundMessage, SendError};
 pub use limits::{Limiters, SendLimits};
 pub use sender::{Flushed, Outbound, OutboundSettings};
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use url::Url;
+
+/// Where and how replies leave: the Graph API's address, token and timeout, and Meta's limits.
+#[derive(Debug, Clone)]
+pub struct GraphSettings {
+    /// Graph API bearer token; `None` means dry run (replies only logged).
+    pub access_token: Option<SecretString>,
+    pub api_base_url: Url,
+    /// Longest one Graph API call may take before it is retried.
+    pub api_timeout: Duration,
+    /// Meta's throughput and pair rate limits, kept on our side.
+    pub limits: SendLimits,
+}

@@ -37,8 +37,10 @@ async fn seed(config: &Config) -> anyhow::Result<()> {
     let store = open_realestate(config, pool.as_ref())
         .await
         .with_context(|| format!("cannot open the real-estate store ({target})"))?;
-    let today = Utc::now().with_timezone(&config.timezone).date_naive();
-    let set = demo::demo_set(today, config.timezone);
+    let today = Utc::now()
+        .with_timezone(&config.engine.timezone)
+        .date_naive();
+    let set = demo::demo_set(today, config.engine.timezone);
     let counts = demo::seed(store.as_ref(), &set)
         .await
         .with_context(|| match &config.mongodb {

@@ -72,7 +72,7 @@ async fn forget(wa_id: &str, json: bool, config: Config) -> anyhow::Result<()> {
     let pool = open_pool(&config).await?;
     let store = open_store(pool.as_ref());
     let counts =
-        crate::admin::operations::forget_user(store.as_ref(), wa_id.as_str(), config.lease)
+        crate::admin::operations::forget_user(store.as_ref(), wa_id.as_str(), config.workers.lease)
             .await
             .map_err(|error| anyhow::anyhow!("{error}"))?;
     let realestate = open_realestate(&config, pool.as_ref()).await?;
