@@ -2,6 +2,7 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::Timelike;
 
+use super::neighbourhoods::{NEIGHBOURHOODS, Neighbourhood};
 use super::*;
 use crate::realestate::MemoryRealEstate;
 use crate::realestate::store::PropertyFilter;
