@@ -6,7 +6,7 @@
 //! beside tool calls, `parallel_tool_calls: false`), how a malformed answer is classified, and that
 //! tool-call ids stay valid for every provider. The neutral types of [`super`] are converted here
 //! and nowhere else; the shapes are checked against OpenAI's own OpenAPI description in
-//! `tests/llm_openai.rs`.
+//! `tests/suite/llm_openai.rs`.
 
 use std::time::Duration;
 

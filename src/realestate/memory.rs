@@ -1,6 +1,6 @@
 //! The business's data in process memory: the embedded default next to the in-memory
 //! conversation store, and the fast store of tests and demos. It behaves exactly like
-//! [`MongoRealEstate`](super::MongoRealEstate) — both pass `tests/realestate_store.rs`.
+//! [`MongoRealEstate`](super::MongoRealEstate) — both pass `tests/suite/realestate_store.rs`.
 //!
 //! One mutex over every collection: each method is short and never awaits while holding it, so
 //! claiming a slot or a reminder is a check-and-insert no other caller can interleave with.

@@ -2,7 +2,7 @@
 //! [`ConversationStore`], [`HistoryStore`], [`OutboxStore`]…), [`Store`] their sum, with two
 //! implementations laid out the same way, a file per collection: [`MongoStore`] for production
 //! and [`MemoryStore`], the embedded default when `MONGODB_URI` is unset. Both pass the same
-//! suite (`tests/store.rs`). [`StoreParts`] assembles a store from parts, so a test can replace
+//! suite (`tests/suite/store.rs`). [`StoreParts`] assembles a store from parts, so a test can replace
 //! the one collection it breaks.
 //!
 //! Every method is a single-document atomic write or a read: there are no multi-document

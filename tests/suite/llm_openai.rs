@@ -2,7 +2,7 @@
 //! request it sends (checked by hand and against OpenAI's own OpenAPI description), the answers
 //! it parses, and how every failure is classified.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -459,4 +459,4 @@ fn provider() -> common::provider::Provider {
     }
 }
 
-provider_conformance!(provider());
+crate::provider_conformance!(provider());

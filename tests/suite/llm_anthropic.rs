@@ -2,7 +2,7 @@
 //! it sends, the answers it parses, how every failure is classified, and that a history begun on
 //! OpenAI can be continued here.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -707,4 +707,4 @@ fn provider() -> common::provider::Provider {
     }
 }
 
-provider_conformance!(provider());
+crate::provider_conformance!(provider());

@@ -4,7 +4,7 @@
 //! echoes change nothing), replies through the admin API (formatted, delivered once), releases
 //! it (the bot answers again), and a handoff left to expire also gives it back.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

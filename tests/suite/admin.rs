@@ -1,7 +1,7 @@
 //! The admin API through the real router: auth cases, listing stuck conversations, showing one,
 //! resetting it (history kept) — on the in-memory store and on MongoDB.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use zaguan::store::{

@@ -3,7 +3,7 @@
 //! or reaching owners' data. Each gets its documented answer; nothing is stored from a rejected
 //! request, and no reply carries an internal artefact or an owner's data.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Visit reminders: the day before, from the configured time; a text inside the 24-hour window,
 //! the approved template outside it; once per visit, however many instances look at once.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,8 +2,6 @@
 //! searching, booking with a confirmation (and two customers racing for one slot), the mortgage
 //! simulation, owners' statistics, and roles enforced whatever the model calls.
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

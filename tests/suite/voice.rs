@@ -3,7 +3,7 @@
 //! that checks the multipart request against `CreateTranscriptionRequest` from OpenAI's OpenAPI
 //! description. The transcript runs as the user's message; every failure gets the polite answer.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

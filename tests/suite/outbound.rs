@@ -2,7 +2,7 @@
 //! kind of refusal is handled, Meta's rate limits kept on our side, and a reply cut by a crash
 //! finished without sending a part twice.
 
-mod common;
+use crate::common;
 
 use common::graph::{Answer, FakeGraph, Received, graph_error};
 

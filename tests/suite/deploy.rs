@@ -6,7 +6,7 @@
 //! `deploy/k8s/configmap-prompts.yaml` is generated from `prompts/`: when the folder changes,
 //! `UPDATE_DEPLOY=1 cargo test --test deploy` rewrites it.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::TcpListener;

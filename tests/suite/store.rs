@@ -1,7 +1,7 @@
 //! The store suite: the same behaviour from `MemoryStore` and from `MongoStore` over the wire
 //! (FerretDB in CI, any MongoDB at `MONGODB_URI`).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use zaguan::domain::{Content, MediaKind};

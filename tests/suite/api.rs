@@ -1,7 +1,7 @@
 //! The HTTP contract of ARCHITECTURE.md §4 for `/webhook`, `/healthz`, `/readyz` and `/metrics`,
 //! through the real router, with the in-memory store and with MongoDB.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
@@ -314,7 +314,7 @@ async fn statuses_update_the_outbox_and_unknown_ones_are_ignored(app: TestApp) {
 
 async fn every_fixture_is_acknowledged(app: TestApp) {
     let all: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(include_str!("fixtures/cloud_api.json")).unwrap();
+        serde_json::from_str(include_str!("../fixtures/cloud_api.json")).unwrap();
     for name in all.keys() {
         assert_eq!(
             app.post_webhook(cloud_api_fixture(name)).await,

@@ -2,7 +2,7 @@
 //! a conversation past its daily token budget gets a fixed reply without a model call and is
 //! flagged for a person.
 
-mod common;
+use crate::common;
 
 use std::num::NonZeroU32;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! the set it started with. Through the admin API: `GET /admin/prompts`, `POST
 //! /admin/prompts/reload`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Full turns through the engine with a scripted LLM: dialog_state and message sequence for each
 //! path of the seed's graph, with the in-memory store and with MongoDB.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

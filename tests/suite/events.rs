@@ -3,7 +3,7 @@
 //! conversation, once across instances, retried and failed as documented; exported as the store
 //! holds them.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! as image messages, in order, after its words — all through the outbox and the sender to a
 //! local server speaking the Graph API.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! cheaper match once — as text inside the 24-hour window, as the template outside it — however
 //! many instances look at once. Cancelled searches, older news and other roles hear nothing.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! history crosses providers (a tool call made by one is answered to the other), and every call
 //! is accounted for in the store.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

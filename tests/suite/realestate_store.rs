@@ -2,7 +2,7 @@
 //! `MongoRealEstate` over the wire (FerretDB in CI, any MongoDB at `MONGODB_URI`). The claims —
 //! a slot to one appointment, a reminder sent once — are raced from several threads.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! stored in `listing_requests`). Each flags the conversation for a person, so it shows in
 //! `conversations list --handoff requested`; only the assistants that list a tool offer it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;
