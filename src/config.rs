@@ -101,10 +101,9 @@ pub struct Config {
     pub engine: EngineSettings,
     /// This process's workers: its instance id (`owner`), lease, concurrency, turns per user.
     pub workers: WorkerSettings,
-    /// Visit reminders and saved-search notices; `None` without `WHATSAPP_PHONE_NUMBER_ID`,
-    /// the business number they are sent from.
-    pub reminders: Option<ReminderSettings>,
-    pub alerts: Option<AlertSettings>,
+    /// What is sent unasked; `None` without `WHATSAPP_PHONE_NUMBER_ID`, the business number
+    /// it is sent from.
+    pub outreach: Option<Outreach>,
     pub prompts_dir: PathBuf,
     /// Bearer token of the admin API; `None` turns the admin API off (404).
     pub admin_token: Option<SecretString>,
@@ -131,6 +130,14 @@ pub struct WhatsAppConfig {
     /// HMAC key of `X-Hub-Signature-256`; `None` refuses every `POST /webhook`.
     pub app_secret: Option<SecretString>,
     pub graph: GraphSettings,
+}
+
+/// The messages sent from the business number without a customer's message to answer: visit
+/// reminders and saved-search notices. Both or neither, as the number is set or not.
+#[derive(Debug, Clone)]
+pub struct Outreach {
+    pub reminders: ReminderSettings,
+    pub alerts: AlertSettings,
 }
 
 /// How often the reminder and alert loops look for work.
@@ -279,23 +286,24 @@ impl Config {
                 pair_burst: nonzero(pair_burst.expect(checked)),
             },
         };
-        let phone_number_id = env.get("WHATSAPP_PHONE_NUMBER_ID").map(str::to_owned);
-        let reminders = phone_number_id
-            .clone()
-            .map(|phone_number_id| ReminderSettings {
-                at: reminder_time.expect(checked),
-                timezone,
-                template: env.string("WHATSAPP_REMINDER_TEMPLATE", "visit_reminder"),
-                template_language: env.string("WHATSAPP_REMINDER_TEMPLATE_LANGUAGE", "es"),
-                phone_number_id,
-                every: REMINDERS_EVERY,
+        let outreach = env
+            .get("WHATSAPP_PHONE_NUMBER_ID")
+            .map(|phone_number_id| Outreach {
+                reminders: ReminderSettings {
+                    at: reminder_time.expect(checked),
+                    timezone,
+                    template: env.string("WHATSAPP_REMINDER_TEMPLATE", "visit_reminder"),
+                    template_language: env.string("WHATSAPP_REMINDER_TEMPLATE_LANGUAGE", "es"),
+                    phone_number_id: phone_number_id.to_owned(),
+                    every: REMINDERS_EVERY,
+                },
+                alerts: AlertSettings {
+                    template: env.string("WHATSAPP_ALERT_TEMPLATE", "listing_alert"),
+                    template_language: env.string("WHATSAPP_ALERT_TEMPLATE_LANGUAGE", "es"),
+                    phone_number_id: phone_number_id.to_owned(),
+                    every: REMINDERS_EVERY,
+                },
             });
-        let alerts = phone_number_id.map(|phone_number_id| AlertSettings {
-            template: env.string("WHATSAPP_ALERT_TEMPLATE", "listing_alert"),
-            template_language: env.string("WHATSAPP_ALERT_TEMPLATE_LANGUAGE", "es"),
-            phone_number_id,
-            every: REMINDERS_EVERY,
-        });
         Ok(Config {
             bind_addr: bind_addr.expect(checked),
             whatsapp: WhatsAppConfig {
@@ -339,8 +347,7 @@ impl Config {
                     .map(governor::Quota::per_minute),
                 ..WorkerSettings::default()
             },
-            reminders,
-            alerts,
+            outreach,
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
             events,

@@ -14,7 +14,7 @@ use crate::engine::UsageRecorder;
 use crate::engine::instances::{IdentityError, Membership, MembershipTask};
 use crate::engine::monitor::Monitor;
 use crate::engine::retention::Cleanup;
-use crate::engine::{Engine, PromptReloader, WorkerSettings, Workers};
+use crate::engine::{Engine, PromptReloader, Workers};
 use crate::events::EventDelivery;
 use crate::health::StoreDoctor;
 use crate::outbound::Outbound;
@@ -44,12 +44,17 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         realestate.clone(),
         Some(usage.clone()),
     )?);
-    let reminders = match (&config.reminders, &config.alerts) {
-        (Some(reminders), Some(alerts)) => Some((
-            Reminders::new(realestate.clone(), engine.clone(), reminders.clone()).spawn(),
-            Alerts::new(realestate.clone(), engine.clone(), alerts.clone()).spawn(),
+    let reminders = match &config.outreach {
+        Some(outreach) => Some((
+            Reminders::new(
+                realestate.clone(),
+                engine.clone(),
+                outreach.reminders.clone(),
+            )
+            .spawn(),
+            Alerts::new(realestate.clone(), engine.clone(), outreach.alerts.clone()).spawn(),
         )),
-        _ => {
+        None => {
             tracing::warn!(
                 "WHATSAPP_PHONE_NUMBER_ID is unset: no visit reminders nor saved-search notices are sent"
             );
@@ -102,7 +107,6 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         config.clone(),
         engine,
         outbound,
-        config.workers.clone(),
     ));
     let doctor = pool
         .clone()
@@ -219,7 +223,6 @@ async fn start_instance(
     config: Config,
     engine: Arc<Engine>,
     outbound: Arc<Outbound>,
-    settings: WorkerSettings,
 ) -> anyhow::Result<Running> {
     let mut delay = Duration::from_millis(200);
     let membership = loop {
@@ -249,7 +252,7 @@ async fn start_instance(
         engine,
         outbound,
         state.arrivals.clone(),
-        settings,
+        config.workers.clone(),
         membership.clone(),
     );
     let beating = membership.clone();

@@ -40,7 +40,7 @@ fn an_empty_environment_gives_the_documented_defaults() {
     assert_eq!(config.engine.daily_token_budget, 300_000);
     assert_eq!(config.workers.lease, Duration::from_secs(10));
     assert!(!config.workers.owner.is_empty());
-    assert!(config.reminders.is_none() && config.alerts.is_none());
+    assert!(config.outreach.is_none());
     assert_eq!(config.whatsapp.graph.api_timeout, Duration::from_secs(15));
 }
 
@@ -226,7 +226,7 @@ fn reminders_and_alerts_are_sent_from_the_business_number() {
         ("WHATSAPP_ALERT_TEMPLATE", "nuevo_piso"),
     ]))
     .unwrap();
-    let reminders = config.reminders.unwrap();
+    let Outreach { reminders, alerts } = config.outreach.unwrap();
     assert_eq!(reminders.phone_number_id, "109876543210");
     assert_eq!(
         reminders.at,
@@ -234,7 +234,6 @@ fn reminders_and_alerts_are_sent_from_the_business_number() {
     );
     assert_eq!(reminders.timezone, chrono_tz::Atlantic::Canary);
     assert_eq!(reminders.template, "visit_reminder");
-    let alerts = config.alerts.unwrap();
     assert_eq!(alerts.phone_number_id, "109876543210");
     assert_eq!(
         (alerts.template.as_str(), alerts.template_language.as_str()),
