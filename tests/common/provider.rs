@@ -2,12 +2,71 @@
 //! [`LlmError`]s is the same contract for OpenAI and Anthropic, so it is written once and run
 //! against each client (`provider_conformance!`), each against a local server.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::http::{StatusCode, header};
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use serde_json::Value;
 use url::Url;
 use zaguan::llm::{Llm, LlmError, LlmRequest};
+
+/// A request a [`Canned`] server received.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Captured {
+    /// The header's value, if it was sent.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    }
+}
+
+/// A local server answering every request with one status and JSON body, keeping each request:
+/// the provider a client under test speaks to.
+pub struct Canned {
+    /// `http://127.0.0.1:PORT`, without any API path.
+    pub root: String,
+    captured: Arc<Mutex<Vec<Captured>>>,
+}
+
+impl Canned {
+    pub async fn answering(status: u16, body: impl Into<String>) -> Self {
+        let status = StatusCode::from_u16(status).unwrap();
+        let body: String = body.into();
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&captured);
+        let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap, bytes: Bytes| {
+            let log = Arc::clone(&log);
+            let body = body.clone();
+            async move {
+                log.lock().unwrap().push(Captured {
+                    path: uri.path().to_owned(),
+                    headers,
+                    body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                });
+                (status, [(header::CONTENT_TYPE, "application/json")], body)
+            }
+        });
+        Self {
+            root: super::serve_local(app).await,
+            captured,
+        }
+    }
+
+    pub fn only_request(&self) -> Captured {
+        let captured = self.captured.lock().unwrap();
+        assert_eq!(captured.len(), 1, "expected exactly one request");
+        captured[0].clone()
+    }
+}
 
 /// What the suite needs to know of a provider.
 pub struct Provider {
@@ -23,17 +82,7 @@ pub struct Provider {
 
 impl Provider {
     async fn answering(&self, status: u16, body: String) -> Url {
-        let app = Router::new().fallback(move || {
-            let body = body.clone();
-            async move {
-                (
-                    StatusCode::from_u16(status).unwrap(),
-                    [(header::CONTENT_TYPE, "application/json")],
-                    body,
-                )
-            }
-        });
-        (self.base)(&super::serve_local(app).await)
+        (self.base)(&Canned::answering(status, body).await.root)
     }
 
     async fn error_for(&self, status: u16, body: String) -> LlmError {

@@ -3,13 +3,10 @@
 //! OpenAI can be continued here.
 
 use crate::common;
+use crate::common::provider::{Canned, Captured};
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode, Uri, header};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use url::Url;
@@ -22,65 +19,25 @@ const MAX_TOKENS: u32 = 1024;
 
 // ---- the fake server ----------------------------------------------------------------------
 
-/// One request the fake server received.
-#[derive(Debug, Clone)]
-struct Captured {
-    path: String,
-    api_key: Option<String>,
-    version: Option<String>,
-    content_type: Option<String>,
-    authorization: Option<String>,
-    body: Value,
-}
-
-/// A local server answering every request with one canned status and body.
+/// The fake Anthropic API and its base URL (no version path, like
+/// `https://api.anthropic.com`).
 struct FakeAnthropic {
     base_url: Url,
-    captured: Arc<Mutex<Vec<Captured>>>,
-}
-
-fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers.get(name).map(|v| v.to_str().unwrap().to_owned())
+    server: Canned,
 }
 
 impl FakeAnthropic {
     async fn answering(status: u16, body: impl Into<String>) -> Self {
-        let status = StatusCode::from_u16(status).unwrap();
-        let body: String = body.into();
-        let captured = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&captured);
-        let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap, bytes: Bytes| {
-            let log = Arc::clone(&log);
-            let body = body.clone();
-            async move {
-                log.lock().unwrap().push(Captured {
-                    path: uri.path().to_owned(),
-                    api_key: header_text(&headers, "x-api-key"),
-                    version: header_text(&headers, "anthropic-version"),
-                    content_type: header_text(&headers, "content-type"),
-                    authorization: header_text(&headers, "authorization"),
-                    body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-                });
-                (status, [(header::CONTENT_TYPE, "application/json")], body)
-            }
-        });
+        let server = Canned::answering(status, body).await;
         Self {
-            base_url: serve(app).await,
-            captured,
+            base_url: Url::parse(&server.root).unwrap(),
+            server,
         }
     }
 
     fn only_request(&self) -> Captured {
-        let captured = self.captured.lock().unwrap();
-        assert_eq!(captured.len(), 1, "expected exactly one request");
-        captured[0].clone()
+        self.server.only_request()
     }
-}
-
-/// Serves `app` on a free local port; returns the API base URL (no version path, like
-/// `https://api.anthropic.com`).
-async fn serve(app: Router) -> Url {
-    Url::parse(&common::serve_local(app).await).unwrap()
 }
 
 fn client(base_url: &Url) -> AnthropicClient {
@@ -230,11 +187,18 @@ fn is_portable(id: &str) -> bool {
 async fn a_request_carries_the_key_the_version_a_top_level_system_prompt_and_every_role() {
     let request = sent(&full_request()).await;
     assert_eq!(request.path, "/v1/messages");
-    assert_eq!(request.api_key.as_deref(), Some(KEY));
-    assert_eq!(request.version.as_deref(), Some("2023-06-01"));
-    assert_eq!(request.content_type.as_deref(), Some("application/json"));
+    assert_eq!(request.header("x-api-key").as_deref(), Some(KEY));
     assert_eq!(
-        request.authorization, None,
+        request.header("anthropic-version").as_deref(),
+        Some("2023-06-01")
+    );
+    assert_eq!(
+        request.header("content-type").as_deref(),
+        Some("application/json")
+    );
+    assert_eq!(
+        request.header("authorization"),
+        None,
         "the key goes in x-api-key only"
     );
     assert_eq!(
@@ -279,8 +243,11 @@ async fn a_request_without_key_system_prompt_or_tools_sends_none_of_them() {
         .unwrap();
 
     let request = server.only_request();
-    assert_eq!(request.api_key, None);
-    assert_eq!(request.version.as_deref(), Some("2023-06-01"));
+    assert_eq!(request.header("x-api-key"), None);
+    assert_eq!(
+        request.header("anthropic-version").as_deref(),
+        Some("2023-06-01")
+    );
     assert_eq!(
         request.body,
         json!({

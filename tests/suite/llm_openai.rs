@@ -3,13 +3,11 @@
 //! it parses, and how every failure is classified.
 
 use crate::common;
+use crate::common::provider::{Canned, Captured};
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode, Uri, header};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use url::Url;
@@ -21,56 +19,24 @@ const MODEL: &str = "gpt-4.1-mini";
 
 // ---- the fake server ----------------------------------------------------------------------
 
-/// One request the fake server received.
-#[derive(Debug, Clone)]
-struct Captured {
-    path: String,
-    authorization: Option<String>,
-    body: Value,
-}
-
-/// A local server answering every request with one canned status and body.
+/// The fake OpenAI API and its base URL (with its `/v1`).
 struct FakeOpenAi {
     base_url: Url,
-    captured: Arc<Mutex<Vec<Captured>>>,
+    server: Canned,
 }
 
 impl FakeOpenAi {
     async fn answering(status: u16, body: impl Into<String>) -> Self {
-        let status = StatusCode::from_u16(status).unwrap();
-        let body: String = body.into();
-        let captured = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&captured);
-        let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap, bytes: Bytes| {
-            let log = Arc::clone(&log);
-            let body = body.clone();
-            async move {
-                log.lock().unwrap().push(Captured {
-                    path: uri.path().to_owned(),
-                    authorization: headers
-                        .get(header::AUTHORIZATION)
-                        .map(|v| v.to_str().unwrap().to_owned()),
-                    body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-                });
-                (status, [(header::CONTENT_TYPE, "application/json")], body)
-            }
-        });
+        let server = Canned::answering(status, body).await;
         Self {
-            base_url: serve(app).await,
-            captured,
+            base_url: Url::parse(&format!("{}/v1", server.root)).unwrap(),
+            server,
         }
     }
 
     fn only_request(&self) -> Captured {
-        let captured = self.captured.lock().unwrap();
-        assert_eq!(captured.len(), 1, "expected exactly one request");
-        captured[0].clone()
+        self.server.only_request()
     }
-}
-
-/// Serves `app` on a free local port; returns the API base URL (with its `/v1`).
-async fn serve(app: Router) -> Url {
-    Url::parse(&format!("{}/v1", common::serve_local(app).await)).unwrap()
 }
 
 fn client(base_url: &Url) -> OpenAiClient {
@@ -252,7 +218,10 @@ async fn a_request_carries_the_key_the_system_prompt_and_every_role_in_openai_sh
 
     let request = server.only_request();
     assert_eq!(request.path, "/v1/chat/completions");
-    assert_eq!(request.authorization, Some(format!("Bearer {KEY}")));
+    assert_eq!(
+        request.header("authorization"),
+        Some(format!("Bearer {KEY}"))
+    );
     assert_eq!(
         request.body,
         json!({
@@ -290,7 +259,7 @@ async fn a_request_without_key_system_prompt_or_tools_sends_none_of_them() {
         .unwrap();
 
     let request = server.only_request();
-    assert_eq!(request.authorization, None);
+    assert_eq!(request.header("authorization"), None);
     assert_eq!(
         request.body,
         json!({"model": MODEL, "messages": [{"role": "user", "content": "Hola"}]})
