@@ -116,6 +116,23 @@ impl Stores {
         }
     }
 
+    /// The conversation store as a fresh run finds it: a new one in memory, every collection
+    /// emptied on MongoDB (its indexes stay).
+    pub async fn fresh(&self) -> Arc<dyn Store> {
+        let Some(db) = &self.mongo else {
+            return Arc::new(MemoryStore::new());
+        };
+        let database = db.store.database();
+        for name in database.list_collection_names().await.unwrap() {
+            database
+                .collection::<bson::Document>(&name)
+                .delete_many(bson::doc! {})
+                .await
+                .unwrap();
+        }
+        self.store.clone()
+    }
+
     pub async fn close(self) {
         if let Some(db) = self.mongo {
             db.drop().await;

@@ -1377,34 +1377,15 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
     }
 }
 
-/// The test database's store with the collections a turn writes emptied: a fresh run on the
-/// same database.
-async fn emptied(db: &common::TestMongo) -> Arc<dyn Store> {
-    for collection in ["messages", "inbox", "outbox", "conversations", "leases"] {
-        db.store
-            .database()
-            .collection::<bson::Document>(collection)
-            .delete_many(bson::doc! {})
-            .await
-            .unwrap();
-    }
-    Arc::new(db.store.clone())
-}
+/// The cut-turn scenarios run a turn once per node it can be cut after, each on a fresh store
+/// (one database on MongoDB, emptied between runs).
+mod cut_turns {
+    use super::*;
 
-#[tokio::test]
-async fn memory_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
-    a_turn_cut_after_any_node_resumes_to_exactly_one_reply(async || memory()).await;
-}
-
-#[tokio::test]
-async fn mongo_a_turn_cut_after_any_node_resumes_to_exactly_one_reply() {
-    let Some(db) = common::TestMongo::new().await else {
-        return;
-    };
-    // One database for the nine runs: each run starts from empty collections.
-    let make = async || emptied(&db).await;
-    a_turn_cut_after_any_node_resumes_to_exactly_one_reply(make).await;
-    db.drop().await;
+    crate::both_stores!(|s| (async || s.fresh().await) =>
+        a_turn_cut_after_any_node_resumes_to_exactly_one_reply,
+        a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn,
+    );
 }
 
 /// A turn cut short, then a second message before the workers resume it: the cut turn is
@@ -1508,21 +1489,6 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             "crash at write {crash_at}"
         );
     }
-}
-
-#[tokio::test]
-async fn memory_a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn() {
-    a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(async || memory()).await;
-}
-
-#[tokio::test]
-async fn mongo_a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn() {
-    let Some(db) = common::TestMongo::new().await else {
-        return;
-    };
-    let make = async || emptied(&db).await;
-    a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(make).await;
-    db.drop().await;
 }
 
 /// Answers after a second, counting its calls.
