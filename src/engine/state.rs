@@ -2,15 +2,15 @@
 //! the conversation (`dialog_state`, `lang`) and the message window.
 
 use crate::domain::DialogState;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
 use crate::domain::GeoPoint;
-use crate::domain::WaId;
 use crate::domain::{Handoff, MessageRole, PendingAction};
+use crate::domain::{WaId, WaMessageId};
 use crate::llm::ChatMessage;
 use crate::store::{HandoffRequest, Store, StoreResult, StoredMessage, User};
 
@@ -52,6 +52,15 @@ pub struct State {
 }
 
 impl State {
+    /// The inbound messages already in the history: a turn resumed, or a message redelivered.
+    pub fn stored_wamids(&self) -> HashSet<&WaMessageId> {
+        self.messages
+            .iter()
+            .filter(|m| m.message.role == MessageRole::Human)
+            .flat_map(|m| m.message.wamids.iter())
+            .collect()
+    }
+
     /// A readable summary of the user for prompts.
     pub fn user_info(&self) -> String {
         let mut info = format!("Rol: {}", self.user.role.as_str());

@@ -87,7 +87,7 @@ struct Harness {
     store: Arc<dyn Store>,
     llm: Arc<ScriptedLlm>,
     wa_id: WaId,
-    next: std::sync::atomic::AtomicU64,
+    next: std::sync::atomic::AtomicU32,
 }
 
 impl Harness {
@@ -114,29 +114,7 @@ impl Harness {
     /// Stores `text` as a new inbound message and runs the turn that answers it.
     async fn say(&self, text: &str) -> Option<String> {
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let entry = InboxEntry {
-            wamid: WaMessageId::parse(&format!("wamid.{}.{n}", self.wa_id)).unwrap(),
-            wa_id: self.wa_id.clone(),
-            phone_number_id: "109876543210".into(),
-            kind: "text".into(),
-            text: Some(text.into()),
-            payload: "{}".into(),
-            content: zaguan::domain::Content::Text { body: text.into() },
-            context_id: None,
-            sent_at: None,
-            status: InboxStatus::Pending,
-            received_at: Utc::now(),
-            attempts: 0,
-        };
-        self.store.insert_inbox(&[entry]).await.unwrap();
-        let open = self.store.open_inbox(&self.wa_id).await.unwrap();
-        let outcome = self.engine.run_turn(&self.wa_id, &open).await.unwrap();
-        // As the worker does: answered only once the reply is queued.
-        self.store
-            .set_inbox_status(&outcome.answered, InboxStatus::Done)
-            .await
-            .unwrap();
-        outcome.reply
+        common::say(&self.engine, &self.store, &self.wa_id, n, text).await
     }
 
     async fn dialog_state(&self) -> Vec<String> {

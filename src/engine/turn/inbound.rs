@@ -9,7 +9,6 @@ use std::collections::HashSet;
 use chrono::Utc;
 
 use crate::domain::MessageRole;
-use crate::domain::WaMessageId;
 use crate::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
 use crate::engine::attachments;
 use crate::engine::state::State;
@@ -29,12 +28,7 @@ impl Engine {
         state: &mut State,
         inbox: &[InboxEntry],
     ) -> Result<Vec<InboxEntry>, EngineError> {
-        let known: HashSet<&WaMessageId> = state
-            .messages
-            .iter()
-            .filter(|m| m.message.role == MessageRole::Human)
-            .flat_map(|m| m.message.wamids.iter())
-            .collect();
+        let known = state.stored_wamids();
         let mut new: Vec<InboxEntry> = inbox
             .iter()
             .filter(|e| !known.contains(&e.wamid))

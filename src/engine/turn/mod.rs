@@ -322,12 +322,7 @@ impl Engine {
         // messages it started with — those already in the history — so they get their own
         // reply; what arrived since is the next turn. Merging them would answer only the
         // newest message.
-        let known: HashSet<&WaMessageId> = state
-            .messages
-            .iter()
-            .filter(|m| m.message.role == MessageRole::Human)
-            .flat_map(|m| m.message.wamids.iter())
-            .collect();
+        let known = state.stored_wamids();
         let resumed: Vec<InboxEntry> = inbox
             .iter()
             .filter(|e| known.contains(&e.wamid))
@@ -349,14 +344,7 @@ impl Engine {
         let inbox = inbox.as_slice();
         let answered: Vec<WaMessageId> = inbox.iter().map(|e| e.wamid.clone()).collect();
         if inbox.is_empty() {
-            return Ok(TurnOutcome {
-                reply: None,
-                parts: Vec::new(),
-                dialog_state: state.dialog_state,
-                transitions: 0,
-                answered,
-                to_send: None,
-            });
+            return Ok(TurnOutcome::silent(state.dialog_state, answered));
         }
         // What was stored before this call: a reply delivered from it may have gone out.
         let loaded_seq = state.messages.last().map_or(0, |m| m.seq);
@@ -370,14 +358,7 @@ impl Engine {
                 tracing::info!(operator = %handoff.operator, "message held for the operator");
                 metrics::counter!("zaguan_turns_total", "outcome" => "handoff").increment(1);
                 self.save(&mut state).await?;
-                return Ok(TurnOutcome {
-                    reply: None,
-                    parts: Vec::new(),
-                    dialog_state: state.dialog_state,
-                    transitions: 0,
-                    answered,
-                    to_send: None,
-                });
+                return Ok(TurnOutcome::silent(state.dialog_state, answered));
             }
             tracing::info!(operator = %handoff.operator, "handoff expired: the bot answers again");
             metrics::counter!("zaguan_handoffs_ended_total", "how" => "expired").increment(1);

@@ -86,6 +86,24 @@ pub struct TurnOutcome {
     pub to_send: Option<Vec<OutboxEntry>>,
 }
 
+impl TurnOutcome {
+    /// A turn that says nothing and runs no node: no message to answer, or an operator has
+    /// the conversation.
+    pub(crate) fn silent(
+        dialog_state: DialogState,
+        answered: Vec<crate::domain::WaMessageId>,
+    ) -> Self {
+        Self {
+            reply: None,
+            parts: Vec::new(),
+            dialog_state,
+            transitions: 0,
+            answered,
+            to_send: None,
+        }
+    }
+}
+
 /// How the caller wants a turn run.
 #[derive(Debug, Clone, Copy)]
 pub struct TurnOptions {
