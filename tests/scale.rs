@@ -33,20 +33,8 @@ fn inbox(
     received_at: chrono::DateTime<Utc>,
 ) -> InboxEntry {
     InboxEntry {
-        wamid: WaMessageId::parse(id).unwrap(),
-        wa_id: wa_id.clone(),
-        phone_number_id: "109876543210".into(),
-        kind: "text".into(),
-        text: Some("Hola".into()),
-        payload: "{}".into(),
-        content: zaguan::domain::Content::Text {
-            body: "Hola".into(),
-        },
-        context_id: None,
-        sent_at: None,
-        status,
         received_at,
-        attempts: 0,
+        ..common::inbox_entry(id, wa_id, "Hola", status)
     }
 }
 

@@ -13,8 +13,8 @@ use chrono::{Duration, Utc};
 use common::TestApp;
 use serde_json::{Value, json};
 use zaguan::domain::MessageRole;
-use zaguan::domain::{WaId, WaMessageId};
-use zaguan::store::{InboxEntry, InboxStatus, NewMessage, Store};
+use zaguan::domain::WaId;
+use zaguan::store::{InboxStatus, NewMessage, Store};
 
 const TOKEN: &str = common::ADMIN_TOKEN;
 use common::bearer;
@@ -332,22 +332,12 @@ async fn the_cli_finds_shows_and_resets_a_stuck_conversation() {
 
     // Handoff: the customer wrote; an operator takes the conversation, answers, gives it back.
     store
-        .insert_inbox(&[InboxEntry {
-            wamid: WaMessageId::parse("wamid.CLI1").unwrap(),
-            wa_id: stuck.clone(),
-            phone_number_id: "109876543210".into(),
-            kind: "text".into(),
-            text: Some("¿Puedo hablar con alguien?".into()),
-            payload: "{}".into(),
-            content: zaguan::domain::Content::Text {
-                body: "¿Puedo hablar con alguien?".into(),
-            },
-            context_id: None,
-            sent_at: None,
-            status: InboxStatus::Done,
-            received_at: Utc::now(),
-            attempts: 0,
-        }])
+        .insert_inbox(&[common::inbox_entry(
+            "wamid.CLI1",
+            &stuck,
+            "¿Puedo hablar con alguien?",
+            InboxStatus::Done,
+        )])
         .await
         .unwrap();
     let taken = zaguan(&["take", "34600000201", "--operator", "ana", "--for", "30m"]);

@@ -529,20 +529,8 @@ async fn messages_that_arrive_together_are_merged_into_one_turn(store: Arc<dyn S
         .enumerate()
     {
         let entry = InboxEntry {
-            wamid: WaMessageId::parse(&format!("wamid.M{i}")).unwrap(),
-            wa_id: h.wa_id.clone(),
-            phone_number_id: "1".into(),
-            kind: "text".into(),
-            text: Some((*text).into()),
-            payload: "{}".into(),
-            content: zaguan::domain::Content::Text {
-                body: (*text).into(),
-            },
-            context_id: None,
-            sent_at: None,
-            status: InboxStatus::Pending,
             received_at: Utc::now() + chrono::Duration::milliseconds(i as i64),
-            attempts: 0,
+            ..common::inbox_entry(&format!("wamid.M{i}"), &h.wa_id, text, InboxStatus::Pending)
         };
         h.store.insert_inbox(&[entry]).await.unwrap();
     }
@@ -1296,26 +1284,14 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
     // the outbox entry.
     for crash_at in 1..=5 {
         let inner = make_store().await;
-        let wamid = WaMessageId::parse("wamid.CRASH").unwrap();
-        inner
-            .insert_inbox(&[InboxEntry {
-                wamid: wamid.clone(),
-                wa_id: wa_id.clone(),
-                phone_number_id: "1".into(),
-                kind: "text".into(),
-                text: Some("¿Cuánto cuesta el P-102?".into()),
-                payload: "{}".into(),
-                content: zaguan::domain::Content::Text {
-                    body: "¿Cuánto cuesta el P-102?".into(),
-                },
-                context_id: None,
-                sent_at: None,
-                status: InboxStatus::Processing,
-                received_at: Utc::now(),
-                attempts: 1,
-            }])
-            .await
-            .unwrap();
+        let entry = common::inbox_entry(
+            "wamid.CRASH",
+            &wa_id,
+            "¿Cuánto cuesta el P-102?",
+            InboxStatus::Processing,
+        );
+        let wamid = entry.wamid.clone();
+        inner.insert_inbox(&[entry]).await.unwrap();
         let crashing: Arc<dyn Store> = Arc::new(CrashingStore {
             inner: inner.clone(),
             writes: AtomicUsize::new(0),
@@ -1492,26 +1468,9 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
     let store = Arc::new(CrashingStore::over(inner.clone()));
     let wa_id = WaId::parse("34600000701").unwrap();
-    let wamid = WaMessageId::parse("wamid.LEASE1").unwrap();
-    inner
-        .insert_inbox(&[InboxEntry {
-            wamid: wamid.clone(),
-            wa_id: wa_id.clone(),
-            phone_number_id: "1".into(),
-            kind: "text".into(),
-            text: Some("Hola".into()),
-            payload: "{}".into(),
-            content: zaguan::domain::Content::Text {
-                body: "Hola".into(),
-            },
-            context_id: None,
-            sent_at: None,
-            status: InboxStatus::Pending,
-            received_at: Utc::now(),
-            attempts: 0,
-        }])
-        .await
-        .unwrap();
+    let entry = common::inbox_entry("wamid.LEASE1", &wa_id, "Hola", InboxStatus::Pending);
+    let wamid = entry.wamid.clone();
+    inner.insert_inbox(&[entry]).await.unwrap();
     let llm = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let engine = Engine::new(

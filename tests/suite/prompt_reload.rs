@@ -11,13 +11,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use axum::http::StatusCode;
-use chrono::Utc;
 use common::{TestApp, bearer};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use zaguan::agents::AgentRegistry;
 use zaguan::domain::ToolCall;
-use zaguan::domain::{WaId, WaMessageId};
+use zaguan::domain::WaId;
 use zaguan::engine::{Engine, EngineSettings, PromptReloader, ToolRegistry};
 use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, Store};
@@ -71,22 +70,12 @@ fn prompts_copy() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn inbox(wa_id: &WaId, n: usize) -> InboxEntry {
-    InboxEntry {
-        wamid: WaMessageId::parse(&format!("wamid.R{n}")).unwrap(),
-        wa_id: wa_id.clone(),
-        phone_number_id: "109876543210".into(),
-        kind: "text".into(),
-        text: Some("Hola, necesito ayuda".into()),
-        payload: "{}".into(),
-        content: zaguan::domain::Content::Text {
-            body: "Hola, necesito ayuda".into(),
-        },
-        context_id: None,
-        sent_at: None,
-        status: InboxStatus::Pending,
-        received_at: Utc::now(),
-        attempts: 0,
-    }
+    common::inbox_entry(
+        &format!("wamid.R{n}"),
+        wa_id,
+        "Hola, necesito ayuda",
+        InboxStatus::Pending,
+    )
 }
 
 /// Rewrites the body of `file`, keeping its front matter.
