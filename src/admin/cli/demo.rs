@@ -142,14 +142,7 @@ mod tests {
             chrono::NaiveDate::from_ymd_opt(2026, 11, 26).unwrap(),
             chrono_tz::Europe::Madrid,
         );
-        let counts = SeedCounts {
-            owners: set.owners.len(),
-            staff: set.staff.len(),
-            properties: set.properties.len(),
-            slots: set.slots.len(),
-            visits: set.visits.len(),
-            offers: set.offers.len(),
-        };
+        let counts = set.counts();
         let line = summary(&set, &counts, "MongoDB zaguan");
         assert!(line.starts_with(&format!(
             "demo data loaded: {} properties in 4 cities, 12 owners, ",

@@ -111,6 +111,18 @@ pub struct DemoSet {
 }
 
 impl DemoSet {
+    /// How many documents of each kind the set holds.
+    pub fn counts(&self) -> SeedCounts {
+        SeedCounts {
+            owners: self.owners.len(),
+            staff: self.staff.len(),
+            properties: self.properties.len(),
+            slots: self.slots.len(),
+            visits: self.visits.len(),
+            offers: self.offers.len(),
+        }
+    }
+
     /// The cities with listings, sorted.
     pub fn cities(&self) -> BTreeSet<&str> {
         self.properties.iter().map(|p| p.city.as_str()).collect()
@@ -159,14 +171,7 @@ pub async fn seed(store: &dyn RealEstateStore, set: &DemoSet) -> StoreResult<See
     for batch in set.offers.chunks(SEED_BATCH) {
         store.upsert_offers(batch).await?;
     }
-    Ok(SeedCounts {
-        owners: set.owners.len(),
-        staff: set.staff.len(),
-        properties: set.properties.len(),
-        slots: set.slots.len(),
-        visits: set.visits.len(),
-        offers: set.offers.len(),
-    })
+    Ok(set.counts())
 }
 
 /// The demo set as of `today` in the business's time zone `tz`: listings dated in the six
