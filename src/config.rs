@@ -17,6 +17,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 use url::Url;
 
+use crate::engine::handoff::HandoffSettings;
 use crate::engine::retention::Retention;
 use crate::engine::{EngineSettings, WorkerSettings};
 use crate::events::EventSettings;
@@ -70,6 +71,9 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_DIALOG_IDLE_TTL",
     "ZAGUAN_STUCK_AFTER",
     "ZAGUAN_HANDOFF_TTL",
+    "ZAGUAN_HANDOFF_SLA",
+    "WHATSAPP_HANDOFF_TEMPLATE",
+    "WHATSAPP_HANDOFF_TEMPLATE_LANGUAGE",
     "ZAGUAN_USER_TURNS_PER_MINUTE",
     "ZAGUAN_DAILY_TOKEN_BUDGET",
     "ZAGUAN_LEASE",
@@ -116,6 +120,8 @@ pub struct Config {
     pub stuck_after: Duration,
     /// An operator's handoff ends by itself after this (unless released before).
     pub handoff_ttl: Duration,
+    /// How the staff on duty are told when a customer asks for a person.
+    pub handoffs: HandoffSettings,
     /// On SIGTERM, how long in-flight turns may take to finish before the process exits.
     pub drain_timeout: Duration,
     /// How long finished records are kept before the cleanup job deletes them.
@@ -182,6 +188,7 @@ impl Config {
         let dialog_idle_ttl = env.duration("ZAGUAN_DIALOG_IDLE_TTL", "24h");
         let stuck_after = env.duration("ZAGUAN_STUCK_AFTER", "2h");
         let handoff_ttl = env.duration("ZAGUAN_HANDOFF_TTL", "2h");
+        let handoff_sla = env.duration("ZAGUAN_HANDOFF_SLA", "15m");
         let user_turns_per_minute =
             env.count("ZAGUAN_USER_TURNS_PER_MINUTE", 12, 0..=10_000, "turns");
         let daily_token_budget =
@@ -351,9 +358,17 @@ impl Config {
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
             admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
             events,
-            public_url,
+            public_url: public_url.clone(),
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),
+            handoffs: HandoffSettings {
+                sla: handoff_sla.expect(checked),
+                template: env.string("WHATSAPP_HANDOFF_TEMPLATE", "staff_handoff"),
+                template_language: env.string("WHATSAPP_HANDOFF_TEMPLATE_LANGUAGE", "es"),
+                phone_number_id: env.get("WHATSAPP_PHONE_NUMBER_ID").map(str::to_owned),
+                public_url,
+                timezone,
+            },
             drain_timeout: drain_timeout.expect(checked),
             retention,
         })

@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod agents;
 pub mod app;
+pub mod business;
 pub mod config;
 pub mod domain;
 pub mod engine;

@@ -11,6 +11,7 @@ use clap::Args;
 use crate::app::{self, AppState};
 use crate::config::Config;
 use crate::engine::UsageRecorder;
+use crate::engine::handoff::HandoffEscalation;
 use crate::engine::instances::{IdentityError, Membership, MembershipTask};
 use crate::engine::monitor::Monitor;
 use crate::engine::retention::Cleanup;
@@ -60,6 +61,14 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
             );
             None
         }
+    };
+    let escalation = {
+        let prompts = engine.clone();
+        HandoffEscalation::new(
+            engine.handoffs().clone(),
+            Arc::new(move || prompts.prompts().business().clone()),
+        )
+        .spawn()
     };
     let outbound = Arc::new(outbound(&config, store.clone())?);
     let events = match &config.events {
@@ -175,6 +184,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         }
     }
     cleanup.abort();
+    escalation.abort();
     if let Some(events) = events {
         events.abort();
     }

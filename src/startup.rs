@@ -10,7 +10,7 @@ use crate::agents::AgentRegistry;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::engine::UsageRecorder;
-use crate::engine::handoff::RequestHuman;
+use crate::engine::handoff::{HandoffDesk, RequestHuman};
 use crate::engine::roles::RoleDirectory;
 use crate::llm::{AnthropicClient, FallbackChain, Llm, LlmProvider, OfflineLlm, OpenAiClient};
 use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
@@ -47,15 +47,20 @@ pub fn build_engine(
         realestate.clone(),
         config.engine.timezone,
     ));
+    let desk = Arc::new(HandoffDesk::new(
+        store.clone(),
+        Some(Arc::new(DataRoles(realestate.clone()))),
+        config.handoffs.clone(),
+    ));
     let tools = crate::realestate::tools::registry(realestate.clone())
-        .with(RequestHuman::new(store.clone()).with_contact(config.engine.business_contact.clone()))
+        .with(RequestHuman::new(desk.clone()))
         .with(crate::realestate::tools::RequestCallback::new(
             realestate.clone(),
-            store.clone(),
+            desk.clone(),
         ))
         .with(crate::realestate::tools::RequestListingChange::new(
             realestate,
-            store.clone(),
+            desk.clone(),
         ));
     let registry = AgentRegistry::load(&config.prompts_dir, &crate::startup::known_tools())
         .map_err(|problems| {
@@ -79,6 +84,7 @@ pub fn build_engine(
     let llm = llm_chain(config, usage)?;
     let settings = config.engine.clone();
     let engine = Engine::new(store, llm, Arc::new(registry), Arc::new(tools), settings)
+        .with_handoffs(desk)
         .with_roles(roles)
         .with_context(context);
     Ok(match voice_notes(config)? {

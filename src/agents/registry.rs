@@ -9,6 +9,7 @@ use checks::*;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use minijinja::syntax::SyntaxConfig;
@@ -19,6 +20,7 @@ use sha2::{Digest, Sha256};
 use super::fast_route::{Abstention, Decision, FastRouter};
 pub use super::prompt::PromptProblem;
 use super::prompt::{self, PromptFile, PromptKind};
+use crate::business::{self, BUSINESS_FILE, Business};
 use crate::domain::Role;
 use crate::llm::ToolSpec;
 
@@ -130,6 +132,8 @@ pub struct AgentRegistry {
     loaded_at: chrono::DateTime<chrono::Utc>,
     /// What loads but deserves a look (a body naming a tool the agent does not have).
     warnings: Vec<PromptProblem>,
+    /// The business file beside the prompts (empty without one).
+    business: Arc<Business>,
 }
 
 impl AgentRegistry {
@@ -189,6 +193,8 @@ impl AgentRegistry {
                 ));
             }
         }
+
+        let business = read_business(dir, &mut version, &mut problems);
 
         let agent_files: Vec<&PromptFile> = files
             .iter()
@@ -298,6 +304,7 @@ impl AgentRegistry {
             version: hex::encode(&version.finalize()[..6]),
             loaded_at: chrono::Utc::now(),
             warnings,
+            business: Arc::new(business),
         })
     }
 
@@ -315,6 +322,11 @@ impl AgentRegistry {
     /// customers something the assistant cannot do.
     pub fn warnings(&self) -> &[PromptProblem] {
         &self.warnings
+    }
+
+    /// The business file of the set (`business.toml`), or an empty one.
+    pub fn business(&self) -> &Arc<Business> {
+        &self.business
     }
 
     pub fn get(&self, name: &str) -> Option<&Agent> {

@@ -103,6 +103,24 @@ impl OutboxId {
     }
 }
 
+impl OutboxId {
+    /// The id of a message queued by a step that may be replayed (a staff notice), the same
+    /// for the same `key`: the replay runs into the first copy. Like [`OutboxId::for_reply`],
+    /// its first four bytes are `at`'s second.
+    pub fn derived(key: &str, at: DateTime<Utc>) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut bytes = [0u8; 12];
+        let seconds = u32::try_from(at.timestamp().max(0)).unwrap_or(u32::MAX);
+        bytes[..4].copy_from_slice(&seconds.to_be_bytes());
+        let digest = Sha256::new()
+            .chain_update(b"derived:")
+            .chain_update(key.as_bytes())
+            .finalize();
+        bytes[4..].copy_from_slice(&digest[..8]);
+        Self(hex::encode(bytes))
+    }
+}
+
 /// What a sent part carries in `biz_opaque_callback_data`, before its id: Meta echoes it in
 /// the part's status webhooks, which then find the part even when its wamid was never
 /// recorded (the process died between the Graph API's answer and the record).

@@ -72,3 +72,130 @@ pub const STALE_BUTTON_REASKED: &str =
 
 /// Said for a Confirm or Cancel button when nothing is pending.
 pub const STALE_BUTTON: &str = "Esa confirmación ya no es válida: no hay nada pendiente de confirmar. ¿En qué te puedo ayudar?";
+
+/// The day of the week in `lang` (es, en, pt; Spanish otherwise, for the translator).
+fn weekday(lang: &str, day: chrono::Weekday) -> &'static str {
+    const EN: [&str; 7] = [
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+    ];
+    const PT: [&str; 7] = [
+        "segunda-feira",
+        "terça-feira",
+        "quarta-feira",
+        "quinta-feira",
+        "sexta-feira",
+        "sábado",
+        "domingo",
+    ];
+    let i = day.num_days_from_monday() as usize;
+    match lang {
+        "en" => EN[i],
+        "pt" => PT[i],
+        _ => weekday_es(day),
+    }
+}
+
+/// When the office opens next, as the customer is told it, from the local time `now`:
+/// «hoy a partir de las 16:30», «mañana a partir de las 9:00», «el lunes 30 a partir de las
+/// 9:00».
+pub fn opening(
+    lang: Option<&str>,
+    now: chrono::NaiveDateTime,
+    opens: chrono::NaiveDateTime,
+) -> String {
+    use chrono::{Datelike as _, Timelike as _};
+    let lang = lang.unwrap_or("es");
+    let time = format!("{}:{:02}", opens.hour(), opens.minute());
+    let days = (opens.date() - now.date()).num_days();
+    let day = opens.day();
+    let name = weekday(lang, opens.weekday());
+    match lang {
+        "en" => match days {
+            0 => format!("today from {time}"),
+            1 => format!("tomorrow from {time}"),
+            _ => format!("on {name} the {day}{} from {time}", ordinal_suffix(day)),
+        },
+        "pt" => match days {
+            0 => format!("hoje a partir das {time}"),
+            1 => format!("amanhã a partir das {time}"),
+            _ => format!("na {name}, dia {day}, a partir das {time}"),
+        },
+        _ => {
+            let from = if opens.hour() == 1 { "de la" } else { "de las" };
+            match days {
+                0 => format!("hoy a partir {from} {time}"),
+                1 => format!("mañana a partir {from} {time}"),
+                _ => format!("el {name} {day} a partir {from} {time}"),
+            }
+        }
+    }
+}
+
+fn ordinal_suffix(day: u32) -> &'static str {
+    match (day % 10, day % 100) {
+        (1, n) if n != 11 => "st",
+        (2, n) if n != 12 => "nd",
+        (3, n) if n != 13 => "rd",
+        _ => "th",
+    }
+}
+
+/// Said when a person of the team was told just now, or had been already.
+pub fn handoff_told(lang: Option<&str>) -> &'static str {
+    match lang.unwrap_or("es") {
+        "en" => {
+            "I've let someone on our team know, and they'll write to you in this chat as soon as they can."
+        }
+        "pt" => {
+            "Avisei uma pessoa da nossa equipa, que lhe vai escrever por este chat assim que puder."
+        }
+        _ => {
+            "He avisado a una persona del equipo y te escribirá por este mismo chat en cuanto pueda."
+        }
+    }
+}
+
+/// Said when nobody is on duty: the team is told when the office opens (`when`, from
+/// [`opening`]).
+pub fn handoff_after_hours(lang: Option<&str>, when: &str) -> String {
+    match lang.unwrap_or("es") {
+        "en" => format!(
+            "Our office is closed right now. I've left word for the team, and someone will write to you in this chat {when}."
+        ),
+        "pt" => format!(
+            "Neste momento o escritório está fechado. Deixei o pedido à equipa, e uma pessoa vai escrever-lhe por este chat {when}."
+        ),
+        _ => format!(
+            "Ahora mismo la oficina está cerrada. He dejado el aviso al equipo y una persona te escribirá por este chat {when}."
+        ),
+    }
+}
+
+/// Said when no one on the team can be told from here (no staff set up for it): how to reach
+/// the agency instead, when known.
+pub fn handoff_unreachable(lang: Option<&str>, contact: Option<&str>) -> String {
+    let (text, with) = match lang.unwrap_or("es") {
+        "en" => (
+            "I'm sorry, I can't pass this on to a person from this chat.",
+            "You can reach the agency directly:",
+        ),
+        "pt" => (
+            "Lamento, não consigo passar isto a uma pessoa a partir deste chat.",
+            "Pode contactar a agência diretamente:",
+        ),
+        _ => (
+            "Lo siento, desde este chat no puedo pasar tu petición a una persona.",
+            "Puedes contactar directamente con la agencia:",
+        ),
+    };
+    match contact {
+        Some(contact) => format!("{text} {with} {contact}"),
+        None => text.to_owned(),
+    }
+}

@@ -24,8 +24,7 @@ pub const SLOW_DOWN: &str = "Estás enviando muchos mensajes seguidos. Los leo t
 
 /// Answers every turn of a conversation past its daily token budget.
 pub const BUDGET_REPLY: &str = "Hemos alcanzado el límite de consultas automáticas de hoy para \
-                                esta conversación. Una persona del equipo la revisará y te \
-                                responderá; también puedes volver a escribir mañana.";
+                                esta conversación; mañana puedes volver a escribir.";
 
 /// The reason shown to operators for a conversation flagged by the budget.
 pub const BUDGET_HANDOFF_REASON: &str = "daily token budget used up";

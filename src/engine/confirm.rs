@@ -31,6 +31,22 @@ pub fn new_action_id() -> String {
     format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
 }
 
+/// The id of the tool call a confirmed action runs as: `call_confirmed_` and the action's id.
+/// The router runs such a call without asking again — it is only stored once the user said
+/// yes — so a turn resumed after a crash finishes the action instead of asking twice.
+pub fn confirmed_call_id(action_id: &str) -> String {
+    format!("{CONFIRMED_CALL}{action_id}")
+}
+
+/// Whether `call_id` is a confirmed action's ([`confirmed_call_id`]).
+pub fn is_confirmed_call(call_id: &str) -> bool {
+    call_id
+        .strip_prefix(CONFIRMED_CALL)
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+const CONFIRMED_CALL: &str = "call_confirmed_";
+
 /// Confirm / Cancel in the user's language (titles ≤ 20 characters), for the action `id`.
 pub fn buttons(action_id: &str, lang: Option<&str>) -> Vec<ReplyButton> {
     let (yes, no) = match lang.unwrap_or("es") {

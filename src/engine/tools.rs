@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::business::Business;
 use crate::domain::GeoPoint;
 use crate::domain::Role;
 use crate::domain::ToolCall;
@@ -30,6 +31,48 @@ pub struct ToolContext {
     pub now: chrono::DateTime<chrono::Utc>,
     /// The business's time zone: dates are read and said in it.
     pub timezone: chrono_tz::Tz,
+    /// The id of the call being run, the same when a step is replayed after a crash: what a
+    /// tool that writes derives its records' ids from, so the replay writes nothing twice.
+    pub call_id: String,
+    /// The business file of the turn's prompt set.
+    pub business: Arc<Business>,
+    /// `ZAGUAN_BUSINESS_CONTACT`, used when the business file gives no contact lines.
+    pub fallback_contact: Option<String>,
+}
+
+impl ToolContext {
+    /// A context for `wa_id` at `now`, with no business file (tests and tools run by hand).
+    pub fn new(wa_id: WaId, role: Role, now: chrono::DateTime<chrono::Utc>) -> Self {
+        Self {
+            wa_id,
+            role,
+            location: None,
+            now,
+            timezone: chrono_tz::Europe::Madrid,
+            call_id: String::new(),
+            business: Arc::default(),
+            fallback_contact: None,
+        }
+    }
+
+    /// How the customer reaches the agency's people: the business file's lines, else
+    /// `ZAGUAN_BUSINESS_CONTACT`.
+    pub fn contact_line(&self) -> Option<String> {
+        self.business
+            .contact_line()
+            .or_else(|| self.fallback_contact.clone())
+    }
+
+    /// A short key unique to this call (a hex digest of its id): what record ids are made of.
+    pub fn call_key(&self) -> String {
+        use sha2::{Digest as _, Sha256};
+        let digest = Sha256::new()
+            .chain_update(self.wa_id.as_str().as_bytes())
+            .chain_update(b":")
+            .chain_update(self.call_id.as_bytes())
+            .finalize();
+        hex::encode(&digest[..8])
+    }
 }
 
 /// Every role.
@@ -48,6 +91,12 @@ pub enum ToolError {
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
+
+    /// Whether running it changes data without asking the user first (`request_human`): its
+    /// call is stored before it runs, so a replay after a crash has the same id.
+    fn writes(&self) -> bool {
+        false
+    }
 
     /// The roles it runs for; for any other the call is answered with an error, whatever the
     /// model believes.
@@ -135,6 +184,11 @@ impl ToolRegistry {
         self.tools.get(name).map(|t| t.spec())
     }
 
+    /// Whether the tool `name` changes data as soon as it runs ([`Tool::writes`]).
+    pub fn writes(&self, name: &str) -> bool {
+        self.tools.get(name).is_some_and(|tool| tool.writes())
+    }
+
     /// Whether `role` may run the tool `name` (an unknown tool: no).
     pub fn allows(&self, name: &str, role: Role) -> bool {
         self.tools
@@ -168,7 +222,11 @@ impl ToolRegistry {
             return format!("Error: there is no tool named {}.", call.name).into();
         };
         let started = std::time::Instant::now();
-        let outcome = tokio::time::timeout(timeout, tool.run(call.args.clone(), context)).await;
+        let context = ToolContext {
+            call_id: call.id.clone(),
+            ..context.clone()
+        };
+        let outcome = tokio::time::timeout(timeout, tool.run(call.args.clone(), &context)).await;
         let label = match &outcome {
             Ok(Ok(_)) => "ok",
             Ok(Err(ToolError::InvalidArgs(_))) => "invalid_args",
@@ -231,13 +289,11 @@ mod tests {
     }
 
     fn context() -> ToolContext {
-        ToolContext {
-            wa_id: WaId::parse("34600111222").unwrap(),
-            role: Role::Prospect,
-            location: None,
-            now: chrono::Utc::now(),
-            timezone: chrono_tz::Europe::Madrid,
-        }
+        ToolContext::new(
+            WaId::parse("34600111222").unwrap(),
+            Role::Prospect,
+            chrono::Utc::now(),
+        )
     }
 
     #[tokio::test(start_paused = true)]

@@ -318,11 +318,15 @@ impl RealEstateStore for MemoryRealEstate {
         Ok(newest_first(offers, |o| o.created_at, |o| &o.id))
     }
 
-    async fn save_callback_request(&self, request: &CallbackRequest) -> StoreResult<()> {
-        self.lock()
-            .callback_requests
-            .insert(request.id.clone(), request.clone());
-        Ok(())
+    async fn insert_callback_request(&self, request: &CallbackRequest) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        match inner.callback_requests.entry(request.id.clone()) {
+            std::collections::btree_map::Entry::Occupied(_) => Ok(false),
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                entry.insert(request.clone());
+                Ok(true)
+            }
+        }
     }
 
     async fn save_listing_request(&self, request: &ListingRequest) -> StoreResult<()> {

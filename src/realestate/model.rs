@@ -169,6 +169,13 @@ pub struct StaffMember {
     pub name: String,
     /// Their WhatsApp: how they are recognised when they write in.
     pub wa_id: Option<WaId>,
+    /// Told on WhatsApp when a customer asks for a person (`staff.notify_handoffs`).
+    #[serde(default)]
+    pub notify_handoffs: bool,
+    /// When they are on duty, weekday → spans (`{"monday": ["9:00-14:00"]}`, as the business
+    /// file's `[hours]`); `None`: the agency's opening hours (`staff.hours`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hours: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 /// A time a property can be visited with an agent.
@@ -202,6 +209,13 @@ impl AppointmentStatus {
     }
 }
 
+/// Where an appointment was before it was rescheduled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MovedFrom {
+    pub slot_id: String,
+    pub starts_at: DateTime<Utc>,
+}
+
 /// A customer's visit booked in a slot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Appointment {
@@ -215,6 +229,10 @@ pub struct Appointment {
     pub created_at: DateTime<Utc>,
     /// When the reminder went out (sent once).
     pub reminder_sent_at: Option<DateTime<Utc>>,
+    /// The slot and start it was moved from by its last reschedule: a reschedule replayed
+    /// after a crash frees that slot and reports the move from them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_from: Option<MovedFrom>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 //! Who is who by the business's data: a number that is an owner's (`owners.wa_id`) talks to the
 //! assistants as an owner, one of the agency's staff (`staff.wa_id`) as an agent. The engine's
-//! [`RoleDirectory`](crate::engine::roles::RoleDirectory) reads them through [`DataRoles`].
+//! [`RoleDirectory`](crate::engine::roles::RoleDirectory) reads them through [`DataRoles`], and
+//! the handoff desk the staff it tells.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use async_trait::async_trait;
 
 use super::RealEstateStore;
 use crate::domain::{Role, WaId};
+use crate::engine::handoff::{StaffOnCall, StaffRoster};
 use crate::engine::roles::KnownNumbers;
 use crate::store::StoreResult;
 
@@ -31,6 +33,37 @@ impl KnownNumbers for DataRoles {
             }
         }
         Ok(roles)
+    }
+}
+
+#[async_trait]
+impl StaffRoster for DataRoles {
+    /// Staff with `notify_handoffs` and a number, by id; hours that do not read are reported
+    /// and taken as the agency's.
+    async fn handoff_staff(&self) -> StoreResult<Vec<StaffOnCall>> {
+        Ok(self
+            .0
+            .staff()
+            .await?
+            .into_iter()
+            .filter(|member| member.notify_handoffs)
+            .filter_map(|member| {
+                let wa_id = member.wa_id?;
+                let hours = member.hours.as_ref().and_then(|days| {
+                    crate::business::week_from(days)
+                        .map_err(|error| {
+                            tracing::warn!(staff = %member.id, "staff.hours ignored: {error}")
+                        })
+                        .ok()
+                });
+                Some(StaffOnCall {
+                    id: member.id,
+                    name: member.name,
+                    wa_id,
+                    hours,
+                })
+            })
+            .collect())
     }
 }
 
@@ -66,6 +99,8 @@ mod tests {
             id: "A-01".into(),
             name: "Lucía".into(),
             wa_id: Some(wa("34699000001")),
+            notify_handoffs: false,
+            hours: None,
         }])
         .await
         .unwrap();

@@ -117,7 +117,9 @@ pub trait RealEstateStore: Send + Sync + 'static {
     async fn offers_of(&self, wa_id: &WaId) -> StoreResult<Vec<Offer>>;
     async fn offers_for(&self, property_id: &str) -> StoreResult<Vec<Offer>>;
 
-    async fn save_callback_request(&self, request: &CallbackRequest) -> StoreResult<()>;
+    /// Inserts a callback request; `false` when one with its id is there already (the same
+    /// request written again by a step replayed after a crash), which is left as it is.
+    async fn insert_callback_request(&self, request: &CallbackRequest) -> StoreResult<bool>;
     async fn save_listing_request(&self, request: &ListingRequest) -> StoreResult<()>;
     /// Newest first.
     async fn listing_requests_for(&self, property_id: &str) -> StoreResult<Vec<ListingRequest>>;

@@ -108,8 +108,18 @@ impl BusinessEvent {
         }
     }
 
-    /// What changed, for the event's id: the same change always gives the same id.
-    fn subject(&self, at: DateTime<Utc>) -> String {
+    /// What changed, for the event's id: the same change always gives the same id. `None`
+    /// for the events that name no record (handoffs): the step's key, or the time, stands in.
+    fn subject(&self) -> Option<String> {
+        Some(match self {
+            BusinessEvent::HandoffRequested { .. }
+            | BusinessEvent::HandoffTaken { .. }
+            | BusinessEvent::HandoffReleased { .. } => return None,
+            other => other.record_subject(),
+        })
+    }
+
+    fn record_subject(&self) -> String {
         match self {
             BusinessEvent::AppointmentBooked { appointment_id, .. }
             | BusinessEvent::AppointmentCancelled { appointment_id, .. } => appointment_id.clone(),
@@ -122,10 +132,10 @@ impl BusinessEvent {
             BusinessEvent::VisitFeedbackRecorded { visit_id, .. } => visit_id.clone(),
             BusinessEvent::ListingChangeRequested { request_id, .. }
             | BusinessEvent::CallbackRequested { request_id, .. } => request_id.clone(),
-            BusinessEvent::LeadCreated { .. } => String::new(),
-            BusinessEvent::HandoffRequested { .. }
+            BusinessEvent::LeadCreated { .. }
+            | BusinessEvent::HandoffRequested { .. }
             | BusinessEvent::HandoffTaken { .. }
-            | BusinessEvent::HandoffReleased { .. } => at.timestamp_millis().to_string(),
+            | BusinessEvent::HandoffReleased { .. } => String::new(),
         }
     }
 }
@@ -179,7 +189,14 @@ pub struct Event {
 impl Event {
     /// A new event of `wa_id`'s conversation, at `at`.
     pub fn new(wa_id: &WaId, event: BusinessEvent, at: DateTime<Utc>) -> Self {
-        let subject = event.subject(at);
+        Self::keyed(wa_id, event, at, &at.timestamp_millis().to_string())
+    }
+
+    /// A new event made by the step `key` names (a tool call, an inbound message): an event
+    /// that names no record of its own takes the key as its subject, so the step replayed
+    /// after a crash writes the same id again.
+    pub fn keyed(wa_id: &WaId, event: BusinessEvent, at: DateTime<Utc>, key: &str) -> Self {
+        let subject = event.subject().unwrap_or_else(|| key.to_owned());
         let id = if subject.is_empty() {
             format!("{}:{}", event.kind(), wa_id.as_str())
         } else {

@@ -211,8 +211,32 @@ pub trait ConversationStore: Send + Sync + 'static {
     /// back to the bot. `false` when there is no such conversation.
     async fn set_handoff(&self, wa_id: &WaId, handoff: Option<&Handoff>) -> StoreResult<bool>;
 
-    /// Flags the conversation for an operator.
-    async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()>;
+    /// Flags the conversation for a person: a first request starts one (its first notice due
+    /// at `first_notice_at`); a later one appends its reason, and one whose key is there already
+    /// (a step replayed after a crash) changes nothing. Returns the request as it stands.
+    async fn request_handoff(
+        &self,
+        wa_id: &WaId,
+        reason: &HandoffReason,
+        first_notice_at: Option<DateTime<Utc>>,
+    ) -> StoreResult<HandoffRequest>;
+
+    /// Conversations whose handoff request has a notice due at `now`, the longest due first.
+    async fn due_handoffs(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(WaId, HandoffRequest)>>;
+
+    /// Records an escalation step of the request made at `requested_at`, only if it is still
+    /// at `from_level` (of two instances, one records it): whether it did.
+    async fn advance_handoff(
+        &self,
+        wa_id: &WaId,
+        requested_at: DateTime<Utc>,
+        from_level: u8,
+        step: &HandoffStep,
+    ) -> StoreResult<bool>;
 
     /// Holds (or, with `None`, drops) the action awaiting the user's confirmation.
     async fn set_pending_action(

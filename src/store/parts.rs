@@ -155,8 +155,35 @@ impl ConversationStore for StoreParts {
         self.conversations.set_handoff(wa_id, handoff).await
     }
 
-    async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()> {
-        self.conversations.request_handoff(wa_id, request).await
+    async fn request_handoff(
+        &self,
+        wa_id: &WaId,
+        reason: &HandoffReason,
+        first_notice_at: Option<DateTime<Utc>>,
+    ) -> StoreResult<HandoffRequest> {
+        self.conversations
+            .request_handoff(wa_id, reason, first_notice_at)
+            .await
+    }
+
+    async fn due_handoffs(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(WaId, HandoffRequest)>> {
+        self.conversations.due_handoffs(now, limit).await
+    }
+
+    async fn advance_handoff(
+        &self,
+        wa_id: &WaId,
+        requested_at: DateTime<Utc>,
+        from_level: u8,
+        step: &HandoffStep,
+    ) -> StoreResult<bool> {
+        self.conversations
+            .advance_handoff(wa_id, requested_at, from_level, step)
+            .await
     }
 
     async fn set_pending_action(

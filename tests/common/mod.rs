@@ -508,10 +508,17 @@ pub fn realestate_engine(
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let registry =
         zaguan::agents::AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
+    let desk = Arc::new(zaguan::engine::handoff::HandoffDesk::new(
+        store.clone(),
+        Some(Arc::new(zaguan::realestate::roles::DataRoles(
+            realestate.clone(),
+        ))),
+        zaguan::engine::handoff::HandoffSettings::default(),
+    ));
     let tools = zaguan::realestate::tools::registry(realestate.clone())
-        .with(zaguan::engine::handoff::RequestHuman::new(store.clone()))
-        .with(RequestCallback::new(realestate.clone(), store.clone()))
-        .with(RequestListingChange::new(realestate.clone(), store.clone()));
+        .with(zaguan::engine::handoff::RequestHuman::new(desk.clone()))
+        .with(RequestCallback::new(realestate.clone(), desk.clone()))
+        .with(RequestListingChange::new(realestate.clone(), desk.clone()));
     zaguan::engine::Engine::new(
         store.clone(),
         llm.clone(),
@@ -522,4 +529,5 @@ pub fn realestate_engine(
             ..zaguan::engine::EngineSettings::default()
         },
     )
+    .with_handoffs(desk)
 }

@@ -222,7 +222,12 @@ async fn a_conversation_past_its_daily_budget_gets_the_fixed_reply(store: Arc<dy
         .insert_llm_calls(&[call(&wa_id, 500, Utc::now())])
         .await
         .unwrap();
-    assert_eq!(say("¿Y con terraza?").await, BUDGET_REPLY);
+    // No staff to tell in this engine: the customer is told so, not promised a person.
+    let budget_reply = format!(
+        "{BUDGET_REPLY} {}",
+        zaguan::domain::phrases::handoff_unreachable(None, None)
+    );
+    assert_eq!(say("¿Y con terraza?").await, budget_reply);
     assert_eq!(
         llm.0.load(Ordering::SeqCst),
         1,
@@ -231,7 +236,7 @@ async fn a_conversation_past_its_daily_budget_gets_the_fixed_reply(store: Arc<dy
     let flagged = store.conversation(&wa_id).await.unwrap().unwrap();
     let request = flagged.handoff_requested.expect("flagged for a person");
     assert_eq!(request.reason, BUDGET_HANDOFF_REASON);
-    assert_eq!(say("¿Hola?").await, BUDGET_REPLY);
+    assert_eq!(say("¿Hola?").await, budget_reply);
     assert_eq!(llm.0.load(Ordering::SeqCst), 1);
     let again = store.conversation(&wa_id).await.unwrap().unwrap();
     assert_eq!(

@@ -911,13 +911,11 @@ async fn a_confirmed_action_is_checked_against_the_role_when_it_runs() {
 async fn wrong_arguments_get_messages_the_model_can_act_on() {
     let world = World::new().await;
     let registry = tools::registry(world.realestate.clone());
-    let context = zaguan::engine::ToolContext {
-        wa_id: WaId::parse("34611000999").unwrap(),
-        role: Role::Prospect,
-        location: None,
-        now: Utc::now(),
-        timezone: chrono_tz::Europe::Madrid,
-    };
+    let context = zaguan::engine::ToolContext::new(
+        WaId::parse("34611000999").unwrap(),
+        Role::Prospect,
+        Utc::now(),
+    );
     let run = |name: &str, args: Value| {
         let call = zaguan::domain::ToolCall {
             id: "call_1".into(),

@@ -567,7 +567,8 @@ fn configmap_and_secret_hold_exactly_the_documented_variables() {
 
 const PROMPTS_CONFIGMAP: &str = "deploy/k8s/configmap-prompts.yaml";
 
-/// The prompt files the service loads: `prompts/*.md`, not README.md, not hidden.
+/// The prompt files the service loads: `prompts/*.md`, not README.md, not hidden, and the
+/// business file.
 fn prompt_files() -> BTreeMap<String, String> {
     std::fs::read_dir(root().join("prompts"))
         .unwrap()
@@ -575,9 +576,10 @@ fn prompt_files() -> BTreeMap<String, String> {
         .filter(|path| path.is_file())
         .filter_map(|path| {
             let name = path.file_name()?.to_str()?.to_owned();
-            let wanted = name.ends_with(".md")
+            let wanted = (name.ends_with(".md")
                 && !name.starts_with('.')
-                && !name.eq_ignore_ascii_case("README.md");
+                && !name.eq_ignore_ascii_case("README.md"))
+                || name == zaguan::business::BUSINESS_FILE;
             wanted.then(|| (name, std::fs::read_to_string(&path).unwrap()))
         })
         .collect()
@@ -609,7 +611,7 @@ fn prompts_configmap(files: BTreeMap<String, String>) -> String {
         data: files,
     };
     format!(
-        "# GENERATED from prompts/*.md (README.md excepted) by\n\
+        "# GENERATED from prompts/*.md (README.md excepted) and prompts/business.toml by\n\
          #   UPDATE_DEPLOY=1 cargo test --test deploy\n\
          # Do not edit here: edit prompts/, regenerate, `kubectl apply -k deploy/k8s`; the pods\n\
          # pick the new set up without a restart (or edit the live ConfigMap to try a change).\n{}",

@@ -1086,10 +1086,30 @@ impl ConversationStore for CrashingStore {
     async fn request_handoff(
         &self,
         w: &WaId,
-        r: &zaguan::store::HandoffRequest,
-    ) -> StoreResult<()> {
+        r: &zaguan::store::HandoffReason,
+        first: Option<chrono::DateTime<Utc>>,
+    ) -> StoreResult<zaguan::store::HandoffRequest> {
         self.write()?;
-        self.inner.request_handoff(w, r).await
+        self.inner.request_handoff(w, r, first).await
+    }
+
+    async fn due_handoffs(
+        &self,
+        now: chrono::DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(WaId, zaguan::store::HandoffRequest)>> {
+        self.inner.due_handoffs(now, limit).await
+    }
+
+    async fn advance_handoff(
+        &self,
+        w: &WaId,
+        at: chrono::DateTime<Utc>,
+        from: u8,
+        step: &zaguan::store::HandoffStep,
+    ) -> StoreResult<bool> {
+        self.write()?;
+        self.inner.advance_handoff(w, at, from, step).await
     }
 
     async fn set_pending_action(

@@ -167,6 +167,7 @@ async fn every_change_writes_its_event_and_nothing_else_does(
             .says(v, "¿Lo guardo?")
             .says(v, "Guardado.")
             .calls(o, "request_callback", json!({"reason": "Negociar la oferta", "preferred_time": "por la tarde"}))
+            .says(o, "¿Confirmas que te llamemos?")
             .says(o, "Te llamarán.")
             .calls("primary_assistant", "request_human", json!({"reason": "Quiere hablar con su agente"}))
             .says("primary_assistant", "Un compañero te escribe."),
@@ -197,7 +198,7 @@ async fn every_change_writes_its_event_and_nothing_else_does(
     turn(a, &["mejor anúlala", "sí"]).await;
     turn(o, &["ofrezco un 10 % menos", "sí"]).await;
     turn(v, &["me gustó, la cocina pequeña", "sí"]).await;
-    turn(o, &["¿me llamáis por la tarde?"]).await;
+    turn(o, &["¿me llamáis por la tarde?", "sí"]).await;
     turn("primary_assistant", &["quiero hablar con mi agente"]).await;
     handoff::take(
         store.as_ref(),

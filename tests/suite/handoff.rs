@@ -60,6 +60,25 @@ impl Llm for DeskLlm {
     }
 }
 
+/// The agency's one staff member who takes handoffs, on duty at all hours (no business file).
+struct OnDuty;
+
+const STAFF: &str = "34699000001";
+
+#[async_trait]
+impl zaguan::engine::handoff::StaffRoster for OnDuty {
+    async fn handoff_staff(
+        &self,
+    ) -> zaguan::store::StoreResult<Vec<zaguan::engine::handoff::StaffOnCall>> {
+        Ok(vec![zaguan::engine::handoff::StaffOnCall {
+            id: "A-01".into(),
+            name: "Lucía".into(),
+            wa_id: WaId::parse(STAFF).unwrap(),
+            hours: None,
+        }])
+    }
+}
+
 struct Desk {
     app: TestApp,
     graph: Arc<FakeGraph>,
@@ -89,7 +108,13 @@ impl Desk {
             store.clone(),
             Arc::new(DeskLlm),
             Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
-            Arc::new(ToolRegistry::new().with(RequestHuman::new(store.clone()))),
+            Arc::new(ToolRegistry::new().with(RequestHuman::new(Arc::new(
+                zaguan::engine::handoff::HandoffDesk::new(
+                    store.clone(),
+                    Some(Arc::new(OnDuty)),
+                    zaguan::engine::handoff::HandoffSettings::default(),
+                ),
+            )))),
             EngineSettings {
                 fast_route: false,
                 ..EngineSettings::default()
@@ -212,13 +237,34 @@ async fn an_operator_takes_over_and_gives_the_conversation_back(store: Arc<dyn S
     desk.settle().await;
     assert_eq!(desk.graph.texts(), ["Recibido: Hola"]);
 
-    // The customer asks for a person: the assistant flags the conversation.
-    desk.customer_says("Quiero hablar con una persona").await;
+    // The customer asks for a person about a listing: the assistant asks for one, and the
+    // staff member on duty is told on WhatsApp (a template: she never wrote to the number).
+    desk.customer_says("Quiero hablar con una persona sobre el piso del anuncio")
+        .await;
     desk.settle().await;
+    let to_customer: Vec<String> = desk
+        .graph
+        .delivered()
+        .into_iter()
+        .filter(|d| d.to == CUSTOMER)
+        .map(|d| d.body)
+        .collect();
     assert_eq!(
-        desk.graph.texts().last().unwrap(),
+        to_customer.last().unwrap(),
         "Un compañero te escribirá por aquí en cuanto pueda."
     );
+    let to_staff: Vec<Value> = desk
+        .graph
+        .received()
+        .into_iter()
+        .filter(|r| r.body["to"] == json!(STAFF))
+        .map(|r| r.body)
+        .collect();
+    assert_eq!(to_staff.len(), 1, "{to_staff:?}");
+    assert_eq!(to_staff[0]["type"], json!("template"));
+    let parameters = to_staff[0]["template"]["components"][0]["parameters"].to_string();
+    assert!(parameters.contains("+34611000777"), "{parameters}");
+    assert!(parameters.contains("sobre el piso P-1021"), "{parameters}");
     let requested = desk.listed("requested").await;
     assert_eq!(requested.len(), 1, "{requested:?}");
     assert_eq!(requested[0]["wa_id"], json!(CUSTOMER));

@@ -85,6 +85,7 @@ fn appointment(id: &str, wa_id: &str, starts: i64, status: AppointmentStatus) ->
         status,
         created_at: at(-HOUR),
         reminder_sent_at: None,
+        moved_from: None,
     }
 }
 
@@ -406,6 +407,8 @@ async fn the_staff_come_by_id_with_their_numbers(store: Arc<dyn RealEstateStore>
         id: id.into(),
         name: name.into(),
         wa_id: wa_id.map(wa),
+        notify_handoffs: wa_id.is_some(),
+        hours: wa_id.map(|_| [("monday".to_owned(), vec!["9:00-14:00".to_owned()])].into()),
     };
     store
         .upsert_staff(&[

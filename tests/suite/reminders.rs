@@ -86,6 +86,7 @@ async fn reminders_go_out_once_as_text_or_template(
         status: AppointmentStatus::Booked,
         created_at: Utc::now(),
         reminder_sent_at: None,
+        moved_from: None,
     };
     for appointment in [
         book("A-R1", &recent, local(tomorrow, 10, 0)),

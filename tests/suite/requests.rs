@@ -27,9 +27,16 @@ fn build_engine(
 ) -> Engine {
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let registry = AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
+    let desk = Arc::new(zaguan::engine::handoff::HandoffDesk::new(
+        store.clone(),
+        Some(Arc::new(zaguan::realestate::roles::DataRoles(
+            realestate.clone(),
+        ))),
+        zaguan::engine::handoff::HandoffSettings::default(),
+    ));
     let tools = tools::registry(realestate.clone())
-        .with(RequestCallback::new(realestate.clone(), store.clone()))
-        .with(RequestListingChange::new(realestate.clone(), store.clone()));
+        .with(RequestCallback::new(realestate.clone(), desk.clone()))
+        .with(RequestListingChange::new(realestate.clone(), desk.clone()));
     Engine::new(
         store.clone(),
         llm.clone(),
@@ -37,6 +44,7 @@ fn build_engine(
         Arc::new(tools),
         EngineSettings::default(),
     )
+    .with_handoffs(desk)
 }
 
 /// The reasons of the conversations flagged for a person.
@@ -65,6 +73,7 @@ async fn a_customer_asks_to_be_called_back(
                 "request_callback",
                 json!({"reason": "Estudio de hipoteca para un piso de 250.000 €", "preferred_time": "mañana por la tarde"}),
             )
+            .says("mortgage_loan_assistant", "¿Te parece bien? Confírmalo con el botón.")
             .says("mortgage_loan_assistant", "Hecho: el asesor te llamará mañana por la tarde."),
     );
     let engine = build_engine(&store, &realestate, &llm);
@@ -77,7 +86,7 @@ async fn a_customer_asks_to_be_called_back(
         )
         .await
         .unwrap();
-    let reply = common::say(
+    common::say(
         &engine,
         &store,
         &wa_id,
@@ -85,6 +94,24 @@ async fn a_customer_asks_to_be_called_back(
         "¿Me puede llamar el asesor? Mejor mañana por la tarde",
     )
     .await;
+    // Like every change, asked first: nothing stored, nobody told before the yes.
+    let pending = store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(
+        pending.pending_action.map(|a| a.summary).as_deref(),
+        Some(
+            "Que una persona de la agencia te llame a este número: Estudio de hipoteca para \
+             un piso de 250.000 € (mejor mañana por la tarde)"
+        )
+    );
+    assert!(
+        realestate
+            .callback_requests_of(&wa_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(flagged(&store).await.is_empty());
+    let reply = common::say(&engine, &store, &wa_id, 2, "sí").await;
     assert_eq!(
         reply.as_deref(),
         Some("Hecho: el asesor te llamará mañana por la tarde.")
@@ -381,6 +408,43 @@ async fn staff_look_up_a_property_or_a_customer_and_nobody_else_can(
     }
 }
 
+/// Two customers asking in the same millisecond get a request each (ids come from the
+/// confirmed call, not the clock); the same call run again (a step replayed after a crash)
+/// stores nothing new.
+async fn two_callbacks_in_the_same_millisecond_are_both_kept(
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+) {
+    use zaguan::engine::{Tool, ToolContext};
+    let desk = Arc::new(zaguan::engine::handoff::HandoffDesk::new(
+        store.clone(),
+        None,
+        zaguan::engine::handoff::HandoffSettings::default(),
+    ));
+    let tool = RequestCallback::new(realestate.clone(), desk);
+    let now = Utc::now();
+    let context = |wa_id: &str, call: &str| {
+        let mut context = ToolContext::new(WaId::parse(wa_id).unwrap(), Role::Prospect, now);
+        context.call_id = format!("call_confirmed_{call}");
+        context
+    };
+    let (ana, luis) = (
+        context("34611222501", "a1b2"),
+        context("34611222502", "c3d4"),
+    );
+    let args = json!({"reason": "Quiere que le llamen por la hipoteca"});
+    let (first, second) = tokio::join!(tool.run(args.clone(), &ana), tool.run(args.clone(), &luis));
+    let (first, second) = (first.unwrap(), second.unwrap());
+    tool.run(args, &ana).await.unwrap();
+    let ana_requests = realestate.callback_requests_of(&ana.wa_id).await.unwrap();
+    let luis_requests = realestate.callback_requests_of(&luis.wa_id).await.unwrap();
+    assert_eq!((ana_requests.len(), luis_requests.len()), (1, 1));
+    assert_ne!(ana_requests[0].id, luis_requests[0].id);
+    assert_eq!(ana_requests[0].created_at, luis_requests[0].created_at);
+    assert_eq!(first.events.len(), 1);
+    assert_ne!(first.events, second.events);
+}
+
 /// Only the mortgage and offer assistants list the tool, so only they are offered it.
 #[tokio::test]
 async fn only_the_assistants_that_list_it_are_offered_the_tool() {
@@ -404,6 +468,7 @@ async fn only_the_assistants_that_list_it_are_offered_the_tool() {
 
 crate::both_stores!(|s| (s.store.clone(), s.realestate.clone()) =>
     a_customer_asks_to_be_called_back,
+    two_callbacks_in_the_same_millisecond_are_both_kept,
     an_owner_asks_for_a_new_price_and_confirms,
     staff_look_up_a_property_or_a_customer_and_nobody_else_can,
 );

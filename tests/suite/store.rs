@@ -1539,10 +1539,12 @@ async fn mongo_every_new_conversation_has_an_empty_dialog_state() {
     store
         .request_handoff(
             &ids[4],
-            &HandoffRequest {
+            &HandoffReason {
                 at: at(0),
                 reason: "quiere hablar con alguien".into(),
+                key: "call_1".into(),
             },
+            None,
         )
         .await
         .unwrap();

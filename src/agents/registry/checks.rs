@@ -28,6 +28,40 @@ pub(super) fn prompt_paths(dir: &Path) -> Result<Vec<PathBuf>, PromptProblem> {
     Ok(paths)
 }
 
+/// The business file of `dir`, when there is one: its bytes go into the set's version, its
+/// problems into `problems` as `business.toml:line: message`.
+pub(super) fn read_business(
+    dir: &Path,
+    version: &mut Sha256,
+    problems: &mut Vec<PromptProblem>,
+) -> Business {
+    let path = dir.join(BUSINESS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Business::default(),
+        Err(error) => {
+            problems.push(PromptProblem::new(
+                &path,
+                1,
+                format!("cannot read: {error}"),
+            ));
+            return Business::default();
+        }
+    };
+    for part in [BUSINESS_FILE.as_bytes(), text.as_bytes()] {
+        version.update((part.len() as u64).to_le_bytes());
+        version.update(part);
+    }
+    business::parse(&text).unwrap_or_else(|found| {
+        problems.extend(
+            found
+                .into_iter()
+                .map(|p| PromptProblem::new(&path, p.line, p.message)),
+        );
+        Business::default()
+    })
+}
+
 /// Each place a body names a known tool that is not in its agent's `tools`: the assistant would
 /// promise what it cannot do (or the tool is missing from the front matter).
 pub(super) fn tools_promised(

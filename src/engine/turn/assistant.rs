@@ -26,16 +26,19 @@ const OFFLINE_PRIMARY_CONFIDENCE: f32 = 0.5;
 
 impl Engine {
     /// Business events of `wa_id`'s conversation for the agency's CRM, written in the step
-    /// that made the change.
+    /// that made the change — before the step is recorded done, so a step cut short by a crash
+    /// is replayed with its change and writes its events then; `key` names the step (the tool
+    /// call), so the replay's events have the same ids and are written once.
     pub(super) async fn record_events(
         &self,
         wa_id: &WaId,
         events: impl IntoIterator<Item = BusinessEvent>,
         at: chrono::DateTime<Utc>,
+        key: &str,
     ) -> Result<(), EngineError> {
         let events: Vec<Event> = events
             .into_iter()
-            .map(|event| Event::new(wa_id, event, at))
+            .map(|event| Event::keyed(wa_id, event, at, key))
             .collect();
         if events.is_empty() {
             return Ok(());
@@ -48,13 +51,16 @@ impl Engine {
         Ok(())
     }
 
-    pub(super) fn tool_context(&self, state: &State) -> ToolContext {
+    pub(super) fn tool_context(&self, set: &Assistants, state: &State) -> ToolContext {
         ToolContext {
             wa_id: state.wa_id.clone(),
             role: state.user.role,
             location: state.location,
             now: Utc::now(),
             timezone: self.settings.timezone,
+            call_id: String::new(),
+            business: set.agents.business().clone(),
+            fallback_contact: self.settings.business_contact.clone(),
         }
     }
 
@@ -170,7 +176,7 @@ impl Engine {
                 None => {
                     metrics::counter!("zaguan_offline_replies_total", "agent" => agent.name.clone())
                         .increment(1);
-                    let text = self.with_contact(
+                    let text = set.with_contact(
                         agent
                             .offline_reply
                             .as_deref()
@@ -183,14 +189,6 @@ impl Engine {
         self.append(state, message).await
     }
 
-    /// A reply that cannot help, followed by how to reach the agency's people when configured.
-    pub(super) fn with_contact(&self, text: &str) -> String {
-        match &self.settings.business_contact {
-            Some(contact) => format!("{text}\n\n{contact}"),
-            None => text.to_owned(),
-        }
-    }
-
     pub(super) fn request_for(&self, set: &Assistants, agent: &Agent, state: &State) -> LlmRequest {
         let role = state.user.role;
         let context = PromptContext {
@@ -199,8 +197,8 @@ impl Engine {
             user_info: state.user_info(),
             lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
             now: spanish_now(Utc::now().with_timezone(&self.settings.timezone)),
-            business_name: self.settings.business_name.clone(),
-            business_contact: self.settings.business_contact.clone().unwrap_or_default(),
+            business_name: set.business_name.clone(),
+            business_contact: set.business_contact.clone().unwrap_or_default(),
         };
         let system = set
             .agents

@@ -1,7 +1,8 @@
 //! Before an assistant runs: a pending data-changing action is confirmed, cancelled or asked
 //! again, and a stale Confirm/Cancel button answered.
 
-use crate::domain::phrases;
+use crate::domain::{Role, phrases};
+use crate::engine::handoff::asks_for_person;
 
 use chrono::Utc;
 
@@ -14,11 +15,18 @@ use crate::store::{InboxEntry, NewMessage};
 
 use super::*;
 
+/// Why a conversation was handed over when the customer asked for a person in so many words.
+const PERSON_ASKED: &str = "El cliente ha pedido hablar con una persona";
+
+/// The `agent` of the reply to such a request, in the history.
+pub(super) const HANDOFF_AGENT: &str = "handoff";
+
 impl Engine {
     /// What the engine answers without an assistant: the user's yes or no to a pending action,
     /// and media it cannot read. Runs once per new human message.
     pub(super) async fn before_assistant(
         &self,
+        set: &Assistants,
         state: &mut State,
         new: &[&InboxEntry],
     ) -> Result<(), EngineError> {
@@ -39,15 +47,35 @@ impl Engine {
             Some(Answer::Stale) => return self.answer_stale_button(state).await,
             Some(answer) => {
                 if let Some(action) = state.pending_action.clone() {
-                    return self.settle_pending(state, action, answer).await;
+                    return self.settle_pending(set, state, action, answer).await;
                 }
             }
         }
         if new.iter().all(|e| is_unreadable_media(e)) {
             metrics::counter!("zaguan_media_answers_total").increment(1);
             let text = phrases::media_answer(state.lang.as_deref());
-            self.append(state, ai_message(&state.wa_id, text, "guard", Vec::new()))
+            return self
+                .append(state, ai_message(&state.wa_id, text, "guard", Vec::new()))
+                .await;
+        }
+        let typed: Vec<&str> = new.iter().filter_map(|e| e.text.as_deref()).collect();
+        if state.user.role != Role::Agent
+            && typed.len() == new.len()
+            && asks_for_person(&typed.join("\n"))
+            && let Some(last) = new.last()
+        {
+            // Like a button: the staff are told and the customer hears the truth, no model.
+            metrics::counter!("zaguan_person_requests_total").increment(1);
+            let key = format!("asked:{}", last.wamid.as_str());
+            let text = self
+                .hand_over(set, state, PERSON_ASKED, &key, Utc::now())
                 .await?;
+            return self
+                .append(
+                    state,
+                    ai_message(&state.wa_id, &text, HANDOFF_AGENT, Vec::new()),
+                )
+                .await;
         }
         Ok(())
     }
@@ -87,12 +115,20 @@ impl Engine {
     /// a crash in between asks the user again.
     pub(super) async fn settle_pending(
         &self,
+        set: &Assistants,
         state: &mut State,
         action: PendingAction,
         answer: Answer,
     ) -> Result<(), EngineError> {
+        let confirmed = matches!(answer, Answer::Confirm);
         let call = ToolCall {
-            id: crate::llm::new_call_id(),
+            // A confirmed call says so in its id: resumed after a crash, it runs without
+            // asking again, and its records keep the ids its first run gave them.
+            id: if confirmed {
+                confirm::confirmed_call_id(&action.id)
+            } else {
+                crate::llm::new_call_id()
+            },
             name: action.tool.clone(),
             args: action.args.clone(),
         };
@@ -113,7 +149,7 @@ impl Engine {
         metrics::counter!("zaguan_pending_actions_total", "outcome" => outcome).increment(1);
         let output: ToolOutput = match answer {
             Answer::Confirm if self.tools.allows(&call.name, state.user.role) => {
-                let context = self.tool_context(state);
+                let context = self.tool_context(set, state);
                 let result = self
                     .tools
                     .run(&call, &context, self.settings.tool_timeout)
@@ -148,7 +184,8 @@ impl Engine {
             attachments,
             events,
         } = output;
-        self.record_events(&state.wa_id, events, Utc::now()).await?;
+        self.record_events(&state.wa_id, events, Utc::now(), &call.id)
+            .await?;
         let message = NewMessage {
             wa_id: state.wa_id.clone(),
             role: MessageRole::Tool,

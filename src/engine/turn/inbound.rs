@@ -12,9 +12,7 @@ use crate::domain::MessageRole;
 use crate::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
 use crate::engine::attachments;
 use crate::engine::state::State;
-use crate::store::{
-    BusinessEvent, HandoffRequest, InboxEntry, NewMessage, RoleAssignment, RoleSource,
-};
+use crate::store::{BusinessEvent, InboxEntry, NewMessage, RoleAssignment, RoleSource};
 
 use super::*;
 
@@ -134,25 +132,51 @@ impl Engine {
         Ok(used >= budget)
     }
 
-    /// Answers without a model and flags the conversation for a person (once).
-    pub(super) async fn answer_over_budget(&self, state: &mut State) -> Result<(), EngineError> {
-        tracing::warn!("daily token budget used up: fixed reply, flagged for a person");
+    /// Answers without a model and asks for a person: the staff on duty are told (once a
+    /// day), and the customer hears when someone will write.
+    pub(super) async fn answer_over_budget(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+    ) -> Result<(), EngineError> {
+        tracing::warn!("daily token budget used up: fixed reply, a person is asked for");
         metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
-        if state.handoff_requested.is_none() {
-            let request = HandoffRequest {
-                at: Utc::now(),
-                reason: BUDGET_HANDOFF_REASON.to_owned(),
-            };
-            self.store.request_handoff(&state.wa_id, &request).await?;
-            let event = BusinessEvent::HandoffRequested {
-                reason: request.reason.clone(),
-            };
-            self.record_events(&state.wa_id, [event], request.at)
-                .await?;
-            state.handoff_requested = Some(request);
-        }
-        let message = ai_message(&state.wa_id, BUDGET_REPLY, "guard", Vec::new());
+        let now = Utc::now();
+        let key = format!("budget:{}", now.date_naive());
+        let told = self
+            .hand_over(set, state, BUDGET_HANDOFF_REASON, &key, now)
+            .await?;
+        let text = format!("{BUDGET_REPLY} {told}");
+        let message = ai_message(&state.wa_id, &text, "guard", Vec::new());
         self.append(state, message).await
+    }
+
+    /// Asks the staff on duty for a person for `state`'s customer (the step `key` names) and
+    /// records the event; returns what the customer may truthfully be told.
+    pub(super) async fn hand_over(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+        reason: &str,
+        key: &str,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<String, EngineError> {
+        let business = set.agents.business();
+        let outcome = self
+            .handoffs
+            .request(&state.wa_id, reason, key, business, now)
+            .await?;
+        let event = BusinessEvent::HandoffRequested {
+            reason: reason.to_owned(),
+        };
+        self.record_events(&state.wa_id, [event], now, key).await?;
+        Ok(outcome.customer_text(
+            state.lang.as_deref(),
+            business,
+            set.business_contact.as_deref(),
+            self.settings.timezone,
+            now,
+        ))
     }
 
     /// The transcript of a voice note (an `audio` message without text), when voice notes are

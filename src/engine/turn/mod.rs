@@ -28,6 +28,7 @@ use crate::domain::ToolCall;
 use crate::domain::{MessageRole, Role};
 use crate::domain::{WaId, WaMessageId};
 use crate::engine::context::{ContextCache, ContextSource};
+use crate::engine::handoff::{HandoffDesk, HandoffSettings};
 use crate::engine::roles::RoleDirectory;
 use crate::engine::state::UserCache;
 use crate::engine::state::{State, Window, context_with};
@@ -66,6 +67,8 @@ pub struct Engine {
     contexts: ContextCache,
     /// Voice notes to text (`LLM_TRANSCRIBE`); without it they get the polite media answer.
     voice: Option<Arc<VoiceNotes>>,
+    /// Tells the staff on duty when a customer asks for a person.
+    handoffs: Arc<HandoffDesk>,
 }
 
 /// The windows the last turns left, per conversation held (see [`TurnOptions::hold`]),
@@ -108,6 +111,11 @@ impl Windows {
 struct Assistants {
     agents: Arc<AgentRegistry>,
     guard: GuardTranslator,
+    /// The agency's name: the business file's, else `ZAGUAN_BUSINESS_NAME`.
+    business_name: String,
+    /// How customers reach a person: the business file's lines, else
+    /// `ZAGUAN_BUSINESS_CONTACT`.
+    business_contact: Option<String>,
     /// What each agent is offered when talking to each role, built once per set: the domain
     /// tools the role may run, the delegations it may reach, CompleteOrEscalate for subgraphs.
     tools: HashMap<(String, Role), Arc<[ToolSpec]>>,
@@ -121,12 +129,20 @@ impl Assistants {
         languages: &Arc<LanguageDetector>,
         settings: &EngineSettings,
     ) -> Self {
+        let business = agents.business();
+        let business_name = business
+            .name
+            .clone()
+            .unwrap_or_else(|| settings.business_name.clone());
+        let business_contact = business
+            .contact_line()
+            .or_else(|| settings.business_contact.clone());
         let guard = GuardTranslator::new(
             agents.clone(),
             tools.names(),
             llm.clone(),
             languages.clone(),
-            settings.business_name.clone(),
+            business_name.clone(),
         );
         let mut offered = HashMap::new();
         for agent in agents.agents() {
@@ -147,7 +163,17 @@ impl Assistants {
         Self {
             agents,
             guard,
+            business_name,
+            business_contact,
             tools: offered,
+        }
+    }
+
+    /// A reply that cannot help, followed by how to reach the agency's people when known.
+    fn with_contact(&self, text: &str) -> String {
+        match &self.business_contact {
+            Some(contact) => format!("{text}\n\n{contact}"),
+            None => text.to_owned(),
         }
     }
 
@@ -195,7 +221,16 @@ impl Engine {
             crate::guard::detector_for(&defaults).expect("the default languages are supported")
         });
         let assistants = Assistants::new(agents, &tools, &llm, &languages, &settings);
+        let handoffs = Arc::new(HandoffDesk::new(
+            store.clone(),
+            None,
+            HandoffSettings {
+                timezone: settings.timezone,
+                ..HandoffSettings::default()
+            },
+        ));
         Self {
+            handoffs,
             store,
             llm,
             assistants: RwLock::new(Arc::new(assistants)),
@@ -222,6 +257,18 @@ impl Engine {
     pub fn with_voice_notes(mut self, voice: Arc<VoiceNotes>) -> Self {
         self.voice = Some(voice);
         self
+    }
+
+    /// Tells the staff on duty through `desk` when a customer asks for a person (without it,
+    /// nobody can be told and the customer is given the contact line).
+    pub fn with_handoffs(mut self, desk: Arc<HandoffDesk>) -> Self {
+        self.handoffs = desk;
+        self
+    }
+
+    /// The handoff desk: `request_human`, callbacks and the escalation use the same one.
+    pub fn handoffs(&self) -> &Arc<HandoffDesk> {
+        &self.handoffs
     }
 
     /// Gives users the role the business data says (owner, agent) unless an operator set one.
@@ -366,9 +413,9 @@ impl Engine {
         }
         let _answering = answering();
         if !new.is_empty() {
-            self.before_assistant(&mut state, &new).await?;
+            self.before_assistant(&set, &mut state, &new).await?;
             if matches!(next_step(&state), Next::Assistant) && self.over_budget(&state).await? {
-                self.answer_over_budget(&mut state).await?;
+                self.answer_over_budget(&set, &mut state).await?;
             }
         }
         let reply_to = inbox.last();
@@ -410,7 +457,7 @@ impl Engine {
                             name: state.user.name.clone(),
                             assistant,
                         };
-                        self.record_events(wa_id, [lead], Utc::now()).await?;
+                        self.record_events(wa_id, [lead], Utc::now(), "").await?;
                     }
                     break TurnOutcome {
                         reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
@@ -427,7 +474,7 @@ impl Engine {
                         .increment(1);
                     self.set_dialog_state(&mut state, DialogState::primary())
                         .await?;
-                    let text = self.with_contact(phrases::apology(None));
+                    let text = set.with_contact(phrases::apology(None));
                     self.append(&mut state, ai_message(wa_id, &text, "guard", Vec::new()))
                         .await?;
                 }

@@ -161,12 +161,14 @@ impl Engine {
                     .collect()
             }
             None => {
-                let context = self.tool_context(state);
+                let context = self.tool_context(set, state);
                 // A call that changes data waits for the user's yes (one per step).
                 let mut asked: Option<PendingAction> = None;
                 let mut results = Vec::with_capacity(calls.len());
                 for (call, plan) in calls.iter().zip(&plans) {
                     let outcome = match plan {
+                        // Confirmed already: a confirmed action resumed after a crash.
+                        Plan::Run if confirm::is_confirmed_call(&call.id) => None,
                         Plan::Run => self.tools.confirmation(call, &context).await,
                         _ => None,
                     };
@@ -196,6 +198,17 @@ impl Engine {
                             Some(text)
                         }
                     });
+                }
+                let writes = calls
+                    .iter()
+                    .zip(&plans)
+                    .zip(&results)
+                    .any(|((call, plan), done)| {
+                        matches!(plan, Plan::Run) && done.is_none() && self.tools.writes(&call.name)
+                    });
+                if writes {
+                    // The call first: a crash while it runs replays it under the same id.
+                    self.save(state).await?;
                 }
                 if let Some(action) = asked {
                     self.save(state).await?;
@@ -227,10 +240,15 @@ impl Engine {
                 futures::future::join_all(runs).await
             }
         };
-        let events = results
-            .iter()
-            .flat_map(|output| output.events.iter().cloned());
-        self.record_events(&state.wa_id, events, Utc::now()).await?;
+        for (call, output) in calls.iter().zip(&results) {
+            self.record_events(
+                &state.wa_id,
+                output.events.iter().cloned(),
+                Utc::now(),
+                &call.id,
+            )
+            .await?;
+        }
         for (call, output) in calls.iter().zip(results) {
             let message = NewMessage {
                 wa_id: state.wa_id.clone(),

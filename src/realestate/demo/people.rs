@@ -95,6 +95,16 @@ pub(super) fn staff() -> Vec<StaffMember> {
             id: format!("A-{:02}", i + 1),
             name: (*name).to_owned(),
             wa_id: Some(demo_wa_id(wa_id)),
+            // Lucía and Javier take the handoffs: Lucía in the agency's opening hours,
+            // Javier in mornings of his own.
+            notify_handoffs: i < 2,
+            hours: (i == 1).then(|| {
+                ["monday", "tuesday", "wednesday", "thursday", "friday"]
+                    .into_iter()
+                    .map(|day| (day.to_owned(), vec!["9:00-14:00".to_owned()]))
+                    .chain([("saturday".to_owned(), vec!["10:00-13:30".to_owned()])])
+                    .collect()
+            }),
         })
         .collect()
 }

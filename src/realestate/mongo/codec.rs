@@ -4,8 +4,8 @@
 use crate::domain::GeoPoint;
 use crate::domain::WaId;
 use crate::realestate::model::{
-    Alert, AlertCriteria, Appointment, CallbackRequest, ListingChange, ListingRequest, Offer,
-    Owner, Property, Slot, StaffMember, Visit,
+    Alert, AlertCriteria, Appointment, CallbackRequest, ListingChange, ListingRequest, MovedFrom,
+    Offer, Owner, Property, Slot, StaffMember, Visit,
 };
 use crate::store::{StoreError, StoreResult};
 use bson::{Bson, Document, doc};
@@ -206,11 +206,20 @@ pub(super) fn owner(d: &Document) -> StoreResult<Owner> {
 }
 
 pub(super) fn staff_doc(s: &StaffMember) -> Document {
-    doc! {
+    let mut doc = doc! {
         "_id": &s.id,
         "name": &s.name,
         "wa_id": opt_str(s.wa_id.as_ref().map(WaId::as_str)),
+        "notify_handoffs": s.notify_handoffs,
+    };
+    if let Some(hours) = &s.hours {
+        let days: Document = hours
+            .iter()
+            .map(|(day, spans)| (day.clone(), Bson::from(spans.clone())))
+            .collect();
+        doc.insert("hours", days);
     }
+    doc
 }
 
 pub(super) fn staff_member(d: &Document) -> StoreResult<StaffMember> {
@@ -219,6 +228,22 @@ pub(super) fn staff_member(d: &Document) -> StoreResult<StaffMember> {
         id: f.required_str("_id")?,
         name: f.text("name"),
         wa_id: f.opt_wa_id("wa_id")?,
+        notify_handoffs: d.get_bool("notify_handoffs").unwrap_or(false),
+        hours: d.get_document("hours").ok().map(|days| {
+            days.iter()
+                .map(|(day, spans)| {
+                    let spans = spans
+                        .as_array()
+                        .map(|list| {
+                            list.iter()
+                                .filter_map(|s| s.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (day.clone(), spans)
+                })
+                .collect()
+        }),
     })
 }
 
@@ -244,7 +269,7 @@ pub(super) fn slot(d: &Document) -> StoreResult<Slot> {
 }
 
 pub(super) fn appointment_doc(a: &Appointment) -> Document {
-    doc! {
+    let mut doc = doc! {
         "_id": &a.id,
         "property_id": &a.property_id,
         "slot_id": &a.slot_id,
@@ -253,7 +278,14 @@ pub(super) fn appointment_doc(a: &Appointment) -> Document {
         "status": a.status.as_str(),
         "created_at": date(a.created_at),
         "reminder_sent_at": opt_date(a.reminder_sent_at),
+    };
+    if let Some(from) = &a.moved_from {
+        doc.insert(
+            "moved_from",
+            doc! {"slot_id": &from.slot_id, "starts_at": date(from.starts_at)},
+        );
     }
+    doc
 }
 
 pub(super) fn appointment(d: &Document) -> StoreResult<Appointment> {
@@ -267,6 +299,13 @@ pub(super) fn appointment(d: &Document) -> StoreResult<Appointment> {
         status: f.choice("status")?,
         created_at: f.required_date("created_at")?,
         reminder_sent_at: f.date("reminder_sent_at"),
+        moved_from: d.get_document("moved_from").ok().and_then(|m| {
+            let f = Fields(m);
+            Some(MovedFrom {
+                slot_id: f.str("slot_id")?,
+                starts_at: f.date("starts_at")?,
+            })
+        }),
     })
 }
 

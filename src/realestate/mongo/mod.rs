@@ -450,8 +450,8 @@ impl RealEstateStore for MongoRealEstate {
         .await
     }
 
-    async fn save_callback_request(&self, request: &CallbackRequest) -> StoreResult<()> {
-        self.upsert_all("callback_requests", vec![callback_request_doc(request)])
+    async fn insert_callback_request(&self, request: &CallbackRequest) -> StoreResult<bool> {
+        self.insert_claim("callback_requests", callback_request_doc(request))
             .await
     }
 

@@ -148,7 +148,7 @@ impl Tool for CreateSearchAlert {
     ) -> Result<ToolOutput, ToolError> {
         let criteria = self.check(&args, context).await?;
         let alert = Alert {
-            id: format!("S-{}", context.now.timestamp_millis() % 100_000_000),
+            id: format!("S-{}", &context.call_key()[..10]),
             wa_id: context.wa_id.clone(),
             criteria,
             created_at: context.now,

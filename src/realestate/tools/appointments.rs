@@ -14,7 +14,7 @@ use super::text::{self, Lookup, unavailable, when};
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{
-    Appointment, AppointmentStatus, ListingStatus, Property, RealEstateStore, Slot,
+    Appointment, AppointmentStatus, ListingStatus, MovedFrom, Property, RealEstateStore, Slot,
 };
 use crate::store::BusinessEvent;
 
@@ -147,10 +147,14 @@ async fn free_slots(
 
 /// A slot that can be booked now: it exists, is in the future, is free, and its property can
 /// be visited.
+/// A future slot of a listing that can be visited. `free`: also not taken (what the user is
+/// shown before confirming); a run leaves that to the atomic claim, which a replayed step
+/// holding the slot already passes.
 async fn bookable(
     store: &dyn RealEstateStore,
     slot_id: &str,
     context: &ToolContext,
+    free: bool,
 ) -> Result<(Slot, Property), ToolError> {
     let slot = store
         .slot(slot_id.trim())
@@ -167,10 +171,14 @@ async fn bookable(
             slot.id
         )));
     }
-    let taken = store
-        .claimed_slots(std::slice::from_ref(&slot.id))
-        .await
-        .map_err(unavailable)?;
+    let taken = if free {
+        store
+            .claimed_slots(std::slice::from_ref(&slot.id))
+            .await
+            .map_err(unavailable)?
+    } else {
+        Default::default()
+    };
     if taken.contains(&slot.id) {
         return Err(ToolError::Failed(format!(
             "the slot {} is no longer available; offer the user other slots",
@@ -211,11 +219,12 @@ async fn own_booking(
     Ok(appointment)
 }
 
+/// The id of the appointment the call being run books: the same when the step is replayed.
 fn new_appointment_id(slot: &Slot, context: &ToolContext) -> String {
     format!(
         "A-{}-{}",
         slot.id.trim_start_matches("S-"),
-        context.now.timestamp_millis() % 100_000
+        &context.call_key()[..6]
     )
 }
 
@@ -259,7 +268,7 @@ impl Tool for BookAppointment {
             async {
                 let args: BookArgs = text::args(args.clone())?;
                 let (slot, property) =
-                    bookable(self.store.as_ref(), &args.slot_id, context).await?;
+                    bookable(self.store.as_ref(), &args.slot_id, context, true).await?;
                 Ok(format!(
                     "Visita a {} ({}, {}) el {} con {}",
                     property.id,
@@ -279,7 +288,7 @@ impl Tool for BookAppointment {
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: BookArgs = text::args(args)?;
-        let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context).await?;
+        let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context, false).await?;
         let id = new_appointment_id(&slot, context);
         if !self
             .store
@@ -292,20 +301,24 @@ impl Tool for BookAppointment {
                 slot.id
             )));
         }
-        let appointment = Appointment {
-            id: id.clone(),
-            property_id: property.id.clone(),
-            slot_id: slot.id.clone(),
-            wa_id: context.wa_id.clone(),
-            starts_at: slot.starts_at,
-            status: AppointmentStatus::Booked,
-            created_at: context.now,
-            reminder_sent_at: None,
-        };
-        self.store
-            .save_appointment(&appointment)
-            .await
-            .map_err(unavailable)?;
+        let booked = self.store.appointment(&id).await.map_err(unavailable)?;
+        if booked.is_none() {
+            let appointment = Appointment {
+                id: id.clone(),
+                property_id: property.id.clone(),
+                slot_id: slot.id.clone(),
+                wa_id: context.wa_id.clone(),
+                starts_at: slot.starts_at,
+                status: AppointmentStatus::Booked,
+                created_at: context.now,
+                reminder_sent_at: None,
+                moved_from: None,
+            };
+            self.store
+                .save_appointment(&appointment)
+                .await
+                .map_err(unavailable)?;
+        }
         Ok(ToolOutput::with_event(
             format!(
                 "Visita reservada ({id}): {} ({}), {} con {}. Recuérdale la dirección y que puede \
@@ -343,9 +356,10 @@ impl RescheduleAppointment {
         &self,
         args: &RescheduleArgs,
         context: &ToolContext,
+        free: bool,
     ) -> Result<(Appointment, Slot, Property), ToolError> {
         let appointment = own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
-        let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context).await?;
+        let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context, free).await?;
         if slot.property_id != appointment.property_id {
             return Err(ToolError::InvalidArgs(format!(
                 "the slot {} is for {}, but the appointment is for {}; to visit another property book a new appointment",
@@ -383,7 +397,7 @@ impl Tool for RescheduleAppointment {
         Some(
             async {
                 let args: RescheduleArgs = text::args(args.clone())?;
-                let (appointment, slot, property) = self.check(&args, context).await?;
+                let (appointment, slot, property) = self.check(&args, context, true).await?;
                 Ok(format!(
                     "Cambiar la visita a {} ({}) del {} al {}",
                     property.id,
@@ -402,27 +416,38 @@ impl Tool for RescheduleAppointment {
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: RescheduleArgs = text::args(args)?;
-        let (mut appointment, slot, property) = self.check(&args, context).await?;
-        if !self
-            .store
-            .claim_slot(&slot.id, &appointment.id)
-            .await
-            .map_err(unavailable)?
-        {
-            return Err(ToolError::Failed(format!(
-                "the slot {} was just taken; the visit stays as it was — offer other slots",
-                slot.id
-            )));
-        }
-        let old_slot = std::mem::replace(&mut appointment.slot_id, slot.id.clone());
-        let previous_starts_at = std::mem::replace(&mut appointment.starts_at, slot.starts_at);
-        appointment.reminder_sent_at = None;
+        let (mut appointment, slot, property) = self.check(&args, context, false).await?;
+        let moved = match appointment.moved_from.clone() {
+            // Moved there already: this step is a replay; finish what it left.
+            Some(from) if appointment.slot_id == slot.id => from,
+            _ => {
+                if !self
+                    .store
+                    .claim_slot(&slot.id, &appointment.id)
+                    .await
+                    .map_err(unavailable)?
+                {
+                    return Err(ToolError::Failed(format!(
+                        "the slot {} was just taken; the visit stays as it was — offer other slots",
+                        slot.id
+                    )));
+                }
+                let from = MovedFrom {
+                    slot_id: std::mem::replace(&mut appointment.slot_id, slot.id.clone()),
+                    starts_at: std::mem::replace(&mut appointment.starts_at, slot.starts_at),
+                };
+                appointment.moved_from = Some(from.clone());
+                appointment.reminder_sent_at = None;
+                self.store
+                    .save_appointment(&appointment)
+                    .await
+                    .map_err(unavailable)?;
+                from
+            }
+        };
+        let previous_starts_at = moved.starts_at;
         self.store
-            .save_appointment(&appointment)
-            .await
-            .map_err(unavailable)?;
-        self.store
-            .release_slot(&old_slot, &appointment.id)
+            .release_slot(&moved.slot_id, &appointment.id)
             .await
             .map_err(unavailable)?;
         Ok(ToolOutput::with_event(
@@ -502,13 +527,26 @@ impl Tool for CancelAppointment {
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: CancelArgs = text::args(args)?;
-        let mut appointment =
-            own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
-        appointment.status = AppointmentStatus::Cancelled;
-        self.store
-            .save_appointment(&appointment)
+        let cancelled = self
+            .store
+            .appointment(args.appointment_id.trim())
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable)?
+            .filter(|a| a.wa_id == context.wa_id && a.status == AppointmentStatus::Cancelled);
+        let appointment = match cancelled {
+            // Cancelled already: this step is a replay; finish what it left.
+            Some(appointment) => appointment,
+            None => {
+                let mut appointment =
+                    own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
+                appointment.status = AppointmentStatus::Cancelled;
+                self.store
+                    .save_appointment(&appointment)
+                    .await
+                    .map_err(unavailable)?;
+                appointment
+            }
+        };
         self.store
             .release_slot(&appointment.slot_id, &appointment.id)
             .await

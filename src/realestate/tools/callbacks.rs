@@ -1,7 +1,11 @@
 //! `request_callback`: the customer wants a person to call them (a mortgage advisor, the agent
-//! negotiating their offer). The wish is stored (`callback_requests`) and the conversation is
-//! flagged for a person like `request_human`, so it shows in
-//! `zaguan conversations list --handoff requested`.
+//! negotiating their offer). Like every change, it is confirmed first with the usual buttons;
+//! then the wish is stored in `callback_requests` and the staff on duty are told on WhatsApp
+//! (the [`HandoffDesk`]), as for `request_human`.
+//!
+//! A request's id is derived from the confirmed call that made it: unique per request (two
+//! customers in the same millisecond get two), the same when a step cut short by a crash is
+//! replayed, and inserted, never replaced.
 
 use std::sync::Arc;
 
@@ -10,10 +14,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, unavailable};
+use crate::engine::handoff::HandoffDesk;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{CallbackRequest, RealEstateStore};
-use crate::store::{BusinessEvent, HandoffRequest, Store};
+use crate::store::BusinessEvent;
 
 /// The tool's name, for prompt files.
 pub const REQUEST_CALLBACK: &str = "request_callback";
@@ -24,15 +29,12 @@ const MAX_PREFERRED_TIME: usize = 100;
 
 pub struct RequestCallback {
     realestate: Arc<dyn RealEstateStore>,
-    conversations: Arc<dyn Store>,
+    desk: Arc<HandoffDesk>,
 }
 
 impl RequestCallback {
-    pub fn new(realestate: Arc<dyn RealEstateStore>, conversations: Arc<dyn Store>) -> Self {
-        Self {
-            realestate,
-            conversations,
-        }
+    pub fn new(realestate: Arc<dyn RealEstateStore>, desk: Arc<HandoffDesk>) -> Self {
+        Self { realestate, desk }
     }
 }
 
@@ -42,6 +44,26 @@ struct CallbackArgs {
     preferred_time: Option<String>,
 }
 
+/// The arguments as kept: the reason trimmed and required, the preferred time when given.
+fn checked(args: CallbackArgs) -> Result<(String, Option<String>), ToolError> {
+    let reason: String = args.reason.trim().chars().take(MAX_REASON).collect();
+    if reason.is_empty() {
+        return Err(ToolError::InvalidArgs(
+            "`reason` must say what the call is about".into(),
+        ));
+    }
+    let preferred_time = args
+        .preferred_time
+        .map(|t| {
+            t.trim()
+                .chars()
+                .take(MAX_PREFERRED_TIME)
+                .collect::<String>()
+        })
+        .filter(|t| !t.is_empty());
+    Ok((reason, preferred_time))
+}
+
 #[async_trait]
 impl Tool for RequestCallback {
     fn spec(&self) -> ToolSpec {
@@ -49,7 +71,8 @@ impl Tool for RequestCallback {
             name: REQUEST_CALLBACK.into(),
             description: "Pide que una persona de la agencia llame al cliente a este mismo número \
                           (un asesor hipotecario, el agente que lleva su oferta). Úsala cuando el \
-                          cliente pida que le llamen."
+                          cliente pida que le llamen. El cliente confirma con un botón; después \
+                          se avisa al equipo."
                 .into(),
             parameters: json!({
                 "type": "object",
@@ -62,64 +85,70 @@ impl Tool for RequestCallback {
         }
     }
 
+    async fn confirmation(
+        &self,
+        args: &serde_json::Value,
+        _context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        Some(
+            text::args(args.clone())
+                .and_then(checked)
+                .map(|(reason, preferred_time)| {
+                    format!(
+                        "Que una persona de la agencia te llame a este número: {reason}{}",
+                        preferred_time
+                            .as_deref()
+                            .map_or_else(String::new, |t| format!(" (mejor {t})"))
+                    )
+                }),
+        )
+    }
+
     async fn run(
         &self,
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: CallbackArgs = text::args(args)?;
-        let reason: String = args.reason.trim().chars().take(MAX_REASON).collect();
-        if reason.is_empty() {
-            return Err(ToolError::InvalidArgs(
-                "`reason` must say what the call is about".into(),
-            ));
-        }
-        let preferred_time = args
-            .preferred_time
-            .map(|t| {
-                t.trim()
-                    .chars()
-                    .take(MAX_PREFERRED_TIME)
-                    .collect::<String>()
-            })
-            .filter(|t| !t.is_empty());
+        let (reason, preferred_time) = checked(text::args(args)?)?;
         let request = CallbackRequest {
-            id: format!("C-{}", context.now.timestamp_millis()),
+            id: format!("C-{}", context.call_key()),
             wa_id: context.wa_id.clone(),
             reason: reason.clone(),
             preferred_time: preferred_time.clone(),
             created_at: context.now,
         };
-        self.realestate
-            .save_callback_request(&request)
+        if !self
+            .realestate
+            .insert_callback_request(&request)
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable)?
+        {
+            tracing::info!(request = %request.id, "callback request already recorded (a replayed step)");
+        }
         let when = preferred_time
             .as_deref()
             .map_or_else(String::new, |t| format!(" (prefiere: {t})"));
-        self.conversations
-            .request_handoff(
+        let outcome = self
+            .desk
+            .request(
                 &context.wa_id,
-                &HandoffRequest {
-                    at: context.now,
-                    reason: format!("Llamar al cliente: {reason}{when}"),
-                },
+                &format!("Llamar al cliente: {reason}{when}"),
+                &context.call_id,
+                &context.business,
+                context.now,
             )
             .await
             .map_err(|error| {
                 ToolError::Failed(format!("the team could not be notified: {error}"))
             })?;
-        tracing::info!(conversation.id = %context.wa_id.masked(), "the customer asked to be called back");
+        tracing::info!(conversation.id = %context.wa_id.masked(), ?outcome, "the customer asked to be called back");
         metrics::counter!("zaguan_callback_requests_total").increment(1);
+        let contact = context.contact_line();
         Ok(ToolOutput::with_event(
             format!(
-                "Done: callback request {} recorded and the team notified; a person will call the \
-             user at this number{}. Tell the user so in one short sentence, without promising an \
-             exact time.",
+                "Callback request {} recorded. {} Do not promise an exact time for the call.",
                 request.id,
-                preferred_time
-                    .as_deref()
-                    .map_or_else(String::new, |t| format!(", preferably {t}"))
+                outcome.for_the_model(context.timezone, contact.as_deref())
             ),
             BusinessEvent::CallbackRequested {
                 request_id: request.id.clone(),

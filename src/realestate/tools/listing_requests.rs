@@ -12,10 +12,11 @@ use serde_json::json;
 
 use super::text::{self, money, unavailable};
 use crate::domain::Role;
+use crate::engine::handoff::HandoffDesk;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{ListingChange, ListingRequest, Property, RealEstateStore};
-use crate::store::{BusinessEvent, HandoffRequest, Store};
+use crate::store::BusinessEvent;
 
 /// The tool's name, for prompt files.
 pub const REQUEST_LISTING_CHANGE: &str = "request_listing_change";
@@ -24,15 +25,12 @@ const MAX_NOTE: usize = 300;
 
 pub struct RequestListingChange {
     realestate: Arc<dyn RealEstateStore>,
-    conversations: Arc<dyn Store>,
+    desk: Arc<HandoffDesk>,
 }
 
 impl RequestListingChange {
-    pub fn new(realestate: Arc<dyn RealEstateStore>, conversations: Arc<dyn Store>) -> Self {
-        Self {
-            realestate,
-            conversations,
-        }
+    pub fn new(realestate: Arc<dyn RealEstateStore>, desk: Arc<HandoffDesk>) -> Self {
+        Self { realestate, desk }
     }
 
     /// The listing and the change, once the caller may ask for it.
@@ -163,7 +161,7 @@ impl Tool for RequestListingChange {
             id: format!(
                 "R-{}-{}",
                 property.id.trim_start_matches("P-"),
-                context.now.timestamp_millis() % 10_000_000
+                context.call_key()
             ),
             property_id: property.id.clone(),
             owner_id: property.owner_id.clone(),
@@ -180,17 +178,18 @@ impl Tool for RequestListingChange {
             .save_listing_request(&request)
             .await
             .map_err(unavailable)?;
-        self.conversations
-            .request_handoff(
+        let outcome = self
+            .desk
+            .request(
                 &context.wa_id,
-                &HandoffRequest {
-                    at: context.now,
-                    reason: format!(
-                        "Propietario: {} ({})",
-                        describe(change, &property),
-                        request.id
-                    ),
-                },
+                &format!(
+                    "Propietario: {} ({})",
+                    describe(change, &property),
+                    request.id
+                ),
+                &context.call_id,
+                &context.business,
+                context.now,
             )
             .await
             .map_err(|error| {
@@ -201,11 +200,11 @@ impl Tool for RequestListingChange {
             .increment(1);
         Ok(ToolOutput::with_event(
             format!(
-                "Done: request {} recorded ({}); the listing itself is unchanged until a person at \
-             the agency handles it with the owner, who will hear from them in this chat. Tell the \
-             owner so in one short sentence.",
+                "Request {} recorded ({}); the listing itself is unchanged until a person at the \
+                 agency handles it with the owner. {}",
                 request.id,
-                describe(change, &property)
+                describe(change, &property),
+                outcome.for_the_model(context.timezone, context.contact_line().as_deref())
             ),
             BusinessEvent::ListingChangeRequested {
                 request_id: request.id.clone(),

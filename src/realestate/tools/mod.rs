@@ -4,6 +4,7 @@
 
 pub mod alerts;
 pub mod appointments;
+pub mod business;
 pub mod callbacks;
 pub mod listing_requests;
 pub mod mortgage;
@@ -21,6 +22,7 @@ pub use appointments::{
     BookAppointment, CancelAppointment, ListAvailableSlots, ListMyAppointments,
     RescheduleAppointment,
 };
+pub use business::{BUSINESS_INFO, BusinessInfo};
 pub use callbacks::{REQUEST_CALLBACK, RequestCallback};
 pub use listing_requests::{REQUEST_LISTING_CHANGE, RequestListingChange};
 pub use mortgage::SimulateMortgage;
@@ -52,6 +54,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "list_my_alerts",
     "cancel_search_alert",
     "send_property_photos",
+    "business_info",
 ];
 
 /// All the domain tools over `store`.
@@ -74,6 +77,7 @@ pub fn registry(store: Arc<dyn RealEstateStore>) -> ToolRegistry {
         .with(ListMyAlerts::new(store.clone()))
         .with(CancelSearchAlert::new(store.clone()))
         .with(SendPropertyPhotos::new(store))
+        .with(BusinessInfo)
 }
 
 #[cfg(test)]

@@ -119,10 +119,11 @@ impl Tool for SubmitOffer {
         let args: OfferArgs = text::args(args)?;
         let property = self.check(&args).await?;
         let offer = Offer {
+            // From the call: a step replayed after a crash writes the same offer again.
             id: format!(
                 "F-{}-{}",
                 property.id.trim_start_matches("P-"),
-                context.now.timestamp_millis() % 10_000_000
+                &context.call_key()[..8]
             ),
             property_id: property.id.clone(),
             wa_id: context.wa_id.clone(),

@@ -81,9 +81,62 @@ impl ConversationStore for MemoryStore {
         Ok(true)
     }
 
-    async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()> {
-        self.lock().conversation_mut(wa_id).handoff_requested = Some(request.clone());
-        Ok(())
+    async fn request_handoff(
+        &self,
+        wa_id: &WaId,
+        reason: &HandoffReason,
+        first_notice_at: Option<DateTime<Utc>>,
+    ) -> StoreResult<HandoffRequest> {
+        let mut inner = self.lock();
+        let requested = &mut inner.conversation_mut(wa_id).handoff_requested;
+        match requested {
+            Some(request) => {
+                request.add(reason.clone());
+                Ok(request.clone())
+            }
+            None => Ok(requested
+                .insert(HandoffRequest::first(reason.clone(), first_notice_at))
+                .clone()),
+        }
+    }
+
+    async fn due_handoffs(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(WaId, HandoffRequest)>> {
+        let inner = self.lock();
+        let mut due: Vec<(WaId, HandoffRequest)> = inner
+            .conversations
+            .iter()
+            .filter_map(|(wa_id, c)| Some((wa_id.clone(), c.handoff_requested.clone()?)))
+            .filter(|(_, r)| r.next_notice_at.is_some_and(|at| at <= now))
+            .collect();
+        due.sort_by_key(|(_, r)| r.next_notice_at);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    async fn advance_handoff(
+        &self,
+        wa_id: &WaId,
+        requested_at: DateTime<Utc>,
+        from_level: u8,
+        step: &HandoffStep,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let Some(request) = inner
+            .conversations
+            .get_mut(wa_id)
+            .and_then(|c| c.handoff_requested.as_mut())
+            .filter(|r| r.at == requested_at && r.level == from_level)
+        else {
+            return Ok(false);
+        };
+        request.level = step.level;
+        request.notified.extend(step.told.iter().cloned());
+        request.next_notice_at = step.next_notice_at;
+        Ok(true)
     }
 
     async fn set_pending_action(

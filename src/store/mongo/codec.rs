@@ -133,14 +133,78 @@ pub(super) fn conversation(doc: &Document) -> StoreResult<Conversation> {
                 until: f.date("until")?,
             })
         }),
-        handoff_requested: doc.get_document("handoff_requested").ok().and_then(|doc| {
-            let f = Fields(doc);
-            Some(HandoffRequest {
-                at: f.date("at")?,
-                reason: f.str("reason").unwrap_or_default(),
-            })
-        }),
+        handoff_requested: doc
+            .get_document("handoff_requested")
+            .ok()
+            .and_then(handoff_request),
     })
+}
+
+/// A stored `handoff_requested`; one written before requests kept their reasons and notices
+/// reads as a single reason, nobody told.
+fn handoff_request(doc: &Document) -> Option<HandoffRequest> {
+    let f = Fields(doc);
+    let at = f.date("at")?;
+    let reason = f.str("reason").unwrap_or_default();
+    let mut reasons: Vec<HandoffReason> = doc
+        .get_array("reasons")
+        .map(|list| {
+            list.iter()
+                .filter_map(Bson::as_document)
+                .filter_map(|d| {
+                    let f = Fields(d);
+                    Some(HandoffReason {
+                        at: f.date("at")?,
+                        reason: f.str("reason").unwrap_or_default(),
+                        key: f.str("key").unwrap_or_default(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if reasons.is_empty() {
+        reasons.push(HandoffReason {
+            at,
+            reason: reason.clone(),
+            key: String::new(),
+        });
+    }
+    Some(HandoffRequest {
+        at,
+        reason,
+        reasons,
+        notified: doc
+            .get_array("notified")
+            .map(|list| {
+                list.iter()
+                    .filter_map(|b| b.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        level: f
+            .int("level")
+            .and_then(|l| u8::try_from(l).ok())
+            .unwrap_or(0),
+        next_notice_at: f.date("next_notice_at"),
+    })
+}
+
+pub(super) fn handoff_reason_doc(reason: &HandoffReason) -> Document {
+    doc! {"at": date(reason.at), "reason": &reason.reason, "key": &reason.key}
+}
+
+pub(super) fn handoff_request_doc(request: &HandoffRequest) -> Document {
+    let mut doc = doc! {
+        "at": date(request.at),
+        "reason": &request.reason,
+        "reasons": request.reasons.iter().map(handoff_reason_doc).collect::<Vec<_>>(),
+        "notified": &request.notified,
+        "level": i32::from(request.level),
+    };
+    if let Some(at) = request.next_notice_at {
+        doc.insert("next_notice_at", date(at));
+    }
+    doc
 }
 
 /// A stored outbox `template`.

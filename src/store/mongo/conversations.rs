@@ -131,16 +131,109 @@ impl ConversationStore for MongoStore {
         Ok(result.matched_count > 0)
     }
 
-    async fn request_handoff(&self, wa_id: &WaId, request: &HandoffRequest) -> StoreResult<()> {
-        let requested = doc! {"at": date(request.at), "reason": &request.reason};
-        self.upsert_conversation(
-            Lane::Work,
-            doc! {"_id": wa_id.as_str()},
-            doc! {
-                "$set": {"handoff_requested": requested},
-            },
-        )
-        .await
+    async fn request_handoff(
+        &self,
+        wa_id: &WaId,
+        reason: &HandoffReason,
+        first_notice_at: Option<DateTime<Utc>>,
+    ) -> StoreResult<HandoffRequest> {
+        // Read, then change: a conversation's turns run one at a time (its lease), and the
+        // escalation writes other fields (`level`, `notified`).
+        let current = self
+            .conversation(wa_id)
+            .await?
+            .and_then(|c| c.handoff_requested);
+        let Some(mut request) = current else {
+            let request = HandoffRequest::first(reason.clone(), first_notice_at);
+            self.upsert_conversation(
+                Lane::Work,
+                doc! {"_id": wa_id.as_str()},
+                doc! {"$set": {"handoff_requested": handoff_request_doc(&request)}},
+            )
+            .await?;
+            return Ok(request);
+        };
+        if request.add(reason.clone()) {
+            self.pool
+                .update_one(
+                    Lane::Work,
+                    "conversations",
+                    doc! {"_id": wa_id.as_str(), "handoff_requested": {"$exists": true}},
+                    doc! {
+                        "$push": {"handoff_requested.reasons": handoff_reason_doc(reason)},
+                        "$set": {"handoff_requested.reason": &request.reason},
+                    },
+                )
+                .await?;
+        }
+        Ok(request)
+    }
+
+    async fn due_handoffs(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(WaId, HandoffRequest)>> {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "conversations",
+                doc! {"handoff_requested.next_notice_at": {"$lte": date(now)}},
+                Find {
+                    sort: Some(doc! {"handoff_requested.next_notice_at": 1}),
+                    limit: i64::try_from(limit).ok(),
+                    ..Find::default()
+                },
+            )
+            .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|doc| {
+                let c = conversation(doc)
+                    .map_err(|error| tracing::warn!("conversation skipped: {error}"))
+                    .ok()?;
+                Some((c.wa_id, c.handoff_requested?))
+            })
+            .collect())
+    }
+
+    async fn advance_handoff(
+        &self,
+        wa_id: &WaId,
+        requested_at: DateTime<Utc>,
+        from_level: u8,
+        step: &HandoffStep,
+    ) -> StoreResult<bool> {
+        let mut update = doc! {
+            "$set": {"handoff_requested.level": i32::from(step.level)},
+            "$push": {"handoff_requested.notified": {"$each": &step.told}},
+        };
+        match step.next_notice_at {
+            Some(at) => {
+                update
+                    .get_document_mut("$set")
+                    .expect("set above")
+                    .insert("handoff_requested.next_notice_at", date(at));
+            }
+            None => {
+                update.insert("$unset", doc! {"handoff_requested.next_notice_at": ""});
+            }
+        }
+        let result = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "conversations",
+                doc! {
+                    "_id": wa_id.as_str(),
+                    "handoff_requested.at": date(requested_at),
+                    "handoff_requested.level": i32::from(from_level),
+                },
+                update,
+            )
+            .await?;
+        Ok(result.matched_count > 0)
     }
 
     async fn set_pending_action(

@@ -69,7 +69,7 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 16] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 17] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             // The cleanup job's deletes by age.
             ("messages", doc! {"at": 1}, None),
@@ -87,6 +87,12 @@ impl MongoStore {
             ("events", doc! {"status": 1, "at": 1}, None),
             ("events", doc! {"wa_id": 1, "at": 1}, None),
             ("event_claims", doc! {"event_id": 1}, None),
+            // The handoff escalation's due notices.
+            (
+                "conversations",
+                doc! {"handoff_requested.next_notice_at": 1},
+                None,
+            ),
         ];
         for (collection, keys, options) in indexes {
             let model = IndexModel::builder().keys(keys).options(options).build();

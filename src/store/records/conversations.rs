@@ -42,12 +42,70 @@ pub struct Conversation {
     pub handoff_requested: Option<HandoffRequest>,
 }
 
-/// `conversations.handoff_requested`: the customer asked for a person.
+/// `conversations.handoff_requested`: the customer asked for a person, and how far the staff
+/// on duty have been told (the first one, the next one after `ZAGUAN_HANDOFF_SLA`, then all).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HandoffRequest {
+    /// When the first request came: the customer has waited since then.
     pub at: DateTime<Utc>,
-    /// In the assistant's words, for the operator.
+    /// Every reason given, in order, joined with « · »: what operators read.
     pub reason: String,
+    /// Each request: a repeated one is appended, never overwrites the first.
+    pub reasons: Vec<HandoffReason>,
+    /// The staff members told so far (`staff._id`), in order.
+    pub notified: Vec<String>,
+    /// How far the escalation went: 0 nobody told yet, 1 the first on duty, 2 the next one,
+    /// 3 all of them.
+    pub level: u8,
+    /// When the next notice is due; `None`: nothing left to send.
+    pub next_notice_at: Option<DateTime<Utc>>,
+}
+
+/// One request for a person: when, why, and the key of the step that made it (a tool call,
+/// an inbound message), so a step replayed after a crash appends nothing new.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffReason {
+    pub at: DateTime<Utc>,
+    pub reason: String,
+    pub key: String,
+}
+
+impl HandoffRequest {
+    /// A first request, its first notice due at `next_notice_at`.
+    pub fn first(reason: HandoffReason, next_notice_at: Option<DateTime<Utc>>) -> Self {
+        Self {
+            at: reason.at,
+            reason: reason.reason.clone(),
+            reasons: vec![reason],
+            notified: Vec::new(),
+            level: 0,
+            next_notice_at,
+        }
+    }
+
+    /// `reason` added, unless its key is there already: whether it was added.
+    pub fn add(&mut self, reason: HandoffReason) -> bool {
+        if !reason.key.is_empty() && self.reasons.iter().any(|r| r.key == reason.key) {
+            return false;
+        }
+        self.reasons.push(reason);
+        self.reason = self
+            .reasons
+            .iter()
+            .map(|r| r.reason.as_str())
+            .collect::<Vec<_>>()
+            .join(" · ");
+        true
+    }
+}
+
+/// What one escalation step of a handoff request did: who it told, and when the next is due.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffStep {
+    pub level: u8,
+    /// Staff told in this step (`staff._id`), added to `notified`.
+    pub told: Vec<String>,
+    pub next_notice_at: Option<DateTime<Utc>>,
 }
 
 impl Conversation {

@@ -53,13 +53,11 @@ async fn tool() -> SimulateMortgage {
 }
 
 fn context() -> ToolContext {
-    ToolContext {
-        wa_id: WaId::parse("34600111222").unwrap(),
-        role: Role::Prospect,
-        location: None,
-        now: Utc::now(),
-        timezone: chrono_tz::Europe::Madrid,
-    }
+    ToolContext::new(
+        WaId::parse("34600111222").unwrap(),
+        Role::Prospect,
+        Utc::now(),
+    )
 }
 
 async fn run(args: Value) -> Result<String, ToolError> {

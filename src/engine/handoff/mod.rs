@@ -13,13 +13,20 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+mod asks;
+mod desk;
+
+pub use asks::asks_for_person;
+pub use desk::{
+    DEFAULT_HANDOFF_SLA, HandoffDesk, HandoffEscalation, HandoffOutcome, HandoffSettings,
+    StaffOnCall, StaffRoster,
+};
+
 use super::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::domain::WaId;
 use crate::domain::{Handoff, MessageRole};
 use crate::llm::ToolSpec;
-use crate::store::{
-    BusinessEvent, Event, HandoffRequest, NewMessage, NewOutbox, Store, StoreError,
-};
+use crate::store::{BusinessEvent, Event, NewMessage, NewOutbox, Store, StoreError};
 
 /// The tool an assistant calls when the customer asks for a person.
 pub const REQUEST_HUMAN: &str = "request_human";
@@ -179,25 +186,15 @@ pub async fn reply(
     Ok(OperatorReply { parts })
 }
 
-/// `request_human`: flags the conversation for an operator; the bot keeps answering until one
-/// takes it.
+/// `request_human`: tells the staff on duty that the customer wants a person (through the
+/// [`HandoffDesk`]); the bot keeps answering until one takes the conversation.
 pub struct RequestHuman {
-    store: Arc<dyn Store>,
-    /// The agency's contact line (`ZAGUAN_BUSINESS_CONTACT`), offered while the user waits.
-    contact: Option<String>,
+    desk: Arc<HandoffDesk>,
 }
 
 impl RequestHuman {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        Self {
-            store,
-            contact: None,
-        }
-    }
-
-    pub fn with_contact(mut self, contact: Option<String>) -> Self {
-        self.contact = contact;
-        self
+    pub fn new(desk: Arc<HandoffDesk>) -> Self {
+        Self { desk }
     }
 }
 
@@ -207,8 +204,8 @@ impl Tool for RequestHuman {
         ToolSpec {
             name: REQUEST_HUMAN.to_owned(),
             description: "Avisa al equipo de que este cliente quiere hablar con una persona (o \
-                          necesita algo que no puedes resolver). Una persona le escribirá por \
-                          este mismo chat."
+                          necesita algo que no puedes resolver). El resultado dice si se ha \
+                          avisado ya a alguien o cuándo abre la oficina: díselo al cliente tal cual."
                 .to_owned(),
             parameters: json!({
                 "type": "object",
@@ -223,6 +220,10 @@ impl Tool for RequestHuman {
         }
     }
 
+    fn writes(&self) -> bool {
+        true
+    }
+
     async fn run(
         &self,
         args: serde_json::Value,
@@ -234,65 +235,28 @@ impl Tool for RequestHuman {
             .map(str::trim)
             .filter(|r| !r.is_empty())
             .ok_or_else(|| ToolError::InvalidArgs("`reason` (text) is required".to_owned()))?;
-        self.store
-            .request_handoff(
+        let reason: String = reason.chars().take(500).collect();
+        let outcome = self
+            .desk
+            .request(
                 &context.wa_id,
-                &HandoffRequest {
-                    at: context.now,
-                    reason: reason.chars().take(500).collect(),
-                },
+                &reason,
+                &context.call_id,
+                &context.business,
+                context.now,
             )
             .await
             .map_err(|error| {
                 ToolError::Failed(format!("the team could not be notified: {error}"))
             })?;
-        tracing::info!(conversation.id = %context.wa_id.masked(), "the customer asked for a person");
-        metrics::counter!("zaguan_handoff_requests_total").increment(1);
-        let mut result = "Done: the team has been notified and a person will write to the user \
-            in this chat as soon as possible. Tell the user so in one short sentence and keep \
-            helping with anything else meanwhile."
-            .to_owned();
-        if let Some(contact) = &self.contact {
-            result.push_str(&format!(
-                " If it is urgent, the user can also reach the agency directly: {contact}"
-            ));
-        }
-        let reason = reason.chars().take(500).collect();
+        tracing::info!(conversation.id = %context.wa_id.masked(), ?outcome, "the customer asked for a person");
+        let contact = context.contact_line();
         Ok(ToolOutput::with_event(
-            result,
+            outcome.for_the_model(context.timezone, contact.as_deref()),
             BusinessEvent::HandoffRequested { reason },
         ))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::Role;
-    use crate::store::MemoryStore;
-
-    #[tokio::test]
-    async fn asking_for_a_person_flags_the_conversation_and_offers_the_contact_line() {
-        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-        let context = ToolContext {
-            wa_id: WaId::parse("34611000777").unwrap(),
-            role: Role::Prospect,
-            location: None,
-            now: Utc::now(),
-            timezone: chrono_tz::Europe::Madrid,
-        };
-        let args = json!({"reason": "Quiere negociar el precio"});
-        let plain = RequestHuman::new(store.clone());
-        let said = plain.run(args.clone(), &context).await.unwrap().text;
-        assert!(!said.contains("directly"), "{said}");
-        let with_contact =
-            RequestHuman::new(store.clone()).with_contact(Some("Tel. 910 000 000".into()));
-        let said = with_contact.run(args, &context).await.unwrap().text;
-        assert!(said.ends_with("directly: Tel. 910 000 000"), "{said}");
-        let conversation = store.conversation(&context.wa_id).await.unwrap().unwrap();
-        assert_eq!(
-            conversation.handoff_requested.map(|r| r.reason).as_deref(),
-            Some("Quiere negociar el precio")
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,538 @@
+//! The handoff desk: a customer asks for a person, and the staff on duty are told on WhatsApp
+//! at once — the first of them, the next one when nobody took the conversation within
+//! `ZAGUAN_HANDOFF_SLA` of working time, then all of them. Outside working hours nobody is
+//! woken up: the first notice goes when someone comes on duty, and the customer is told when
+//! that is. Who is on duty comes from the business data (`staff` with `notify_handoffs`, their
+//! `hours` or the agency's).
+//!
+//! Each notice is queued under an id derived from the request, its level and the staff member,
+//! then the step is recorded (only if no other instance recorded it first): a step replayed
+//! after a crash queues nothing twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use crate::business::{Business, Schedule, WeeklyHours};
+use crate::domain::{MessageRole, OutboxId, WaId};
+use crate::store::{
+    HandoffReason, HandoffRequest, HandoffStep, NewOutbox, OutboxEntry, Store, StoreResult,
+    Template,
+};
+
+/// The escalation's last level: every staff member on duty has been told.
+const ALL_TOLD: u8 = 3;
+
+/// Most conversations whose notices one escalation pass sends.
+const BATCH: usize = 50;
+
+/// A staff member who may be told of handoffs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaffOnCall {
+    /// `staff._id`.
+    pub id: String,
+    pub name: String,
+    pub wa_id: WaId,
+    /// Their own working hours; `None`: the agency's opening hours.
+    pub hours: Option<WeeklyHours>,
+}
+
+/// Where the staff to tell come from (the business data).
+#[async_trait]
+pub trait StaffRoster: Send + Sync + 'static {
+    /// The staff with `notify_handoffs` and a WhatsApp number, in the order they are told.
+    async fn handoff_staff(&self) -> StoreResult<Vec<StaffOnCall>>;
+}
+
+/// How staff are told.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffSettings {
+    /// Working time a request may wait before the next staff member is told
+    /// (`ZAGUAN_HANDOFF_SLA`).
+    pub sla: Duration,
+    /// The approved template sent when a staff number's 24-hour window is closed
+    /// (`WHATSAPP_HANDOFF_TEMPLATE`); its body takes the customer, the reason and the link as
+    /// `{{1}}`, `{{2}}`, `{{3}}`.
+    pub template: String,
+    pub template_language: String,
+    /// The number notices go from when the customer's is not known (`WHATSAPP_PHONE_NUMBER_ID`).
+    pub phone_number_id: Option<String>,
+    /// Where the console is (`ZAGUAN_PUBLIC_URL`), for the link in each notice.
+    pub public_url: Option<url::Url>,
+    pub timezone: Tz,
+}
+
+impl Default for HandoffSettings {
+    fn default() -> Self {
+        Self {
+            sla: DEFAULT_HANDOFF_SLA,
+            template: "staff_handoff".to_owned(),
+            template_language: "es".to_owned(),
+            phone_number_id: None,
+            public_url: None,
+            timezone: chrono_tz::Europe::Madrid,
+        }
+    }
+}
+
+/// `ZAGUAN_HANDOFF_SLA`'s default.
+pub const DEFAULT_HANDOFF_SLA: Duration = Duration::from_secs(15 * 60);
+
+/// What a request for a person came to: what the customer may truthfully be told.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandoffOutcome {
+    /// Someone on duty has been told (now, or by an earlier request still waiting).
+    Told,
+    /// Nobody is on duty: the team is told at `opens_at`.
+    AfterHours { opens_at: DateTime<Utc> },
+    /// No staff member can be told (none has `notify_handoffs` and a number).
+    Unreachable,
+}
+
+impl HandoffOutcome {
+    /// What the customer reads, in their language.
+    pub fn customer_text(
+        &self,
+        lang: Option<&str>,
+        business: &Business,
+        fallback_contact: Option<&str>,
+        timezone: Tz,
+        now: DateTime<Utc>,
+    ) -> String {
+        use crate::domain::phrases;
+        match self {
+            HandoffOutcome::Told => phrases::handoff_told(lang).to_owned(),
+            HandoffOutcome::AfterHours { opens_at } => {
+                let when = phrases::opening(
+                    lang,
+                    now.with_timezone(&timezone).naive_local(),
+                    opens_at.with_timezone(&timezone).naive_local(),
+                );
+                phrases::handoff_after_hours(lang, &when)
+            }
+            HandoffOutcome::Unreachable => {
+                let contact = business.contact_line();
+                phrases::handoff_unreachable(lang, contact.as_deref().or(fallback_contact))
+            }
+        }
+    }
+
+    /// The same for the model, which words it for the customer: the facts, not a promise.
+    pub fn for_the_model(&self, timezone: Tz, contact: Option<&str>) -> String {
+        match self {
+            HandoffOutcome::Told => "Done: a person of the team on duty has been told on WhatsApp and \
+                will write to the user in this chat. Tell the user so in one short sentence and keep \
+                helping with anything else meanwhile."
+                .to_owned(),
+            HandoffOutcome::AfterHours { opens_at } => format!(
+                "Recorded: the office is closed now, so nobody is on duty; the team will be told \
+                 when it opens, {} (business time). Tell the user exactly that — a person will \
+                 write in this chat from then — in one short sentence; do not promise sooner.",
+                opens_at.with_timezone(&timezone).format("%A %d/%m %H:%M")
+            ),
+            HandoffOutcome::Unreachable => format!(
+                "Not possible: no one on the team can be told from this chat. Tell the user \
+                 honestly{}.",
+                contact.map_or_else(String::new, |c| format!(
+                    " and give them the agency's contact: {c}"
+                ))
+            ),
+        }
+    }
+}
+
+/// Tells staff of handoff requests, and escalates the ones nobody takes.
+pub struct HandoffDesk {
+    store: Arc<dyn Store>,
+    roster: Option<Arc<dyn StaffRoster>>,
+    settings: HandoffSettings,
+}
+
+impl HandoffDesk {
+    pub fn new(
+        store: Arc<dyn Store>,
+        roster: Option<Arc<dyn StaffRoster>>,
+        settings: HandoffSettings,
+    ) -> Self {
+        Self {
+            store,
+            roster,
+            settings,
+        }
+    }
+
+    pub fn settings(&self) -> &HandoffSettings {
+        &self.settings
+    }
+
+    async fn staff(&self) -> StoreResult<Vec<StaffOnCall>> {
+        match &self.roster {
+            Some(roster) => roster.handoff_staff().await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// `wa_id` wants a person for `reason`. `key` names the step asking (a tool call, an
+    /// inbound message): the same key twice records and tells once.
+    pub async fn request(
+        &self,
+        wa_id: &WaId,
+        reason: &str,
+        key: &str,
+        business: &Business,
+        now: DateTime<Utc>,
+    ) -> StoreResult<HandoffOutcome> {
+        let staff = self.staff().await?;
+        let hours = business.opening_hours();
+        let agency = Schedule::new(&hours, &business.holidays, self.settings.timezone);
+        let first_on_duty = staff
+            .iter()
+            .filter_map(|member| on_duty_schedule(member, &agency).next_open(now))
+            .min();
+        let reason = HandoffReason {
+            at: now,
+            reason: reason.chars().take(500).collect(),
+            key: key.to_owned(),
+        };
+        let request = self
+            .store
+            .request_handoff(wa_id, &reason, first_on_duty)
+            .await?;
+        metrics::counter!("zaguan_handoff_requests_total").increment(1);
+        if staff.is_empty() {
+            tracing::warn!(
+                conversation.id = %wa_id.masked(),
+                "a customer asked for a person and no staff member has notify_handoffs and a \
+                 WhatsApp number: nobody can be told"
+            );
+            metrics::counter!("zaguan_handoff_notices_total", "outcome" => "nobody").increment(1);
+            return Ok(HandoffOutcome::Unreachable);
+        }
+        let told = if request.level > 0 {
+            true
+        } else if request.next_notice_at.is_some_and(|at| at <= now) {
+            self.notify(wa_id, &request, business, &staff, now).await?
+        } else {
+            false
+        };
+        if told {
+            return Ok(HandoffOutcome::Told);
+        }
+        Ok(match request.next_notice_at.or(first_on_duty) {
+            Some(at) if at > now => HandoffOutcome::AfterHours { opens_at: at },
+            // Nobody on duty within a year: as good as nobody at all.
+            _ => HandoffOutcome::Unreachable,
+        })
+    }
+
+    /// One escalation pass at `now`: every request with a notice due. Returns how many
+    /// conversations were looked at.
+    pub async fn escalate(&self, business: &Business, now: DateTime<Utc>) -> StoreResult<usize> {
+        let due = self.store.due_handoffs(now, BATCH).await?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let staff = self.staff().await?;
+        for (wa_id, request) in &due {
+            self.notify(wa_id, request, business, &staff, now).await?;
+        }
+        Ok(due.len())
+    }
+
+    /// Sends the notice `request` is due: to the first staff member on duty, then the next one,
+    /// then all of them. Returns whether someone was told.
+    async fn notify(
+        &self,
+        wa_id: &WaId,
+        request: &HandoffRequest,
+        business: &Business,
+        staff: &[StaffOnCall],
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let hours = business.opening_hours();
+        let agency = Schedule::new(&hours, &business.holidays, self.settings.timezone);
+        let on_duty: Vec<&StaffOnCall> = staff
+            .iter()
+            .filter(|member| on_duty_schedule(member, &agency).is_open(now))
+            .collect();
+        if on_duty.is_empty() {
+            // Nobody there now: the notice waits for the first one back.
+            let next = staff
+                .iter()
+                .filter_map(|member| on_duty_schedule(member, &agency).next_open(now))
+                .min();
+            let step = HandoffStep {
+                level: request.level,
+                told: Vec::new(),
+                next_notice_at: next,
+            };
+            self.store
+                .advance_handoff(wa_id, request.at, request.level, &step)
+                .await?;
+            return Ok(false);
+        }
+        let fresh: Vec<&StaffOnCall> = on_duty
+            .iter()
+            .copied()
+            .filter(|member| !request.notified.contains(&member.id))
+            .collect();
+        let (targets, level): (Vec<&StaffOnCall>, u8) = match request.level {
+            0 => (fresh.iter().chain(&on_duty).take(1).copied().collect(), 1),
+            1 if !fresh.is_empty() => (fresh[..1].to_vec(), 2),
+            _ => (on_duty.clone(), ALL_TOLD),
+        };
+        let next_notice_at = (level < ALL_TOLD).then(|| {
+            agency.after_open_time(
+                now,
+                chrono::Duration::from_std(self.settings.sla).unwrap_or(chrono::Duration::MAX),
+            )
+        });
+        let notice = self.notice(wa_id, request, now).await?;
+        let mut parts = Vec::new();
+        for member in &targets {
+            parts.push(
+                self.part_for(member, wa_id, request, level, &notice, now)
+                    .await?,
+            );
+        }
+        self.store.record_reply(&parts).await?;
+        let step = HandoffStep {
+            level,
+            told: targets
+                .iter()
+                .map(|m| m.id.clone())
+                .filter(|id| !request.notified.contains(id))
+                .collect(),
+            next_notice_at,
+        };
+        if self
+            .store
+            .advance_handoff(wa_id, request.at, request.level, &step)
+            .await?
+        {
+            let names: Vec<&str> = targets.iter().map(|m| m.name.as_str()).collect();
+            tracing::info!(conversation.id = %wa_id.masked(), level, staff = ?names, "staff told of a handoff request");
+            metrics::counter!("zaguan_handoff_notices_total", "outcome" => level_label(level))
+                .increment(targets.len() as u64);
+        }
+        Ok(true)
+    }
+
+    /// The notice of `wa_id`'s request as one text: who, the language, what they want, where
+    /// the conversation stands, the last messages, and the console link.
+    async fn notice(
+        &self,
+        wa_id: &WaId,
+        request: &HandoffRequest,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Notice> {
+        let user = self.store.user(wa_id).await?;
+        let conversation = self.store.conversation(wa_id).await?;
+        let recent = self.store.recent_messages(wa_id, 8).await?;
+        let name = user.as_ref().and_then(|u| u.name.clone());
+        let customer = match &name {
+            Some(name) => format!("{name} (+{})", wa_id.as_str()),
+            None => format!("+{}", wa_id.as_str()),
+        };
+        let waited = (now - request.at).num_minutes().max(0);
+        let mut lines = vec![if request.level == 0 {
+            "🔔 Un cliente quiere hablar con una persona".to_owned()
+        } else {
+            format!("⏰ Sigue esperando a una persona desde hace {waited} min")
+        }];
+        lines.push(format!("Cliente: {customer}"));
+        if let Some(lang) = conversation.as_ref().and_then(|c| c.lang.as_deref()) {
+            lines.push(format!("Idioma: {lang}"));
+        }
+        for reason in &request.reasons {
+            lines.push(format!("Motivo: {}", reason.reason));
+        }
+        if let Some(property) = mentioned_property(&recent) {
+            lines.push(format!("Propiedad: {property}"));
+        }
+        if let Some(agent) = conversation.as_ref().and_then(|c| c.dialog_state.current()) {
+            lines.push(format!("Con el asistente: {agent}"));
+        }
+        let said: Vec<String> = recent
+            .iter()
+            .filter(|m| {
+                matches!(m.message.role, MessageRole::Human | MessageRole::Ai)
+                    && !m.message.content.trim().is_empty()
+            })
+            .rev()
+            .take(4)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .map(|m| {
+                let who = if m.message.role == MessageRole::Human {
+                    "cliente"
+                } else {
+                    "bot"
+                };
+                format!("› {who}: {}", clip(&m.message.content, 160))
+            })
+            .collect();
+        if !said.is_empty() {
+            lines.push("Últimos mensajes:".to_owned());
+            lines.extend(said);
+        }
+        let link = self.console_link(wa_id);
+        match &link {
+            Some(link) => lines.push(format!("Atender: {link}")),
+            None => lines.push(format!(
+                "Atender: zaguan conversations take {} --operator TU_NOMBRE",
+                wa_id.as_str()
+            )),
+        }
+        Ok(Notice {
+            text: lines.join("\n"),
+            customer,
+            reason: clip(&request.reason, 200),
+            link: link.unwrap_or_else(|| format!("+{}", wa_id.as_str())),
+        })
+    }
+
+    /// `/console/conversations/{wa_id}` under `ZAGUAN_PUBLIC_URL`.
+    fn console_link(&self, wa_id: &WaId) -> Option<String> {
+        let base = self.settings.public_url.as_ref()?;
+        let mut url = base.clone();
+        let path = format!(
+            "{}/console/conversations/{}",
+            base.path().trim_end_matches('/'),
+            wa_id.as_str()
+        );
+        url.set_path(&path);
+        Some(url.to_string())
+    }
+
+    /// The outbox part telling `member`: text inside their 24-hour window, the template
+    /// outside it.
+    async fn part_for(
+        &self,
+        member: &StaffOnCall,
+        wa_id: &WaId,
+        request: &HandoffRequest,
+        level: u8,
+        notice: &Notice,
+        now: DateTime<Utc>,
+    ) -> StoreResult<OutboxEntry> {
+        let open = self
+            .store
+            .conversation(&member.wa_id)
+            .await?
+            .and_then(|c| c.last_inbound_at)
+            .is_some_and(|at| now - at < chrono::Duration::hours(24));
+        let phone_number_id = match self.store.latest_inbox(wa_id).await? {
+            Some(entry) => Some(entry.phone_number_id),
+            None => self.settings.phone_number_id.clone(),
+        };
+        let mut part = NewOutbox::text(member.wa_id.clone(), None, notice.text.clone(), now);
+        part.phone_number_id = phone_number_id;
+        if !open {
+            part.template = Some(Template {
+                name: self.settings.template.clone(),
+                language: self.settings.template_language.clone(),
+                parameters: vec![
+                    notice.customer.clone(),
+                    notice.reason.clone(),
+                    notice.link.clone(),
+                ],
+            });
+        }
+        let key = format!(
+            "handoff:{}:{}:{level}:{}",
+            wa_id.as_str(),
+            request.at.timestamp_millis(),
+            member.id
+        );
+        Ok(OutboxEntry::queued(OutboxId::derived(&key, now), &part))
+    }
+}
+
+/// A notice's text, and what its template takes.
+struct Notice {
+    text: String,
+    customer: String,
+    reason: String,
+    link: String,
+}
+
+/// When `member` is on duty: their own hours, or the agency's (with its holidays).
+fn on_duty_schedule<'a>(member: &'a StaffOnCall, agency: &Schedule<'a>) -> Schedule<'a> {
+    match &member.hours {
+        Some(own) => Schedule::new(own, &[], agency.timezone()),
+        None => *agency,
+    }
+}
+
+fn level_label(level: u8) -> &'static str {
+    match level {
+        1 => "first",
+        2 => "next",
+        _ => "all",
+    }
+}
+
+/// The last listing reference (`P-1234`) the conversation mentions.
+fn mentioned_property(recent: &[crate::store::StoredMessage]) -> Option<String> {
+    recent.iter().rev().find_map(|m| {
+        m.message.content.match_indices("P-").find_map(|(at, _)| {
+            let digits: String = m.message.content[at + 2..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            (digits.len() >= 3).then(|| format!("P-{digits}"))
+        })
+    })
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() <= max {
+        return text;
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+/// The escalation loop of one process.
+pub struct HandoffEscalation {
+    desk: Arc<HandoffDesk>,
+    /// The running business file (it changes with the prompts).
+    business: Arc<dyn Fn() -> Arc<Business> + Send + Sync>,
+    every: Duration,
+}
+
+impl HandoffEscalation {
+    pub fn new(
+        desk: Arc<HandoffDesk>,
+        business: Arc<dyn Fn() -> Arc<Business> + Send + Sync>,
+    ) -> Self {
+        // Often enough that a short SLA is kept to within a quarter of it.
+        let every =
+            (desk.settings.sla / 4).clamp(Duration::from_millis(200), Duration::from_secs(5));
+        Self {
+            desk,
+            business,
+            every,
+        }
+    }
+
+    pub fn spawn(self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            loop {
+                let business = (self.business)();
+                match self.desk.escalate(&business, Utc::now()).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::debug!(conversations = n, "handoff notices sent"),
+                    Err(error) => tracing::warn!("handoff requests not escalated: {error}"),
+                }
+                tokio::time::sleep(self.every).await;
+            }
+        })
+    }
+}

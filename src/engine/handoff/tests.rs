@@ -1,0 +1,377 @@
+use std::sync::Mutex;
+
+use chrono::TimeZone as _;
+
+use super::*;
+use crate::business::Business;
+use crate::domain::{Content, Role, WaMessageId};
+use crate::store::{InboxEntry, InboxStatus, MemoryStore, OutboxEntry};
+
+/// The staff of a test, as the business data would give them.
+struct Roster(Mutex<Vec<StaffOnCall>>);
+
+#[async_trait]
+impl StaffRoster for Roster {
+    async fn handoff_staff(&self) -> crate::store::StoreResult<Vec<StaffOnCall>> {
+        Ok(self.0.lock().unwrap().clone())
+    }
+}
+
+fn wa(id: &str) -> WaId {
+    WaId::parse(id).unwrap()
+}
+
+fn member(id: &str, name: &str, wa_id: &str) -> StaffOnCall {
+    StaffOnCall {
+        id: id.into(),
+        name: name.into(),
+        wa_id: wa(wa_id),
+        hours: None,
+    }
+}
+
+/// Madrid local time → UTC.
+fn madrid(y: i32, m: u32, d: u32, h: u32, min: u32) -> DateTime<Utc> {
+    chrono_tz::Europe::Madrid
+        .with_ymd_and_hms(y, m, d, h, min, 0)
+        .unwrap()
+        .to_utc()
+}
+
+/// Weekdays 9:00–14:00 and 16:00–20:00, Saturday mornings.
+fn business() -> Business {
+    crate::business::parse(
+        r#"
+contact = ["Tel. 960 000 000"]
+[hours]
+monday = ["9:00-14:00", "16:00-20:00"]
+tuesday = ["9:00-14:00", "16:00-20:00"]
+wednesday = ["9:00-14:00", "16:00-20:00"]
+thursday = ["9:00-14:00", "16:00-20:00"]
+friday = ["9:00-14:00", "16:00-20:00"]
+saturday = ["10:00-13:30"]
+"#,
+    )
+    .unwrap()
+}
+
+const CUSTOMER: &str = "34611000777";
+
+struct Desk {
+    store: Arc<dyn Store>,
+    desk: HandoffDesk,
+}
+
+impl Desk {
+    async fn new(staff: Vec<StaffOnCall>) -> Self {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        // The customer wrote to the business number `PN-1`.
+        let entry = InboxEntry {
+            wamid: WaMessageId::parse("wamid.customer-1").unwrap(),
+            wa_id: wa(CUSTOMER),
+            phone_number_id: "PN-1".into(),
+            kind: "text".into(),
+            text: Some("Hola".into()),
+            payload: "{}".into(),
+            content: Content::Text {
+                body: "Hola".into(),
+            },
+            context_id: None,
+            sent_at: None,
+            status: InboxStatus::Pending,
+            received_at: Utc::now(),
+            attempts: 0,
+        };
+        store.insert_inbox(&[entry]).await.unwrap();
+        let desk = HandoffDesk::new(
+            store.clone(),
+            Some(Arc::new(Roster(Mutex::new(staff)))),
+            HandoffSettings {
+                public_url: Some("https://zaguan.example/".parse().unwrap()),
+                ..HandoffSettings::default()
+            },
+        );
+        Self { store, desk }
+    }
+
+    /// What was queued to `staff`'s number.
+    async fn notices(&self, staff: &str) -> Vec<OutboxEntry> {
+        self.store.unsent_outbox(&wa(staff)).await.unwrap()
+    }
+
+    async fn request(&self, reason: &str, key: &str, now: DateTime<Utc>) -> HandoffOutcome {
+        self.desk
+            .request(&wa(CUSTOMER), reason, key, &business(), now)
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn in_working_hours_the_first_on_duty_is_told_at_once_with_who_what_and_a_link() {
+    let desk = Desk::new(vec![
+        member("A-01", "Lucía", "34699000001"),
+        member("A-02", "Javier", "34699000002"),
+    ])
+    .await;
+    // Friday 27 November 2026, 10:00.
+    let now = madrid(2026, 11, 27, 10, 0);
+    assert_eq!(
+        desk.request("Quiere negociar el precio", "call_1", now)
+            .await,
+        HandoffOutcome::Told
+    );
+    let sent = desk.notices("34699000001").await;
+    assert_eq!(sent.len(), 1);
+    let notice = &sent[0];
+    assert!(notice.body.contains("+34611000777"), "{}", notice.body);
+    assert!(
+        notice.body.contains("Motivo: Quiere negociar el precio"),
+        "{}",
+        notice.body
+    );
+    assert!(
+        notice
+            .body
+            .contains("https://zaguan.example/console/conversations/34611000777"),
+        "{}",
+        notice.body
+    );
+    assert_eq!(notice.phone_number_id.as_deref(), Some("PN-1"));
+    // Lucía never wrote to the business number: outside her window, the template goes.
+    let template = notice
+        .template
+        .as_ref()
+        .expect("a template outside the window");
+    assert_eq!(template.name, "staff_handoff");
+    assert_eq!(template.parameters[1], "Quiere negociar el precio");
+    assert!(desk.notices("34699000002").await.is_empty());
+
+    // Asked again: the reason is added, nobody is told twice; the same step again adds nothing.
+    assert_eq!(
+        desk.request("Y que le llamen", "call_2", now).await,
+        HandoffOutcome::Told
+    );
+    desk.request("Y que le llamen", "call_2", now).await;
+    let request = desk
+        .store
+        .conversation(&wa(CUSTOMER))
+        .await
+        .unwrap()
+        .unwrap()
+        .handoff_requested
+        .unwrap();
+    assert_eq!(request.reasons.len(), 2);
+    assert_eq!(
+        request.reason,
+        "Quiere negociar el precio · Y que le llamen"
+    );
+    assert_eq!(request.notified, ["A-01"]);
+    assert_eq!(desk.notices("34699000001").await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_staff_member_who_wrote_today_gets_the_notice_as_text() {
+    let desk = Desk::new(vec![member("A-01", "Lucía", "34699000001")]).await;
+    let now = madrid(2026, 11, 27, 10, 0);
+    desk.store
+        .record_contact(&crate::store::ContactSeen {
+            wa_id: wa("34699000001"),
+            phone: None,
+            user_id: None,
+            name: Some("Lucía".into()),
+            username: None,
+            seen_at: now - chrono::Duration::hours(2),
+        })
+        .await
+        .unwrap();
+    desk.request("Quiere hablar con alguien", "call_1", now)
+        .await;
+    let sent = desk.notices("34699000001").await;
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].template.is_none(), "inside the window: text");
+}
+
+#[tokio::test]
+async fn nobody_taking_it_tells_the_next_one_after_the_sla_then_all_of_them() {
+    let desk = Desk::new(vec![
+        member("A-01", "Lucía", "34699000001"),
+        member("A-02", "Javier", "34699000002"),
+        member("A-03", "Marta", "34699000003"),
+    ])
+    .await;
+    let start = madrid(2026, 11, 27, 10, 0);
+    desk.request("Quiere una persona", "call_1", start).await;
+    // Before the SLA: nothing more.
+    assert_eq!(
+        desk.desk
+            .escalate(&business(), start + chrono::Duration::minutes(14))
+            .await
+            .unwrap(),
+        0
+    );
+    let after = start + chrono::Duration::minutes(15);
+    assert_eq!(desk.desk.escalate(&business(), after).await.unwrap(), 1);
+    assert_eq!(desk.notices("34699000002").await.len(), 1);
+    assert!(desk.notices("34699000003").await.is_empty());
+    assert!(
+        desk.notices("34699000002").await[0]
+            .body
+            .contains("Sigue esperando")
+    );
+    // Another 15 minutes: all of them (Lucía and Javier again, Marta for the first time).
+    let later = after + chrono::Duration::minutes(15);
+    desk.desk.escalate(&business(), later).await.unwrap();
+    assert_eq!(desk.notices("34699000001").await.len(), 2);
+    assert_eq!(desk.notices("34699000002").await.len(), 2);
+    assert_eq!(desk.notices("34699000003").await.len(), 1);
+    // And then no more.
+    assert_eq!(
+        desk.desk
+            .escalate(&business(), later + chrono::Duration::hours(3))
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn taking_the_conversation_stops_the_escalation() {
+    let desk = Desk::new(vec![
+        member("A-01", "Lucía", "34699000001"),
+        member("A-02", "Javier", "34699000002"),
+    ])
+    .await;
+    let start = madrid(2026, 11, 27, 10, 0);
+    desk.request("Quiere una persona", "call_1", start).await;
+    take(
+        desk.store.as_ref(),
+        &wa(CUSTOMER),
+        "Lucía",
+        DEFAULT_HANDOFF_TTL,
+        start + chrono::Duration::minutes(5),
+    )
+    .await
+    .unwrap();
+    desk.desk
+        .escalate(&business(), start + chrono::Duration::minutes(20))
+        .await
+        .unwrap();
+    assert!(desk.notices("34699000002").await.is_empty());
+}
+
+#[tokio::test]
+async fn after_hours_nobody_is_woken_and_the_customer_hears_when_the_office_opens() {
+    let desk = Desk::new(vec![member("A-01", "Lucía", "34699000001")]).await;
+    // Saturday 28 November 2026, 23:00: next opening Monday 9:00.
+    let now = madrid(2026, 11, 28, 23, 0);
+    let outcome = desk.request("Quiere una persona", "call_1", now).await;
+    assert_eq!(
+        outcome,
+        HandoffOutcome::AfterHours {
+            opens_at: madrid(2026, 11, 30, 9, 0)
+        }
+    );
+    let said = outcome.customer_text(
+        Some("es"),
+        &business(),
+        None,
+        chrono_tz::Europe::Madrid,
+        now,
+    );
+    assert!(said.contains("el lunes 30 a partir de las 9:00"), "{said}");
+    let english = outcome.customer_text(
+        Some("en"),
+        &business(),
+        None,
+        chrono_tz::Europe::Madrid,
+        now,
+    );
+    assert!(
+        english.contains("on Monday the 30th from 9:00"),
+        "{english}"
+    );
+    assert!(desk.notices("34699000001").await.is_empty());
+    // Sunday: still nothing. Monday at 9:00: Lucía is told.
+    desk.desk
+        .escalate(&business(), madrid(2026, 11, 29, 12, 0))
+        .await
+        .unwrap();
+    assert!(desk.notices("34699000001").await.is_empty());
+    desk.desk
+        .escalate(&business(), madrid(2026, 11, 30, 9, 0))
+        .await
+        .unwrap();
+    assert_eq!(desk.notices("34699000001").await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_staff_member_with_hours_of_their_own_is_told_only_then() {
+    let mut javier = member("A-02", "Javier", "34699000002");
+    javier.hours = Some(
+        crate::business::week_from(&[("friday".to_owned(), vec!["16:00-20:00".to_owned()])].into())
+            .unwrap(),
+    );
+    let desk = Desk::new(vec![javier]).await;
+    // Friday 10:00: the agency is open, Javier is not on duty until 16:00.
+    let now = madrid(2026, 11, 27, 10, 0);
+    assert_eq!(
+        desk.request("Quiere una persona", "call_1", now).await,
+        HandoffOutcome::AfterHours {
+            opens_at: madrid(2026, 11, 27, 16, 0)
+        }
+    );
+    assert!(desk.notices("34699000002").await.is_empty());
+}
+
+#[tokio::test]
+async fn without_staff_to_tell_the_customer_gets_the_contact_line() {
+    let desk = Desk::new(Vec::new()).await;
+    let now = madrid(2026, 11, 27, 10, 0);
+    let outcome = desk.request("Quiere una persona", "call_1", now).await;
+    assert_eq!(outcome, HandoffOutcome::Unreachable);
+    let said = outcome.customer_text(
+        Some("es"),
+        &business(),
+        None,
+        chrono_tz::Europe::Madrid,
+        now,
+    );
+    assert!(said.ends_with("Tel. 960 000 000"), "{said}");
+    // Still recorded for the console.
+    let conversation = desk
+        .store
+        .conversation(&wa(CUSTOMER))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(conversation.handoff_requested.is_some());
+}
+
+#[tokio::test]
+async fn request_human_tells_the_model_the_truth_and_records_the_event() {
+    let desk = Desk::new(vec![member("A-01", "Lucía", "34699000001")]).await;
+    let tool = RequestHuman::new(Arc::new(desk.desk));
+    let mut context = ToolContext::new(wa(CUSTOMER), Role::Prospect, madrid(2026, 11, 28, 23, 0));
+    context.business = Arc::new(business());
+    context.call_id = "call_9".into();
+    let output = tool
+        .run(json!({"reason": "Quiere negociar el precio"}), &context)
+        .await
+        .unwrap();
+    assert!(
+        output.text.contains("the office is closed now"),
+        "{}",
+        output.text
+    );
+    assert_eq!(
+        output.events,
+        [BusinessEvent::HandoffRequested {
+            reason: "Quiere negociar el precio".into()
+        }]
+    );
+    assert!(matches!(
+        tool.run(json!({"reason": " "}), &context).await,
+        Err(ToolError::InvalidArgs(_))
+    ));
+}
