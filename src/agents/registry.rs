@@ -4,6 +4,7 @@
 //! rendered system prompts. Adding an agent is adding a file.
 
 mod checks;
+mod promises;
 
 use checks::*;
 
@@ -250,7 +251,9 @@ impl AgentRegistry {
             .collect();
         let router = FastRouter::learned(&subgraphs, &primary_examples);
         check_examples(&agent_files, &router, &mut problems);
-        let warnings = tools_promised(&agent_files, known_tools);
+        let mut warnings = tools_promised(&agent_files, known_tools);
+        warnings.extend(promises::promises_without_tools(&agent_files));
+        warnings.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
 
         if !problems.is_empty() {
             problems.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));

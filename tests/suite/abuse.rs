@@ -222,10 +222,12 @@ async fn a_conversation_past_its_daily_budget_gets_the_fixed_reply(store: Arc<dy
         .insert_llm_calls(&[call(&wa_id, 500, Utc::now())])
         .await
         .unwrap();
-    // No staff to tell in this engine: the customer is told so, not promised a person.
+    // No staff to tell in this engine: the customer is told so, not promised a person, and
+    // given the business file's contact line.
+    let contact = engine.prompts().business().contact_line();
     let budget_reply = format!(
         "{BUDGET_REPLY} {}",
-        zaguan::domain::phrases::handoff_unreachable(None, None)
+        zaguan::domain::phrases::handoff_unreachable(None, contact.as_deref())
     );
     assert_eq!(say("¿Y con terraza?").await, budget_reply);
     assert_eq!(

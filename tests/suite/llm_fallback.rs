@@ -628,10 +628,23 @@ async fn an_open_breaker_skips_the_primary_then_probes_it() {
     assert_eq!(counts(&c), (2, 2));
 }
 
-/// `ZAGUAN_BUSINESS_NAME` and `ZAGUAN_BUSINESS_CONTACT` reach the prompts, and the contact line
-/// follows a reply that cannot help.
+/// The prompts folder without its business file.
+fn prompts_without_business_file() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(PROMPTS).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != zaguan::business::BUSINESS_FILE {
+            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    dir
+}
+
+/// Without a business file, `ZAGUAN_BUSINESS_NAME` and `ZAGUAN_BUSINESS_CONTACT` reach the
+/// prompts, and the contact line follows a reply that cannot help.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_business_is_named_in_the_prompts_and_its_contact_follows_an_offline_reply() {
+    let prompts = prompts_without_business_file();
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let contact = "Tel. 910 000 000 (L–V 9–19 h)";
     // The first turn is answered by the primary model; then both models are down.
@@ -645,6 +658,7 @@ async fn the_business_is_named_in_the_prompts_and_its_contact_follows_an_offline
             ("ZAGUAN_BUSINESS_NAME", "Casas Ribera"),
             ("ZAGUAN_BUSINESS_CONTACT", contact),
             ("ZAGUAN_FAST_ROUTE", "false"),
+            ("ZAGUAN_PROMPTS_DIR", prompts.path().to_str().unwrap()),
         ],
     )
     .await
@@ -681,6 +695,51 @@ async fn the_business_is_named_in_the_prompts_and_its_contact_follows_an_offline
     assert!(offline.ends_with(contact), "{offline}");
 }
 
+/// The business file's name and contact lines win over the environment's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_business_files_name_and_contact_override_the_environments() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let openai = FakeModel::answering(vec![openai_text("¡Hola!")]);
+    let anthropic = FakeModel::answering(vec![]);
+    service(
+        store.clone(),
+        &openai,
+        &anthropic,
+        &[
+            ("ZAGUAN_BUSINESS_NAME", "Casas Ribera"),
+            ("ZAGUAN_BUSINESS_CONTACT", "Tel. 600 000 000"),
+            ("ZAGUAN_FAST_ROUTE", "false"),
+        ],
+    )
+    .await
+    .answer_each(&[(
+        "wamid.HBgLMzQ2MDAxMTEyMjIVAgASGBQzQUZCMEE",
+        "34600111602",
+        "Buenas tardes",
+    )])
+    .await;
+    let business = zaguan::business::parse(
+        &std::fs::read_to_string(format!("{PROMPTS}/{}", zaguan::business::BUSINESS_FILE)).unwrap(),
+    )
+    .unwrap();
+    let system = openai.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains(&format!("de {}", business.name.as_deref().unwrap())),
+        "{system}"
+    );
+    assert!(
+        system.contains(&business.contact_line().unwrap()),
+        "{system}"
+    );
+    assert!(
+        !system.contains("Casas Ribera") && !system.contains("600 000 000"),
+        "{system}"
+    );
+}
+
 /// Both providers down: the turn still ends with a reply, the matching agent's offline text.
 async fn both_down_the_offline_reply_answers(store: Arc<dyn Store>) {
     let openai = FakeModel::answering(vec![]);
@@ -710,7 +769,9 @@ async fn both_down_the_offline_reply_answers(store: Arc<dyn Store>) {
         .and_then(|a| a.offline_reply.clone())
         .unwrap();
     assert_eq!(replies.len(), 1);
-    assert_eq!(replies[0].body, offline);
+    // Followed by how to reach a person, from the business file.
+    let contact = registry.business().contact_line().unwrap();
+    assert_eq!(replies[0].body, format!("{offline}\n\n{contact}"));
     let wa_id = WaId::parse("34600111444").unwrap();
     let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
     assert_eq!(

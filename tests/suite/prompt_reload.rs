@@ -271,3 +271,75 @@ async fn the_prompt_routes_need_the_token_and_an_engine() {
         assert_eq!(code, StatusCode::NOT_FOUND, "{method} {uri}: {body}");
     }
 }
+
+/// The business file is part of the prompt set: an edit is reloaded (the next turn's
+/// `business_info` says the new hours), a broken edit is refused with its line and the running
+/// file stays.
+#[tokio::test]
+async fn the_business_file_is_reloaded_with_the_prompts_and_a_broken_one_is_refused() {
+    let (_keep, dir) = prompts_copy();
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let engine = Arc::new(Engine::new(
+        store.clone(),
+        Arc::new(zaguan::llm::OfflineLlm),
+        Arc::new(AgentRegistry::load(&dir, &zaguan::startup::known_tools()).unwrap()),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings::default(),
+    ));
+    let reloader = Arc::new(PromptReloader::new(
+        dir.clone(),
+        zaguan::startup::known_tools(),
+        engine.clone(),
+    ));
+    let watch = reloader.clone().spawn();
+    let app = TestApp::with_store(store.clone())
+        .with_admin(Some(common::ADMIN_TOKEN))
+        .with_state(|state| state.with_prompts(reloader.clone()));
+    let saturday = |engine: &Engine| {
+        let business = engine.prompts().business().clone();
+        zaguan::business::Business::hours_lines(business.hours.as_ref().unwrap())[5].clone()
+    };
+    assert_eq!(saturday(&engine), "sábado: 10:00–13:30");
+    let v1 = status(&app).await["version"].clone();
+
+    let path = dir.join(zaguan::business::BUSINESS_FILE);
+    let shipped = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        shipped.replace(
+            "saturday = [\"10:00-13:30\"]",
+            "saturday = [\"10:00-14:00\"]",
+        ),
+    )
+    .unwrap();
+    let loaded = wait_for(&app, "the new hours loaded", |s| s["version"] != v1).await;
+    assert_eq!(saturday(&engine), "sábado: 10:00–14:00");
+
+    let broken = shipped.replace(
+        "saturday = [\"10:00-13:30\"]",
+        "saturday = [\"14:00-10:00\"]",
+    );
+    let line = broken
+        .lines()
+        .position(|l| l.contains("14:00-10:00"))
+        .unwrap()
+        + 1;
+    std::fs::write(&path, broken).unwrap();
+    let refused = wait_for(&app, "the broken file refused", |s| {
+        s["last_rejected"] != Value::Null
+    })
+    .await;
+    assert_eq!(
+        refused["version"], loaded["version"],
+        "the running set stays"
+    );
+    let problems = refused["last_rejected"]["problems"].to_string();
+    assert!(
+        problems.contains(&format!(
+            "business.toml:{line}: hours: `14:00-10:00` ends before it starts"
+        )),
+        "{problems}"
+    );
+    assert_eq!(saturday(&engine), "sábado: 10:00–14:00");
+    watch.abort();
+}

@@ -50,6 +50,10 @@ fn the_shipped_prompts_folder_passes_the_check() {
     let output = prompts_check(Some(Path::new("prompts")), None);
     assert!(output.status.success(), "{output:?}");
     let text = stdout(&output);
+    assert!(
+        !text.contains("warning:"),
+        "the shipped prompts promise nothing unkept: {text}"
+    );
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("9 agents OK"));
     let fast_path = lines.next().unwrap_or_default();
@@ -158,4 +162,90 @@ fn a_broken_folder_fails_with_every_problem_as_file_line_message() {
     );
     assert!(lines[2].contains("unknown placeholder `today`"), "{text}");
     assert!(String::from_utf8_lossy(&output.stderr).contains("3 problems"));
+}
+
+/// A prompt that promises what no tool of its agent does — a counter-offer in the delegation
+/// line, a deposit in the body, a person writing back in the offline reply — is warned about
+/// with its line; the same words where the assistant hands back or says it does not, are not.
+#[test]
+fn a_promise_no_tool_keeps_is_a_warning_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "primary_assistant.md",
+        "+++\nname = \"primary_assistant\"\nkind = \"primary\"\n\
+         roles = [\"prospect\", \"owner\", \"agent\"]\n\
+         offline_reply = \"Ahora no puedo. Un agente te escribirá lo antes posible.\"\n+++\nHola.\n",
+    );
+    write(
+        "prospect_offer_assistant.md",
+        "+++\nname = \"prospect_offer_assistant\"\nkind = \"subgraph\"\n\
+         delegation = \"Ofertas: hacer una oferta o responder a una contraoferta.\"\n\
+         roles = [\"prospect\"]\ntools = [\"submit_offer\"]\n+++\n\
+         Registra ofertas con submit_offer.\n\
+         Si quiere, puedes reservar con señal.\n\
+         No gestiones la señal ni las arras.\n\
+         - cancel=true, si pide algo fuera de las ofertas (agendar una visita).\n",
+    );
+    let output = prompts_check(Some(dir.path()), None);
+    assert!(
+        output.status.success(),
+        "warnings do not fail the check: {output:?}"
+    );
+    let text = stdout(&output);
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("warning: ") && l.contains(".md:"))
+        .collect();
+    assert_eq!(warnings.len(), 4, "{text}");
+    for (expected, words) in [
+        (
+            "primary_assistant.md:5: the offline reply promises a person writing or calling back",
+            "te escribira",
+        ),
+        (
+            "prospect_offer_assistant.md:4: the delegation line promises counter-offers",
+            "contraoferta",
+        ),
+        (
+            "prospect_offer_assistant.md:9: the body promises taking a deposit",
+            "reservar con senal",
+        ),
+        (
+            "prospect_offer_assistant.md:9: the body promises deposits and arras",
+            "senal",
+        ),
+    ] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(expected) && w.contains(&format!("«{words}»"))),
+            "{expected}: {text}"
+        );
+    }
+}
+
+/// The business file is checked with the prompts: each problem with its line, exit 1.
+#[test]
+fn a_broken_business_file_fails_the_check_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+    }
+    let business = dir.path().join("business.toml");
+    let text = std::fs::read_to_string(&business)
+        .unwrap()
+        .replace("saturday = [\"10:00-13:30\"]", "saturday = [\"10-13:30\"]");
+    std::fs::write(&business, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("10-13:30")).unwrap() + 1;
+    let output = prompts_check(Some(dir.path()), None);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let printed = stdout(&output);
+    assert!(
+        printed.contains(&format!(
+            "business.toml:{line}: hours: `10-13:30` is not a span of the day like `09:30-14:00`"
+        )),
+        "{printed}"
+    );
 }

@@ -139,8 +139,8 @@ impl Tool for SubmitOffer {
             .map_err(unavailable)?;
         Ok(ToolOutput::with_event(
             format!(
-                "Oferta {} presentada: {} por {} ({}). El propietario responderá en unos días; \
-             avisaremos al usuario por aquí.",
+                "Oferta {} registrada y enviada a la agencia: {} por {} ({}). No es vinculante \
+             hasta que el propietario la acepte; no prometas cuándo responderá.",
                 offer.id,
                 money(offer.amount, &offer.currency),
                 property.id,
