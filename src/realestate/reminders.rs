@@ -4,7 +4,8 @@
 //! when the customer answers «¿me lo puedes pasar al viernes?» the assistant knows what about.
 //! Inside WhatsApp's 24-hour customer-service window it is a plain text; outside it only an
 //! approved template is delivered, so it goes as the configured template with the visit's
-//! details as parameters. Each reminder is claimed by unique insert before it is queued, so it
+//! details as parameters. It names the agency and its contact lines from the business file.
+//! Each reminder is claimed by unique insert before it is queued, so it
 //! is queued once however many instances run; the outbox and the sender do the rest.
 
 use std::sync::Arc;
@@ -104,10 +105,14 @@ impl Reminders {
             if !self.realestate.claim_reminder(&appointment.id, now).await? {
                 continue;
             }
-            let text = format!(
-                "Recordatorio: mañana, {day}, tienes la visita a {title} ({address}). Si \
-                 necesitas cambiarla o cancelarla, escríbenos por aquí."
+            let mut text = format!(
+                "Recordatorio de {}: mañana, {day}, tienes la visita a {title} ({address}). Si \
+                 necesitas cambiarla o cancelarla, escríbenos por aquí.",
+                self.engine.business_name()
             );
+            if let Some(contact) = self.engine.business_contact() {
+                text.push_str(&format!(" Si prefieres llamar: {contact}."));
+            }
             let template = Template {
                 name: self.settings.template.clone(),
                 language: self.settings.template_language.clone(),

@@ -5,6 +5,7 @@
     reason = "each test crate uses a different part of the helpers"
 )]
 
+pub mod crash;
 pub mod graph;
 pub mod provider;
 pub mod proxy;

@@ -18,6 +18,7 @@ mod alerts;
 mod api;
 mod assistants;
 mod deploy;
+mod durable_events;
 mod engine;
 mod events;
 mod handoff;

@@ -143,11 +143,21 @@ async fn reminders_go_out_once_as_text_or_template(
     assert_eq!(text.len(), 1);
     assert!(text[0].template.is_none(), "inside the window: plain text");
     assert!(
-        text[0].body.starts_with("Recordatorio: mañana"),
+        text[0]
+            .body
+            .starts_with("Recordatorio de Zaguan Inmobiliaria: mañana"),
         "{}",
         text[0].body
     );
     assert!(text[0].body.contains(&property.title));
+    // The contact lines come from the business file.
+    assert!(
+        text[0]
+            .body
+            .ends_with("Si prefieres llamar: Tel. 910 000 000 · hola@zaguan.example."),
+        "{}",
+        text[0].body
+    );
     assert_eq!(text[0].phone_number_id.as_deref(), Some("109876543210"));
     let template = store.unsent_outbox(&silent).await.unwrap();
     assert_eq!(template.len(), 1, "only tomorrow's visit");
@@ -174,8 +184,8 @@ async fn reminders_go_out_once_as_text_or_template(
     assert_eq!(translated[0].body, in_english);
     // And in the history, so the next turn knows what the customer is answering.
     for (wa_id, starts) in [
-        (&recent, "Recordatorio: mañana"),
-        (&silent, "Recordatorio: mañana"),
+        (&recent, "Recordatorio de Zaguan Inmobiliaria: mañana"),
+        (&silent, "Recordatorio de Zaguan Inmobiliaria: mañana"),
         (&english, "Reminder:"),
     ] {
         let history = store.recent_messages(wa_id, 10).await.unwrap();
@@ -212,7 +222,9 @@ async fn reminders_go_out_once_as_text_or_template(
         panic!("{:?}", request.messages);
     };
     assert!(
-        content.starts_with("[Antes, la agencia escribió: «Recordatorio: mañana"),
+        content.starts_with(
+            "[Antes, la agencia escribió: «Recordatorio de Zaguan Inmobiliaria: mañana"
+        ),
         "{content}"
     );
     assert!(

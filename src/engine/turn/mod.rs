@@ -277,6 +277,17 @@ impl Engine {
         self
     }
 
+    /// The agency's name: the business file's, else `ZAGUAN_BUSINESS_NAME`.
+    pub fn business_name(&self) -> String {
+        self.assistants().business_name.clone()
+    }
+
+    /// How customers reach a person: the business file's lines, else
+    /// `ZAGUAN_BUSINESS_CONTACT`.
+    pub fn business_contact(&self) -> Option<String> {
+        self.assistants().business_contact.clone()
+    }
+
     /// The prompt set new turns start with.
     pub fn prompts(&self) -> Arc<AgentRegistry> {
         self.assistants().agents.clone()

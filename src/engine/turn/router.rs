@@ -210,6 +210,15 @@ impl Engine {
                     // The call first: a crash while it runs replays it under the same id.
                     self.save(state).await?;
                 }
+                let resumed = state.pending_action.as_ref().is_some_and(|action| {
+                    let id = confirm::confirmed_call_id(&action.id);
+                    calls.iter().any(|call| call.id == id)
+                });
+                if resumed {
+                    // Confirmed before a crash cut the turn: no longer waiting for a yes.
+                    self.store.set_pending_action(&state.wa_id, None).await?;
+                    state.pending_action = None;
+                }
                 if let Some(action) = asked {
                     self.save(state).await?;
                     self.store
