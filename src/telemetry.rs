@@ -293,7 +293,17 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     (
         "zaguan_handoff_requests_total",
         Kind::Counter,
-        "Customers who asked for a person (the team was notified)",
+        "Requests for a person, from any path (repeated ones too)",
+    ),
+    (
+        "zaguan_handoff_notices_total",
+        Kind::Counter,
+        "Staff told of a waiting customer on WhatsApp [outcome: first, next, all; nobody: no staff to tell]",
+    ),
+    (
+        "zaguan_person_requests_total",
+        Kind::Counter,
+        "Whole messages that plainly ask for a person, answered without a model",
     ),
     (
         "zaguan_operator_replies_total",
