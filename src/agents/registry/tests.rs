@@ -106,10 +106,26 @@ fn the_shipped_prompts_folder_loads_without_problems() {
         "only_owner_assistant"
     );
     assert!(registry.translator_prompt().is_some());
-    // Primary agents delegate (or ask for a person); every subgraph has domain tools.
+    // The demo agency's business file, complete.
+    let business = registry.business();
+    assert_eq!(business.name.as_deref(), Some("Zaguan Inmobiliaria"));
+    assert!(business.hours.is_some() && !business.holidays.is_empty());
+    assert_eq!((business.offices.len(), business.zones.len()), (4, 4));
+    assert!(
+        ["deposit", "fees", "visit_documents"]
+            .iter()
+            .all(|topic| business.policies.contains_key(*topic))
+    );
+    // Primary agents delegate (or ask for a person, or read the agency's facts); every
+    // subgraph has domain tools.
     for agent in registry.agents() {
         if agent.kind == AgentKind::Primary {
-            assert_eq!(agent.tools, ["request_human"], "{}", agent.name);
+            assert_eq!(
+                agent.tools,
+                ["request_human", "business_info"],
+                "{}",
+                agent.name
+            );
         } else {
             assert!(!agent.tools.is_empty(), "{}", agent.name);
         }
