@@ -52,6 +52,10 @@ pub fn router(state: AppState) -> Router {
             axum::routing::post(admin::api::send_message),
         )
         .route(
+            "/admin/conversations/{wa_id}/follow-up",
+            axum::routing::post(admin::api::send_follow_up),
+        )
+        .route(
             "/admin/listings",
             axum::routing::post(admin::api::add_listings),
         )

@@ -26,6 +26,7 @@ use crate::outbound::{GraphSettings, SendLimits};
 use crate::realestate::alerts::AlertSettings;
 use crate::realestate::reminders::ReminderSettings;
 use crate::store::MongoConfig;
+use crate::templates::Purpose;
 use env::Env;
 
 /// Every variable the service reads, as documented in `.env.example`.
@@ -40,6 +41,7 @@ pub const VARIABLES: &[&str] = &[
     "WHATSAPP_PAIR_INTERVAL",
     "WHATSAPP_PAIR_BURST",
     "WHATSAPP_PHONE_NUMBER_ID",
+    "WHATSAPP_BUSINESS_ACCOUNT_ID",
     "WHATSAPP_REMINDER_TEMPLATE",
     "WHATSAPP_REMINDER_TEMPLATE_LANGUAGE",
     "WHATSAPP_ALERT_TEMPLATE",
@@ -292,21 +294,40 @@ impl Config {
                 pair_interval: pair_interval.expect(checked),
                 pair_burst: nonzero(pair_burst.expect(checked)),
             },
+            business_account_id: env.get("WHATSAPP_BUSINESS_ACCOUNT_ID").map(str::to_owned),
         };
+        // Each purpose's one template, for contacts of its language and as the fallback;
+        // prompts/templates.toml, when it lists a purpose, takes its place.
+        let templates = crate::engine::default_templates_in(&[
+            (
+                Purpose::VisitReminder,
+                &env.string("WHATSAPP_REMINDER_TEMPLATE", "visit_reminder"),
+                &env.string("WHATSAPP_REMINDER_TEMPLATE_LANGUAGE", "es"),
+                &["property", "when", "address"],
+            ),
+            (
+                Purpose::ListingAlert,
+                &env.string("WHATSAPP_ALERT_TEMPLATE", "listing_alert"),
+                &env.string("WHATSAPP_ALERT_TEMPLATE_LANGUAGE", "es"),
+                &["title", "price", "reference"],
+            ),
+            (
+                Purpose::StaffHandoff,
+                &env.string("WHATSAPP_HANDOFF_TEMPLATE", "staff_handoff"),
+                &env.string("WHATSAPP_HANDOFF_TEMPLATE_LANGUAGE", "es"),
+                &["customer", "reason", "link"],
+            ),
+        ]);
         let outreach = env
             .get("WHATSAPP_PHONE_NUMBER_ID")
             .map(|phone_number_id| Outreach {
                 reminders: ReminderSettings {
                     at: reminder_time.expect(checked),
                     timezone,
-                    template: env.string("WHATSAPP_REMINDER_TEMPLATE", "visit_reminder"),
-                    template_language: env.string("WHATSAPP_REMINDER_TEMPLATE_LANGUAGE", "es"),
                     phone_number_id: phone_number_id.to_owned(),
                     every: REMINDERS_EVERY,
                 },
                 alerts: AlertSettings {
-                    template: env.string("WHATSAPP_ALERT_TEMPLATE", "listing_alert"),
-                    template_language: env.string("WHATSAPP_ALERT_TEMPLATE_LANGUAGE", "es"),
                     phone_number_id: phone_number_id.to_owned(),
                     every: REMINDERS_EVERY,
                 },
@@ -344,6 +365,7 @@ impl Config {
                 daily_token_budget: u64::from(daily_token_budget.expect(checked)),
                 business_name: business_name.expect(checked),
                 business_contact: Some(business_contact.expect(checked)).filter(|c| !c.is_empty()),
+                templates,
                 ..EngineSettings::default()
             },
             workers: WorkerSettings {
@@ -363,8 +385,6 @@ impl Config {
             handoff_ttl: handoff_ttl.expect(checked),
             handoffs: HandoffSettings {
                 sla: handoff_sla.expect(checked),
-                template: env.string("WHATSAPP_HANDOFF_TEMPLATE", "staff_handoff"),
-                template_language: env.string("WHATSAPP_HANDOFF_TEMPLATE_LANGUAGE", "es"),
                 phone_number_id: env.get("WHATSAPP_PHONE_NUMBER_ID").map(str::to_owned),
                 public_url,
                 timezone,

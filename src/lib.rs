@@ -23,6 +23,7 @@ pub mod startup;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+pub mod templates;
 pub mod transport;
 pub mod voice;
 pub mod webhook;

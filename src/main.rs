@@ -25,6 +25,8 @@ enum Command {
     Chat(admin::cli::chat::ChatArgs),
     /// Work with the prompt files (`check` validates them).
     Prompts(admin::cli::prompts::PromptsArgs),
+    /// The WhatsApp templates the service sends (`check` validates them against the account).
+    Templates(admin::cli::templates::TemplatesArgs),
     /// Work with the demo data (`seed` loads listings, owners, slots, visits and offers).
     Demo(admin::cli::demo::DemoArgs),
     /// Add or change listings from a JSON file (`add FILE`, `update FILE`); saved searches
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => admin::cli::chat::run(args, config).await,
             Command::Prompts(args) => admin::cli::prompts::run(args).await,
             Command::Demo(args) => admin::cli::demo::run(args, config).await,
+            Command::Templates(args) => admin::cli::templates::run(args, config).await,
             Command::Listings(args) => admin::cli::listings::run(args, config).await,
             Command::Events(args) => admin::cli::events::run(args, config).await,
             Command::Export(args) => admin::cli::export::run(args, config).await,

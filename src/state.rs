@@ -85,6 +85,21 @@ impl AppState {
     }
 
     /// Shows and reloads the prompt set through the admin API.
+    /// The templates messages are sent with and the agency's name: the running engine's, or
+    /// the defaults when this state serves no engine.
+    pub fn templates_and_name(&self) -> (Arc<crate::templates::Templates>, String) {
+        match &self.prompts {
+            Some(prompts) => (
+                prompts.engine().templates(),
+                prompts.engine().business_name(),
+            ),
+            None => (
+                Arc::new(crate::engine::EngineSettings::default().templates),
+                crate::engine::DEFAULT_BUSINESS_NAME.to_owned(),
+            ),
+        }
+    }
+
     pub fn with_prompts(mut self, prompts: Arc<PromptReloader>) -> Self {
         self.prompts = Some(prompts);
         self

@@ -301,6 +301,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Staff told of a waiting customer on WhatsApp [outcome: first, next, all; nobody: no staff to tell]",
     ),
     (
+        "zaguan_consent_changes_total",
+        Kind::Counter,
+        "Contacts who opted out of proactive messages (BAJA, STOP) or back in (ALTA, START) [change: opt_out, opt_in]",
+    ),
+    (
         "zaguan_person_requests_total",
         Kind::Counter,
         "Whole messages that plainly ask for a person, answered without a model",

@@ -610,7 +610,7 @@ fn image_notification(wamid: &str, from: &str) -> Vec<u8> {
             "messaging_product": "whatsapp",
             "metadata": {"display_phone_number": "34910000000", "phone_number_id": PHONE_NUMBER_ID},
             "contacts": [{"profile": {"name": "Carmen Ruiz"}, "wa_id": from}],
-            "messages": [{"from": from, "id": wamid, "timestamp": "1764100800", "type": "image",
+            "messages": [{"from": from, "id": wamid, "timestamp": common::now_timestamp(), "type": "image",
                 "image": {"mime_type": "image/jpeg", "id": "1047218843125891",
                           "sha256": "yZLc3sTaLpZtKNL2W1nLSDRWNf/NJXI0C2ERnP6fMRY="}}]
         }}]}]

@@ -260,6 +260,29 @@ pub async fn send_message(
     Ok((StatusCode::ACCEPTED, Json(queued)))
 }
 
+/// `POST /admin/conversations/{wa_id}/follow-up`: the follow-up template to a customer whose
+/// 24-hour window closed (202); 409 while the window is open or with no such template.
+pub async fn send_follow_up(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    body: Option<Json<MessageBody>>,
+) -> Result<(StatusCode, Json<serde_json::Value>), AdminError> {
+    authorize(&state, &headers)?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let (templates, business) = state.templates_and_name();
+    let queued = crate::admin::operations::operator_follow_up(
+        state.store.as_ref(),
+        &templates,
+        &business,
+        &raw,
+        body.operator.as_deref(),
+    )
+    .await?;
+    state.arrivals.wake();
+    Ok((StatusCode::ACCEPTED, Json(queued)))
+}
+
 /// The real-estate store of the listings routes.
 fn realestate(state: &AppState) -> Result<&dyn crate::realestate::RealEstateStore, AdminError> {
     state

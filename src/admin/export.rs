@@ -32,7 +32,7 @@ impl ExportKind {
 
     fn columns(self) -> &'static [&'static str] {
         match self {
-            ExportKind::Leads => &["at", "wa_id", "name", "assistant"],
+            ExportKind::Leads => &["at", "wa_id", "name", "assistant", "opted_out_at"],
             ExportKind::Appointments => &[
                 "id",
                 "created_at",
@@ -100,15 +100,18 @@ pub async fn rows(
                 })
                 .await?;
             events.reverse();
-            events
-                .into_iter()
-                .filter_map(|e| match e.event {
-                    BusinessEvent::LeadCreated { name, assistant } => Some(json!({
+            let mut leads = Vec::with_capacity(events.len());
+            for e in events {
+                if let BusinessEvent::LeadCreated { name, assistant } = e.event {
+                    // Whether the agency may write to them first (BAJA / STOP).
+                    let opted_out_at = store.user(&e.wa_id).await?.and_then(|u| u.opted_out_at);
+                    leads.push(json!({
                         "at": e.at, "wa_id": e.wa_id.as_str(), "name": name, "assistant": assistant,
-                    })),
-                    _ => None,
-                })
-                .collect()
+                        "opted_out_at": opted_out_at,
+                    }));
+                }
+            }
+            leads
         }
         ExportKind::Appointments => realestate
             .appointments_created_since(since)

@@ -69,6 +69,7 @@ impl From<HandoffError> for AdminError {
                 AdminError::NotFound(format!("no conversation {wa_id}"))
             }
             HandoffError::Conflict(why) => AdminError::Conflict(why),
+            window @ HandoffError::WindowClosed { .. } => AdminError::Conflict(window.to_string()),
             HandoffError::Invalid(why) => AdminError::BadRequest(why),
             HandoffError::Store(error) => AdminError::Store(error),
         }
@@ -214,8 +215,11 @@ pub async fn show_conversation(
         .rev()
         .find_map(|o| o.error.as_ref())
         .map(ToString::to_string);
+    let user = store.user(&wa_id).await?;
     Ok(json!({
         "conversation": summary(&conversation, Utc::now()),
+        "opted_out_at": user.as_ref().and_then(|u| u.opted_out_at),
+        "opt_out_source": user.as_ref().and_then(|u| u.opt_out_source.clone()),
         "pending_action": conversation.pending_action.as_ref().map(|a| json!({
             "tool": a.tool, "args": a.args, "summary": a.summary, "agent": a.agent,
             "created_at": a.created_at,
@@ -367,6 +371,27 @@ pub async fn operator_message(
     let wa_id = wa_id(raw)?;
     let reply = handoff::reply(store, &wa_id, &operator_name(operator), text, Utc::now()).await?;
     Ok(json!({"wa_id": wa_id.as_str(), "parts": reply.parts}))
+}
+
+/// Sends the follow-up template to a customer whose window closed (the API, the console).
+pub async fn operator_follow_up(
+    store: &dyn Store,
+    templates: &crate::templates::Templates,
+    business: &str,
+    raw: &str,
+    operator: Option<&str>,
+) -> Result<serde_json::Value, AdminError> {
+    let wa_id = wa_id(raw)?;
+    let template = handoff::follow_up(
+        store,
+        templates,
+        &wa_id,
+        &operator_name(operator),
+        business,
+        Utc::now(),
+    )
+    .await?;
+    Ok(json!({"wa_id": wa_id.as_str(), "template": template.name, "language": template.language}))
 }
 
 /// Who holds a conversation while it is being forgotten, so no turn runs meanwhile.

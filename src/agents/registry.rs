@@ -24,6 +24,7 @@ use super::prompt::{self, PromptFile, PromptKind};
 use crate::business::{self, BUSINESS_FILE, Business};
 use crate::domain::Role;
 use crate::llm::ToolSpec;
+use crate::templates::{self, TEMPLATES_FILE, Templates};
 
 /// The tool a subgraph agent calls to hand the conversation back to the primary agent.
 pub const COMPLETE_OR_ESCALATE: &str = "CompleteOrEscalate";
@@ -135,6 +136,8 @@ pub struct AgentRegistry {
     warnings: Vec<PromptProblem>,
     /// The business file beside the prompts (empty without one).
     business: Arc<Business>,
+    /// The templates file beside the prompts (empty without one).
+    whatsapp_templates: Arc<Templates>,
 }
 
 impl AgentRegistry {
@@ -196,6 +199,7 @@ impl AgentRegistry {
         }
 
         let business = read_business(dir, &mut version, &mut problems);
+        let whatsapp_templates = read_templates(dir, &mut version, &mut problems);
 
         let agent_files: Vec<&PromptFile> = files
             .iter()
@@ -308,6 +312,7 @@ impl AgentRegistry {
             loaded_at: chrono::Utc::now(),
             warnings,
             business: Arc::new(business),
+            whatsapp_templates: Arc::new(whatsapp_templates),
         })
     }
 
@@ -330,6 +335,11 @@ impl AgentRegistry {
     /// The business file of the set (`business.toml`), or an empty one.
     pub fn business(&self) -> &Arc<Business> {
         &self.business
+    }
+
+    /// The templates file of the set (`templates.toml`), or an empty one.
+    pub fn templates(&self) -> &Arc<Templates> {
+        &self.whatsapp_templates
     }
 
     pub fn get(&self, name: &str) -> Option<&Agent> {

@@ -233,10 +233,19 @@ fn reminders_and_alerts_are_sent_from_the_business_number() {
         chrono::NaiveTime::from_hms_opt(18, 30, 0).unwrap()
     );
     assert_eq!(reminders.timezone, chrono_tz::Atlantic::Canary);
-    assert_eq!(reminders.template, "visit_reminder");
     assert_eq!(alerts.phone_number_id, "109876543210");
+    let templates = &config.engine.templates;
+    let named = |purpose| {
+        templates
+            .for_purpose(purpose, Some("es"))
+            .map(|spec| (spec.name.as_str(), spec.language.as_str()))
+    };
     assert_eq!(
-        (alerts.template.as_str(), alerts.template_language.as_str()),
-        ("nuevo_piso", "es")
+        named(crate::templates::Purpose::VisitReminder),
+        Some(("visit_reminder", "es"))
+    );
+    assert_eq!(
+        named(crate::templates::Purpose::ListingAlert),
+        Some(("nuevo_piso", "es"))
     );
 }

@@ -199,3 +199,31 @@ pub fn handoff_unreachable(lang: Option<&str>, contact: Option<&str>) -> String 
         None => text.to_owned(),
     }
 }
+
+/// The acknowledgement of an opt-out (BAJA, STOP): what stops, what does not, how to undo it.
+pub fn opted_out(lang: Option<&str>) -> &'static str {
+    match lang.unwrap_or("es") {
+        "en" => {
+            "Done: we won't send you reminders, alerts or news here any more. If you write to us, we'll still answer. To get them again, send START."
+        }
+        "pt" => {
+            "Feito: não voltará a receber lembretes, avisos nem novidades nossas por aqui. Se nos escrever, continuamos a responder. Para voltar a recebê-los, escreva VOLTAR."
+        }
+        _ => {
+            "Hecho: no volverás a recibir recordatorios, avisos ni novedades nuestras por aquí. Si nos escribes, te seguiremos respondiendo. Para volver a recibirlos, escribe ALTA."
+        }
+    }
+}
+
+/// The acknowledgement of an opt-in (ALTA, START).
+pub fn opted_in(lang: Option<&str>) -> &'static str {
+    match lang.unwrap_or("es") {
+        "en" => "Done: you'll get our reminders and alerts here again. To stop them, send STOP.",
+        "pt" => {
+            "Feito: volta a receber os nossos lembretes e avisos por aqui. Para os parar, escreva SAIR."
+        }
+        _ => {
+            "Hecho: volverás a recibir nuestros recordatorios y avisos por aquí. Para dejar de recibirlos, escribe BAJA."
+        }
+    }
+}

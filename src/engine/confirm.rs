@@ -101,7 +101,15 @@ pub fn answer(new: &[&InboxEntry], pending: Option<&PendingAction>) -> Option<An
         });
     }
     pending?;
-    let text: Vec<&str> = new.iter().filter_map(|e| e.text.as_deref()).collect();
+    // A reaction never answers: only a button or typed words do.
+    let text: Vec<&str> = new
+        .iter()
+        .filter(|e| !matches!(e.content, Content::Reaction { .. }))
+        .filter_map(|e| e.text.as_deref())
+        .collect();
+    if text.is_empty() {
+        return None;
+    }
     Some(match reply(&text.join("\n")) {
         Reply::Yes => Answer::Confirm,
         Reply::No => Answer::Decline,

@@ -7,6 +7,7 @@ pub mod abuse;
 pub mod attachments;
 pub mod concurrency;
 pub mod confirm;
+pub mod consent;
 pub mod context;
 pub mod handoff;
 pub mod history;
@@ -28,7 +29,8 @@ pub use route::{Route, RouteFallback, route_to_workflow};
 pub use state::{State, context_extractor, context_for};
 pub use tools::{ALL_ROLES, Tool, ToolContext, ToolError, ToolRegistry};
 pub use turn::{
-    DEFAULT_BUSINESS_NAME, Engine, EngineError, EngineSettings, TurnOptions, TurnOutcome,
+    DEFAULT_BUSINESS_NAME, Engine, EngineError, EngineSettings, Notified, TurnOptions, TurnOutcome,
+    default_templates, default_templates_in,
 };
 pub use usage::UsageRecorder;
 pub use worker::{Arrivals, WorkerSettings, Workers};

@@ -126,6 +126,11 @@ impl PromptReloader {
         self.engine.prompts()
     }
 
+    /// The engine the prompts are loaded into.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
     pub fn status(&self) -> PromptStatus {
         let prompts = self.engine.prompts();
         PromptStatus {

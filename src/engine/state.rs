@@ -206,6 +206,11 @@ impl UserCache {
         Ok(user)
     }
 
+    /// Drops what is kept of `wa_id` (its record just changed).
+    pub fn forget(&self, wa_id: &WaId) {
+        self.lock().remove(wa_id);
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<WaId, (Option<User>, Instant)>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -88,7 +88,7 @@ impl AnthropicClient {
         let body = encode_request(&self.model, self.max_tokens, request);
         let answer: WireResponse =
             http::post_json(builder, body, self.api_key.as_ref(), "anthropic").await?;
-        Ok(from_wire(answer))
+        answered(answer)
     }
 }
 
@@ -102,6 +102,18 @@ pub fn encode_request(model: &str, max_tokens: u32, request: &LlmRequest) -> Vec
 pub fn decode_response(body: &[u8]) -> Result<LlmResponse, LlmError> {
     let answer: WireResponse = serde_json::from_slice(body)
         .map_err(|e| LlmError::Unavailable(format!("unparseable answer: {e}")))?;
+    answered(answer)
+}
+
+/// The answer, or the refusal that came as a 200: the model's safety classifiers declined to
+/// go on (`stop_reason: "refusal"`).
+fn answered(answer: WireResponse) -> Result<LlmResponse, LlmError> {
+    if answer.stop_reason.as_deref() == Some("refusal") {
+        return Err(LlmError::Rejected {
+            status: 200,
+            message: "refusal: the model declined to answer (stop_reason refusal)".to_owned(),
+        });
+    }
     Ok(from_wire(answer))
 }
 
@@ -309,6 +321,8 @@ struct WireResponse {
     /// Required: a 200 without it is not a Messages answer.
     content: Vec<WireAnswerBlock>,
     usage: Option<WireUsage>,
+    #[serde(default)]
+    stop_reason: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -208,12 +208,17 @@ struct WireResponse {
 #[derive(Deserialize)]
 struct WireChoice {
     message: WireAnswer,
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
 struct WireAnswer {
     content: Option<String>,
     tool_calls: Option<Vec<WireAnswerToolCall>>,
+    /// The model's own refusal (structured outputs), when it declines.
+    #[serde(default)]
+    refusal: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -242,6 +247,23 @@ fn from_wire(answer: WireResponse) -> Result<LlmResponse, LlmError> {
         .into_iter()
         .next()
         .ok_or_else(|| LlmError::Unavailable("the answer has no choices".to_owned()))?;
+    // A refusal that comes as a 200: the content filter cut the answer, or the model declined.
+    if choice.finish_reason.as_deref() == Some("content_filter") {
+        return Err(LlmError::Rejected {
+            status: 200,
+            message: "content_filter: the answer was withheld by the provider's content filter"
+                .to_owned(),
+        });
+    }
+    if let Some(refusal) = choice.message.refusal.as_deref().filter(|r| !r.is_empty())
+        && choice.message.content.as_deref().is_none_or(str::is_empty)
+        && choice.message.tool_calls.as_ref().is_none_or(Vec::is_empty)
+    {
+        return Err(LlmError::Rejected {
+            status: 200,
+            message: format!("refusal: {refusal}"),
+        });
+    }
     let tool_calls = choice
         .message
         .tool_calls

@@ -265,13 +265,29 @@ impl Llm for FallbackChain {
                         }
                     }
                     Err(LlmError::Rejected { status, message }) => {
-                        provider.breaker.record(false, &provider.name);
+                        let refusal = Refusal::of(status, &message);
                         metrics::counter!("zaguan_llm_refusals_total",
                             "provider" => provider.provider.clone(),
                             "model" => provider.model.clone(),
-                            "status" => status.to_string())
+                            "status" => status.to_string(),
+                            "kind" => refusal.as_str())
                         .increment(1);
                         self.refusals.note(&provider.name, status, &message);
+                        if refusal == Refusal::Provider {
+                            // The provider's own state (a revoked key, a retired model).
+                            provider.breaker.record(false, &provider.name);
+                        } else if refusal == Refusal::ContextLength
+                            && let Some(shorter) = shortened(request)
+                        {
+                            // This conversation's history, not the provider: once more with
+                            // the older half left out.
+                            tracing::info!(llm.provider = %provider.name, "context too long: asking again with a shorter history");
+                            if let Ok(Ok(response)) = self.attempt(provider, &shorter).await
+                                && !is_empty_answer(&response)
+                            {
+                                return Ok(response);
+                            }
+                        }
                         last_error = LlmError::Rejected { status, message };
                         break;
                     }
@@ -285,6 +301,73 @@ impl Llm for FallbackChain {
         }
         Err(last_error)
     }
+}
+
+/// What a refusal is about: this one conversation (its content tripped a filter, its history
+/// is too long) or the provider's state. Only the latter counts against the provider, so one
+/// customer cannot open the breaker for everyone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    ContentFilter,
+    ContextLength,
+    Provider,
+}
+
+impl Refusal {
+    /// From the status and the provider's message (OpenAI, Azure, Anthropic and compatible
+    /// servers word them alike); 401, 403 and 404 are always the provider's.
+    pub fn of(status: u16, message: &str) -> Self {
+        if matches!(status, 401 | 403 | 404) {
+            return Refusal::Provider;
+        }
+        let message = message.to_ascii_lowercase();
+        let any = |needles: &[&str]| needles.iter().any(|n| message.contains(n));
+        if any(&[
+            "context_length_exceeded",
+            "maximum context length",
+            "context length",
+            "context window",
+            "prompt is too long",
+            "too many tokens",
+            "input is too long",
+            "reduce the length",
+        ]) {
+            Refusal::ContextLength
+        } else if any(&[
+            "content_filter",
+            "content filter",
+            "content management policy",
+            "content_policy",
+            "responsible ai",
+            "refusal",
+            "safety",
+            "flagged",
+        ]) {
+            Refusal::ContentFilter
+        } else {
+            Refusal::Provider
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::ContentFilter => "content_filter",
+            Refusal::ContextLength => "context_length",
+            Refusal::Provider => "provider",
+        }
+    }
+}
+
+/// `request` with the older half of its history left out, starting at a user message (so no
+/// tool result is left without its call); `None` when there is nothing to leave out.
+fn shortened(request: &LlmRequest) -> Option<LlmRequest> {
+    let messages = &request.messages;
+    let start = (messages.len() / 2..messages.len())
+        .find(|&i| matches!(messages[i], super::ChatMessage::Human { .. }))?;
+    (start > 0).then(|| LlmRequest {
+        messages: messages[start..].to_vec(),
+        ..request.clone()
+    })
 }
 
 /// The causes of refusals already logged: a revoked key refuses every turn, and one error line

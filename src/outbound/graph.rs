@@ -187,6 +187,54 @@ impl GraphClient {
         self.post(phone_number_id, &body).await.map(drop)
     }
 
+    /// Every template of the WhatsApp Business Account `waba_id` (`GET
+    /// {base}/{waba_id}/message_templates`, following the pages), for `zaguan templates check`.
+    pub async fn message_templates(&self, waba_id: &str) -> anyhow::Result<Vec<AccountTemplate>> {
+        let Some(token) = &self.token else {
+            anyhow::bail!("WHATSAPP_ACCESS_TOKEN is unset");
+        };
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .expect("checked in new")
+            .pop_if_empty()
+            .extend([waba_id, "message_templates"]);
+        url.query_pairs_mut()
+            .append_pair("fields", "name,language,status,category")
+            .append_pair("limit", "100");
+        let mut templates = Vec::new();
+        let mut next = Some(url);
+        // A bound: an account has at most a few thousand templates.
+        for _ in 0..100 {
+            let Some(url) = next.take() else {
+                break;
+            };
+            let response = self
+                .http
+                .get(url)
+                .bearer_auth(token.expose_secret())
+                .send()
+                .await
+                .map_err(|e| anyhow::anyhow!(crate::transport::describe(&e.without_url())))?;
+            let status = response.status();
+            let body: Value = response
+                .json()
+                .await
+                .context("the template list is not JSON")?;
+            if !status.is_success() {
+                let message = body["error"]["message"].as_str().unwrap_or("no message");
+                anyhow::bail!("the Graph API answered {status}: {message}");
+            }
+            let page: TemplatePage =
+                serde_json::from_value(body).context("an unreadable template list")?;
+            templates.extend(page.data);
+            next = page
+                .paging
+                .and_then(|p| p.next)
+                .and_then(|next| next.parse::<Url>().ok());
+        }
+        Ok(templates)
+    }
+
     /// One POST to `{base}/{phone_number_id}/messages`; `None` in a dry run.
     async fn post(&self, phone_number_id: &str, body: &Value) -> Result<Option<Value>, SendError> {
         let Some(token) = &self.token else {
@@ -391,6 +439,30 @@ fn local_error(message: String) -> GraphError {
         message: Some(message),
         error_data: None,
     }
+}
+
+/// A template as the account lists it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AccountTemplate {
+    pub name: String,
+    pub language: String,
+    pub status: String,
+    #[serde(default)]
+    pub category: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TemplatePage {
+    #[serde(default)]
+    data: Vec<AccountTemplate>,
+    #[serde(default)]
+    paging: Option<Paging>,
+}
+
+#[derive(Deserialize)]
+struct Paging {
+    #[serde(default)]
+    next: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -45,6 +45,9 @@ pub struct Limiters {
     /// The whole number's rate, and how many processes share it.
     rate: NonZeroU32,
     instances: AtomicU32,
+    /// Numbers Meta told to slow down (130429) and recipients it said were written to too
+    /// often (131056), with when each may be sent to again.
+    paused: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
 }
 
 impl Limiters {
@@ -60,7 +63,44 @@ impl Limiters {
             last_forgot: std::sync::Mutex::new(Instant::now()),
             rate: limits.per_number,
             instances: AtomicU32::new(1),
+            paused: std::sync::Mutex::default(),
         }
+    }
+
+    /// Sends from `phone_number_id` wait `pause` (Meta answered 130429: the number's
+    /// throughput was exceeded).
+    pub fn pause_number(&self, phone_number_id: &str, pause: Duration) {
+        self.pause(format!("number:{phone_number_id}"), pause);
+        metrics::counter!("zaguan_outbound_backoffs_total", "scope" => "number").increment(1);
+    }
+
+    /// Sends to `recipient` wait `pause` (Meta answered 131056: too many messages to that
+    /// user in a short time).
+    pub fn pause_recipient(&self, recipient: &str, pause: Duration) {
+        self.pause(format!("recipient:{recipient}"), pause);
+        metrics::counter!("zaguan_outbound_backoffs_total", "scope" => "recipient").increment(1);
+    }
+
+    fn pause(&self, key: String, pause: Duration) {
+        let until = Instant::now() + pause;
+        let mut paused = self.paused.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = paused.entry(key).or_insert(until);
+        *entry = (*entry).max(until);
+    }
+
+    /// How long sends from `phone_number_id` to `recipient` must still wait for a pause.
+    fn paused_for(&self, phone_number_id: &str, recipient: &str) -> Duration {
+        let paused = self.paused.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        [
+            format!("number:{phone_number_id}"),
+            format!("recipient:{recipient}"),
+        ]
+        .iter()
+        .filter_map(|key| paused.get(key))
+        .map(|until| until.saturating_duration_since(now))
+        .max()
+        .unwrap_or_default()
     }
 
     /// `instances` processes send for the same numbers: each keeps an equal share of the
@@ -98,6 +138,10 @@ impl Limiters {
     /// returns how long it waited.
     pub async fn until_send_allowed(&self, phone_number_id: &str, recipient: &str) -> Duration {
         let started = Instant::now();
+        let pause = self.paused_for(phone_number_id, recipient);
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
         self.per_recipient
             .until_key_ready(&recipient.to_owned())
             .await;
@@ -131,6 +175,11 @@ impl Limiters {
         }
         self.per_recipient.retain_recent();
         self.per_number().retain_recent();
+        let now = Instant::now();
+        self.paused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, until| *until > now);
     }
 }
 

@@ -1,11 +1,13 @@
 //! The outbound channel: replies leave the `outbox` through the Graph API, in order per
 //! conversation, within Meta's limits, retried with backoff, each part sent once.
 
+pub mod failures;
+pub mod governor;
 pub mod graph;
 pub mod limits;
 pub mod sender;
 
-pub use graph::{GraphClient, OutboundMessage, SendError};
+pub use graph::{AccountTemplate, GraphClient, OutboundMessage, SendError};
 pub use limits::{Limiters, SendLimits};
 pub use sender::{Flushed, Outbound, OutboundSettings};
 
@@ -24,4 +26,7 @@ pub struct GraphSettings {
     pub api_timeout: Duration,
     /// Meta's throughput and pair rate limits, kept on our side.
     pub limits: SendLimits,
+    /// The WhatsApp Business Account (`WHATSAPP_BUSINESS_ACCOUNT_ID`): where `zaguan templates
+    /// check` reads the account's templates.
+    pub business_account_id: Option<String>,
 }

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::failures;
 use super::graph::{GraphClient, SendError};
 use super::limits::Limiters;
 use crate::domain::OutboxId;
@@ -208,21 +209,36 @@ impl Outbound {
                 entry.error = Some(local_error("no phone_number_id to send from"));
                 continue;
             };
-            self.limiters
-                .until_send_allowed(&phone_number_id, entry.wa_id.as_str())
+            let (now, sent) = loop {
+                self.limiters
+                    .until_send_allowed(&phone_number_id, entry.wa_id.as_str())
+                    .await;
+                let now = Utc::now();
+                entry.attempts = 1;
+                entry.sending_at = Some(now);
+                let sent = send_entry(
+                    &self.graph,
+                    &phone_number_id,
+                    entry,
+                    &entry.id.callback_data(),
+                )
                 .await;
-            let now = Utc::now();
-            entry.attempts = 1;
-            entry.sending_at = Some(now);
-            let sent = send_entry(
-                &self.graph,
-                &phone_number_id,
-                entry,
-                &entry.id.callback_data(),
-            )
-            .await;
+                // Refused for good, with a fallback (the image's link as text, the template
+                // of a closed window): that goes at once, in the same place.
+                if let Err(SendError::Permanent { error }) = &sent
+                    && let Some(fallback) = failures::fallback_for(entry, error)
+                {
+                    tracing::warn!(conversation.id = %masked, part = entry.part, code = error.code, "refused; sent again as its fallback");
+                    metrics::counter!("zaguan_outbound_fallbacks_total", "to" => failures::fallback_label(&fallback))
+                        .increment(1);
+                    entry.fall_back(&fallback);
+                    continue;
+                }
+                break (now, sent);
+            };
             match sent {
                 Ok(wamid) => {
+                    count_template(entry);
                     let status = if wamid.is_some() { "sent" } else { "dry_run" };
                     if wamid.is_none() {
                         tracing::info!(conversation.id = %masked, part = entry.part, "dry run: reply not sent (no WHATSAPP_ACCESS_TOKEN)");
@@ -240,6 +256,7 @@ impl Outbound {
                     let wait = match error {
                         SendError::Retry { error, retry_after } => {
                             let delay = self.backoff(1).max(retry_after.unwrap_or_default());
+                            self.back_off(&phone_number_id, entry, &error, delay);
                             tracing::warn!(conversation.id = %masked, ?delay, "send failed, retrying: {error}");
                             entry.error = Some(error);
                             Some(delay)
@@ -268,6 +285,14 @@ impl Outbound {
                         }
                         SendError::Permanent { error } => {
                             tracing::error!(conversation.id = %masked, part = entry.part, "reply refused, not retried: {error}");
+                            if let Err(store) =
+                                failures::flag_undelivered(self.store.as_ref(), entry, &error, now)
+                                    .await
+                            {
+                                tracing::warn!(
+                                    "an undelivered reply could not be flagged: {store}"
+                                );
+                            }
                             entry.status = OutboxStatus::Failed;
                             entry.error = Some(error);
                             None

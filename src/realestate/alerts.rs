@@ -14,8 +14,9 @@ use chrono::{DateTime, Utc};
 use super::tools::text::{listing_line, price};
 use super::{Alert, AlertCriteria, ListingStatus, Property, PropertyFilter, RealEstateStore};
 use crate::agents::keywords::tokens;
-use crate::engine::{Engine, EngineError};
-use crate::store::Template;
+use crate::engine::{Engine, EngineError, Notified};
+use crate::outbound::governor;
+use crate::templates::Purpose;
 
 /// The `agent` of alert notices in the history.
 pub const ALERT_AGENT: &str = "search_alert";
@@ -79,10 +80,6 @@ impl AlertCriteria {
 /// How notices are sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlertSettings {
-    /// The approved template used outside the 24-hour window; its body takes the listing's
-    /// title, its price and its id, as `{{1}}`, `{{2}}`, `{{3}}`.
-    pub template: String,
-    pub template_language: String,
     /// The business number notices are sent from.
     pub phone_number_id: String,
     /// How often to look.
@@ -137,6 +134,16 @@ impl Alerts {
         let mut queued = 0;
         for property in news.iter().filter(|p| p.status == ListingStatus::Available) {
             for alert in alerts.iter().filter(|a| due(a, property)) {
+                // Not claimed for an opted-out customer: after ALTA the notice still goes.
+                if !governor::may_reach(
+                    self.engine.store().as_ref(),
+                    &alert.wa_id,
+                    Purpose::ListingAlert,
+                )
+                .await?
+                {
+                    continue;
+                }
                 if !self
                     .realestate
                     .claim_alert_notice(&alert.wa_id, &property.id, now)
@@ -144,8 +151,9 @@ impl Alerts {
                 {
                     continue;
                 }
-                self.notify(alert, property, now).await?;
-                queued += 1;
+                if self.notify(alert, property, now).await? {
+                    queued += 1;
+                }
             }
         }
         Ok(queued)
@@ -156,7 +164,7 @@ impl Alerts {
         alert: &Alert,
         property: &Property,
         now: DateTime<Utc>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<bool, EngineError> {
         let dropped = property
             .price_dropped_at
             .is_some_and(|at| at > property.listed_at);
@@ -171,25 +179,32 @@ impl Alerts {
             alert.criteria.describe(),
             listing_line(property),
         );
-        let template = Template {
-            name: self.settings.template.clone(),
-            language: self.settings.template_language.clone(),
-            parameters: vec![property.title.clone(), price(property), property.id.clone()],
-        };
-        self.engine
+        let values = [
+            ("title", property.title.clone()),
+            ("price", price(property)),
+            ("reference", property.id.clone()),
+            ("business", self.engine.business_name()),
+        ];
+        let notified = self
+            .engine
             .notify(
                 &alert.wa_id,
                 &text,
                 ALERT_AGENT,
                 &self.settings.phone_number_id,
-                template,
+                Purpose::ListingAlert,
+                &values,
                 now,
             )
             .await?;
+        if let Notified::Skipped(skip) = notified {
+            tracing::info!(conversation.id = %alert.wa_id.masked(), alert = %alert.id, property = %property.id, reason = skip.as_str(), "saved-search notice not sent");
+            return Ok(false);
+        }
         tracing::info!(conversation.id = %alert.wa_id.masked(), alert = %alert.id, property = %property.id, "saved-search notice queued");
         metrics::counter!("zaguan_alert_notices_total", "news" => if dropped { "price_drop" } else { "new_listing" })
             .increment(1);
-        Ok(())
+        Ok(true)
     }
 }
 

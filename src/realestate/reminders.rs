@@ -14,8 +14,9 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 
 use super::RealEstateStore;
-use crate::engine::{Engine, EngineError};
-use crate::store::Template;
+use crate::engine::{Engine, EngineError, Notified};
+use crate::outbound::governor;
+use crate::templates::Purpose;
 
 /// The `agent` of reminders in the history.
 pub const REMINDER_AGENT: &str = "visit_reminder";
@@ -26,10 +27,6 @@ pub struct ReminderSettings {
     /// From this local time on, tomorrow's visits are reminded.
     pub at: NaiveTime,
     pub timezone: chrono_tz::Tz,
-    /// The approved template used outside the 24-hour window; its body takes the property,
-    /// the day and time, and the address, as `{{1}}`, `{{2}}`, `{{3}}`.
-    pub template: String,
-    pub template_language: String,
     /// The business number reminders are sent from.
     pub phone_number_id: String,
     /// How often to look.
@@ -102,6 +99,17 @@ impl Reminders {
                 .with_timezone(&tz)
                 .format("%d/%m a las %H:%M")
                 .to_string();
+            // An opted-out customer's reminder is not claimed: opting back in before the
+            // evening still brings it.
+            if !governor::may_reach(
+                self.engine.store().as_ref(),
+                &appointment.wa_id,
+                Purpose::VisitReminder,
+            )
+            .await?
+            {
+                continue;
+            }
             if !self.realestate.claim_reminder(&appointment.id, now).await? {
                 continue;
             }
@@ -113,23 +121,28 @@ impl Reminders {
             if let Some(contact) = self.engine.business_contact() {
                 text.push_str(&format!(" Si prefieres llamar: {contact}."));
             }
-            let template = Template {
-                name: self.settings.template.clone(),
-                language: self.settings.template_language.clone(),
-                parameters: vec![title, day, address],
-            };
-            self.engine
+            let values = [
+                ("property", title),
+                ("when", day),
+                ("address", address),
+                ("business", self.engine.business_name()),
+            ];
+            let notified = self
+                .engine
                 .notify(
                     &appointment.wa_id,
                     &text,
                     REMINDER_AGENT,
                     &self.settings.phone_number_id,
-                    template,
+                    Purpose::VisitReminder,
+                    &values,
                     now,
                 )
                 .await?;
-            metrics::counter!("zaguan_reminders_total").increment(1);
-            queued += 1;
+            if let Notified::Queued(_) = notified {
+                metrics::counter!("zaguan_reminders_total").increment(1);
+                queued += 1;
+            }
         }
         Ok(queued)
     }

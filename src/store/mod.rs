@@ -165,6 +165,10 @@ pub trait UserStore: Send + Sync + 'static {
     /// so the next turn sees it at once.
     async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()>;
 
+    /// Records that the contact wants no proactive messages (`Some`), or wants them again
+    /// (`None`). Every instance reads it from here before writing first.
+    async fn set_opt_out(&self, wa_id: &WaId, opt_out: Option<&OptOut>) -> StoreResult<()>;
+
     /// Sets a user's role as staff would, without a name: the data no longer moves it.
     async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
         self.assign_role(
@@ -332,6 +336,24 @@ pub trait OutboxStore: Send + Sync + 'static {
     /// Statuses only move forward (`sent` → `delivered` → `read`): Meta may deliver them out of
     /// order.
     async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome>;
+
+    /// Sends the part as `fallback` instead (queued again at once), unless a fallback was used
+    /// already or it was delivered: `true` for one caller, ever, so a refusal answered at once
+    /// and the late `failed` status of the same part fall back once.
+    async fn fall_back(&self, id: &OutboxId, fallback: &Fallback) -> StoreResult<bool>;
+
+    /// Parts that failed or were skipped at or after `since`, newest first (the console).
+    async fn undelivered_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>>;
+
+    /// Records a template's approval state, as Meta's webhooks said it (`templates`).
+    async fn record_template_status(&self, status: &TemplateStatus) -> StoreResult<()>;
+
+    /// Every template's last known state.
+    async fn template_statuses(&self) -> StoreResult<Vec<TemplateStatus>>;
 }
 
 /// `llm_calls`: what each model call cost.

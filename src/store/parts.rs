@@ -113,6 +113,10 @@ impl UserStore for StoreParts {
         self.users.assign_role(wa_id, assignment).await
     }
 
+    async fn set_opt_out(&self, wa_id: &WaId, opt_out: Option<&OptOut>) -> StoreResult<()> {
+        self.users.set_opt_out(wa_id, opt_out).await
+    }
+
     async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
         self.users.set_user_role(wa_id, role).await
     }
@@ -274,6 +278,26 @@ impl OutboxStore for StoreParts {
 
     async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>> {
         self.outbox.outbox_in_reply_to(wamid).await
+    }
+
+    async fn fall_back(&self, id: &OutboxId, fallback: &Fallback) -> StoreResult<bool> {
+        self.outbox.fall_back(id, fallback).await
+    }
+
+    async fn undelivered_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        self.outbox.undelivered_since(since, limit).await
+    }
+
+    async fn record_template_status(&self, status: &TemplateStatus) -> StoreResult<()> {
+        self.outbox.record_template_status(status).await
+    }
+
+    async fn template_statuses(&self) -> StoreResult<Vec<TemplateStatus>> {
+        self.outbox.template_statuses().await
     }
 
     async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome> {

@@ -302,6 +302,35 @@ pub struct Updates {
     pub ignored: Vec<String>,
     /// Value-level `errors[]` Meta reported (e.g. an undeliverable webhook payload).
     pub errors: Vec<GraphError>,
+    /// Templates Meta approved, paused, rejected or moved to another category
+    /// (`message_template_status_update`, `template_category_update`).
+    pub templates: Vec<TemplateChange>,
+}
+
+/// What Meta said of one template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateChange {
+    pub name: String,
+    /// As approved (`es`, `en_US`).
+    pub language: String,
+    /// `APPROVED`, `PAUSED`, `REJECTED`…; `None` for a category change alone.
+    pub event: Option<String>,
+    pub category: Option<String>,
+    pub reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireTemplateChange {
+    message_template_name: String,
+    message_template_language: String,
+    #[serde(default)]
+    event: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    message_template_category: Option<String>,
+    #[serde(default)]
+    new_category: Option<String>,
 }
 
 /// An update inside a valid notification that could not be typed.
@@ -322,6 +351,26 @@ pub fn parse(body: &[u8]) -> Result<Updates, PayloadError> {
     let mut updates = Updates::default();
     for Object(entry) in notification.entry {
         for Object(change) in entry.changes {
+            if matches!(
+                change.field.as_str(),
+                "message_template_status_update" | "template_category_update"
+            ) {
+                match serde_json::from_str::<WireTemplateChange>(change.value.get()) {
+                    Ok(wire) => updates.templates.push(TemplateChange {
+                        name: wire.message_template_name,
+                        language: wire.message_template_language,
+                        event: wire.event,
+                        category: wire.new_category.or(wire.message_template_category),
+                        reason: wire.reason.filter(|r| r != "NONE"),
+                    }),
+                    Err(error) => updates.rejected.push(RejectedUpdate {
+                        what: "template",
+                        reason: error.to_string(),
+                        raw: change.value.get().to_owned(),
+                    }),
+                }
+                continue;
+            }
             if change.field != "messages" {
                 updates.ignored.push(change.field);
                 continue;

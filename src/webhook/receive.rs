@@ -21,7 +21,7 @@ use super::payload::{self, Updates};
 use super::signature;
 use super::{RecentContacts, WebhookError};
 use crate::domain::{WaId, WaMessageId};
-use crate::store::{ContactSeen, InboxEntry, RejectedEntry, StatusOutcome, Store};
+use crate::store::{ContactSeen, InboxEntry, RejectedEntry, StatusOutcome, Store, TemplateStatus};
 
 /// Meta sends bodies of up to 3 MB; anything above this answers 413.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -151,7 +151,7 @@ pub async fn store_updates(
         .buffered(STORE_CONCURRENCY)
         .try_collect()
         .await?;
-    for (status, outcome) in updates.statuses.iter().zip(outcomes) {
+    for (status, outcome) in updates.statuses.iter().zip(outcomes.iter().copied()) {
         let outcome_label = match outcome {
             StatusOutcome::Applied => "applied",
             StatusOutcome::Reconciled => "reconciled",
@@ -181,6 +181,41 @@ pub async fn store_updates(
         .increment(1);
     }
 
+    // A part Meta failed after accepting it takes the path of one refused at once.
+    for (status, outcome) in updates.statuses.iter().zip(&outcomes) {
+        if status.status == "failed"
+            && matches!(outcome, StatusOutcome::Applied | StatusOutcome::Reconciled)
+        {
+            crate::outbound::failures::after_failed_status(store, status, now).await?;
+        }
+    }
+    for change in &updates.templates {
+        let known = store
+            .template_statuses()
+            .await?
+            .into_iter()
+            .find(|t| t.name == change.name && t.language == change.language);
+        let status = TemplateStatus {
+            name: change.name.clone(),
+            language: change.language.clone(),
+            status: change
+                .event
+                .clone()
+                .or_else(|| known.as_ref().map(|k| k.status.clone()))
+                .unwrap_or_else(|| "APPROVED".to_owned()),
+            category: change
+                .category
+                .as_ref()
+                .map(|c| c.to_ascii_lowercase())
+                .or_else(|| known.and_then(|k| k.category)),
+            reason: change.reason.clone(),
+            at: now,
+        };
+        tracing::info!(template = %status.name, language = %status.language, status = %status.status, category = ?status.category, "template status from Meta");
+        metrics::counter!("zaguan_template_status_updates_total", "status" => label(&status.status, TEMPLATE_STATUSES))
+            .increment(1);
+        store.record_template_status(&status).await?;
+    }
     for field in &updates.ignored {
         tracing::debug!(field = %field, "webhook change ignored");
         metrics::counter!("zaguan_webhook_ignored_changes_total", "field" => label(field, CHANGE_FIELDS))
@@ -252,6 +287,22 @@ const MESSAGE_TYPES: &[&str] = &[
 ];
 
 const STATUSES: &[&str] = &["sent", "delivered", "read", "played", "failed"];
+
+const TEMPLATE_STATUSES: &[&str] = &[
+    "APPROVED",
+    "PAUSED",
+    "REJECTED",
+    "DISABLED",
+    "PENDING",
+    "IN_APPEAL",
+    "PENDING_DELETION",
+    "ARCHIVED",
+    "UNARCHIVED",
+    "LOCKED",
+    "UNLOCKED",
+    "REINSTATED",
+    "FLAGGED",
+];
 
 const CHANGE_FIELDS: &[&str] = &[
     "account_update",

@@ -20,9 +20,9 @@ use zaguan::realestate::{
 };
 use zaguan::store::{
     Conversation, ConversationQuery, ConversationStore, Event, EventQuery, EventStore, EventUpdate,
-    HandoffReason, HandoffRequest, HandoffStep, HistoryStore, NewMessage, NewOutbox, OutboxEntry,
-    OutboxStore, OutboxUpdate, StatusOutcome, Store, StoreError, StoreParts, StoreResult,
-    StoredMessage,
+    Fallback, HandoffReason, HandoffRequest, HandoffStep, HistoryStore, NewMessage, NewOutbox,
+    OutboxEntry, OutboxStore, OutboxUpdate, StatusOutcome, Store, StoreError, StoreParts,
+    StoreResult, StoredMessage, TemplateStatus,
 };
 
 /// Where the process dies: the `at`-th write (1-based; 0: never), and every one after it.
@@ -259,6 +259,28 @@ impl OutboxStore for CrashStore {
 
     async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome> {
         self.inner.apply_status(status).await
+    }
+
+    async fn fall_back(&self, id: &OutboxId, fallback: &Fallback) -> StoreResult<bool> {
+        self.crash.write()?;
+        self.inner.fall_back(id, fallback).await
+    }
+
+    async fn undelivered_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.undelivered_since(since, limit).await
+    }
+
+    async fn record_template_status(&self, status: &TemplateStatus) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.record_template_status(status).await
+    }
+
+    async fn template_statuses(&self) -> StoreResult<Vec<TemplateStatus>> {
+        self.inner.template_statuses().await
     }
 }
 

@@ -336,13 +336,19 @@ pub async fn serve_local(app: Router) -> String {
     format!("http://{addr}")
 }
 
+/// Now, as WhatsApp stamps a message (Unix seconds, a string): a message written now, inside
+/// the customer's 24-hour window.
+pub fn now_timestamp() -> String {
+    chrono::Utc::now().timestamp().to_string()
+}
+
 /// A notification with one text message per `(wamid, from, body)`.
 pub fn text_notification(messages: &[(&str, &str, &str)]) -> Vec<u8> {
     let messages: Vec<serde_json::Value> = messages
         .iter()
         .map(|(id, from, body)| {
             serde_json::json!({
-                "from": from, "id": id, "timestamp": "1764100800",
+                "from": from, "id": id, "timestamp": now_timestamp(),
                 "type": "text", "text": {"body": body}
             })
         })

@@ -22,8 +22,6 @@ use zaguan::store::{ContactSeen, MemoryStore, Store};
 
 fn settings() -> AlertSettings {
     AlertSettings {
-        template: "listing_alert".into(),
-        template_language: "es".into(),
         phone_number_id: "109876543210".into(),
         every: Duration::from_secs(60),
     }

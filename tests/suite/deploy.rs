@@ -579,7 +579,8 @@ fn prompt_files() -> BTreeMap<String, String> {
             let wanted = (name.ends_with(".md")
                 && !name.starts_with('.')
                 && !name.eq_ignore_ascii_case("README.md"))
-                || name == zaguan::business::BUSINESS_FILE;
+                || name == zaguan::business::BUSINESS_FILE
+                || name == zaguan::templates::TEMPLATES_FILE;
             wanted.then(|| (name, std::fs::read_to_string(&path).unwrap()))
         })
         .collect()
@@ -611,7 +612,7 @@ fn prompts_configmap(files: BTreeMap<String, String>) -> String {
         data: files,
     };
     format!(
-        "# GENERATED from prompts/*.md (README.md excepted) and prompts/business.toml by\n\
+        "# GENERATED from prompts/*.md (README.md excepted), prompts/business.toml and prompts/templates.toml by\n\
          #   UPDATE_DEPLOY=1 cargo test --test deploy\n\
          # Do not edit here: edit prompts/, regenerate, `kubectl apply -k deploy/k8s`; the pods\n\
          # pick the new set up without a restart (or edit the live ConfigMap to try a change).\n{}",

@@ -1220,6 +1220,27 @@ impl OutboxStore for CrashingStore {
     async fn apply_status(&self, s: &StatusUpdate) -> StoreResult<StatusOutcome> {
         self.inner.apply_status(s).await
     }
+
+    async fn fall_back(&self, i: &OutboxId, f: &zaguan::store::Fallback) -> StoreResult<bool> {
+        self.write()?;
+        self.inner.fall_back(i, f).await
+    }
+
+    async fn undelivered_since(
+        &self,
+        s: chrono::DateTime<Utc>,
+        l: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.undelivered_since(s, l).await
+    }
+
+    async fn record_template_status(&self, s: &zaguan::store::TemplateStatus) -> StoreResult<()> {
+        self.inner.record_template_status(s).await
+    }
+
+    async fn template_statuses(&self) -> StoreResult<Vec<zaguan::store::TemplateStatus>> {
+        self.inner.template_statuses().await
+    }
 }
 
 impl CrashingStore {

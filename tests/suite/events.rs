@@ -328,7 +328,7 @@ async fn every_change_writes_its_event_and_nothing_else_does(
     .unwrap();
     assert_eq!(csv.lines().count(), 3, "a header and two rows: {csv}");
     assert!(
-        csv.starts_with("\u{feff}at,wa_id,name,assistant\r\n"),
+        csv.starts_with("\u{feff}at,wa_id,name,assistant,opted_out_at\r\n"),
         "{csv}"
     );
 

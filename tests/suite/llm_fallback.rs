@@ -481,15 +481,133 @@ fn refusals() -> Vec<(StatusCode, Value)> {
             "model_not_found",
             "The model `gpt-test` does not exist or you do not have access to it.",
         ),
-        openai_refusal(
-            StatusCode::BAD_REQUEST,
-            "context_length_exceeded",
-            "This model's maximum context length is 128000 tokens. However, your messages \
-             resulted in 130512 tokens. Please reduce the length of the messages.",
-        ),
     ]
 }
 
+/// One conversation whose messages trip the content filter, twenty turns in a row: each turn
+/// falls back, none counts against the provider, and the next customer still gets the primary.
+#[tokio::test]
+async fn a_conversations_refusals_leave_the_breaker_closed_for_the_others() {
+    let filtered = openai_refusal(
+        StatusCode::BAD_REQUEST,
+        "content_filter",
+        "The response was filtered due to the prompt triggering Azure OpenAI's content \
+         management policy.",
+    );
+    let mut openai = vec![filtered; 20];
+    openai.push(openai_text("¡Hola, Marta!"));
+    let c = chain(
+        openai,
+        vec![fallback_text(); 20],
+        CallPolicy {
+            breaker_failures: 3,
+            ..CallPolicy::default()
+        },
+    )
+    .await;
+    let difficult = LlmRequest {
+        conversation: Some("34600111001".into()),
+        ..hola()
+    };
+    for turn in 0..20 {
+        assert_eq!(
+            c.chain.complete(&difficult).await.unwrap().content,
+            "desde el respaldo",
+            "turn {turn}"
+        );
+        assert!(c.chain.open_breakers().is_empty(), "turn {turn}");
+    }
+    let other = LlmRequest {
+        conversation: Some("34600111002".into()),
+        ..hola()
+    };
+    assert_eq!(
+        c.chain.complete(&other).await.unwrap().content,
+        "¡Hola, Marta!"
+    );
+    assert_eq!(counts(&c), (21, 20));
+}
+
+/// A refusal that comes as a 200 is a refusal: OpenAI's `finish_reason: "content_filter"` goes
+/// to the fallback (without counting against the provider), and Anthropic's
+/// `stop_reason: "refusal"` is no answer either.
+#[tokio::test]
+async fn a_refusal_as_a_200_goes_to_the_fallback() {
+    let filtered = (
+        StatusCode::OK,
+        json!({
+            "id": "chatcmpl-2", "object": "chat.completion", "created": 1764100800,
+            "model": "gpt-test",
+            "choices": [{"index": 0, "finish_reason": "content_filter", "logprobs": null,
+                "message": {"role": "assistant", "content": null, "refusal": null}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 0, "total_tokens": 20}
+        }),
+    );
+    let c = chain(
+        vec![filtered.clone(), filtered],
+        vec![
+            fallback_text(),
+            anthropic_message(json!([{"type": "text", "text": ""}]), "refusal"),
+        ],
+        CallPolicy::default(),
+    )
+    .await;
+    assert_eq!(
+        c.chain.complete(&hola()).await.unwrap().content,
+        "desde el respaldo"
+    );
+    assert!(c.chain.open_breakers().is_empty());
+    let both = c.chain.complete(&hola()).await.unwrap_err();
+    assert!(
+        matches!(&both, zaguan::llm::LlmError::Rejected { status: 200, message } if message.starts_with("refusal")),
+        "{both:?}"
+    );
+}
+
+/// A history too long for the model is asked again once with the older half left out, from a
+/// customer's message on; the provider is not counted as failing.
+#[tokio::test]
+async fn a_context_too_long_is_asked_again_with_a_shorter_history() {
+    let too_long = openai_refusal(
+        StatusCode::BAD_REQUEST,
+        "context_length_exceeded",
+        "This model's maximum context length is 128000 tokens. However, your messages \
+         resulted in 130512 tokens. Please reduce the length of the messages.",
+    );
+    let c = chain(
+        vec![too_long, openai_text("Con menos historia, sí.")],
+        vec![],
+        CallPolicy::default(),
+    )
+    .await;
+    let long = LlmRequest {
+        messages: vec![
+            ChatMessage::human("Busco piso en Valencia"),
+            ChatMessage::ai("¿Compra o alquiler?"),
+            ChatMessage::human("Alquiler"),
+            ChatMessage::ai("¿Presupuesto?"),
+            ChatMessage::human("Hasta 1.200"),
+            ChatMessage::ai("Tengo tres opciones."),
+            ChatMessage::human("¿Y la primera tiene terraza?"),
+        ],
+        ..hola()
+    };
+    assert_eq!(
+        c.chain.complete(&long).await.unwrap().content,
+        "Con menos historia, sí."
+    );
+    let requests = c.openai.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = |r: &Value| r["messages"].as_array().unwrap().len();
+    assert!(sent(&requests[1]) < sent(&requests[0]), "{requests:?}");
+    assert_eq!(
+        requests[1]["messages"].as_array().unwrap().last().unwrap()["content"],
+        "¿Y la primera tiene terraza?"
+    );
+    assert!(c.chain.open_breakers().is_empty());
+}
+
+/// 401, 403 and 404 are the provider's state: each falls back, and they open its breaker.
 #[tokio::test]
 async fn every_refusal_falls_back_and_counts_in_the_breaker() {
     for refusal in refusals() {

@@ -61,7 +61,7 @@ fn messages(graph: &FakeGraph) -> Vec<Value> {
 /// A tap on the list row `id` titled `title`, as WhatsApp delivers it.
 fn tap(wa_id: &WaId, id: &str, title: &str, description: &str) -> InboxEntry {
     let payload = json!({
-        "from": wa_id.as_str(), "id": "wamid.TAP1", "timestamp": "1764150000", "type": "interactive",
+        "from": wa_id.as_str(), "id": "wamid.TAP1", "timestamp": common::now_timestamp(), "type": "interactive",
         "interactive": {"type": "list_reply", "list_reply": {"id": id, "title": title, "description": description}}
     });
     InboxEntry {

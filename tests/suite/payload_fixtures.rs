@@ -18,10 +18,16 @@ fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Counts of `messages[]` and `statuses[]` in `messages` changes, read with a generic parser.
-fn expected_counts(body: &Value) -> (usize, usize, usize) {
-    let (mut messages, mut statuses, mut other_fields) = (0, 0, 0);
+fn expected_counts(body: &Value) -> (usize, usize, usize, usize) {
+    let (mut messages, mut statuses, mut other_fields, mut templates) = (0, 0, 0, 0);
     for entry in body["entry"].as_array().unwrap() {
         for change in entry["changes"].as_array().unwrap() {
+            if change["field"] == "message_template_status_update"
+                || change["field"] == "template_category_update"
+            {
+                templates += 1;
+                continue;
+            }
             if change["field"] != "messages" {
                 other_fields += 1;
                 continue;
@@ -31,7 +37,7 @@ fn expected_counts(body: &Value) -> (usize, usize, usize) {
             statuses += len("statuses");
         }
     }
-    (messages, statuses, other_fields)
+    (messages, statuses, other_fields, templates)
 }
 
 #[test]
@@ -48,7 +54,13 @@ fn every_pywa_payload_is_read_completely() {
             let raw = serde_json::to_vec(&body).unwrap();
             let updates =
                 payload::parse(&raw).unwrap_or_else(|e| panic!("{}:{name}: {e}", file.display()));
-            let (messages, statuses, other_fields) = expected_counts(&body);
+            let (messages, statuses, other_fields, templates) = expected_counts(&body);
+            assert_eq!(
+                updates.templates.len(),
+                templates,
+                "{}:{name}",
+                file.display()
+            );
             assert!(
                 updates.rejected.is_empty(),
                 "{}:{name}: {:?}",

@@ -25,8 +25,6 @@ fn settings() -> ReminderSettings {
     ReminderSettings {
         at: NaiveTime::from_hms_opt(19, 0, 0).unwrap(),
         timezone: TZ,
-        template: "visit_reminder".into(),
-        template_language: "es".into(),
         phone_number_id: "109876543210".into(),
         every: Duration::from_secs(60),
     }

@@ -212,7 +212,7 @@ impl Harness {
     /// A voice note whose media id is `media_id` arrives; the turn's reply.
     async fn voice_note(&self, wamid: &str, media_id: &str) -> Option<String> {
         let payload = json!({
-            "from": self.wa_id.as_str(), "id": wamid, "timestamp": "1764100800", "type": "audio",
+            "from": self.wa_id.as_str(), "id": wamid, "timestamp": common::now_timestamp(), "type": "audio",
             "audio": {"id": media_id, "mime_type": "audio/ogg; codecs=opus", "voice": true},
         });
         let entry = InboxEntry {

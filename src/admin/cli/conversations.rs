@@ -249,6 +249,12 @@ fn show_text(value: &Value) -> String {
         }
         out.push('\n');
     }
+    if let Some(at) = value["opted_out_at"].as_str() {
+        out.push_str(&format!(
+            "opted out: {at} ({}): no reminders or alerts\n",
+            text(&value["opt_out_source"])
+        ));
+    }
     if let Some(action) = value["pending_action"].as_object() {
         out.push_str(&format!(
             "pending: {} — {}\n",

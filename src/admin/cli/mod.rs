@@ -9,4 +9,5 @@ pub mod export;
 pub mod healthcheck;
 pub mod listings;
 pub mod prompts;
+pub mod templates;
 pub mod users;

@@ -94,6 +94,28 @@ pub(super) async fn reply(
     Ok(done(&raw, "Reply queued for WhatsApp."))
 }
 
+/// The follow-up template to a customer whose window closed: what the console offers when a
+/// reply is refused for that.
+pub(super) async fn follow_up(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, ConsoleError> {
+    let who = checked(&state, &headers, &form.csrf)?;
+    let (templates, business) = state.templates_and_name();
+    operations::operator_follow_up(
+        state.store.as_ref(),
+        &templates,
+        &business,
+        &raw,
+        Some(&who.session.operator),
+    )
+    .await?;
+    state.arrivals.wake();
+    Ok(done(&raw, "Follow-up template queued for WhatsApp."))
+}
+
 pub(super) async fn forget_form(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -52,6 +52,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/conversations/{wa_id}/take", post(take))
         .route("/console/conversations/{wa_id}/release", post(release))
         .route("/console/conversations/{wa_id}/reply", post(reply))
+        .route("/console/conversations/{wa_id}/follow-up", post(follow_up))
         .route(
             "/console/conversations/{wa_id}/forget",
             get(forget_form).post(forget),

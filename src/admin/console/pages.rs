@@ -58,12 +58,27 @@ pub(super) async fn overview(
     let last_hour = store
         .inbox_outcomes_since(Utc::now() - chrono::Duration::hours(1))
         .await?;
+    let undelivered: Vec<Value> = store
+        .undelivered_since(Utc::now() - chrono::Duration::hours(24), 20)
+        .await?
+        .iter()
+        .map(|o| {
+            json!({
+                "wa_id": o.wa_id.as_str(),
+                "at": o.at.format("%d/%m %H:%M UTC").to_string(),
+                "status": o.status.as_str(),
+                "kind": if o.template.is_some() { "template" } else if o.media.is_some() { "media" } else { "text" },
+                "why": o.error.as_ref().map(ToString::to_string).unwrap_or_default(),
+            })
+        })
+        .collect();
     render(
         "overview.html",
         who.context(
             "overview",
             json!({
                 "stuck": stuck, "stuck_after": STUCK_AFTER, "requested": requested,
+                "undelivered": undelivered,
                 "taken": taken, "prompts": prompts, "metrics": instance_metrics(),
                 "last_hour": last_hour,
             }),
@@ -265,6 +280,22 @@ pub(super) async fn conversation_view(state: &AppState, raw: &str) -> Result<Val
     view["tokens_today"] = json!(state.store.llm_tokens_since(raw, midnight).await?);
     view["name"] = json!(user.as_ref().and_then(|u| u.name.clone()));
     view["role"] = json!(user.as_ref().map_or("prospect", |u| u.role.as_str()));
+    view["opted_out"] = json!(user.as_ref().and_then(|u| u.opted_out_at.map(|at| json!({
+        "at": at.format("%d/%m/%Y %H:%M UTC").to_string(),
+        "source": u.opt_out_source.clone(),
+    }))));
+    let last_wrote = state
+        .store
+        .conversation(&wa_id)
+        .await?
+        .and_then(|c| c.last_inbound_at);
+    let now = state
+        .store
+        .server_time()
+        .await
+        .unwrap_or_else(|_| Utc::now());
+    view["window_open"] =
+        json!(last_wrote.is_some_and(|at| now - at < crate::outbound::governor::SERVICE_WINDOW));
     view["wa_id"] = json!(raw);
     view["c"] = view["conversation"].clone();
     view["lease"] = json!(state.store.lease_of(&wa_id).await?.map(|lease| json!({

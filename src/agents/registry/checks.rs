@@ -62,6 +62,39 @@ pub(super) fn read_business(
     })
 }
 
+/// The templates file of `dir`, when there is one, like [`read_business`].
+pub(super) fn read_templates(
+    dir: &Path,
+    version: &mut Sha256,
+    problems: &mut Vec<PromptProblem>,
+) -> Templates {
+    let path = dir.join(TEMPLATES_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Templates::default(),
+        Err(error) => {
+            problems.push(PromptProblem::new(
+                &path,
+                1,
+                format!("cannot read: {error}"),
+            ));
+            return Templates::default();
+        }
+    };
+    for part in [TEMPLATES_FILE.as_bytes(), text.as_bytes()] {
+        version.update((part.len() as u64).to_le_bytes());
+        version.update(part);
+    }
+    templates::parse(&text).unwrap_or_else(|found| {
+        problems.extend(
+            found
+                .into_iter()
+                .map(|p| PromptProblem::new(&path, p.line, p.message)),
+        );
+        Templates::default()
+    })
+}
+
 /// Each place a body names a known tool that is not in its agent's `tools`: the assistant would
 /// promise what it cannot do (or the tool is missing from the front matter).
 pub(super) fn tools_promised(

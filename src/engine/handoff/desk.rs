@@ -18,10 +18,11 @@ use chrono_tz::Tz;
 
 use crate::business::{Business, Schedule, WeeklyHours};
 use crate::domain::{MessageRole, OutboxId, WaId};
+use crate::outbound::governor::{self, Form};
 use crate::store::{
     HandoffReason, HandoffRequest, HandoffStep, NewOutbox, OutboxEntry, Store, StoreResult,
-    Template,
 };
+use crate::templates::{Purpose, Templates};
 
 /// The escalation's last level: every staff member on duty has been told.
 const ALL_TOLD: u8 = 3;
@@ -53,11 +54,6 @@ pub struct HandoffSettings {
     /// Working time a request may wait before the next staff member is told
     /// (`ZAGUAN_HANDOFF_SLA`).
     pub sla: Duration,
-    /// The approved template sent when a staff number's 24-hour window is closed
-    /// (`WHATSAPP_HANDOFF_TEMPLATE`); its body takes the customer, the reason and the link as
-    /// `{{1}}`, `{{2}}`, `{{3}}`.
-    pub template: String,
-    pub template_language: String,
     /// The number notices go from when the customer's is not known (`WHATSAPP_PHONE_NUMBER_ID`).
     pub phone_number_id: Option<String>,
     /// Where the console is (`ZAGUAN_PUBLIC_URL`), for the link in each notice.
@@ -69,8 +65,6 @@ impl Default for HandoffSettings {
     fn default() -> Self {
         Self {
             sla: DEFAULT_HANDOFF_SLA,
-            template: "staff_handoff".to_owned(),
-            template_language: "es".to_owned(),
             phone_number_id: None,
             public_url: None,
             timezone: chrono_tz::Europe::Madrid,
@@ -149,6 +143,7 @@ pub struct HandoffDesk {
     store: Arc<dyn Store>,
     roster: Option<Arc<dyn StaffRoster>>,
     settings: HandoffSettings,
+    templates: std::sync::RwLock<Arc<Templates>>,
 }
 
 impl HandoffDesk {
@@ -161,6 +156,12 @@ impl HandoffDesk {
             store,
             roster,
             settings,
+            templates: std::sync::RwLock::new(Arc::new(crate::engine::default_templates(
+                "visit_reminder",
+                "listing_alert",
+                "staff_handoff",
+                "es",
+            ))),
         }
     }
 
@@ -299,6 +300,12 @@ impl HandoffDesk {
             );
         }
         self.store.record_reply(&parts).await?;
+        // Recorded as told even when no notice could go (no template for a closed window):
+        // the escalation moves on to the next one rather than waiting on them.
+        let reached = parts
+            .iter()
+            .filter(|p| p.status != crate::store::OutboxStatus::Skipped)
+            .count();
         let step = HandoffStep {
             level,
             told: targets
@@ -316,9 +323,9 @@ impl HandoffDesk {
             let names: Vec<&str> = targets.iter().map(|m| m.name.as_str()).collect();
             tracing::info!(conversation.id = %wa_id.masked(), level, staff = ?names, "staff told of a handoff request");
             metrics::counter!("zaguan_handoff_notices_total", "outcome" => level_label(level))
-                .increment(targets.len() as u64);
+                .increment(reached as u64);
         }
-        Ok(true)
+        Ok(reached > 0)
     }
 
     /// The notice of `wa_id`'s request as one text: who, the language, what they want, where
@@ -409,8 +416,9 @@ impl HandoffDesk {
         Some(url.to_string())
     }
 
-    /// The outbox part telling `member`: text inside their 24-hour window, the template
-    /// outside it.
+    /// The outbox part telling `member`, as the send governor allows: text inside their
+    /// 24-hour window (the template as its fallback), the template in their language outside
+    /// it, or a `skipped` record when there is none to send.
     async fn part_for(
         &self,
         member: &StaffOnCall,
@@ -420,36 +428,63 @@ impl HandoffDesk {
         notice: &Notice,
         now: DateTime<Utc>,
     ) -> StoreResult<OutboxEntry> {
-        let open = self
+        let lang = self
             .store
             .conversation(&member.wa_id)
             .await?
-            .and_then(|c| c.last_inbound_at)
-            .is_some_and(|at| now - at < chrono::Duration::hours(24));
+            .and_then(|c| c.lang);
+        let values = [
+            ("customer", notice.customer.clone()),
+            ("reason", notice.reason.clone()),
+            ("link", notice.link.clone()),
+        ];
+        let templates = self.templates();
+        let form = governor::form(
+            self.store.as_ref(),
+            &templates,
+            &member.wa_id,
+            Purpose::StaffHandoff,
+            lang.as_deref(),
+            &values,
+            now,
+        )
+        .await?;
         let phone_number_id = match self.store.latest_inbox(wa_id).await? {
             Some(entry) => Some(entry.phone_number_id),
             None => self.settings.phone_number_id.clone(),
         };
         let mut part = NewOutbox::text(member.wa_id.clone(), None, notice.text.clone(), now);
         part.phone_number_id = phone_number_id;
-        if !open {
-            part.template = Some(Template {
-                name: self.settings.template.clone(),
-                language: self.settings.template_language.clone(),
-                parameters: vec![
-                    notice.customer.clone(),
-                    notice.reason.clone(),
-                    notice.link.clone(),
-                ],
-            });
-        }
         let key = format!(
             "handoff:{}:{}:{level}:{}",
             wa_id.as_str(),
             request.at.timestamp_millis(),
             member.id
         );
-        Ok(OutboxEntry::queued(OutboxId::derived(&key, now), &part))
+        let id = OutboxId::derived(&key, now);
+        match form {
+            Form::Text { fallback } => part.fallback = fallback,
+            Form::Template(template) => part.template = Some(template),
+            Form::Skip(skip) => {
+                tracing::warn!(staff = %member.id, reason = skip.as_str(), "a staff member could not be told");
+                return Ok(governor::skipped(part, skip, id));
+            }
+        }
+        Ok(OutboxEntry::queued(id, &part))
+    }
+
+    /// The templates staff notices are sent with (the running prompt set's).
+    fn templates(&self) -> Arc<Templates> {
+        self.templates
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Makes `templates` the ones notices are sent with from now on (the engine sets them when
+    /// the prompt set is loaded or reloaded).
+    pub fn use_templates(&self, templates: Arc<Templates>) {
+        *self.templates.write().unwrap_or_else(|e| e.into_inner()) = templates;
     }
 }
 

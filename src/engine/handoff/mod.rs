@@ -50,6 +50,12 @@ pub enum HandoffError {
     Conflict(String),
     #[error("{0}")]
     Invalid(String),
+    /// The customer's 24-hour window closed: only the follow-up template can reach them.
+    #[error(
+        "the customer last wrote at {last_wrote}: past WhatsApp's 24-hour window, a reply would \
+         not be delivered; send the follow-up template instead (it invites them to write back)"
+    )]
+    WindowClosed { last_wrote: DateTime<Utc> },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -152,12 +158,12 @@ pub async fn reply(
             "the customer has not written yet: WhatsApp only allows templates".to_owned(),
         ));
     };
-    if now - last.received_at > SERVICE_WINDOW {
-        return Err(HandoffError::Conflict(format!(
-            "the customer last wrote at {}: past WhatsApp's 24-hour window, only templates \
-             can be sent",
-            last.received_at
-        )));
+    // The window runs from the customer's last message as WhatsApp stamped it (a message
+    // delivered late does not reopen it), on the database's clock.
+    let database_now = store.server_time().await.unwrap_or(now);
+    let last_wrote = conversation.last_inbound_at.unwrap_or(last.received_at);
+    if database_now - last_wrote >= SERVICE_WINDOW {
+        return Err(HandoffError::WindowClosed { last_wrote });
     }
     let parts = crate::guard::whatsapp_parts(text);
     if parts.is_empty() {
@@ -184,6 +190,96 @@ pub async fn reply(
     tracing::info!(conversation.id = %wa_id.masked(), %operator, parts = parts.len(), "operator reply queued");
     metrics::counter!("zaguan_operator_replies_total").increment(1);
     Ok(OperatorReply { parts })
+}
+
+/// Sends the operator follow-up template (`templates.toml`, `operator_follow_up`) to a
+/// customer whose window closed, so they can write back and the conversation can go on: the
+/// only message WhatsApp delivers then. Refused while the window is open (write a reply) and
+/// when no such template is configured or usable.
+pub async fn follow_up(
+    store: &dyn Store,
+    templates: &crate::templates::Templates,
+    wa_id: &WaId,
+    operator: &str,
+    business: &str,
+    now: DateTime<Utc>,
+) -> Result<crate::store::Template, HandoffError> {
+    use crate::outbound::governor::{self, Form, Skip};
+    use crate::templates::Purpose;
+    let Some(conversation) = store.conversation(wa_id).await? else {
+        return Err(HandoffError::NotFound(wa_id.as_str().to_owned()));
+    };
+    let Some(last) = store.latest_inbox(wa_id).await? else {
+        return Err(HandoffError::Conflict(
+            "the customer has not written yet: nothing to follow up".to_owned(),
+        ));
+    };
+    let name = store
+        .user(wa_id)
+        .await?
+        .and_then(|u| u.name)
+        .and_then(|n| n.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_default();
+    let values = [
+        ("name", name),
+        ("business", business.to_owned()),
+        ("operator", operator.to_owned()),
+    ];
+    let database_now = store.server_time().await.unwrap_or(now);
+    let form = governor::form(
+        store,
+        templates,
+        wa_id,
+        Purpose::OperatorFollowUp,
+        conversation.lang.as_deref(),
+        &values,
+        database_now,
+    )
+    .await?;
+    let template = match form {
+        Form::Template(template) => template,
+        Form::Text { .. } => {
+            return Err(HandoffError::Conflict(
+                "the customer's 24-hour window is open: write them a reply instead".to_owned(),
+            ));
+        }
+        Form::Skip(Skip::OptedOut) | Form::Skip(Skip::WindowClosed) => {
+            return Err(HandoffError::Conflict(
+                "no usable `operator_follow_up` template in templates.toml: add one approved in \
+                 the account"
+                    .to_owned(),
+            ));
+        }
+    };
+    let mut part = NewOutbox::text(
+        wa_id.clone(),
+        None,
+        format!("(plantilla de seguimiento `{}`)", template.name),
+        now,
+    );
+    part.phone_number_id = Some(last.phone_number_id.clone());
+    part.template = Some(template.clone());
+    store.insert_outbox(std::slice::from_ref(&part)).await?;
+    store
+        .append_message(NewMessage {
+            wa_id: wa_id.clone(),
+            role: MessageRole::Ai,
+            content: format!(
+                "[{operator} envió la plantilla de seguimiento `{}`]",
+                template.name
+            ),
+            agent: Some(OPERATOR_AGENT.to_owned()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            wamids: Vec::new(),
+            attachments: Vec::new(),
+            at: now,
+        })
+        .await?;
+    store.note_history_written(wa_id, now).await?;
+    tracing::info!(conversation.id = %wa_id.masked(), %operator, template = %template.name, "follow-up template queued");
+    metrics::counter!("zaguan_operator_replies_total").increment(1);
+    Ok(template)
 }
 
 /// `request_human`: tells the staff on duty that the customer wants a person (through the

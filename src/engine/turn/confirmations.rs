@@ -1,7 +1,9 @@
 //! Before an assistant runs: a pending data-changing action is confirmed, cancelled or asked
 //! again, and a stale Confirm/Cancel button answered.
 
+use super::inbound::is_reaction;
 use crate::domain::{Role, phrases};
+use crate::engine::consent::{Consent, consent};
 use crate::engine::handoff::asks_for_person;
 
 use chrono::Utc;
@@ -11,7 +13,7 @@ use crate::domain::{MessageRole, PendingAction};
 use crate::engine::confirm::{self, Answer};
 use crate::engine::state::State;
 use crate::engine::tools::ToolOutput;
-use crate::store::{InboxEntry, NewMessage};
+use crate::store::{InboxEntry, NewMessage, OptOut};
 
 use super::*;
 
@@ -20,6 +22,9 @@ const PERSON_ASKED: &str = "El cliente ha pedido hablar con una persona";
 
 /// The `agent` of the reply to such a request, in the history.
 pub(super) const HANDOFF_AGENT: &str = "handoff";
+
+/// The `agent` of an opt-out's or opt-in's acknowledgement, in the history.
+const CONSENT_AGENT: &str = "consent";
 
 impl Engine {
     /// What the engine answers without an assistant: the user's yes or no to a pending action,
@@ -30,6 +35,17 @@ impl Engine {
         state: &mut State,
         new: &[&InboxEntry],
     ) -> Result<(), EngineError> {
+        let typed: Vec<&str> = new
+            .iter()
+            .filter(|e| !is_reaction(e))
+            .filter_map(|e| e.text.as_deref())
+            .collect();
+        if typed.len() == new.len()
+            && let Some(said) = consent(&typed.join("\n"))
+            && let Some(last) = new.last()
+        {
+            return self.settle_consent(state, said, last).await;
+        }
         if let Some(action) = state.pending_action.clone() {
             let expired = Utc::now() - action.created_at
                 > chrono::Duration::from_std(self.settings.pending_action_ttl)
@@ -58,7 +74,6 @@ impl Engine {
                 .append(state, ai_message(&state.wa_id, text, "guard", Vec::new()))
                 .await;
         }
-        let typed: Vec<&str> = new.iter().filter_map(|e| e.text.as_deref()).collect();
         if state.user.role != Role::Agent
             && typed.len() == new.len()
             && asks_for_person(&typed.join("\n"))
@@ -78,6 +93,55 @@ impl Engine {
                 .await;
         }
         Ok(())
+    }
+
+    /// An opt-out or opt-in, like a button: recorded on the contact for every instance to see,
+    /// acknowledged in their language, no model. Whatever was waiting for their yes is dropped:
+    /// they said something else.
+    async fn settle_consent(
+        &self,
+        state: &mut State,
+        said: Consent,
+        last: &InboxEntry,
+    ) -> Result<(), EngineError> {
+        let now = Utc::now();
+        let (opt_out, text, label) = match said {
+            Consent::OptOut => (
+                Some(OptOut {
+                    at: now,
+                    source: format!(
+                        "keyword:{}",
+                        last.text
+                            .as_deref()
+                            .unwrap_or_default()
+                            .trim()
+                            .chars()
+                            .take(40)
+                            .collect::<String>()
+                    ),
+                }),
+                phrases::opted_out(state.lang.as_deref()),
+                "opt_out",
+            ),
+            Consent::OptIn => (None, phrases::opted_in(state.lang.as_deref()), "opt_in"),
+        };
+        self.store
+            .set_opt_out(&state.wa_id, opt_out.as_ref())
+            .await?;
+        self.users.forget(&state.wa_id);
+        if state.pending_action.take().is_some() {
+            self.store.set_pending_action(&state.wa_id, None).await?;
+        }
+        tracing::info!(
+            change = label,
+            "the contact changed what they want to receive"
+        );
+        metrics::counter!("zaguan_consent_changes_total", "change" => label).increment(1);
+        self.append(
+            state,
+            ai_message(&state.wa_id, text, CONSENT_AGENT, Vec::new()),
+        )
+        .await
     }
 
     /// A Confirm or Cancel button of an action that is not the pending one: nothing is run.

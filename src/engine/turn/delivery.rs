@@ -4,14 +4,17 @@
 
 use chrono::Utc;
 
+use crate::domain::OutboxId;
 use crate::domain::WaId;
 use crate::domain::{MessageRole, PendingAction};
 use crate::engine::attachments;
 use crate::engine::confirm::{self};
 use crate::engine::state::State;
+use crate::outbound::governor::{self, Form, Skip};
 use crate::store::{
-    Attachment, InboxEntry, Media, NewMessage, NewOutbox, OutboxEntry, Template, reply_parts,
+    Attachment, InboxEntry, Media, NewMessage, NewOutbox, OutboxEntry, reply_parts,
 };
+use crate::templates::Purpose;
 
 use super::*;
 
@@ -144,47 +147,73 @@ impl Engine {
         Ok(())
     }
 
-    /// A message of the business's own that answers nothing (a visit reminder): put into the
-    /// conversation's language by guard_translator like any reply, queued from
-    /// `phone_number_id` — as `closed_window` instead when WhatsApp's 24-hour window is closed
-    /// (only approved templates are delivered then) — and written to the history as `agent`'s,
-    /// so the next turn knows what the user is answering. Queued first: a crash before the
-    /// history write loses that line, never the message. Returns what was queued.
+    /// A message of the business's own that answers nothing (a visit reminder, a listing
+    /// alert): the send governor decides whether it may go and how — text inside the
+    /// contact's 24-hour window (with the purpose's template as its fallback), the template in
+    /// their language outside it, or nothing, recorded as `skipped`, to a contact who opted out
+    /// or with no template to send. The words go through guard_translator like any reply and
+    /// are written to the history as `agent`'s, so the next turn knows what the user is
+    /// answering. Queued first: a crash before the history write loses that line, never the
+    /// message.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "what the message says, to whom, how"
+    )]
     pub async fn notify(
         &self,
         wa_id: &WaId,
         text: &str,
         agent: &str,
         phone_number_id: &str,
-        closed_window: Template,
+        purpose: Purpose,
+        values: &[(&str, String)],
         now: chrono::DateTime<Utc>,
-    ) -> Result<Vec<NewOutbox>, EngineError> {
+    ) -> Result<Notified, EngineError> {
         let conversation = self.store.conversation(wa_id).await?;
-        let open = conversation
-            .as_ref()
-            .and_then(|c| c.last_inbound_at)
-            .is_some_and(|at| now - at < chrono::Duration::hours(24));
         let lang = conversation.and_then(|c| c.lang);
         let set = self.assistants();
-        let mut bodies = set
+        let database_now = self.store.server_time().await.unwrap_or(now);
+        let form = governor::form(
+            self.store.as_ref(),
+            &set.templates,
+            wa_id,
+            purpose,
+            lang.as_deref(),
+            values,
+            database_now,
+        )
+        .await?;
+        metrics::counter!("zaguan_outreach_total", "purpose" => purpose.key(), "form" => form.label())
+            .increment(1);
+        let body = set
             .guard
             .guard(text, lang.as_deref(), wa_id.as_str())
             .await
-            .parts;
-        if !open {
-            // One template message; its body copy is the readable text.
-            bodies = vec![bodies.join("\n\n")];
+            .parts
+            .join("\n\n");
+        // One message: a reminder or an alert is short, and its fallback stands for all of it.
+        let mut part = NewOutbox::text(wa_id.clone(), None, body.clone(), now);
+        part.phone_number_id = Some(phone_number_id.to_owned());
+        match form {
+            Form::Skip(skip) => {
+                tracing::info!(conversation.id = %wa_id.masked(), purpose = purpose.key(), reason = skip.as_str(), "not sent");
+                let id = OutboxId::derived(&format!("skip:{agent}:{}", wa_id.as_str()), now);
+                self.store
+                    .record_reply(&[governor::skipped(part, skip, id)])
+                    .await?;
+                return Ok(Notified::Skipped(skip));
+            }
+            Form::Text { fallback } => part.fallback = fallback,
+            Form::Template(template) => part.template = Some(template),
         }
-        let mut parts = NewOutbox::parts(wa_id, None, Some(phone_number_id), &bodies, now);
-        if !open && let Some(part) = parts.first_mut() {
-            part.template = Some(closed_window);
-        }
-        self.store.insert_outbox(&parts).await?;
+        self.store
+            .insert_outbox(std::slice::from_ref(&part))
+            .await?;
         self.store
             .append_message(NewMessage {
                 wa_id: wa_id.clone(),
                 role: MessageRole::Ai,
-                content: bodies.join("\n\n"),
+                content: body,
                 agent: Some(agent.to_owned()),
                 tool_calls: Vec::new(),
                 tool_call_id: None,
@@ -194,6 +223,15 @@ impl Engine {
             })
             .await?;
         self.store.note_history_written(wa_id, now).await?;
-        Ok(parts)
+        Ok(Notified::Queued(Box::new(part)))
     }
+}
+
+/// What became of a message the business started.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notified {
+    /// Queued, as text or as a template.
+    Queued(Box<NewOutbox>),
+    /// Not sent, and why (recorded on the outbox).
+    Skipped(Skip),
 }

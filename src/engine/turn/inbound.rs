@@ -12,9 +12,12 @@ use crate::domain::MessageRole;
 use crate::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
 use crate::engine::attachments;
 use crate::engine::state::State;
-use crate::store::{BusinessEvent, InboxEntry, NewMessage, RoleAssignment, RoleSource};
+use crate::outbound::governor::{self, Form, SERVICE_WINDOW, Skip};
+use crate::store::{BusinessEvent, InboxEntry, NewMessage, NewOutbox, RoleAssignment, RoleSource};
+use crate::templates::Purpose;
 
 use super::*;
+use crate::domain::WaMessageId;
 
 impl Engine {
     /// Appends the inbox messages not yet in the history as one human message, voice notes
@@ -63,18 +66,23 @@ impl Engine {
                 self.set_dialog_state(state, DialogState::primary()).await?;
             }
         }
-        let content = new
-            .iter()
-            .map(|e| match &e.text {
+        let mut lines = Vec::with_capacity(new.len());
+        for e in &new {
+            lines.push(match &e.text {
+                _ if is_reaction(e) => self.reaction_note(e).await?,
                 Some(text) if voice_notes.contains(&e.wamid) => format!("(voice note) {text}"),
                 Some(text) => text.clone(),
                 None => format!("(sent a {} without text)", e.kind),
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
+            });
+        }
+        let content = lines.join("\n");
         // The conversation's language follows the user's confident switches, in what they
-        // wrote (not in the placeholders of media without text).
-        let written: Vec<&str> = new.iter().filter_map(|e| e.text.as_deref()).collect();
+        // wrote (not in the placeholders of media without text, nor in a reaction's emoji).
+        let written: Vec<&str> = new
+            .iter()
+            .filter(|e| !is_reaction(e))
+            .filter_map(|e| e.text.as_deref())
+            .collect();
         // Every message leaves the conversation with a language: the business's (the first of
         // `ZAGUAN_LANGUAGES`) until the user writes something that tells.
         let default = self.settings.languages.first().map_or("es", String::as_str);
@@ -279,6 +287,145 @@ pub(super) fn shared_location(entry: &InboxEntry) -> Option<crate::domain::GeoPo
 
 /// Images, audio, video, documents and stickers without a caption: nothing an assistant can
 /// read.
+impl Engine {
+    /// Whether `entry` was written more than 24 hours ago by its own WhatsApp timestamp (Meta
+    /// retried it after an outage): no free text can answer it now. Read on the database's
+    /// clock, asked only when this process's clock already says so.
+    pub(super) async fn delivered_late(&self, entry: &InboxEntry) -> bool {
+        let Some(written) = entry.sent_at else {
+            return false;
+        };
+        if Utc::now() - written < SERVICE_WINDOW - chrono::Duration::minutes(5) {
+            return false;
+        }
+        let now = self
+            .store
+            .server_time()
+            .await
+            .unwrap_or_else(|_| Utc::now());
+        now - written >= SERVICE_WINDOW
+    }
+
+    /// A message delivered past the customer's window: kept in the history, shown to staff (a
+    /// request for a person, so they see it and are told), and answered with the
+    /// re-engagement template when one is configured — never with free text, which WhatsApp
+    /// would refuse. Without the template nothing goes, and the outbox says why.
+    pub(super) async fn answer_late(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+        entry: &InboxEntry,
+    ) -> Result<(), EngineError> {
+        tracing::warn!(written = ?entry.sent_at, "a message delivered more than 24 hours after it was written: no free text can answer it");
+        metrics::counter!("zaguan_turns_total", "outcome" => "late").increment(1);
+        let now = Utc::now();
+        self.hand_over(
+            set,
+            state,
+            "WhatsApp entregó su mensaje con más de 24 h de retraso: solo una plantilla puede \
+             responderle; escríbele cuando vuelva a escribir, o envíale la plantilla de seguimiento",
+            &format!("late:{}", entry.wamid.as_str()),
+            now,
+        )
+        .await?;
+        let name = state
+            .user
+            .name
+            .as_deref()
+            .and_then(|n| n.split_whitespace().next())
+            .unwrap_or_default()
+            .to_owned();
+        let values = [("name", name), ("business", set.business_name.clone())];
+        let database_now = self.store.server_time().await.unwrap_or(now);
+        let form = governor::form(
+            self.store.as_ref(),
+            &set.templates,
+            &state.wa_id,
+            Purpose::ReEngagement,
+            state.lang.as_deref(),
+            &values,
+            database_now,
+        )
+        .await?;
+        let mut part = NewOutbox::text(
+            state.wa_id.clone(),
+            Some(entry.wamid.clone()),
+            String::new(),
+            now,
+        );
+        part.phone_number_id = Some(entry.phone_number_id.clone());
+        let id = crate::domain::OutboxId::for_reply(&entry.wamid, entry.received_at, 0);
+        let (record, note) = match form {
+            Form::Template(template) => {
+                part.body = format!("(plantilla de reactivación `{}`)", template.name);
+                part.template = Some(template);
+                let note = part.body.clone();
+                (crate::store::OutboxEntry::queued(id, &part), Some(note))
+            }
+            Form::Text { .. } | Form::Skip(_) => {
+                (governor::skipped(part, Skip::WindowClosed, id), None)
+            }
+        };
+        if let Some(note) = note {
+            self.append(
+                state,
+                ai_message(&state.wa_id, &note, LATE_AGENT, Vec::new()),
+            )
+            .await?;
+        }
+        self.save(state).await?;
+        self.store.record_reply(&[record]).await?;
+        Ok(())
+    }
+}
+
+/// The `agent` of the re-engagement template a late message got, in the history.
+const LATE_AGENT: &str = "late_delivery";
+
+/// A reaction to a message (or one taken back): context, never a message to answer.
+pub(super) fn is_reaction(entry: &InboxEntry) -> bool {
+    matches!(entry.content, Content::Reaction { .. })
+}
+
+impl Engine {
+    /// A reaction as the history keeps it, for operators and for the model's next turn:
+    /// «[Reacción 👍 a «…»]», quoting the message reacted to when it is known.
+    async fn reaction_note(&self, entry: &InboxEntry) -> Result<String, EngineError> {
+        let Content::Reaction { message_id, emoji } = &entry.content else {
+            return Ok(String::new());
+        };
+        let quoted = match message_id
+            .as_deref()
+            .and_then(|id| WaMessageId::parse(id).ok())
+        {
+            Some(id) => match self.store.outbox_by_wamid(&id).await? {
+                Some(ours) => Some(ours.body),
+                None => self
+                    .store
+                    .inbox_entry(&id)
+                    .await?
+                    .and_then(|theirs| theirs.text),
+            },
+            None => None,
+        };
+        let quoted = quoted
+            .map(|text| {
+                let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let cut: String = text.chars().take(80).collect();
+                if cut.len() < text.len() {
+                    format!(" a «{cut}…»")
+                } else {
+                    format!(" a «{cut}»")
+                }
+            })
+            .unwrap_or_default();
+        Ok(match emoji.as_deref().filter(|e| !e.is_empty()) {
+            Some(emoji) => format!("[Reacción {emoji}{quoted}; no es una respuesta]"),
+            None => format!("[Reacción retirada{quoted}]"),
+        })
+    }
+}
+
 pub(super) fn is_unreadable_media(entry: &InboxEntry) -> bool {
     matches!(
         entry.kind.as_str(),

@@ -36,6 +36,7 @@ use crate::engine::tools::ToolRegistry;
 use crate::guard::{GuardTranslator, LanguageDetector};
 use crate::llm::{Llm, ToolSpec};
 use crate::store::{BusinessEvent, InboxEntry, NewMessage, Store, StoredMessage};
+use crate::templates::Templates;
 use crate::voice::VoiceNotes;
 
 mod assistant;
@@ -45,10 +46,14 @@ mod inbound;
 mod router;
 mod settings;
 
-pub use settings::{DEFAULT_BUSINESS_NAME, EngineError, EngineSettings, TurnOptions, TurnOutcome};
+pub use delivery::Notified;
+pub use settings::{
+    DEFAULT_BUSINESS_NAME, EngineError, EngineSettings, TurnOptions, TurnOutcome,
+    default_templates, default_templates_in,
+};
 
 use assistant::ai_message;
-use inbound::is_unreadable_media;
+use inbound::{is_reaction, is_unreadable_media};
 
 /// The conversation engine, shared by all workers.
 pub struct Engine {
@@ -116,6 +121,9 @@ struct Assistants {
     /// How customers reach a person: the business file's lines, else
     /// `ZAGUAN_BUSINESS_CONTACT`.
     business_contact: Option<String>,
+    /// The templates of the prompts' `templates.toml`, and the environment's for the
+    /// purposes it does not list.
+    templates: Arc<Templates>,
     /// What each agent is offered when talking to each role, built once per set: the domain
     /// tools the role may run, the delegations it may reach, CompleteOrEscalate for subgraphs.
     tools: HashMap<(String, Role), Arc<[ToolSpec]>>,
@@ -137,6 +145,13 @@ impl Assistants {
         let business_contact = business
             .contact_line()
             .or_else(|| settings.business_contact.clone());
+        let mut templates = (**agents.templates()).clone();
+        if !templates.from_file {
+            templates.fallback_language = settings.templates.fallback_language.clone();
+        }
+        for ((purpose, lang), spec) in &settings.templates.entries {
+            templates = templates.with_default(*purpose, lang, spec.clone());
+        }
         let guard = GuardTranslator::new(
             agents.clone(),
             tools.names(),
@@ -165,6 +180,7 @@ impl Assistants {
             guard,
             business_name,
             business_contact,
+            templates: Arc::new(templates),
             tools: offered,
         }
     }
@@ -262,6 +278,7 @@ impl Engine {
     /// Tells the staff on duty through `desk` when a customer asks for a person (without it,
     /// nobody can be told and the customer is given the contact line).
     pub fn with_handoffs(mut self, desk: Arc<HandoffDesk>) -> Self {
+        desk.use_templates(self.assistants().templates.clone());
         self.handoffs = desk;
         self
     }
@@ -288,6 +305,12 @@ impl Engine {
         self.assistants().business_contact.clone()
     }
 
+    /// The templates messages are sent with: the prompts' `templates.toml`, and the
+    /// environment's for the purposes it leaves out.
+    pub fn templates(&self) -> Arc<Templates> {
+        self.assistants().templates.clone()
+    }
+
     /// The prompt set new turns start with.
     pub fn prompts(&self) -> Arc<AgentRegistry> {
         self.assistants().agents.clone()
@@ -303,6 +326,7 @@ impl Engine {
             &self.languages,
             &self.settings,
         ));
+        self.handoffs.use_templates(assistants.templates.clone());
         *self.assistants.write().unwrap_or_else(|e| e.into_inner()) = assistants;
     }
 
@@ -408,6 +432,19 @@ impl Engine {
         let loaded_seq = state.messages.last().map_or(0, |m| m.seq);
         let new = self.add_human_message(&set, &mut state, inbox).await?;
         let new: Vec<&InboxEntry> = new.iter().collect();
+        if !new.is_empty() && new.iter().all(|e| is_reaction(e)) {
+            // A reaction is context for the next turn, never a message to answer (nor a yes).
+            tracing::info!(reactions = new.len(), "reaction recorded, not answered");
+            metrics::counter!("zaguan_turns_total", "outcome" => "reaction").increment(1);
+            self.save(&mut state).await?;
+            return Ok(TurnOutcome::silent(state.dialog_state, answered));
+        }
+        if let Some(last) = new.last().copied()
+            && self.delivered_late(last).await
+        {
+            self.answer_late(&set, &mut state, last).await?;
+            return Ok(TurnOutcome::silent(state.dialog_state, answered));
+        }
         let turn_started = Utc::now();
         if let Some(handoff) = state.handoff.take() {
             if handoff.is_active(turn_started) {

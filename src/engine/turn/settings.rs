@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::engine::history;
 use crate::engine::tools::TOOL_TIMEOUT;
 use crate::store::{OutboxEntry, StoreError};
+use crate::templates::{Category, Purpose, TemplateSpec, Templates};
 
 /// Limits and names of the engine.
 #[derive(Debug, Clone)]
@@ -31,6 +32,10 @@ pub struct EngineSettings {
     pub pending_action_ttl: Duration,
     /// LLM tokens a conversation may use per UTC day (see [`super::abuse`]); 0 is no budget.
     pub daily_token_budget: u64,
+    /// The environment's one template per purpose (`WHATSAPP_REMINDER_TEMPLATE`,
+    /// `WHATSAPP_ALERT_TEMPLATE`, `WHATSAPP_HANDOFF_TEMPLATE`): what stands for a purpose the
+    /// prompts' `templates.toml` does not list.
+    pub templates: Templates,
 }
 
 impl Default for EngineSettings {
@@ -50,8 +55,59 @@ impl Default for EngineSettings {
                 .iter()
                 .map(|code| (*code).to_owned())
                 .collect(),
+            templates: default_templates("visit_reminder", "listing_alert", "staff_handoff", "es"),
         }
     }
+}
+
+/// The environment's templates: one per purpose, each approved in `language` (its first two
+/// letters are the contacts' language it stands for, and the fallback language).
+pub fn default_templates(reminder: &str, alert: &str, handoff: &str, language: &str) -> Templates {
+    default_templates_in(&[
+        (
+            Purpose::VisitReminder,
+            reminder,
+            language,
+            &["property", "when", "address"],
+        ),
+        (
+            Purpose::ListingAlert,
+            alert,
+            language,
+            &["title", "price", "reference"],
+        ),
+        (
+            Purpose::StaffHandoff,
+            handoff,
+            language,
+            &["customer", "reason", "link"],
+        ),
+    ])
+}
+
+/// Templates from `(purpose, name, approved language, parameters)`; the first one's language is
+/// the fallback.
+pub fn default_templates_in(specs: &[(Purpose, &str, &str, &[&str])]) -> Templates {
+    let contact_language = |language: &str| language.chars().take(2).collect::<String>();
+    let mut templates = Templates {
+        fallback_language: specs.first().map_or_else(
+            || "es".to_owned(),
+            |(_, _, language, _)| contact_language(language),
+        ),
+        ..Templates::default()
+    };
+    for (purpose, name, language, parameters) in specs {
+        templates.entries.insert(
+            (*purpose, contact_language(language)),
+            TemplateSpec {
+                name: (*name).to_owned(),
+                language: (*language).to_owned(),
+                category: Category::Utility,
+                parameters: parameters.iter().map(|p| (*p).to_owned()).collect(),
+            },
+        );
+    }
+    templates
 }
 
 /// `ZAGUAN_BUSINESS_NAME` when unset.

@@ -1,5 +1,6 @@
 //! One part to the Graph API: sent, retried later with backoff, or failed for good.
 
+use super::super::failures;
 use super::super::graph::SendError;
 use crate::domain::GraphError;
 use crate::store::{OutboxEntry, OutboxStatus, OutboxUpdate, StoreError};
@@ -60,6 +61,7 @@ impl Outbound {
             // left `sending` would be sent again by the conversation's next owner.
             let call = {
                 let (graph, store, entry) = (self.graph.clone(), self.store.clone(), entry.clone());
+                let phone_number_id = phone_number_id.clone();
                 let in_flight = self.in_flight.enter(&entry.id);
                 tokio::spawn(async move {
                     let callback_data = entry.id.callback_data();
@@ -82,6 +84,7 @@ impl Outbound {
                 .map_err(|e| StoreError::Unexpected(anyhow::anyhow!("send task failed: {e}")))?;
             match sent {
                 Ok(wamid) => {
+                    count_template(&entry);
                     let status = if wamid.is_some() { "sent" } else { "dry_run" };
                     if wamid.is_none() {
                         tracing::info!(conversation.id = %masked, part = entry.part, "dry run: reply not sent (no WHATSAPP_ACCESS_TOKEN)");
@@ -101,6 +104,7 @@ impl Outbound {
                             let delay = self
                                 .backoff(entry.attempts)
                                 .max(retry_after.unwrap_or_default());
+                            self.back_off(&phone_number_id, &entry, &error, delay);
                             tracing::warn!(conversation.id = %masked, attempt = entry.attempts, ?delay, "send failed, retrying: {error}");
                             let at = self.retry_later(&entry, delay, &error).await?;
                             entry.next_attempt_at = Some(at);
@@ -131,13 +135,45 @@ impl Outbound {
                             return Ok(PartOutcome::Settled);
                         }
                         SendError::Permanent { error } => {
+                            if let Some(fallback) = failures::fallback_for(&entry, &error)
+                                && self.store.fall_back(&entry.id, &fallback).await?
+                            {
+                                tracing::warn!(conversation.id = %masked, part = entry.part, code = error.code, "refused; sent again as its fallback");
+                                metrics::counter!("zaguan_outbound_fallbacks_total", "to" => failures::fallback_label(&fallback))
+                                    .increment(1);
+                                entry.fall_back(&fallback);
+                                continue;
+                            }
                             tracing::error!(conversation.id = %masked, part = entry.part, "reply refused, not retried: {error}");
+                            failures::flag_undelivered(
+                                self.store.as_ref(),
+                                &entry,
+                                &error,
+                                Utc::now(),
+                            )
+                            .await?;
                             self.fail(&entry, error).await?;
                             return Ok(PartOutcome::Settled);
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// Meta's own slow-downs reach every part of the number or the recipient, not only the one
+    /// refused: 130429 pauses the number, 131056 the recipient.
+    pub(super) fn back_off(
+        &self,
+        phone_number_id: &str,
+        entry: &OutboxEntry,
+        error: &GraphError,
+        delay: Duration,
+    ) {
+        match error.code {
+            Some(130429) => self.limiters.pause_number(phone_number_id, delay),
+            Some(131056) => self.limiters.pause_recipient(entry.wa_id.as_str(), delay),
+            _ => {}
         }
     }
 

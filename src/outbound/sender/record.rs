@@ -58,51 +58,33 @@ pub(super) async fn record_with_patience(
     result
 }
 
-/// Sends `entry`. An image or a list WhatsApp refuses for good (a link it cannot fetch, a list
-/// it will not show) goes again at once as its plain-text form: the customer gets the words
-/// and the link rather than nothing.
+/// Sends `entry` as it is; a refusal's fallback is the caller's ([`super::super::failures`]).
 pub(super) async fn send_entry(
     graph: &GraphClient,
     phone_number_id: &str,
     entry: &OutboxEntry,
     callback_data: &str,
 ) -> Result<Option<WaMessageId>, SendError> {
-    let sent = graph
+    graph
         .send(
             phone_number_id,
             &entry.wa_id,
             &outbound_message(entry),
             Some(callback_data),
         )
-        .await;
-    let Some(media) = &entry.media else {
-        return sent;
-    };
-    match sent {
-        Err(SendError::Permanent { error }) if entry.template.is_none() => {
-            let kind = match media {
-                Media::Image { .. } => "image",
-                Media::List { .. } => "list",
-            };
-            tracing::warn!(conversation.id = %entry.wa_id.masked(), part = entry.part, kind, "media refused, sent as text instead: {error}");
-            metrics::counter!("zaguan_outbound_media_fallbacks_total", "kind" => kind).increment(1);
-            let body = match media {
-                Media::Image { link } if !entry.body.is_empty() => {
-                    format!("{}\n{link}", entry.body)
-                }
-                Media::Image { link } => link.clone(),
-                Media::List { .. } => entry.body.clone(),
-            };
-            graph
-                .send(
-                    phone_number_id,
-                    &entry.wa_id,
-                    &OutboundMessage::Text { body: &body },
-                    Some(callback_data),
-                )
-                .await
-        }
-        other => other,
+        .await
+}
+
+/// A template message sent: counted by Meta's category, since Meta bills each one by it.
+pub(super) fn count_template(entry: &OutboxEntry) {
+    if let Some(template) = &entry.template {
+        let category = match template.category.as_deref() {
+            Some("marketing") => "marketing",
+            Some("authentication") => "authentication",
+            Some("utility") => "utility",
+            _ => "unknown",
+        };
+        metrics::counter!("zaguan_template_messages_total", "category" => category).increment(1);
     }
 }
 

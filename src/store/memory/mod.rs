@@ -58,6 +58,8 @@ struct Inner {
     leases: HashMap<WaId, LeaseRecord>,
     /// Each instance's record.
     instances: HashMap<String, InstanceRecord>,
+    /// Templates' approval states by (name, language).
+    templates: BTreeMap<(String, String), TemplateStatus>,
 }
 
 /// The latest generation of a conversation's lease.

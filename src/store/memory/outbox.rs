@@ -148,6 +148,59 @@ impl OutboxStore for MemoryStore {
             .collect())
     }
 
+    async fn fall_back(&self, id: &OutboxId, fallback: &Fallback) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let Some(&index) = inner.outbox_by_id.get(id) else {
+            return Ok(false);
+        };
+        let entry = &mut inner.outbox[index];
+        if entry.fell_back
+            || matches!(
+                entry.status,
+                OutboxStatus::Delivered | OutboxStatus::Read | OutboxStatus::Played
+            )
+        {
+            return Ok(false);
+        }
+        let old = entry.wamid.take();
+        entry.fall_back(fallback);
+        if let Some(old) = old {
+            inner.outbox_by_wamid.remove(&old);
+        }
+        inner.unsent.insert(index);
+        Ok(true)
+    }
+
+    async fn undelivered_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        let inner = self.lock();
+        Ok(inner
+            .outbox
+            .iter()
+            .rev()
+            .filter(|e| {
+                matches!(e.status, OutboxStatus::Failed | OutboxStatus::Skipped) && e.at >= since
+            })
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn record_template_status(&self, status: &TemplateStatus) -> StoreResult<()> {
+        self.lock().templates.insert(
+            (status.name.clone(), status.language.clone()),
+            status.clone(),
+        );
+        Ok(())
+    }
+
+    async fn template_statuses(&self) -> StoreResult<Vec<TemplateStatus>> {
+        Ok(self.lock().templates.values().cloned().collect())
+    }
+
     async fn apply_status(&self, update: &StatusUpdate) -> StoreResult<StatusOutcome> {
         let Some(status) = OutboxStatus::parse(&update.status) else {
             return Ok(StatusOutcome::Unrecognised);

@@ -37,6 +37,17 @@ impl UserStore for MemoryStore {
         Ok(self.lock().users.get(wa_id).cloned())
     }
 
+    async fn set_opt_out(&self, wa_id: &WaId, opt_out: Option<&OptOut>) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let user = inner
+            .users
+            .entry(wa_id.clone())
+            .or_insert_with(|| User::new(wa_id.clone()));
+        user.opted_out_at = opt_out.map(|o| o.at);
+        user.opt_out_source = opt_out.map(|o| o.source.clone());
+        Ok(())
+    }
+
     async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()> {
         let mut inner = self.lock();
         let user = inner

@@ -222,7 +222,21 @@ pub(super) fn template(doc: &Document) -> Option<Template> {
                     .collect()
             })
             .unwrap_or_default(),
+        category: f.str("category"),
     })
+}
+
+/// A template as stored in an outbox part.
+pub(super) fn template_doc(t: &Template) -> Document {
+    let mut doc = doc! {
+        "name": &t.name,
+        "language": &t.language,
+        "parameters": &t.parameters,
+    };
+    if let Some(category) = &t.category {
+        doc.insert("category", category);
+    }
+    doc
 }
 
 /// A stored `pending_action`; `None` when it was damaged by hand (then it is simply dropped).
@@ -430,6 +444,8 @@ pub(super) fn outbox_entry(doc: &Document) -> StoreResult<OutboxEntry> {
         at: f.date("at").unwrap_or_default(),
         sending_at: f.date("sending_at"),
         status_at: f.date("status_at"),
+        fallback: doc.get_document("fallback").ok().and_then(template),
+        fell_back: doc.get_bool("fell_back").unwrap_or(false),
     })
 }
 
@@ -455,11 +471,7 @@ pub(super) fn outbox_doc(entry: &OutboxEntry) -> Document {
         "phone_number_id": opt_str(&entry.phone_number_id),
         "body": &entry.body,
         "buttons": entry.buttons.iter().map(|b| doc! {"id": &b.id, "title": &b.title}).collect::<Vec<_>>(),
-        "template": entry.template.as_ref().map(|t| doc! {
-            "name": &t.name,
-            "language": &t.language,
-            "parameters": &t.parameters,
-        }),
+        "template": entry.template.as_ref().map(template_doc),
         "part": i64::from(entry.part),
         "parts": i64::from(entry.parts),
         "status": entry.status.as_str(),
@@ -471,6 +483,12 @@ pub(super) fn outbox_doc(entry: &OutboxEntry) -> Document {
     }
     if let Some(at) = entry.sending_at {
         doc.insert("sending_at", date(at));
+    }
+    if let Some(fallback) = &entry.fallback {
+        doc.insert("fallback", template_doc(fallback));
+    }
+    if entry.fell_back {
+        doc.insert("fell_back", true);
     }
     if let Some(at) = entry.next_attempt_at {
         doc.insert("next_attempt_at", date(at));

@@ -236,6 +236,114 @@ impl OutboxStore for MongoStore {
         docs.iter().map(outbox_entry).collect()
     }
 
+    async fn fall_back(&self, id: &OutboxId, fallback: &Fallback) -> StoreResult<bool> {
+        let mut set = doc! {
+            "status": OutboxStatus::Queued.as_str(),
+            "attempts": 0_i64,
+            "fell_back": true,
+        };
+        let mut unset = doc! {"next_attempt_at": "", "wamid": "", "sending_at": ""};
+        match fallback {
+            Fallback::Text { body } => {
+                set.insert("body", body);
+                set.insert("buttons", Bson::Array(Vec::new()));
+                unset.insert("media", "");
+            }
+            Fallback::Template(template) => {
+                set.insert("template", template_doc(template));
+            }
+        }
+        let delivered = statuses(&[
+            OutboxStatus::Delivered,
+            OutboxStatus::Read,
+            OutboxStatus::Played,
+        ]);
+        let result = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "outbox",
+                doc! {
+                    "_id": outbox_id(id),
+                    "fell_back": {"$ne": true},
+                    "status": {"$nin": delivered},
+                },
+                doc! {"$set": set, "$unset": unset},
+            )
+            .await?;
+        Ok(result.matched_count > 0)
+    }
+
+    async fn undelivered_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "outbox",
+                doc! {
+                    "status": {"$in": statuses(&[OutboxStatus::Failed, OutboxStatus::Skipped])},
+                    "at": {"$gte": date(since)},
+                },
+                Find::sorted(doc! {"at": -1, "_id": -1}).limit(limit),
+            )
+            .await?;
+        docs.iter().map(outbox_entry).collect()
+    }
+
+    async fn record_template_status(&self, status: &TemplateStatus) -> StoreResult<()> {
+        let mut set = doc! {
+            "name": &status.name,
+            "language": &status.language,
+            "status": &status.status,
+            "at": date(status.at),
+        };
+        if let Some(category) = &status.category {
+            set.insert("category", category);
+        }
+        if let Some(reason) = &status.reason {
+            set.insert("reason", reason);
+        }
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "templates",
+                doc! {"_id": format!("{}:{}", status.name, status.language)},
+                doc! {"$set": set},
+            )
+            .await
+            .map(drop)
+    }
+
+    async fn template_statuses(&self) -> StoreResult<Vec<TemplateStatus>> {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "templates",
+                doc! {},
+                Find::sorted(doc! {"_id": 1}),
+            )
+            .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|doc| {
+                let f = Fields(doc);
+                Some(TemplateStatus {
+                    name: f.str("name")?,
+                    language: f.str("language")?,
+                    status: f.str("status")?,
+                    category: f.str("category"),
+                    reason: f.str("reason"),
+                    at: f.date("at")?,
+                })
+            })
+            .collect())
+    }
+
     async fn apply_status(&self, update: &StatusUpdate) -> StoreResult<StatusOutcome> {
         let Some(status) = OutboxStatus::parse(&update.status) else {
             return Ok(StatusOutcome::Unrecognised);

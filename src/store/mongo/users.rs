@@ -69,7 +69,26 @@ impl UserStore for MongoStore {
             role_source: f.str("role_source").and_then(|s| RoleSource::parse(&s)),
             role_set_by: f.str("role_set_by"),
             role_set_at: f.date("role_set_at"),
+            opted_out_at: f.date("opted_out_at"),
+            opt_out_source: f.str("opt_out_source"),
         }))
+    }
+
+    async fn set_opt_out(&self, wa_id: &WaId, opt_out: Option<&OptOut>) -> StoreResult<()> {
+        let update = match opt_out {
+            Some(opt_out) => doc! {
+                "$set": {"opted_out_at": date(opt_out.at), "opt_out_source": &opt_out.source},
+                "$setOnInsert": {"role": Role::Prospect.as_str()},
+            },
+            None => doc! {
+                "$unset": {"opted_out_at": "", "opt_out_source": ""},
+                "$setOnInsert": {"role": Role::Prospect.as_str()},
+            },
+        };
+        self.pool
+            .upsert_one(Lane::Work, "users", doc! {"_id": wa_id.as_str()}, update)
+            .await
+            .map(drop)
     }
 
     async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()> {

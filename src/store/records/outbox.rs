@@ -42,6 +42,9 @@ pub enum OutboxStatus {
     /// A voice message was played: after `read`.
     Played,
     Failed,
+    /// Not sent, by rule (the contact opted out, their window closed with no template to
+    /// send): recorded with the reason in `error`, never sent.
+    Skipped,
 }
 
 impl OutboxStatus {
@@ -54,6 +57,7 @@ impl OutboxStatus {
             OutboxStatus::Read => "read",
             OutboxStatus::Played => "played",
             OutboxStatus::Failed => "failed",
+            OutboxStatus::Skipped => "skipped",
         }
     }
 
@@ -66,6 +70,7 @@ impl OutboxStatus {
             "read" => OutboxStatus::Read,
             "played" => OutboxStatus::Played,
             "failed" => OutboxStatus::Failed,
+            "skipped" => OutboxStatus::Skipped,
             _ => return None,
         })
     }
@@ -82,6 +87,7 @@ impl OutboxStatus {
             Read => &[Queued, Sending, Sent, Delivered],
             Played => &[Queued, Sending, Sent, Delivered, Read],
             Failed => &[Queued, Sending, Sent],
+            Skipped => &[],
         }
     }
 }
@@ -106,6 +112,9 @@ pub struct NewOutbox {
     pub part: u32,
     pub parts: u32,
     pub at: DateTime<Utc>,
+    /// Sent instead of this text when WhatsApp answers that the contact's window closed
+    /// (131047): the approved template for the message's purpose.
+    pub fallback: Option<Template>,
 }
 
 impl NewOutbox {
@@ -148,6 +157,7 @@ impl NewOutbox {
             part: 0,
             parts: 1,
             at,
+            fallback: None,
         }
     }
 }
@@ -159,6 +169,40 @@ pub struct Template {
     /// The template's language code as approved, e.g. `es` or `en_US`.
     pub language: String,
     pub parameters: Vec<String>,
+    /// Meta's category (`utility`, `marketing`): template messages are billed by it.
+    pub category: Option<String>,
+}
+
+/// What a refused part is sent as instead, once.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fallback {
+    /// Its words (and the media's link), when WhatsApp would not take the image or the list.
+    Text { body: String },
+    /// The approved template, when the contact's window had closed.
+    Template(Template),
+}
+
+/// The approval state of a template, as Meta's webhooks last said it (`templates`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateStatus {
+    pub name: String,
+    /// As approved: `es`, `en_US`…
+    pub language: String,
+    /// `APPROVED`, `PAUSED`, `REJECTED`, `DISABLED`…
+    pub status: String,
+    pub category: Option<String>,
+    pub reason: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+impl TemplateStatus {
+    /// Whether a template in this state can be sent (one never heard of is taken as approved).
+    pub fn usable(&self) -> bool {
+        !matches!(
+            self.status.as_str(),
+            "PAUSED" | "REJECTED" | "DISABLED" | "PENDING_DELETION" | "ARCHIVED" | "LOCKED"
+        )
+    }
 }
 
 /// What the sender learnt about an outbox entry.
@@ -223,6 +267,11 @@ pub struct OutboxEntry {
     pub sending_at: Option<DateTime<Utc>>,
     /// When the last status arrived.
     pub status_at: Option<DateTime<Utc>>,
+    /// The template to send instead if the window closed (see [`NewOutbox::fallback`]).
+    pub fallback: Option<Template>,
+    /// A fallback was used: the part is not changed again (exactly once, whichever of the
+    /// synchronous refusal and the late `failed` status came first).
+    pub fell_back: bool,
 }
 
 impl OutboxEntry {
@@ -247,7 +296,26 @@ impl OutboxEntry {
             at: entry.at,
             sending_at: None,
             status_at: None,
+            fallback: entry.fallback.clone(),
+            fell_back: false,
         }
+    }
+
+    /// This part sent as `fallback` instead.
+    pub fn fall_back(&mut self, fallback: &Fallback) {
+        match fallback {
+            Fallback::Text { body } => {
+                self.body.clone_from(body);
+                self.media = None;
+                self.buttons = Vec::new();
+            }
+            Fallback::Template(template) => self.template = Some(template.clone()),
+        }
+        self.fell_back = true;
+        self.status = OutboxStatus::Queued;
+        self.attempts = 0;
+        self.next_attempt_at = None;
+        self.wamid = None;
     }
 }
 

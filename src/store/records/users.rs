@@ -78,9 +78,26 @@ pub struct User {
     pub role_source: Option<RoleSource>,
     pub role_set_by: Option<String>,
     pub role_set_at: Option<DateTime<Utc>>,
+    /// The contact asked for no proactive messages (`users.opted_out_at`): no reminder, alert,
+    /// re-engagement or marketing goes to them; replies to their messages still do.
+    pub opted_out_at: Option<DateTime<Utc>>,
+    /// How they asked (`users.opt_out_source`): `keyword:BAJA`, `operator:lucia`…
+    pub opt_out_source: Option<String>,
+}
+
+/// A contact's wish not to be written to first (`users.opted_out_at`, `opt_out_source`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptOut {
+    pub at: DateTime<Utc>,
+    pub source: String,
 }
 
 impl User {
+    /// Whether the contact asked for no proactive messages.
+    pub fn opted_out(&self) -> bool {
+        self.opted_out_at.is_some()
+    }
+
     /// Someone never seen: a prospect.
     pub fn new(wa_id: WaId) -> Self {
         Self {
@@ -92,6 +109,8 @@ impl User {
             role_source: None,
             role_set_by: None,
             role_set_at: None,
+            opted_out_at: None,
+            opt_out_source: None,
         }
     }
 

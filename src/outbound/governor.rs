@@ -1,0 +1,151 @@
+//! The send governor: the one place that decides whether a message the service writes first
+//! may go, and in what form. WhatsApp delivers free text only inside the contact's 24-hour
+//! customer-service window, measured from their last message's own timestamp; outside it only
+//! an approved template arrives. A contact who opted out gets nothing unasked. So:
+//!
+//! - to an opted-out contact, an outreach purpose (a visit reminder, a listing alert) is not
+//!   sent at all;
+//! - inside the window it goes as text, carrying the purpose's template as its fallback in case
+//!   Meta answers that the window closed meanwhile (131047);
+//! - outside it, the purpose's template in the contact's language (else the fallback
+//!   language), unless Meta paused or rejected it;
+//! - with no template to send, nothing, and the reason is recorded on the outbox.
+//!
+//! Pacing (Meta's pair rate and the number's throughput) is the sender's, at send time.
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::{GraphError, OutboxId, WaId};
+use crate::store::{
+    NewOutbox, OutboxEntry, OutboxStatus, Store, StoreResult, Template, TemplateStatus,
+};
+use crate::templates::{Purpose, TemplateSpec, Templates};
+
+/// WhatsApp's customer-service window.
+pub const SERVICE_WINDOW: chrono::Duration = chrono::Duration::hours(24);
+
+/// Why a message was not sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// The contact asked for no proactive messages (BAJA, STOP).
+    OptedOut,
+    /// Outside the contact's window, with no usable template for the purpose.
+    WindowClosed,
+}
+
+impl Skip {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Skip::OptedOut => "opted_out",
+            Skip::WindowClosed => "window_closed_no_template",
+        }
+    }
+
+    /// As operators read it on the outbox.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Skip::OptedOut => "not sent: the contact opted out of messages they did not ask for",
+            Skip::WindowClosed => {
+                "not sent: outside the contact's 24-hour window, and no approved template for it"
+            }
+        }
+    }
+}
+
+/// How a message may go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Form {
+    /// Free text; `fallback` is sent instead if Meta answers that the window closed.
+    Text {
+        fallback: Option<Template>,
+    },
+    Template(Template),
+    Skip(Skip),
+}
+
+impl Form {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Form::Text { .. } => "text",
+            Form::Template(_) => "template",
+            Form::Skip(skip) => skip.as_str(),
+        }
+    }
+}
+
+/// Whether `to` can be written to first for `purpose` at all: opted-out contacts are not, for
+/// outreach. Asked before a message is claimed, so an opt-in later still gets it.
+pub async fn may_reach(store: &dyn Store, to: &WaId, purpose: Purpose) -> StoreResult<bool> {
+    if !purpose.is_outreach() {
+        return Ok(true);
+    }
+    Ok(!store.user(to).await?.is_some_and(|user| user.opted_out()))
+}
+
+/// How a message for `purpose` may go to `to`, whose language is `lang`, at `now` on the
+/// database's clock; `values` fill the template's parameters.
+pub async fn form(
+    store: &dyn Store,
+    templates: &Templates,
+    to: &WaId,
+    purpose: Purpose,
+    lang: Option<&str>,
+    values: &[(&str, String)],
+    now: DateTime<Utc>,
+) -> StoreResult<Form> {
+    if !may_reach(store, to, purpose).await? {
+        return Ok(Form::Skip(Skip::OptedOut));
+    }
+    let open = store
+        .conversation(to)
+        .await?
+        .and_then(|c| c.last_inbound_at)
+        .is_some_and(|at| now - at < SERVICE_WINDOW);
+    let statuses = store.template_statuses().await?;
+    let template = usable(templates, &statuses, purpose, lang).map(|spec| template(spec, values));
+    Ok(match (open, template) {
+        (true, fallback) => Form::Text { fallback },
+        (false, Some(template)) => Form::Template(template),
+        (false, None) => Form::Skip(Skip::WindowClosed),
+    })
+}
+
+/// The template for `purpose` in `lang` (else the fallback language) that Meta has not
+/// paused or rejected, as its webhooks last said.
+pub fn usable<'a>(
+    templates: &'a Templates,
+    statuses: &[TemplateStatus],
+    purpose: Purpose,
+    lang: Option<&str>,
+) -> Option<&'a TemplateSpec> {
+    templates.usable_for(purpose, lang, |spec| {
+        statuses
+            .iter()
+            .find(|s| s.name == spec.name && s.language == spec.language)
+            .is_none_or(TemplateStatus::usable)
+    })
+}
+
+/// `spec` filled with `values`, as an outbox part carries it.
+pub fn template(spec: &TemplateSpec, values: &[(&str, String)]) -> Template {
+    Template {
+        name: spec.name.clone(),
+        language: spec.language.clone(),
+        parameters: spec.fill(values),
+        category: Some(spec.category.as_str().to_owned()),
+    }
+}
+
+/// A part that was not sent, with why, for operators to see on the outbox (`skipped`).
+pub fn skipped(mut part: NewOutbox, skip: Skip, id: OutboxId) -> OutboxEntry {
+    part.fallback = None;
+    let mut entry = OutboxEntry::queued(id, &part);
+    entry.status = OutboxStatus::Skipped;
+    entry.error = Some(GraphError {
+        code: None,
+        title: None,
+        message: Some(skip.reason().to_owned()),
+        error_data: None,
+    });
+    entry
+}

@@ -1,0 +1,439 @@
+//! The approved WhatsApp templates, as configuration: `templates.toml` in the prompts folder
+//! lists, for each purpose the service writes first for (a visit reminder, a listing alert,
+//! re-engagement, a staff member's handoff notice, an operator's follow-up) and each language a
+//! contact may speak, the template's name, the language it was approved in, its category
+//! (Meta bills utility and marketing templates differently) and which values fill its
+//! `{{1}}`, `{{2}}`…, with a fallback language. Checked by `zaguan prompts check` and `zaguan
+//! templates check`, reloaded with the prompts. Without the file, the environment's single
+//! templates (`WHATSAPP_REMINDER_TEMPLATE`, `WHATSAPP_ALERT_TEMPLATE`,
+//! `WHATSAPP_HANDOFF_TEMPLATE`) stand for their purposes in their one language.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The file's name in the prompts folder.
+pub const TEMPLATES_FILE: &str = "templates.toml";
+
+/// What a template is sent for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Purpose {
+    VisitReminder,
+    ListingAlert,
+    /// A reply to a customer whose window closed (a message delivered late, or answered
+    /// late): an invitation to write again.
+    ReEngagement,
+    StaffHandoff,
+    OperatorFollowUp,
+}
+
+impl Purpose {
+    pub const ALL: [Purpose; 5] = [
+        Purpose::VisitReminder,
+        Purpose::ListingAlert,
+        Purpose::ReEngagement,
+        Purpose::StaffHandoff,
+        Purpose::OperatorFollowUp,
+    ];
+
+    /// As the file and the metrics name it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Purpose::VisitReminder => "visit_reminder",
+            Purpose::ListingAlert => "listing_alert",
+            Purpose::ReEngagement => "re_engagement",
+            Purpose::StaffHandoff => "staff_handoff",
+            Purpose::OperatorFollowUp => "operator_follow_up",
+        }
+    }
+
+    pub fn parse(key: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.key() == key)
+    }
+
+    /// The values this purpose provides, by name, for a template's `parameters`.
+    pub fn values(self) -> &'static [&'static str] {
+        match self {
+            Purpose::VisitReminder => &["property", "when", "address", "business"],
+            Purpose::ListingAlert => &["title", "price", "reference", "business"],
+            Purpose::ReEngagement => &["name", "business"],
+            Purpose::StaffHandoff => &["customer", "reason", "link"],
+            Purpose::OperatorFollowUp => &["name", "business", "operator"],
+        }
+    }
+
+    /// Whether it writes to a customer unasked, which an opt-out stops (a staff notice goes
+    /// to staff; a re-engagement or follow-up answers the customer's own message).
+    pub fn is_outreach(self) -> bool {
+        matches!(self, Purpose::VisitReminder | Purpose::ListingAlert)
+    }
+}
+
+/// Meta's template categories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    Utility,
+    Marketing,
+    Authentication,
+}
+
+impl Category {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Utility => "utility",
+            Category::Marketing => "marketing",
+            Category::Authentication => "authentication",
+        }
+    }
+
+    /// Meta's spelling (`UTILITY`), as the account's template list and webhooks say it.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "utility" => Some(Category::Utility),
+            "marketing" => Some(Category::Marketing),
+            "authentication" => Some(Category::Authentication),
+            _ => None,
+        }
+    }
+}
+
+/// One approved template for one purpose in one language.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateSpec {
+    pub name: String,
+    /// The language code it was approved in (`es`, `en_US`, `pt_BR`…).
+    pub language: String,
+    pub category: Category,
+    /// The purpose's values that fill `{{1}}`, `{{2}}`…, in order.
+    pub parameters: Vec<String>,
+}
+
+impl TemplateSpec {
+    /// The parameters' values, from what the purpose provides (`values` by name).
+    pub fn fill(&self, values: &[(&str, String)]) -> Vec<String> {
+        self.parameters
+            .iter()
+            .map(|name| {
+                values
+                    .iter()
+                    .find(|(key, _)| key == name)
+                    .map(|(_, value)| template_text(value))
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+}
+
+/// A parameter as Meta takes it: no newlines or tabs, no more than four spaces in a row
+/// (error 132018), at most 1024 characters.
+fn template_text(value: &str) -> String {
+    let text = value.split_whitespace().collect::<Vec<_>>().join(" ");
+    text.chars().take(1024).collect()
+}
+
+/// Every template the service may send, by purpose and by the contact's language.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Templates {
+    /// The language used when a contact's has no template (ISO 639-1).
+    pub fallback_language: String,
+    /// `(purpose, language)` → template, `language` being the contact's (ISO 639-1).
+    pub entries: BTreeMap<(Purpose, String), TemplateSpec>,
+    /// Whether the file gave these (else the environment's defaults).
+    pub from_file: bool,
+}
+
+/// One thing wrong in the templates file: its 1-based line and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplatesProblem {
+    pub line: usize,
+    pub message: String,
+}
+
+impl Templates {
+    /// The template for `purpose` in `lang`, else in the fallback language.
+    pub fn for_purpose(&self, purpose: Purpose, lang: Option<&str>) -> Option<&TemplateSpec> {
+        lang.and_then(|lang| self.entries.get(&(purpose, lang.to_owned())))
+            .or_else(|| self.entries.get(&(purpose, self.fallback_language.clone())))
+    }
+
+    /// The same, skipping the templates `usable` refuses (paused, rejected): a paused English
+    /// reminder falls back to the Spanish one.
+    pub fn usable_for(
+        &self,
+        purpose: Purpose,
+        lang: Option<&str>,
+        usable: impl Fn(&TemplateSpec) -> bool,
+    ) -> Option<&TemplateSpec> {
+        let own = lang.and_then(|lang| self.entries.get(&(purpose, lang.to_owned())));
+        let fallback = self.entries.get(&(purpose, self.fallback_language.clone()));
+        own.into_iter().chain(fallback).find(|spec| usable(spec))
+    }
+
+    /// Adds `spec` for `purpose` in `lang` unless the file already has that purpose.
+    pub fn with_default(mut self, purpose: Purpose, lang: &str, spec: TemplateSpec) -> Self {
+        if !self.entries.keys().any(|(p, _)| *p == purpose) {
+            self.entries.insert((purpose, lang.to_owned()), spec);
+        }
+        self
+    }
+}
+
+/// Reads a templates file; every problem found, with its line, or the templates.
+pub fn parse(text: &str) -> Result<Templates, Vec<TemplatesProblem>> {
+    let line_at = |offset: usize| 1 + text[..offset.min(text.len())].matches('\n').count();
+    let raw: RawTemplates = match toml::from_str(text) {
+        Ok(raw) => raw,
+        Err(error) => {
+            let line = error.span().map_or(1, |span| line_at(span.start));
+            return Err(vec![TemplatesProblem {
+                line,
+                message: error.message().trim().to_owned(),
+            }]);
+        }
+    };
+    let mut problems = Vec::new();
+    let mut entries = BTreeMap::new();
+    let fallback_language = raw
+        .fallback_language
+        .clone()
+        .map(|l| {
+            let at = l.span().start;
+            let l = l.into_inner();
+            if !is_iso_639_1(&l) {
+                problems.push(TemplatesProblem {
+                    line: line_at(at),
+                    message: format!(
+                        "`fallback_language`: `{l}` is not an ISO 639-1 code like `es`"
+                    ),
+                });
+            }
+            l
+        })
+        .unwrap_or_else(|| "es".to_owned());
+    for (purpose, languages) in raw.purposes() {
+        for (lang, raw) in languages {
+            let at = lang.span().start;
+            if !is_iso_639_1(lang.get_ref()) {
+                problems.push(TemplatesProblem {
+                    line: line_at(at),
+                    message: format!(
+                        "`{}.{}`: the key is the contact's language, an ISO 639-1 code like `en`",
+                        purpose.key(),
+                        lang.get_ref()
+                    ),
+                });
+            }
+            let name = raw.name.get_ref().trim().to_owned();
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            {
+                problems.push(TemplatesProblem {
+                    line: line_at(raw.name.span().start),
+                    message: format!(
+                        "template name `{name}`: Meta's names are lowercase letters, digits and `_`"
+                    ),
+                });
+            }
+            for parameter in &raw.parameters {
+                if !purpose.values().contains(&parameter.get_ref().as_str()) {
+                    problems.push(TemplatesProblem {
+                        line: line_at(parameter.span().start),
+                        message: format!(
+                            "`{}` gives no value `{}`; it gives {}",
+                            purpose.key(),
+                            parameter.get_ref(),
+                            purpose.values().join(", ")
+                        ),
+                    });
+                }
+            }
+            entries.insert(
+                (purpose, lang.into_inner()),
+                TemplateSpec {
+                    name,
+                    language: raw.language.into_inner().trim().to_owned(),
+                    category: raw.category,
+                    parameters: raw
+                        .parameters
+                        .into_iter()
+                        .map(Spanned::into_inner)
+                        .collect(),
+                },
+            );
+        }
+    }
+    for purpose in Purpose::ALL {
+        let has = entries.keys().any(|(p, _)| *p == purpose);
+        if has && !entries.contains_key(&(purpose, fallback_language.clone())) {
+            problems.push(TemplatesProblem {
+                line: 1,
+                message: format!(
+                    "`{}` has no template in the fallback language `{fallback_language}`: a \
+                     contact in another language would get none",
+                    purpose.key()
+                ),
+            });
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort_by_key(|p| p.line);
+        return Err(problems);
+    }
+    Ok(Templates {
+        fallback_language,
+        entries,
+        from_file: true,
+    })
+}
+
+fn is_iso_639_1(code: &str) -> bool {
+    code.len() == 2 && code.bytes().all(|b| b.is_ascii_lowercase())
+}
+
+/// The file as written: a table per purpose, a template per language.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTemplates {
+    fallback_language: Option<Spanned<String>>,
+    visit_reminder: Option<Languages>,
+    listing_alert: Option<Languages>,
+    re_engagement: Option<Languages>,
+    staff_handoff: Option<Languages>,
+    operator_follow_up: Option<Languages>,
+}
+
+type Languages = BTreeMap<Spanned<String>, RawTemplate>;
+
+impl RawTemplates {
+    fn purposes(self) -> Vec<(Purpose, Languages)> {
+        [
+            (Purpose::VisitReminder, self.visit_reminder),
+            (Purpose::ListingAlert, self.listing_alert),
+            (Purpose::ReEngagement, self.re_engagement),
+            (Purpose::StaffHandoff, self.staff_handoff),
+            (Purpose::OperatorFollowUp, self.operator_follow_up),
+        ]
+        .into_iter()
+        .filter_map(|(purpose, languages)| Some((purpose, languages?)))
+        .collect()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTemplate {
+    name: Spanned<String>,
+    language: Spanned<String>,
+    category: Category,
+    #[serde(default)]
+    parameters: Vec<Spanned<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+fallback_language = "es"
+
+[visit_reminder.es]
+name = "visit_reminder"
+language = "es"
+category = "utility"
+parameters = ["property", "when", "address"]
+
+[visit_reminder.en]
+name = "visit_reminder_en"
+language = "en_US"
+category = "utility"
+parameters = ["property", "when", "address"]
+
+[re_engagement.es]
+name = "seguimos_aqui"
+language = "es"
+category = "marketing"
+parameters = ["name"]
+"#;
+
+    #[test]
+    fn a_purpose_goes_in_the_contacts_language_else_the_fallback() {
+        let templates = parse(FILE).unwrap();
+        let english = templates
+            .for_purpose(Purpose::VisitReminder, Some("en"))
+            .unwrap();
+        assert_eq!(
+            (english.name.as_str(), english.language.as_str()),
+            ("visit_reminder_en", "en_US")
+        );
+        let portuguese = templates
+            .for_purpose(Purpose::VisitReminder, Some("pt"))
+            .unwrap();
+        assert_eq!(portuguese.name, "visit_reminder");
+        assert!(
+            templates
+                .for_purpose(Purpose::ListingAlert, Some("es"))
+                .is_none()
+        );
+        // The English one paused: the fallback language's.
+        let usable = templates
+            .usable_for(Purpose::VisitReminder, Some("en"), |spec| {
+                spec.language != "en_US"
+            })
+            .unwrap();
+        assert_eq!(usable.name, "visit_reminder");
+        let filled = english.fill(&[
+            ("when", "mañana\n a las  10:00".to_owned()),
+            ("property", "Ático".to_owned()),
+        ]);
+        assert_eq!(filled, ["Ático", "mañana a las 10:00", ""]);
+    }
+
+    #[test]
+    fn a_broken_file_is_refused_with_the_line_of_each_problem() {
+        let cases: &[(&str, usize, &str)] = &[
+            (
+                "[visit_remindr.es]\nname = \"a\"\nlanguage = \"es\"\ncategory = \"utility\"\n",
+                1,
+                "unknown field `visit_remindr`",
+            ),
+            (
+                "[visit_reminder.es]\nname = \"a\"\nlanguage = \"es\"\ncategory = \"promo\"\n",
+                4,
+                "unknown variant",
+            ),
+            (
+                "[visit_reminder.es]\nname = \"a\"\nlanguage = \"es\"\ncategory = \"utility\"\nparameters = [\"propiedad\"]\n",
+                5,
+                "no value `propiedad`",
+            ),
+            (
+                "[visit_reminder.es]\nname = \"Visit Reminder\"\nlanguage = \"es\"\ncategory = \"utility\"\n",
+                2,
+                "lowercase",
+            ),
+            (
+                "[visit_reminder.en]\nname = \"a\"\nlanguage = \"en\"\ncategory = \"utility\"\n",
+                1,
+                "fallback language",
+            ),
+            (
+                "[visit_reminder.es]\nname = \"a\"\nlanguage = \"es\"\ncategory = \"utility\"\ncolour = 1\n",
+                5,
+                "unknown field",
+            ),
+        ];
+        for (text, line, message) in cases {
+            let problems = parse(text).expect_err(text);
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.line == *line && p.message.contains(message)),
+                "{text:?}: {problems:?}"
+            );
+        }
+    }
+}
