@@ -28,6 +28,7 @@ mod llm_fallback;
 mod llm_openai;
 mod media;
 mod outbound;
+mod outreach;
 mod payload_fixtures;
 mod prompt_reload;
 mod prompts;

@@ -363,6 +363,142 @@ async fn outside_the_24_hour_window_is_failed_for_good() {
     assert!(c.store.unsent_outbox(&wa()).await.unwrap().is_empty());
 }
 
+/// A text Meta refuses for the closed window (131047) goes again, at once and in its place,
+/// as the template of its purpose it carries; once.
+#[tokio::test]
+async fn outside_the_window_a_text_goes_as_its_template_fallback() {
+    let c = channel(
+        vec![(
+            StatusCode::BAD_REQUEST,
+            graph_error(131047, "Re-engagement message"),
+            None,
+        )],
+        SendLimits::default(),
+        fast_retries(),
+    )
+    .await;
+    let mut part = NewOutbox::text(
+        wa(),
+        None,
+        "Recordatorio: mañana tienes la visita.",
+        Utc::now(),
+    );
+    part.phone_number_id = Some(PHONE_NUMBER_ID.into());
+    part.fallback = Some(zaguan::store::Template {
+        name: "visit_reminder".into(),
+        language: "es".into(),
+        parameters: vec![
+            "Ático".into(),
+            "28/11 a las 10:00".into(),
+            "Calle Colón 1".into(),
+        ],
+        category: Some("utility".into()),
+    });
+    let ids = c.store.insert_outbox(&[part]).await.unwrap();
+    c.outbound.flush(&wa()).await.unwrap();
+    let kinds: Vec<String> = c
+        .graph
+        .received()
+        .iter()
+        .map(|r| r.body["type"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(kinds, ["text", "template"]);
+    assert_eq!(
+        c.graph.received()[1].body["template"]["name"],
+        json!("visit_reminder")
+    );
+    let sent = c.store.outbox_entry(&ids[0]).await.unwrap().unwrap();
+    assert_eq!(sent.status, OutboxStatus::Sent);
+    assert!(sent.fell_back);
+}
+
+/// Meta's slow-downs reach past the refused part: 131056 pauses that recipient, 130429 the
+/// whole number; nothing is lost.
+#[tokio::test]
+async fn a_pair_rate_refusal_pauses_the_recipient_and_a_throughput_one_the_number() {
+    let c = channel(
+        vec![(
+            StatusCode::BAD_REQUEST,
+            graph_error(130429, "Rate limit hit"),
+            Some(1),
+        )],
+        SendLimits::default(),
+        fast_retries(),
+    )
+    .await;
+    let other = WaId::parse("34600999888").unwrap();
+    queue(c.store.as_ref(), &["Hola"]).await;
+    let mut part = NewOutbox::text(other.clone(), None, "Hola a ti", Utc::now());
+    part.phone_number_id = Some(PHONE_NUMBER_ID.into());
+    c.store.insert_outbox(&[part]).await.unwrap();
+    let started = std::time::Instant::now();
+    let customer = wa();
+    let (first, second) = tokio::join!(c.outbound.flush(&customer), async {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        c.outbound.flush(&other).await
+    });
+    first.unwrap();
+    second.unwrap();
+    let received = c.graph.received();
+    assert_eq!(received.len(), 3, "refused, then both sent");
+    let to_other = received
+        .iter()
+        .find(|r| r.body["to"] == json!(other.as_str()))
+        .unwrap();
+    assert!(
+        to_other.at - started >= Duration::from_millis(900),
+        "the other recipient waited for the number's pause: {:?}",
+        to_other.at - started
+    );
+    assert!(c.store.unsent_outbox(&wa()).await.unwrap().is_empty());
+    assert!(c.store.unsent_outbox(&other).await.unwrap().is_empty());
+
+    // 131056: only that recipient waits.
+    let c = channel(
+        vec![(
+            StatusCode::BAD_REQUEST,
+            graph_error(131056, "Pair rate limit hit"),
+            Some(1),
+        )],
+        SendLimits::default(),
+        fast_retries(),
+    )
+    .await;
+    queue(c.store.as_ref(), &["Hola"]).await;
+    let mut part = NewOutbox::text(other.clone(), None, "Hola a ti", Utc::now());
+    part.phone_number_id = Some(PHONE_NUMBER_ID.into());
+    c.store.insert_outbox(&[part]).await.unwrap();
+    let started = std::time::Instant::now();
+    let customer = wa();
+    let (first, second) = tokio::join!(c.outbound.flush(&customer), async {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        c.outbound.flush(&other).await
+    });
+    first.unwrap();
+    second.unwrap();
+    let received = c.graph.received();
+    let at = |to: &str| {
+        received
+            .iter()
+            .rev()
+            .find(|r| r.body["to"] == json!(to))
+            .unwrap()
+            .at
+            - started
+    };
+    assert!(
+        at(other.as_str()) < Duration::from_millis(900),
+        "{:?}",
+        at(other.as_str())
+    );
+    assert!(
+        at(wa().as_str()) >= Duration::from_millis(900),
+        "{:?}",
+        at(wa().as_str())
+    );
+    assert!(c.store.unsent_outbox(&wa()).await.unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn an_expired_token_holds_the_reply_for_later_instead_of_losing_it() {
     let c = channel(

@@ -249,3 +249,124 @@ fn a_broken_business_file_fails_the_check_with_its_line() {
         "{printed}"
     );
 }
+
+/// `zaguan templates check` against a fake account: the file's templates are listed; one the
+/// account does not have and one Meta paused are problems (exit 1), a category that differs a
+/// warning; the account's list is read across its pages.
+#[test]
+fn templates_check_compares_the_file_with_the_account() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let base = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let page = move |query: axum::extract::Query<std::collections::HashMap<String, String>>,
+                         headers: axum::http::HeaderMap| async move {
+            assert_eq!(
+                headers.get("authorization").unwrap(),
+                "Bearer EAAG-templates"
+            );
+            if query.get("after").is_none() {
+                axum::Json(serde_json::json!({
+                    "data": [
+                        {"name": "visit_reminder", "language": "es", "status": "APPROVED", "category": "UTILITY", "id": "1"},
+                        {"name": "visit_reminder", "language": "en", "status": "PAUSED", "category": "UTILITY", "id": "2"},
+                    ],
+                    "paging": {"cursors": {"after": "b"}, "next": format!("http://{addr}/v21.0/555000/message_templates?after=b")}
+                }))
+            } else {
+                axum::Json(serde_json::json!({
+                    "data": [
+                        {"name": "listing_alert", "language": "es", "status": "APPROVED", "category": "MARKETING", "id": "3"},
+                    ],
+                    "paging": {"cursors": {"before": "b"}}
+                }))
+            }
+        };
+        let app = axum::Router::new().route(
+            "/v21.0/555000/message_templates",
+            axum::routing::get(page),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}")
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("templates.toml"),
+        r#"
+fallback_language = "es"
+[visit_reminder.es]
+name = "visit_reminder"
+language = "es"
+category = "utility"
+parameters = ["property", "when", "address"]
+[visit_reminder.en]
+name = "visit_reminder"
+language = "en"
+category = "utility"
+parameters = ["property", "when", "address"]
+[listing_alert.es]
+name = "listing_alert"
+language = "es"
+category = "utility"
+parameters = ["title", "price", "reference"]
+[re_engagement.es]
+name = "seguimos_aqui"
+language = "es"
+category = "utility"
+parameters = ["name"]
+"#,
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_zaguan"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("WHATSAPP_ACCESS_TOKEN", "EAAG-templates")
+        .env("WHATSAPP_BUSINESS_ACCOUNT_ID", "555000")
+        .env("WHATSAPP_API_BASE_URL", format!("{base}/v21.0"))
+        .args(["templates", "check"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        text.contains("visit_reminder [en]: `visit_reminder` (en): paused in the account"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "re_engagement [es]: `seguimos_aqui` (es): unknown, the account has no such template"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("warning: listing_alert [es]: `listing_alert` (es): the account says marketing, the file utility"), "{text}");
+    assert!(
+        !text.contains("visit_reminder [es]: `visit_reminder` (es):"),
+        "{text}"
+    );
+    // The environment's staff notice stands for the purpose the file leaves out.
+    assert!(
+        text.contains("staff_handoff [es]: staff_handoff (es, utility)"),
+        "{text}"
+    );
+
+    // A broken file: its line, exit 1, nothing asked of the account.
+    std::fs::write(
+        dir.path().join("templates.toml"),
+        "[visit_reminder.es]\nname = \"x\"\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_zaguan"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .args(["templates", "check"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        stdout(&output).contains("templates.toml:1:"),
+        "{}",
+        stdout(&output)
+    );
+}

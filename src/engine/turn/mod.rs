@@ -432,7 +432,8 @@ impl Engine {
         let loaded_seq = state.messages.last().map_or(0, |m| m.seq);
         let new = self.add_human_message(&set, &mut state, inbox).await?;
         let new: Vec<&InboxEntry> = new.iter().collect();
-        if !new.is_empty() && new.iter().all(|e| is_reaction(e)) {
+        // The turn's messages, new or resumed after a crash: all reactions, nothing to answer.
+        if !inbox.is_empty() && inbox.iter().all(is_reaction) {
             // A reaction is context for the next turn, never a message to answer (nor a yes).
             tracing::info!(reactions = new.len(), "reaction recorded, not answered");
             metrics::counter!("zaguan_turns_total", "outcome" => "reaction").increment(1);
