@@ -47,6 +47,7 @@ pub const VARIABLES: &[&str] = &[
     "WHATSAPP_ALERT_TEMPLATE",
     "WHATSAPP_ALERT_TEMPLATE_LANGUAGE",
     "ZAGUAN_REMINDER_TIME",
+    "ZAGUAN_OUTREACH_EVERY",
     "MONGODB_URI",
     "MONGODB_DATABASE",
     "LLM_PRIMARY",
@@ -148,9 +149,6 @@ pub struct Outreach {
     pub alerts: AlertSettings,
 }
 
-/// How often the reminder and alert loops look for work.
-const REMINDERS_EVERY: Duration = Duration::from_secs(60);
-
 /// One or more variables with a bad value; `Display` lists each on its own line.
 #[derive(Debug, thiserror::Error)]
 pub struct ConfigError(pub Vec<String>);
@@ -222,6 +220,8 @@ impl Config {
             chrono::NaiveTime::parse_from_str(v, "%H:%M")
                 .map_err(|_| format!("`{v}` is not a time like `19:00`"))
         });
+        // How often the reminder and alert loops look for work.
+        let outreach_every = env.duration("ZAGUAN_OUTREACH_EVERY", "1m");
         let llm_timeout = env.duration("ZAGUAN_LLM_TIMEOUT", "30s");
         let max_concurrency = env.count("ZAGUAN_LLM_MAX_CONCURRENCY", 64, 1..=10_000, "calls");
         let breaker_failures = env.count("ZAGUAN_LLM_BREAKER_FAILURES", 3, 1..=1000, "failures");
@@ -325,11 +325,11 @@ impl Config {
                     at: reminder_time.expect(checked),
                     timezone,
                     phone_number_id: phone_number_id.to_owned(),
-                    every: REMINDERS_EVERY,
+                    every: outreach_every.expect(checked),
                 },
                 alerts: AlertSettings {
                     phone_number_id: phone_number_id.to_owned(),
-                    every: REMINDERS_EVERY,
+                    every: outreach_every.expect(checked),
                 },
             });
         Ok(Config {

@@ -224,10 +224,13 @@ fn reminders_and_alerts_are_sent_from_the_business_number() {
         ("ZAGUAN_REMINDER_TIME", "18:30"),
         ("ZAGUAN_TIMEZONE", "Atlantic/Canary"),
         ("WHATSAPP_ALERT_TEMPLATE", "nuevo_piso"),
+        ("ZAGUAN_OUTREACH_EVERY", "30s"),
     ]))
     .unwrap();
     let Outreach { reminders, alerts } = config.outreach.unwrap();
     assert_eq!(reminders.phone_number_id, "109876543210");
+    assert_eq!(reminders.every, Duration::from_secs(30));
+    assert_eq!(alerts.every, Duration::from_secs(30));
     assert_eq!(
         reminders.at,
         chrono::NaiveTime::from_hms_opt(18, 30, 0).unwrap()

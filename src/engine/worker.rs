@@ -82,6 +82,8 @@ impl Default for WorkerSettings {
 #[derive(Default)]
 pub struct Arrivals {
     conversations: Mutex<Vec<WaId>>,
+    /// Conversations with a reply to send now (a part queued again as its fallback).
+    owed: Mutex<Vec<WaId>>,
     signal: Notify,
 }
 
@@ -97,6 +99,15 @@ impl Arrivals {
         }
         self.lock()
             .extend(entries.into_iter().map(|entry| entry.wa_id));
+        self.signal.notify_one();
+    }
+
+    /// A reply of `wa_id` is due now: the workers send it without waiting for a poll.
+    pub fn owe(&self, wa_id: WaId) {
+        self.owed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(wa_id);
         self.signal.notify_one();
     }
 
@@ -298,6 +309,11 @@ impl Dispatcher {
             }
             for wa_id in arrivals.take() {
                 self.queue().arrived(wa_id);
+            }
+            let owed =
+                std::mem::take(&mut *arrivals.owed.lock().unwrap_or_else(|e| e.into_inner()));
+            for wa_id in owed {
+                self.queue().owe(wa_id);
             }
             let now = Instant::now();
             if now >= next_poll {

@@ -60,14 +60,27 @@ pub async fn receive(
     )
     .await?;
     // This process's workers take them at once, without reading the inbox.
-    state.arrivals.push(stored);
+    state.arrivals.push(stored.messages);
+    // A part Meta failed late goes again as its fallback now, not at the next poll.
+    for wa_id in stored.resend {
+        state.arrivals.owe(wa_id);
+    }
     metrics::counter!("zaguan_webhook_requests_total", "outcome" => "accepted").increment(1);
     Ok(StatusCode::OK)
 }
 
+/// What a request stored that this process acts on at once.
+#[derive(Debug, Default)]
+pub struct Stored {
+    /// The inbox messages stored for the first time (redeliveries left out).
+    pub messages: Vec<InboxEntry>,
+    /// Conversations with a part Meta failed late, queued again as its fallback.
+    pub resend: Vec<WaId>,
+}
+
 /// Persists everything a verified request carried. Returns only once it is all stored, with
-/// the inbox messages it stored for the first time (redeliveries left out). `now` is the
-/// database's time ([`crate::store::StoreClock`]): it orders messages across instances.
+/// what the workers should take now. `now` is the database's time
+/// ([`crate::store::StoreClock`]): it orders messages across instances.
 #[tracing::instrument(skip_all, fields(
     webhook.messages = updates.messages.len(),
     webhook.statuses = updates.statuses.len(),
@@ -77,7 +90,7 @@ pub async fn store_updates(
     recent_contacts: &RecentContacts,
     updates: &Updates,
     now: DateTime<Utc>,
-) -> Result<Vec<InboxEntry>, WebhookError> {
+) -> Result<Stored, WebhookError> {
     let clock = Instant::now();
 
     // One upsert per sender, not per message (a batch often holds several from one person),
@@ -182,11 +195,13 @@ pub async fn store_updates(
     }
 
     // A part Meta failed after accepting it takes the path of one refused at once.
+    let mut resend = Vec::new();
     for (status, outcome) in updates.statuses.iter().zip(&outcomes) {
         if status.status == "failed"
             && matches!(outcome, StatusOutcome::Applied | StatusOutcome::Reconciled)
         {
-            crate::outbound::failures::after_failed_status(store, status, now).await?;
+            resend
+                .extend(crate::outbound::failures::after_failed_status(store, status, now).await?);
         }
     }
     for change in &updates.templates {
@@ -250,10 +265,11 @@ pub async fn store_updates(
         .map(|(wamid, _)| wamid.clone())
         .collect();
     let mut handed = std::collections::HashSet::new();
-    Ok(entries
+    let messages = entries
         .into_iter()
         .filter(|entry| fresh.contains(&entry.wamid) && handed.insert(entry.wamid.clone()))
-        .collect())
+        .collect();
+    Ok(Stored { messages, resend })
 }
 
 /// Metric labels come from a fixed set so a new value from Meta cannot grow the series forever.

@@ -27,6 +27,8 @@ pub struct Received {
 #[derive(Debug, Clone)]
 pub struct Delivery {
     pub to: String,
+    /// The message's `type`: text, image, interactive, template.
+    pub kind: String,
     pub body: String,
     pub wamid: String,
     pub at: Instant,
@@ -51,6 +53,8 @@ pub enum GraphFault {
 pub struct FakeGraph {
     pub received: Mutex<Vec<Received>>,
     pub answers: Mutex<VecDeque<Answer>>,
+    /// Scripted answers for messages to one recipient (not its marks-as-read), first first.
+    pub answers_to: Mutex<Vec<(String, Answer)>>,
     pub fault: Mutex<GraphFault>,
     pub delivered: Mutex<Vec<Delivery>>,
     /// Time between accepting a message and answering: a sender killed meanwhile never
@@ -152,6 +156,15 @@ async fn messages(
         let message = "(#131026) Message undeliverable";
         return error(StatusCode::BAD_REQUEST, 131026, message, None);
     }
+    if !is_read_mark {
+        let mut answers_to = graph.answers_to.lock().unwrap();
+        if let Some(i) = answers_to
+            .iter()
+            .position(|(recipient, _)| *recipient == to)
+        {
+            return answer(answers_to.remove(i).1);
+        }
+    }
     if let Some(scripted) = graph.answers.lock().unwrap().pop_front() {
         return answer(scripted);
     }
@@ -161,6 +174,7 @@ async fn messages(
     let wamid = format!("wamid.OUT{n}");
     graph.delivered.lock().unwrap().push(Delivery {
         to: to.clone(),
+        kind: body["type"].as_str().unwrap_or_default().to_owned(),
         body: text_of(&body).unwrap_or_default().to_owned(),
         wamid: wamid.clone(),
         at: Instant::now(),

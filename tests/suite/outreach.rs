@@ -428,6 +428,8 @@ async fn a_late_media_failure_falls_back_to_text_once(store: Arc<dyn Store>) {
             "metadata": {"display_phone_number": "34910000000", "phone_number_id": "109876543210"},
             "statuses": [{"id": wamid.as_str(), "status": "failed", "timestamp": common::now_timestamp(),
                           "recipient_id": customer.as_str(),
+                          // Meta echoes it: a repeat must not find the part queued again.
+                          "biz_opaque_callback_data": ids[0].callback_data(),
                           "errors": [{"code": 131053, "title": "Media upload error",
                                       "message": "Media upload error"}]}]
         }}]}]

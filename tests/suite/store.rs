@@ -944,6 +944,35 @@ async fn a_reply_recorded_twice_is_recorded_once(store: Arc<dyn Store>) {
     );
 }
 
+/// A reply part recorded once sent (the turn's own send) is found by its wamid: a status
+/// Meta posts for it later applies.
+async fn a_status_finds_a_part_recorded_as_sent(store: Arc<dyn Store>) {
+    let inbound = WaMessageId::parse("wamid.IN.RECORDED").unwrap();
+    let part = NewOutbox::text(wa("34600111222"), Some(inbound.clone()), "Hola", at(10));
+    let mut sent = reply_parts(&[part], at(9));
+    sent[0].status = OutboxStatus::Sent;
+    sent[0].wamid = Some(WaMessageId::parse("wamid.OUT.RECORDED").unwrap());
+    store.record_reply(&sent).await.unwrap();
+    let delivered = StatusUpdate {
+        wamid: WaMessageId::parse("wamid.OUT.RECORDED").unwrap(),
+        status: "delivered".into(),
+        at: Some(at(11)),
+        recipient_id: Some("34600111222".into()),
+        errors: Vec::new(),
+        callback_data: None,
+    };
+    assert_eq!(
+        store.apply_status(&delivered).await.unwrap(),
+        StatusOutcome::Applied
+    );
+    let found = store
+        .outbox_by_wamid(&delivered.wamid)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.status, OutboxStatus::Delivered);
+}
+
 /// Everything about one contact goes; the other contact's data stays whole and usable.
 async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<dyn Store>) {
     let (gone, kept) = ("34600111222", "34622333444");
@@ -1137,6 +1166,7 @@ crate::both_stores!(
     ping_answers,
     an_early_status_is_completed_by_the_record_of_its_part,
     a_reply_recorded_twice_is_recorded_once,
+    a_status_finds_a_part_recorded_as_sent,
     forgetting_a_contact_deletes_all_of_theirs_and_nothing_else,
     an_inbox_entry_round_trips,
     a_redelivered_message_is_stored_once,

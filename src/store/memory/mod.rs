@@ -133,6 +133,10 @@ impl Inner {
         if matches!(entry.status, OutboxStatus::Queued | OutboxStatus::Sending) {
             self.unsent.insert(position);
         }
+        // A part recorded already sent (the turn's own send) is found by its wamid too.
+        if let Some(wamid) = &entry.wamid {
+            self.outbox_by_wamid.insert(wamid.clone(), position);
+        }
         self.outbox.push(entry);
     }
 

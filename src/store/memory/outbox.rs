@@ -217,7 +217,11 @@ impl OutboxStore for MemoryStore {
                     .and_then(|id| inner.outbox_by_id.get(&id).copied())
                     .filter(|&index| {
                         let entry = &inner.outbox[index];
-                        entry.wamid.is_none() && status.replaces().contains(&entry.status)
+                        // A part queued again as its fallback is a new message: the old
+                        // one's statuses are not its own.
+                        entry.wamid.is_none()
+                            && !entry.fell_back
+                            && status.replaces().contains(&entry.status)
                     });
                 let Some(index) = named else {
                     return Ok(early_status(&mut inner, update, status));

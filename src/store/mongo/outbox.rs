@@ -393,6 +393,9 @@ impl OutboxStore for MongoStore {
                     doc! {
                         "_id": oid,
                         "wamid": Bson::Null,
+                        // A part queued again as its fallback is a new message: the old
+                        // one's statuses are not its own.
+                        "fell_back": {"$ne": true},
                         "status": {"$in": statuses(status.replaces())},
                     },
                     doc! {"$set": set.clone()},

@@ -1,0 +1,627 @@
+//! Outreach within WhatsApp's rules, through the real binary: `zaguan serve` with the shipped
+//! templates, signed webhooks, a fake OpenAI-format model and the fake Graph API, on the
+//! embedded store and on MongoDB (FerretDB in CI).
+//!
+//! - «BAJA» stops a saved-search alert without a model call; «ALTA» lets it go out.
+//! - A message written 25 hours before it arrives gets no free text: the re-engagement
+//!   template, the conversation flagged; an operator's reply then is refused with 409 and the
+//!   follow-up template goes instead.
+//! - A photo whose `failed` status (131053) arrives after the send goes again as text, once.
+//! - A 👍 on an old message while a booking waits for its yes books nothing and says nothing.
+//! - 131056 and 130429 back off the recipient and the number; nothing is lost.
+//! - Twenty turns refused for content (a 200 with `finish_reason: "content_filter"`) go to the
+//!   fallback and leave the primary's breaker closed for everyone else.
+//! - On MongoDB, where the test can place a visit and a customer's language before the
+//!   service starts: an English customer's reminder is the English template.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use common::TestMongo;
+use common::graph::graph_error;
+use common::service::{self, Options, PHONE_NUMBER_ID, Service, metric, say};
+use zaguan::domain::phrases;
+use zaguan::realestate::demo::DemoSet;
+use zaguan::realestate::{ListingStatus, Property};
+
+const TZ: chrono_tz::Tz = chrono_tz::Europe::Madrid;
+
+// ---------------------------------------------------------------------------------------------
+// The model: a saved search, a visit, photos, and a customer whose words a filter refuses.
+
+/// The last user message of the request.
+fn last_user(messages: &[Value]) -> &str {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+}
+
+/// The first `P-…` reference in `text`.
+fn reference(text: &str) -> String {
+    let start = text.find("P-").expect("a P- reference");
+    text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect()
+}
+
+fn rules(body: &Value) -> Value {
+    let messages = body["messages"].as_array().unwrap();
+    let system = messages[0]["content"].as_str().unwrap_or_default();
+    let last = messages.last().unwrap();
+    let role = last["role"].as_str().unwrap_or_default();
+    let content = last["content"].as_str().unwrap_or_default();
+    let primary = body["model"] == "rules";
+    let call = |name: &str, args: Value| service::call(messages.len(), name, args);
+    let delegated = role == "tool" && content.starts_with("The conversation is now handled");
+    let waiting = content.starts_with("Waiting for the user's confirmation");
+    if system.contains("especialista en búsqueda") {
+        if delegated {
+            let city = last_user(messages)
+                .split_once("pisos en ")
+                .map(|(_, city)| city.trim())
+                .unwrap_or_default();
+            call("create_search_alert", json!({"city": city}))
+        } else if waiting {
+            say("¿Guardo el aviso? Confírmalo con el botón.")
+        } else {
+            say("Aviso guardado.")
+        }
+    } else if system.contains("especialista en citas") {
+        if delegated {
+            let property = reference(last_user(messages));
+            call("list_available_slots", json!({"property_id": property}))
+        } else if role == "tool" && content.starts_with("Huecos libres") {
+            let slot = content
+                .split_whitespace()
+                .find(|w| w.starts_with("S-"))
+                .unwrap();
+            call("book_appointment", json!({"slot_id": slot}))
+        } else if waiting {
+            say("¿Confirmas la visita? Pulsa el botón.")
+        } else {
+            say("Visita reservada.")
+        }
+    } else if system.contains("especialista en propiedades") {
+        if delegated {
+            let property = reference(last_user(messages));
+            call(
+                "send_property_photos",
+                json!({"property_id": property, "count": 1}),
+            )
+        } else {
+            say("Aquí tienes la foto.")
+        }
+    } else if messages
+        .iter()
+        .any(|m| m["role"] == "user" && m["content"].to_string().contains("VETADO"))
+    {
+        if primary {
+            // What OpenAI answers when its filter stops the completion: a 200.
+            json!({"id": "chatcmpl-filtered", "object": "chat.completion", "created": 1,
+                "model": "rules",
+                "choices": [{"index": 0, "finish_reason": "content_filter", "logprobs": null,
+                             "message": {"role": "assistant", "content": null, "refusal": null}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 0, "total_tokens": 100}})
+        } else {
+            say("Reserva: de eso no puedo hablar, ¿te ayudo con una vivienda?")
+        }
+    } else if role == "user" && content.contains("Avísame") {
+        call("ToSearcherAssistant", json!({"query": content}))
+    } else if role == "user" && content.contains("visita") {
+        call("ToAppointmentAssistant", json!({"query": content}))
+    } else if role == "user" && content.contains("fotos") {
+        call("ToPropertyAssistant", json!({"query": content}))
+    } else if primary {
+        say("Primaria: ¿en qué te ayudo?")
+    } else {
+        say("Reserva: ¿en qué te ayudo?")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The service.
+
+/// Today's demo data, as the embedded store seeds it.
+fn demo() -> DemoSet {
+    let today = Utc::now().with_timezone(&TZ).date_naive();
+    zaguan::realestate::demo::demo_set(today, TZ)
+}
+
+fn available(set: &DemoSet) -> impl Iterator<Item = &Property> {
+    set.properties
+        .iter()
+        .filter(|p| p.status == ListingStatus::Available)
+}
+
+async fn start(mongo: Option<&TestMongo>) -> Service {
+    Service::start(Options {
+        rules,
+        business: None,
+        env: vec![
+            ("WHATSAPP_PHONE_NUMBER_ID", PHONE_NUMBER_ID.to_owned()),
+            ("LLM_FALLBACK", "openai:backup".to_owned()),
+            ("ZAGUAN_OUTREACH_EVERY", "300ms".to_owned()),
+            // Reminders from midnight: whenever this runs, tomorrow's visits are due.
+            ("ZAGUAN_REMINDER_TIME", "00:00".to_owned()),
+            ("ZAGUAN_TIMEZONE", TZ.name().to_owned()),
+        ],
+        mongo,
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scenarios.
+
+async fn baja_holds_the_alert_and_alta_lets_it_go(service: &mut Service, set: &DemoSet) {
+    let customer = "34611400001";
+    let listing = available(set).next().unwrap();
+    let city = listing.city.clone();
+    service
+        .customer_says(customer, "Ana", &format!("Avísame de pisos en {city}"))
+        .await;
+    service
+        .wait_for_message(customer, "Confírmalo", Duration::from_secs(5))
+        .await;
+    service.customer_says(customer, "Ana", "sí").await;
+    service
+        .wait_for_message(customer, "Aviso guardado", Duration::from_secs(5))
+        .await;
+
+    let calls = service.model_calls();
+    service.customer_says(customer, "Ana", "BAJA").await;
+    service
+        .wait_for_message(
+            customer,
+            phrases::opted_out(Some("es")),
+            Duration::from_secs(5),
+        )
+        .await;
+    let (_, shown) = service
+        .admin("GET", &format!("/admin/conversations/{customer}"), None)
+        .await;
+    assert!(shown["opted_out_at"].is_string(), "{shown}");
+    assert_eq!(shown["opt_out_source"], json!("keyword:BAJA"));
+
+    // A listing in the saved search's city comes in while the customer is opted out.
+    let mut fresh = serde_json::to_value(listing).unwrap();
+    fresh["id"] = json!("P-9901");
+    let fresh = fresh.as_object_mut().unwrap();
+    fresh.remove("listed_at");
+    fresh.remove("price_dropped_at");
+    let (status, added) = service
+        .admin("POST", "/admin/listings", Some(json!([fresh])))
+        .await;
+    assert_eq!(status, 201, "{added}");
+    // Several rounds of the alert loop (every 300 ms): nothing for this customer.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(service.mentions(customer, "P-9901"), 0);
+
+    service.customer_says(customer, "Ana", "ALTA").await;
+    service
+        .wait_for_message(
+            customer,
+            phrases::opted_in(Some("es")),
+            Duration::from_secs(5),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "P-9901", Duration::from_secs(5))
+        .await;
+    assert_eq!(
+        service.model_calls(),
+        calls,
+        "no model call for BAJA nor ALTA"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(service.mentions(customer, "P-9901"), 1, "one notice");
+    let acknowledgements = service
+        .texts_to(customer)
+        .iter()
+        .filter(|t| *t == phrases::opted_out(Some("es")))
+        .count();
+    assert_eq!(acknowledgements, 1);
+}
+
+/// A message written 25 hours ago: the re-engagement template, flagged for staff; then an
+/// operator's reply is refused and the follow-up template offered.
+async fn a_day_late_message_gets_only_a_template(service: &mut Service, mongo: Option<&TestMongo>) {
+    let customer = "34611400002";
+    let calls = service.model_calls();
+    let wamid = service
+        .customer_sends(
+            customer,
+            "Bruno",
+            json!({"type": "text", "text": {"body": "¿Sigue disponible el piso de la calle Mayor?"}}),
+            chrono::Duration::hours(25),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "seguimos_aqui", Duration::from_secs(5))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let messages = service.messages_to(customer);
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0]["type"], json!("template"));
+    assert_eq!(service.model_calls(), calls, "no model call");
+    let (_, shown) = service
+        .admin("GET", &format!("/admin/conversations/{customer}"), None)
+        .await;
+    let reason = shown["conversation"]["handoff_requested"]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(!reason.is_empty(), "flagged for staff: {shown}");
+    assert!(
+        shown["messages"]
+            .to_string()
+            .contains("¿Sigue disponible el piso de la calle Mayor?"),
+        "the message is kept: {shown}"
+    );
+    let metrics = service.metrics().await;
+    assert_eq!(
+        metric(&metrics, "zaguan_turns_total", &[r#"outcome="late""#]),
+        1.0
+    );
+    if let Some(db) = mongo {
+        use zaguan::store::InboxStore as _;
+        let entry = db
+            .store
+            .inbox_entry(&zaguan::domain::WaMessageId::parse(&wamid).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(entry.status, zaguan::store::InboxStatus::Done);
+    }
+
+    // An operator takes it, and may not write free text past the window.
+    let path = format!("/admin/conversations/{customer}");
+    let (status, _) = service
+        .admin(
+            "POST",
+            &format!("{path}/handoff"),
+            Some(json!({"operator": "Lucía"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, refused) = service
+        .admin(
+            "POST",
+            &format!("{path}/messages"),
+            Some(json!({"operator": "Lucía", "text": "Sí, sigue disponible."})),
+        )
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused.to_string().contains("24"), "{refused}");
+    let (status, queued) = service
+        .admin(
+            "POST",
+            &format!("{path}/follow-up"),
+            Some(json!({"operator": "Lucía"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{queued}");
+    service
+        .wait_for_message(customer, "operator_follow_up", Duration::from_secs(5))
+        .await;
+    assert!(
+        !service
+            .texts_to(customer)
+            .iter()
+            .any(|t| t.contains("Sí, sigue disponible")),
+        "the refused reply never went"
+    );
+}
+
+/// Media refused minutes after it was accepted: the caption and link as text, once.
+async fn a_late_media_failure_falls_back_once(service: &mut Service, set: &DemoSet) {
+    let customer = "34611400003";
+    let property = available(set).find(|p| !p.photos.is_empty()).unwrap();
+    service
+        .customer_says(
+            customer,
+            "Carla",
+            &format!("Mándame fotos del {}", property.id),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "\"image\"", Duration::from_secs(5))
+        .await;
+    let image = service
+        .messages_to(customer)
+        .into_iter()
+        .find(|m| m["type"] == "image")
+        .unwrap();
+    let link = image["image"]["link"].as_str().unwrap().to_owned();
+    let callback_data = image["biz_opaque_callback_data"].clone();
+    let wamid = service
+        .graph
+        .delivered()
+        .into_iter()
+        .find(|d| d.to == customer && d.kind == "image")
+        .unwrap()
+        .wamid;
+    let failed = json!({
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "34910000000", "phone_number_id": PHONE_NUMBER_ID},
+        "statuses": [{"id": wamid, "status": "failed", "timestamp": Utc::now().timestamp().to_string(),
+            "recipient_id": customer, "biz_opaque_callback_data": callback_data,
+            "errors": [{"code": 131053, "title": "Media upload error",
+                        "message": "Media upload error",
+                        "error_data": {"details": "Downloading media from weblink failed"}}]}],
+    });
+    // Meta may post the same status twice.
+    service.post_webhook(failed.clone()).await;
+    service.post_webhook(failed).await;
+    let texts = |service: &Service| {
+        service
+            .messages_to(customer)
+            .into_iter()
+            .filter(|m| m["type"] == "text" && m.to_string().contains(&link))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while texts(service) == 0 {
+        if std::time::Instant::now() >= deadline {
+            let (_, shown) = service
+                .admin("GET", &format!("/admin/conversations/{customer}"), None)
+                .await;
+            panic!(
+                "no text fallback: {:?}\n{wamid}\n{}\n{}",
+                service.messages_to(customer),
+                shown["outbox"],
+                service
+                    .metrics()
+                    .await
+                    .lines()
+                    .filter(|l| l.contains("statuses_total"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(texts(service), 1, "{:?}", service.messages_to(customer));
+}
+
+/// A 👍 (and its removal) while a booking waits for the customer's yes: nothing booked, no
+/// reply, no model call.
+async fn a_reaction_neither_answers_nor_confirms(service: &mut Service, set: &DemoSet) {
+    let customer = "34611400004";
+    let property = available(set)
+        .find(|p| set.slots.iter().any(|s| s.property_id == p.id))
+        .unwrap();
+    let first = service.customer_says(customer, "Diego", "Hola").await;
+    service
+        .wait_for_message(customer, "¿en qué te ayudo?", Duration::from_secs(5))
+        .await;
+    service
+        .customer_says(
+            customer,
+            "Diego",
+            &format!("Quiero una visita al {}", property.id),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "¿Confirmas la visita?", Duration::from_secs(5))
+        .await;
+    // The question, then the summary with its buttons.
+    service
+        .wait_for_message(customer, "confirm:", Duration::from_secs(5))
+        .await;
+    let sent = service.messages_to(customer).len();
+    let calls = service.model_calls();
+    for emoji in ["👍", ""] {
+        service
+            .customer_sends(
+                customer,
+                "Diego",
+                json!({"type": "reaction", "reaction": {"message_id": first, "emoji": emoji}}),
+                chrono::Duration::zero(),
+            )
+            .await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        service.messages_to(customer).len(),
+        sent,
+        "no reply: {:?}",
+        service.messages_to(customer)
+    );
+    assert_eq!(service.model_calls(), calls, "no model call");
+    let (_, shown) = service
+        .admin("GET", &format!("/admin/conversations/{customer}"), None)
+        .await;
+    assert_eq!(
+        shown["pending_action"]["tool"],
+        json!("book_appointment"),
+        "still waiting for a yes: {shown}"
+    );
+    assert!(
+        shown["messages"].to_string().contains("👍"),
+        "the reaction is in the history: {shown}"
+    );
+    let (_, appointments) = service
+        .admin("GET", "/admin/export/appointments", None)
+        .await;
+    assert!(
+        !appointments.to_string().contains(customer),
+        "nothing booked: {appointments}"
+    );
+}
+
+/// Meta's slow-downs: the part waits and goes, once.
+async fn rate_limits_back_off_and_lose_nothing(service: &mut Service) {
+    let customer = "34611400005";
+    let before = service.metrics().await;
+    for (code, status, retry_after, text) in [
+        (131056, StatusCode::BAD_REQUEST, None, "Hola"),
+        (
+            130429,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(1),
+            "Hola de nuevo",
+        ),
+    ] {
+        service.graph.answers_to.lock().unwrap().push((
+            customer.to_owned(),
+            (status, graph_error(code, "rate limit"), retry_after),
+        ));
+        let answered = service.texts_to(customer).len();
+        service.customer_says(customer, "Elena", text).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        while service.texts_to(customer).len() == answered {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the reply after {code} never went"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(service.texts_to(customer).len(), 2, "one reply each");
+    let after = service.metrics().await;
+    for scope in ["recipient", "number"] {
+        let label = format!("scope=\"{scope}\"");
+        let grew = metric(&after, "zaguan_outbound_backoffs_total", &[&label])
+            - metric(&before, "zaguan_outbound_backoffs_total", &[&label]);
+        assert_eq!(grew, 1.0, "{scope}");
+    }
+}
+
+/// One customer's words refused by the primary's filter, twenty turns in a row: each goes to
+/// the fallback, and the next customer still gets the primary.
+async fn content_refusals_stay_with_their_conversation(service: &mut Service) {
+    let refused = "34611400006";
+    for turn in 1..=20 {
+        service
+            .customer_says(refused, "Fermín", &format!("VETADO {turn}"))
+            .await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while service.texts_to(refused).len() < turn {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "turn {turn} unanswered"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert!(
+        service
+            .texts_to(refused)
+            .iter()
+            .all(|t| t.starts_with("Reserva:")),
+        "{:?}",
+        service.texts_to(refused)
+    );
+    let other = "34611400007";
+    service.customer_says(other, "Gloria", "Buenas").await;
+    service
+        .wait_for_message(other, "Primaria:", Duration::from_secs(5))
+        .await;
+    let metrics = service.metrics().await;
+    assert!(
+        metric(
+            &metrics,
+            "zaguan_llm_refusals_total",
+            &[r#"kind="content_filter""#]
+        ) >= 20.0,
+        "refusals counted by kind"
+    );
+    assert_eq!(
+        metric(&metrics, "zaguan_llm_breaker_open", &[r#"model="rules""#]),
+        0.0
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_embedded_store_outreach_keeps_the_rules() {
+    let set = demo();
+    let mut service = start(None).await;
+    baja_holds_the_alert_and_alta_lets_it_go(&mut service, &set).await;
+    a_day_late_message_gets_only_a_template(&mut service, None).await;
+    a_late_media_failure_falls_back_once(&mut service, &set).await;
+    a_reaction_neither_answers_nor_confirms(&mut service, &set).await;
+    rate_limits_back_off_and_lose_nothing(&mut service).await;
+    content_refusals_stay_with_their_conversation(&mut service).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mongodb_outreach_keeps_the_rules() {
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    use zaguan::realestate::RealEstateStore as _;
+    use zaguan::store::{ContactSeen, ConversationStore as _, UserStore as _};
+    let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
+    realestate.ensure_indexes().await.unwrap();
+    let set = common::seeded_demo(&realestate).await;
+
+    // An English customer who last wrote two days ago, with a visit tomorrow at 10:00.
+    let english = zaguan::domain::WaId::parse("34611400008").unwrap();
+    let tomorrow = Utc::now().with_timezone(&TZ).date_naive() + chrono::Days::new(1);
+    let starts_at = {
+        use chrono::TimeZone as _;
+        TZ.from_local_datetime(&tomorrow.and_hms_opt(10, 0, 0).unwrap())
+            .unwrap()
+            .to_utc()
+    };
+    let property = available(&set).next().unwrap();
+    realestate
+        .save_appointment(&zaguan::realestate::Appointment {
+            id: "A-EN-BIN".into(),
+            property_id: property.id.clone(),
+            slot_id: "S-EN-BIN".into(),
+            wa_id: english.clone(),
+            starts_at,
+            status: zaguan::realestate::AppointmentStatus::Booked,
+            created_at: Utc::now() - chrono::Duration::days(2),
+            reminder_sent_at: None,
+            moved_from: None,
+        })
+        .await
+        .unwrap();
+    db.store
+        .record_contact(&ContactSeen {
+            wa_id: english.clone(),
+            phone: Some(english.as_str().to_owned()),
+            user_id: None,
+            name: Some("Harry".into()),
+            username: None,
+            seen_at: Utc::now() - chrono::Duration::hours(48),
+        })
+        .await
+        .unwrap();
+    db.store
+        .set_conversation_lang(&english, "en")
+        .await
+        .unwrap();
+
+    let mut service = start(Some(&db)).await;
+    service
+        .wait_for_message(english.as_str(), "visit_reminder", Duration::from_secs(10))
+        .await;
+    let reminder = service.messages_to(english.as_str()).remove(0);
+    assert_eq!(reminder["type"], json!("template"), "{reminder}");
+    assert_eq!(reminder["template"]["language"]["code"], json!("en"));
+
+    baja_holds_the_alert_and_alta_lets_it_go(&mut service, &set).await;
+    a_day_late_message_gets_only_a_template(&mut service, Some(&db)).await;
+    a_late_media_failure_falls_back_once(&mut service, &set).await;
+    a_reaction_neither_answers_nor_confirms(&mut service, &set).await;
+    rate_limits_back_off_and_lose_nothing(&mut service).await;
+    content_refusals_stay_with_their_conversation(&mut service).await;
+    drop(service);
+    db.drop().await;
+}
