@@ -1,4 +1,4 @@
-//! The HTTP application: every route and its limits (ARCHITECTURE.md §4), over the
+//! The HTTP application: every route and its limits (the README's endpoint table), over the
 //! [`AppState`] the handlers share.
 
 use std::time::Duration;

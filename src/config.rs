@@ -1,4 +1,4 @@
-//! Configuration: the environment of ARCHITECTURE.md §3 turned into a typed [`Config`] once, at
+//! Configuration: the environment `.env.example` documents turned into a typed [`Config`] once, at
 //! start-up. Each module owns its settings type (`LlmSettings`, `EngineSettings`,
 //! `WorkerSettings`, `GraphSettings`, …); this one reads the variables and composes them. Every
 //! bad value is reported (all of them, not just the first) with the variable's name; secrets are

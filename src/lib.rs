@@ -1,7 +1,7 @@
 //! Zaguan: a WhatsApp bot service for a real-estate business.
 //!
-//! The flow (ARCHITECTURE.md §1): Meta posts a webhook → [`webhook`] verifies the signature over
-//! the raw bytes and parses every update → inbound messages are stored in the `inbox` of the
+//! The flow (`docs/architecture.md`): Meta posts a webhook → [`webhook`] verifies the signature
+//! over the raw bytes and parses every update → inbound messages are stored in the `inbox` of the
 //! [`store`] before the 200 → workers (the engine) take them one conversation at a time through
 //! context_extractor, route_to_workflow and the assistants → guard_translator → outbox → Graph API.
 

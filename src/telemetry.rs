@@ -301,6 +301,31 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Staff told of a waiting customer on WhatsApp [outcome: first, next, all; nobody: no staff to tell]",
     ),
     (
+        "zaguan_outreach_total",
+        Kind::Counter,
+        "Messages the service wrote first (reminders, alerts, staff notices, follow-ups), by what the send governor decided [purpose, form: text, template, or the reason it was skipped]",
+    ),
+    (
+        "zaguan_template_messages_total",
+        Kind::Counter,
+        "Template messages accepted by the Graph API, which Meta bills per message [category: utility, marketing, authentication]",
+    ),
+    (
+        "zaguan_template_status_updates_total",
+        Kind::Counter,
+        "Template status and category changes Meta reported by webhook [status]",
+    ),
+    (
+        "zaguan_outbound_fallbacks_total",
+        Kind::Counter,
+        "Refused parts sent again in another form, at once or after a failed status [to: text, template, person (flagged for staff)]",
+    ),
+    (
+        "zaguan_outbound_backoffs_total",
+        Kind::Counter,
+        "Pauses Meta asked for: the number's throughput (130429) or one recipient's pair rate (131056) [scope: number, recipient]",
+    ),
+    (
         "zaguan_consent_changes_total",
         Kind::Counter,
         "Contacts who opted out of proactive messages (BAJA, STOP) or back in (ALTA, START) [change: opt_out, opt_in]",

@@ -63,10 +63,11 @@ impl Purpose {
         }
     }
 
-    /// Whether it writes to a customer unasked, which an opt-out stops (a staff notice goes
-    /// to staff; a re-engagement or follow-up answers the customer's own message).
+    /// Whether it writes to a customer first, which an opt-out stops: everything but the
+    /// staff notice, which goes to staff. A re-engagement or an operator's follow-up reaches
+    /// a customer whose window has closed, so it is outreach too.
     pub fn is_outreach(self) -> bool {
-        matches!(self, Purpose::VisitReminder | Purpose::ListingAlert)
+        !matches!(self, Purpose::StaffHandoff)
     }
 }
 

@@ -1,7 +1,7 @@
-//! The admin HTTP API (ARCHITECTURE.md §4): operators find conversations stuck in a subgraph,
-//! look at one, and send it back to the primary agent. Bearer `ZAGUAN_ADMIN_TOKEN`, compared in
-//! constant time; without a configured token the routes do not exist (404), without the right
-//! token they answer 401. JSON with stable field names.
+//! The admin HTTP API (the README's endpoint table): operators find conversations stuck in a
+//! subgraph, look at one, and send it back to the primary agent. Bearer `ZAGUAN_ADMIN_TOKEN`,
+//! compared in constant time; without a configured token the routes do not exist (404), without the
+//! right token they answer 401. JSON with stable field names.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};

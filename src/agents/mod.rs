@@ -1,4 +1,4 @@
-//! The assistants of the graph (ARCHITECTURE.md §6): one prompt file each in the prompts folder,
+//! The assistants of the graph (`docs/prompts.md`): one prompt file each in the prompts folder,
 //! read once at start-up into an [`AgentRegistry`] that tells the engine who the primary agent of
 //! a role is, which `To<X>Assistant` delegation tools an agent is offered, and what its system
 //! prompt says.

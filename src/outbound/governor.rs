@@ -149,3 +149,132 @@ pub fn skipped(mut part: NewOutbox, skip: Skip, id: OutboxId) -> OutboxEntry {
     });
     entry
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{ContactSeen, MemoryStore, OptOut, UserStore as _};
+
+    fn utility(name: &str, language: &str) -> crate::templates::TemplateSpec {
+        crate::templates::TemplateSpec {
+            name: name.into(),
+            language: language.into(),
+            category: crate::templates::Category::Utility,
+            parameters: vec!["name".into()],
+        }
+    }
+
+    fn contact(wa_id: &WaId, seen_at: DateTime<Utc>) -> ContactSeen {
+        ContactSeen {
+            wa_id: wa_id.clone(),
+            phone: Some(wa_id.as_str().to_owned()),
+            user_id: None,
+            name: Some("Ana".into()),
+            username: None,
+            seen_at,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_opt_out_stops_everything_written_first_but_the_staff_notice() {
+        let store = MemoryStore::new();
+        let templates = Templates::default().with_default(
+            Purpose::ReEngagement,
+            "es",
+            utility("seguimos_aqui", "es"),
+        );
+        let to = WaId::parse("34611000001").unwrap();
+        let now = Utc::now();
+        store
+            .record_contact(&contact(&to, now - chrono::Duration::hours(30)))
+            .await
+            .unwrap();
+        let form_of = |purpose| {
+            let (store, templates, to) = (&store, &templates, &to);
+            async move {
+                form(store, templates, to, purpose, Some("es"), &[], now)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert!(matches!(
+            form_of(Purpose::ReEngagement).await,
+            Form::Template(_)
+        ));
+        store
+            .set_opt_out(
+                &to,
+                Some(&OptOut {
+                    at: now,
+                    source: "keyword:BAJA".into(),
+                }),
+            )
+            .await
+            .unwrap();
+        for purpose in [
+            Purpose::VisitReminder,
+            Purpose::ListingAlert,
+            Purpose::ReEngagement,
+            Purpose::OperatorFollowUp,
+        ] {
+            assert!(
+                matches!(form_of(purpose).await, Form::Skip(Skip::OptedOut)),
+                "{purpose:?}"
+            );
+        }
+        assert!(may_reach(&store, &to, Purpose::StaffHandoff).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn outside_the_window_only_a_template_goes() {
+        let store = MemoryStore::new();
+        let templates = Templates::default().with_default(
+            Purpose::ListingAlert,
+            "en",
+            utility("listing_alert", "en"),
+        );
+        let to = WaId::parse("34611000002").unwrap();
+        let now = Utc::now();
+        store
+            .record_contact(&contact(&to, now - chrono::Duration::hours(2)))
+            .await
+            .unwrap();
+        let inside = form(
+            &store,
+            &templates,
+            &to,
+            Purpose::ListingAlert,
+            Some("en"),
+            &[],
+            now,
+        )
+        .await
+        .unwrap();
+        assert!(matches!(inside, Form::Text { fallback: Some(_) }));
+        let later = now + chrono::Duration::hours(23);
+        let outside = form(
+            &store,
+            &templates,
+            &to,
+            Purpose::ListingAlert,
+            Some("en"),
+            &[],
+            later,
+        )
+        .await
+        .unwrap();
+        assert!(matches!(outside, Form::Template(ref t) if t.language == "en"));
+        let none = form(
+            &store,
+            &templates,
+            &to,
+            Purpose::VisitReminder,
+            Some("en"),
+            &[],
+            later,
+        )
+        .await
+        .unwrap();
+        assert!(matches!(none, Form::Skip(Skip::WindowClosed)));
+    }
+}

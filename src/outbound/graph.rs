@@ -1,6 +1,6 @@
-//! The Graph API's messages endpoint (`POST {base}/{phone_number_id}/messages`, ARCHITECTURE.md
-//! §4): text messages, interactive reply buttons, and mark-as-read with the typing indicator.
-//! Errors are classified here, once, into what the sender can do about them.
+//! The Graph API's messages endpoint (`POST {base}/{phone_number_id}/messages`): text messages,
+//! interactive reply buttons, and mark-as-read with the typing indicator. Errors are classified
+//! here, once, into what the sender can do about them.
 
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
-//! What the service persists (ARCHITECTURE.md §5): one trait per collection ([`InboxStore`],
-//! [`ConversationStore`], [`HistoryStore`], [`OutboxStore`]…), [`Store`] their sum, with two
-//! implementations laid out the same way, a file per collection: [`MongoStore`] for production
-//! and [`MemoryStore`], the embedded default when `MONGODB_URI` is unset. Both pass the same
-//! suite (`tests/suite/store.rs`). [`StoreParts`] assembles a store from parts, so a test can replace
-//! the one collection it breaks.
+//! What the service persists (`docs/operators.md`, what each collection holds): one trait per
+//! collection ([`InboxStore`], [`ConversationStore`], [`HistoryStore`], [`OutboxStore`]…),
+//! [`Store`] their sum, with two implementations laid out the same way, a file per collection:
+//! [`MongoStore`] for production and [`MemoryStore`], the embedded default when `MONGODB_URI` is
+//! unset. Both pass the same suite (`tests/suite/store.rs`). [`StoreParts`] assembles a store from
+//! parts, so a test can replace the one collection it breaks.
 //!
 //! Every method is a single-document atomic write or a read: there are no multi-document
 //! transactions, and callers order their writes so a crash between two of them is safe to replay.

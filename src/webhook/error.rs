@@ -1,4 +1,5 @@
-//! The webhook's failures and their HTTP answers (ARCHITECTURE.md §4), mapped in one place.
+//! The webhook's failures and their HTTP answers (the README's endpoint table), mapped in one
+//! place.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -1,5 +1,6 @@
-//! OpenAI's OpenAPI description (`../shared/specs/`), read once per test binary: what we send
-//! to OpenAI-compatible servers is validated against its schemas.
+//! OpenAI's OpenAPI description (the schemas we exchange, in `tests/data/openai-openapi.yaml`),
+//! read once per test binary: what we send to OpenAI-compatible servers is validated against
+//! its schemas.
 
 use std::sync::OnceLock;
 
@@ -7,32 +8,23 @@ use serde_json::{Value, json};
 
 const SPEC_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/specs/openai-openapi.yaml"
+    "/tests/data/openai-openapi.yaml"
 );
 
-/// The spec's `components`, parsed once per test binary; `None` (test skipped) when the file is
-/// absent outside CI.
-pub fn spec_components() -> Option<&'static Value> {
-    static COMPONENTS: OnceLock<Option<Value>> = OnceLock::new();
-    COMPONENTS
-        .get_or_init(|| {
-            let Ok(text) = std::fs::read_to_string(SPEC_PATH) else {
-                assert!(
-                    std::env::var("CI").as_deref() != Ok("true"),
-                    "{SPEC_PATH} is missing, and CI=true requires it"
-                );
-                eprintln!("skipping the OpenAPI check: {SPEC_PATH} not found");
-                return None;
-            };
-            let Lenient(mut spec) = serde_norway::from_str(&text).expect("the spec is valid YAML");
-            assert!(
-                spec["openapi"].as_str().unwrap_or("").starts_with("3.1"),
-                "OpenAPI 3.1 (JSON Schema 2020-12) expected, got {}",
-                spec["openapi"]
-            );
-            Some(spec["components"].take())
-        })
-        .as_ref()
+/// The spec's `components`, parsed once per test binary.
+pub fn spec_components() -> &'static Value {
+    static COMPONENTS: OnceLock<Value> = OnceLock::new();
+    COMPONENTS.get_or_init(|| {
+        let text =
+            std::fs::read_to_string(SPEC_PATH).unwrap_or_else(|e| panic!("{SPEC_PATH}: {e}"));
+        let Lenient(mut spec) = serde_norway::from_str(&text).expect("the spec is valid YAML");
+        assert!(
+            spec["openapi"].as_str().unwrap_or("").starts_with("3.1"),
+            "OpenAPI 3.1 (JSON Schema 2020-12) expected, got {}",
+            spec["openapi"]
+        );
+        spec["components"].take()
+    })
 }
 
 /// A JSON value read from YAML. The spec has integer bounds beyond 64 bits (`seed.minimum`),
@@ -117,16 +109,14 @@ impl<'de> serde::de::Visitor<'de> for LenientVisitor {
 
 /// A JSON Schema 2020-12 validator for `#/components/schemas/{name}`, whose `$ref`s resolve
 /// inside the same document because the spec's `components` ride along in it.
-pub fn spec_validator(name: &str) -> Option<jsonschema::Validator> {
-    let components = spec_components()?;
+pub fn spec_validator(name: &str) -> jsonschema::Validator {
+    let components = spec_components();
     let schema = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$ref": format!("#/components/schemas/{name}"),
         "components": components,
     });
-    Some(
-        jsonschema::draft202012::options()
-            .build(&schema)
-            .unwrap_or_else(|e| panic!("the spec's {name} is not a usable schema: {e}")),
-    )
+    jsonschema::draft202012::options()
+        .build(&schema)
+        .unwrap_or_else(|e| panic!("the spec's {name} is not a usable schema: {e}"))
 }

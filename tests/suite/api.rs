@@ -1,5 +1,5 @@
-//! The HTTP contract of ARCHITECTURE.md §4 for `/webhook`, `/healthz`, `/readyz` and `/metrics`,
-//! through the real router, with the in-memory store and with MongoDB.
+//! The HTTP contract of the README's endpoint table for `/webhook`, `/healthz`, `/readyz` and
+//! `/metrics`, through the real router, with the in-memory store and with MongoDB.
 
 use crate::common;
 

@@ -536,6 +536,28 @@ async fn an_operator_cannot_write_past_the_window(store: Arc<dyn Store>) {
         queued[0].template.as_ref().unwrap().name,
         "operator_follow_up"
     );
+    // A customer who opted out gets no follow-up either, and the operator is told why.
+    store
+        .set_opt_out(
+            &customer,
+            Some(&zaguan::store::OptOut {
+                at: Utc::now(),
+                source: "keyword:BAJA".into(),
+            }),
+        )
+        .await
+        .unwrap();
+    let (status, body) = app
+        .admin(
+            "POST",
+            &format!("{path}/follow-up"),
+            Some(&bearer),
+            Some(r#"{"operator": "lucia"}"#),
+        )
+        .await;
+    assert_eq!(status, axum::http::StatusCode::CONFLICT, "{body}");
+    assert!(body.to_string().contains("opted out"), "{body}");
+    assert_eq!(store.unsent_outbox(&customer).await.unwrap().len(), 1);
 }
 
 crate::both_stores!(|s| (s.store.clone(), s.realestate.clone()) =>

@@ -243,7 +243,14 @@ pub async fn follow_up(
                 "the customer's 24-hour window is open: write them a reply instead".to_owned(),
             ));
         }
-        Form::Skip(Skip::OptedOut) | Form::Skip(Skip::WindowClosed) => {
+        Form::Skip(Skip::OptedOut) => {
+            return Err(HandoffError::Conflict(
+                "the customer opted out of messages they did not ask for (BAJA, STOP): no \
+                 follow-up goes until they write again or opt back in"
+                    .to_owned(),
+            ));
+        }
+        Form::Skip(Skip::WindowClosed) => {
             return Err(HandoffError::Conflict(
                 "no usable `operator_follow_up` template in templates.toml: add one approved in \
                  the account"

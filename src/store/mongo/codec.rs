@@ -1,5 +1,5 @@
 //! The BSON form of the store's records: one function per direction and record, so a field's
-//! name is spelled in one place (ARCHITECTURE.md §5).
+//! name is spelled in one place (`docs/operators.md`, what each collection holds).
 
 use crate::domain::CallOutcome;
 use crate::domain::DialogState;

@@ -1,4 +1,5 @@
-//! The records the store keeps, one type per collection document (ARCHITECTURE.md §5).
+//! The records the store keeps, one type per collection document (`docs/operators.md`, what each
+//! collection holds).
 
 mod conversations;
 mod history;
