@@ -10,6 +10,7 @@ pub mod agents;
 pub mod app;
 pub mod business;
 pub mod config;
+pub mod conversation_tests;
 pub mod domain;
 pub mod engine;
 pub mod events;

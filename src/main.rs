@@ -40,6 +40,8 @@ enum Command {
     Conversations(admin::cli::conversations::ConversationsArgs),
     /// Erase what is stored about one WhatsApp contact (`forget WA_ID`).
     Users(admin::cli::users::UsersArgs),
+    /// Run the conversation tests (`tests/conversations/`): replayed, recorded or live.
+    Test(admin::cli::test::TestArgs),
     /// Exit 0 when the local `zaguan serve` answers `GET /healthz` with 200 (container probes).
     Healthcheck(admin::cli::healthcheck::HealthcheckArgs),
 }
@@ -61,6 +63,8 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+        // The report is the output; the engine's logs only when asked for with RUST_LOG.
+        Command::Test(_) => telemetry::init_logs_at("off"),
         _ => telemetry::init_logs(),
     }
     let config = match Config::from_env() {
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
             Command::Export(args) => admin::cli::export::run(args, config).await,
             Command::Conversations(args) => admin::cli::conversations::run(args, config).await,
             Command::Users(args) => admin::cli::users::run(args, config).await,
+            Command::Test(args) => admin::cli::test::run(args, config).await,
             Command::Healthcheck(_) => unreachable!("answered before the configuration is read"),
         }
     });

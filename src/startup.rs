@@ -42,26 +42,24 @@ pub fn build_engine(
     realestate: Arc<dyn RealEstateStore>,
     usage: Option<UsageRecorder>,
 ) -> anyhow::Result<Engine> {
-    let roles = Arc::new(RoleDirectory::new(Arc::new(DataRoles(realestate.clone()))));
-    let context = Arc::new(RealEstateContext::new(
-        realestate.clone(),
-        config.engine.timezone,
-    ));
-    let desk = Arc::new(HandoffDesk::new(
-        store.clone(),
-        Some(Arc::new(DataRoles(realestate.clone()))),
-        config.handoffs.clone(),
-    ));
-    let tools = crate::realestate::tools::registry(realestate.clone())
-        .with(RequestHuman::new(desk.clone()))
-        .with(crate::realestate::tools::RequestCallback::new(
-            realestate.clone(),
-            desk.clone(),
-        ))
-        .with(crate::realestate::tools::RequestListingChange::new(
-            realestate,
-            desk.clone(),
-        ));
+    let registry = load_prompts(config)?;
+    let llm = llm_chain(config, usage)?;
+    let engine = assemble_engine(
+        config.engine.clone(),
+        config,
+        store,
+        realestate,
+        llm,
+        Arc::new(registry),
+    );
+    Ok(match voice_notes(config)? {
+        Some(voice) => engine.with_voice_notes(Arc::new(voice)),
+        None => engine,
+    })
+}
+
+/// The prompts folder loaded and checked, its warnings logged.
+pub fn load_prompts(config: &Config) -> anyhow::Result<AgentRegistry> {
     let registry = AgentRegistry::load(&config.prompts_dir, &crate::startup::known_tools())
         .map_err(|problems| {
             for problem in &problems {
@@ -81,16 +79,44 @@ pub fn build_engine(
     for warning in registry.warnings() {
         tracing::warn!("{warning}");
     }
-    let llm = llm_chain(config, usage)?;
-    let settings = config.engine.clone();
-    let engine = Engine::new(store, llm, Arc::new(registry), Arc::new(tools), settings)
+    Ok(registry)
+}
+
+/// The engine over `store` and the agency's data, answering with `llm` from `registry`: the
+/// domain tools, the handoff desk, roles and context from the business data. `serve`, `chat`
+/// and `zaguan test` (with its own clock and model) build it here.
+pub fn assemble_engine(
+    settings: crate::engine::EngineSettings,
+    config: &Config,
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+    llm: Arc<dyn Llm>,
+    registry: Arc<AgentRegistry>,
+) -> Engine {
+    let roles = Arc::new(RoleDirectory::new(Arc::new(DataRoles(realestate.clone()))));
+    let context = Arc::new(RealEstateContext::new(
+        realestate.clone(),
+        settings.timezone,
+    ));
+    let desk = Arc::new(HandoffDesk::new(
+        store.clone(),
+        Some(Arc::new(DataRoles(realestate.clone()))),
+        config.handoffs.clone(),
+    ));
+    let tools = crate::realestate::tools::registry(realestate.clone())
+        .with(RequestHuman::new(desk.clone()))
+        .with(crate::realestate::tools::RequestCallback::new(
+            realestate.clone(),
+            desk.clone(),
+        ))
+        .with(crate::realestate::tools::RequestListingChange::new(
+            realestate,
+            desk.clone(),
+        ));
+    Engine::new(store, llm, registry, Arc::new(tools), settings)
         .with_handoffs(desk)
         .with_roles(roles)
-        .with_context(context);
-    Ok(match voice_notes(config)? {
-        Some(voice) => engine.with_voice_notes(Arc::new(voice)),
-        None => engine,
-    })
+        .with_context(context)
 }
 
 /// Voice notes to text when `LLM_TRANSCRIBE` is set and both keys it needs are there: the
@@ -153,39 +179,8 @@ const HTTP_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
 /// the agent's `offline_reply`.
 pub fn llm_chain(config: &Config, usage: Option<UsageRecorder>) -> anyhow::Result<Arc<dyn Llm>> {
     let mut providers: Vec<(String, Arc<dyn Llm>)> = Vec::new();
-    let http_timeout = config.llm.policy.timeout + HTTP_TIMEOUT_MARGIN;
     for spec in [&config.llm.primary, &config.llm.fallback] {
-        let llm = &config.llm;
-        let client: Option<Arc<dyn Llm>> = match spec.provider {
-            LlmProvider::OpenAi
-                if llm.openai_api_key.is_some()
-                    || llm.openai_base_url.as_str() != "https://api.openai.com/v1" =>
-            {
-                Some(Arc::new(OpenAiClient::new(
-                    llm.openai_base_url.clone(),
-                    llm.openai_api_key.clone(),
-                    spec.model.clone(),
-                    http_timeout,
-                )?))
-            }
-            LlmProvider::Anthropic
-                if llm.anthropic_api_key.is_some()
-                    || llm.anthropic_base_url.as_str() != "https://api.anthropic.com/" =>
-            {
-                Some(Arc::new(AnthropicClient::new(
-                    llm.anthropic_base_url.clone(),
-                    llm.anthropic_api_key.clone(),
-                    spec.model.clone(),
-                    llm.max_tokens,
-                    http_timeout,
-                )?))
-            }
-            _ => {
-                tracing::warn!(llm = %spec, "no API key for this model: not used");
-                None
-            }
-        };
-        if let Some(client) = client {
+        if let Some(client) = provider(config, spec)? {
             tracing::info!(llm = %spec, "LLM in the chain");
             providers.push((spec.to_string(), client));
         }
@@ -202,6 +197,45 @@ pub fn llm_chain(config: &Config, usage: Option<UsageRecorder>) -> anyhow::Resul
         Some(usage) => chain.with_call_log(Arc::new(usage)),
         None => chain,
     }))
+}
+
+/// One provider's client for `spec`, when its key (or a local server) is configured.
+pub fn provider(
+    config: &Config,
+    spec: &crate::llm::LlmSpec,
+) -> anyhow::Result<Option<Arc<dyn Llm>>> {
+    let http_timeout = config.llm.policy.timeout + HTTP_TIMEOUT_MARGIN;
+    let llm = &config.llm;
+    let client: Option<Arc<dyn Llm>> = match spec.provider {
+        LlmProvider::OpenAi
+            if llm.openai_api_key.is_some()
+                || llm.openai_base_url.as_str() != "https://api.openai.com/v1" =>
+        {
+            Some(Arc::new(OpenAiClient::new(
+                llm.openai_base_url.clone(),
+                llm.openai_api_key.clone(),
+                spec.model.clone(),
+                http_timeout,
+            )?))
+        }
+        LlmProvider::Anthropic
+            if llm.anthropic_api_key.is_some()
+                || llm.anthropic_base_url.as_str() != "https://api.anthropic.com/" =>
+        {
+            Some(Arc::new(AnthropicClient::new(
+                llm.anthropic_base_url.clone(),
+                llm.anthropic_api_key.clone(),
+                spec.model.clone(),
+                llm.max_tokens,
+                http_timeout,
+            )?))
+        }
+        _ => {
+            tracing::warn!(llm = %spec, "no API key for this model: not used");
+            None
+        }
+    };
+    Ok(client)
 }
 
 /// The process's one MongoDB client (shared by the conversation store and the agency's data,

@@ -10,7 +10,13 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 /// Installs the log subscriber: `RUST_LOG` filter (default `info`), JSON lines when
 /// `ZAGUAN_LOG_FORMAT=json` (for log shippers), human-readable otherwise.
 pub fn init_logs() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    init_logs_at("info");
+}
+
+/// Like [`init_logs`], with `level` unless `RUST_LOG` says otherwise (`zaguan test` keeps its
+/// report readable with `warn`).
+pub fn init_logs_at(level: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     let json = std::env::var("ZAGUAN_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     log_subscriber(filter, json, std::io::stderr).init();
 }

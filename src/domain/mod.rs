@@ -2,6 +2,7 @@
 //! conversation's state, a place, an LLM call. It imports nothing from the crate; everything
 //! else imports downward from it.
 
+mod clock;
 mod conversation;
 mod geo;
 mod ids;
@@ -9,6 +10,7 @@ mod llm_call;
 mod message;
 pub mod phrases;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use conversation::{AgentName, DialogState, Handoff, MessageRole, PendingAction, Role};
 pub use geo::GeoPoint;
 pub use ids::{OutboxId, WaId, WaMessageId};

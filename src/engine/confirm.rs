@@ -26,9 +26,17 @@ pub enum Answer {
 const CONFIRM: &str = "confirm:";
 const CANCEL: &str = "cancel:";
 
-/// A fresh id for an action about to be asked (short: it travels in every button id).
-pub fn new_action_id() -> String {
-    format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
+/// The id of the action `call` of `wa_id`'s conversation asks for (short: it travels in every
+/// button id). Made from the model's call id, so the same call asks the same action — a turn
+/// resumed after a crash, or a recorded conversation replayed by `zaguan test`.
+pub fn action_id(wa_id: &crate::domain::WaId, call_id: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::new()
+        .chain_update(wa_id.as_str().as_bytes())
+        .chain_update(b":action:")
+        .chain_update(call_id.as_bytes())
+        .finalize();
+    hex::encode(&digest[..6])
 }
 
 /// The id of the tool call a confirmed action runs as: `call_confirmed_` and the action's id.
@@ -467,6 +475,15 @@ mod tests {
             .map(|b| b.id)
             .collect();
         assert_eq!(ids, ["confirm:a1b2", "cancel:a1b2"]);
-        assert_eq!(new_action_id().len(), 12);
+        let wa_id = crate::domain::WaId::parse("34600111222").unwrap();
+        let id = action_id(&wa_id, "call_1");
+        assert_eq!(id.len(), 12);
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(
+            id,
+            action_id(&wa_id, "call_1"),
+            "the same call, the same action"
+        );
+        assert_ne!(id, action_id(&wa_id, "call_2"));
     }
 }

@@ -9,7 +9,7 @@ pub mod sender;
 
 pub use graph::{AccountTemplate, GraphClient, OutboundMessage, SendError};
 pub use limits::{Limiters, SendLimits};
-pub use sender::{Flushed, Outbound, OutboundSettings};
+pub use sender::{Flushed, Outbound, OutboundSettings, outbound_message};
 
 use std::time::Duration;
 

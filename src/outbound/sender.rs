@@ -15,6 +15,7 @@ mod part;
 
 mod record;
 
+pub use record::outbound_message;
 use record::*;
 
 use std::collections::HashSet;

@@ -9,6 +9,7 @@ pub mod crash;
 pub mod graph;
 pub mod provider;
 pub mod proxy;
+pub mod rule_model;
 pub mod service;
 pub mod spec;
 

@@ -60,7 +60,7 @@ impl Llm for DeskLlm {
     }
 }
 
-/// The agency's one staff member who takes handoffs, on duty at all hours (no business file).
+/// The agency's one staff member who takes handoffs, on duty in the agency's hours (all day).
 struct OnDuty;
 
 const STAFF: &str = "34699000001";
@@ -80,6 +80,8 @@ impl zaguan::engine::handoff::StaffRoster for OnDuty {
 }
 
 struct Desk {
+    /// The prompts folder, for as long as the desk runs.
+    _prompts: tempfile::TempDir,
     app: TestApp,
     graph: Arc<FakeGraph>,
     store: Arc<dyn Store>,
@@ -103,11 +105,34 @@ impl Desk {
             Limiters::new(&SendLimits::default()),
             OutboundSettings::default(),
         );
-        let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        // The shipped prompts with an agency open around the clock: whoever is on duty does
+        // not depend on when this runs.
+        let prompts = tempfile::tempdir().unwrap();
+        let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        for entry in std::fs::read_dir(shipped).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, prompts.path().join(path.file_name().unwrap())).unwrap();
+        }
+        let always = [
+            "monday",
+            "tuesday",
+            "wednesday",
+            "thursday",
+            "friday",
+            "saturday",
+            "sunday",
+        ]
+        .map(|day| format!("{day} = [\"0:00-24:00\"]\n"))
+        .concat();
+        std::fs::write(
+            prompts.path().join("business.toml"),
+            format!("name = \"Inmobiliaria Prueba\"\n[hours]\n{always}"),
+        )
+        .unwrap();
         let engine = Engine::new(
             store.clone(),
             Arc::new(DeskLlm),
-            Arc::new(AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap()),
+            Arc::new(AgentRegistry::load(prompts.path(), &zaguan::startup::known_tools()).unwrap()),
             Arc::new(ToolRegistry::new().with(RequestHuman::new(Arc::new(
                 zaguan::engine::handoff::HandoffDesk::new(
                     store.clone(),
@@ -131,6 +156,7 @@ impl Desk {
             },
         );
         Self {
+            _prompts: prompts,
             app,
             graph,
             store,

@@ -10,4 +10,5 @@ pub mod healthcheck;
 pub mod listings;
 pub mod prompts;
 pub mod templates;
+pub mod test;
 pub mod users;

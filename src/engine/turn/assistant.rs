@@ -56,7 +56,7 @@ impl Engine {
             wa_id: state.wa_id.clone(),
             role: state.user.role,
             location: state.location,
-            now: Utc::now(),
+            now: self.now(),
             timezone: self.settings.timezone,
             call_id: String::new(),
             business: set.agents.business().clone(),
@@ -114,7 +114,7 @@ impl Engine {
         } else {
             let request = self.request_for(set, agent, state);
             match self.llm.complete(&request).await {
-                Ok(response) => Some(ai_message(
+                Ok(response) => Some(self.ai_message(
                     &state.wa_id,
                     &response.content,
                     &agent.name,
@@ -182,7 +182,7 @@ impl Engine {
                             .as_deref()
                             .unwrap_or(phrases::apology(None)),
                     );
-                    ai_message(&state.wa_id, &text, &agent.name, Vec::new())
+                    self.ai_message(&state.wa_id, &text, &agent.name, Vec::new())
                 }
             },
         };
@@ -196,7 +196,7 @@ impl Engine {
             user_role: role,
             user_info: state.user_info(),
             lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
-            now: spanish_now(Utc::now().with_timezone(&self.settings.timezone)),
+            now: spanish_now(self.now().with_timezone(&self.settings.timezone)),
             business_name: set.business_name.clone(),
             business_contact: set.business_contact.clone().unwrap_or_default(),
         };
@@ -221,22 +221,26 @@ impl Engine {
     }
 }
 
-pub(super) fn ai_message(
-    wa_id: &WaId,
-    content: &str,
-    agent: &str,
-    tool_calls: Vec<ToolCall>,
-) -> NewMessage {
-    NewMessage {
-        wa_id: wa_id.clone(),
-        role: MessageRole::Ai,
-        content: content.to_owned(),
-        agent: Some(agent.to_owned()),
-        tool_calls,
-        tool_call_id: None,
-        wamids: Vec::new(),
-        attachments: Vec::new(),
-        at: Utc::now(),
+impl Engine {
+    /// An AI message of `agent` for the history, stamped now.
+    pub(super) fn ai_message(
+        &self,
+        wa_id: &WaId,
+        content: &str,
+        agent: &str,
+        tool_calls: Vec<ToolCall>,
+    ) -> NewMessage {
+        NewMessage {
+            wa_id: wa_id.clone(),
+            role: MessageRole::Ai,
+            content: content.to_owned(),
+            agent: Some(agent.to_owned()),
+            tool_calls,
+            tool_call_id: None,
+            wamids: Vec::new(),
+            attachments: Vec::new(),
+            at: self.now(),
+        }
     }
 }
 

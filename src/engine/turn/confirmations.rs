@@ -6,8 +6,6 @@ use crate::domain::{Role, phrases};
 use crate::engine::consent::{Consent, consent};
 use crate::engine::handoff::asks_for_person;
 
-use chrono::Utc;
-
 use crate::domain::ToolCall;
 use crate::domain::{MessageRole, PendingAction};
 use crate::engine::confirm::{self, Answer};
@@ -47,7 +45,7 @@ impl Engine {
             return self.settle_consent(state, said, last).await;
         }
         if let Some(action) = state.pending_action.clone() {
-            let expired = Utc::now() - action.created_at
+            let expired = self.now() - action.created_at
                 > chrono::Duration::from_std(self.settings.pending_action_ttl)
                     .unwrap_or(chrono::Duration::MAX);
             if expired {
@@ -71,7 +69,10 @@ impl Engine {
             metrics::counter!("zaguan_media_answers_total").increment(1);
             let text = phrases::media_answer(state.lang.as_deref());
             return self
-                .append(state, ai_message(&state.wa_id, text, "guard", Vec::new()))
+                .append(
+                    state,
+                    self.ai_message(&state.wa_id, text, "guard", Vec::new()),
+                )
                 .await;
         }
         if state.user.role != Role::Agent
@@ -83,12 +84,12 @@ impl Engine {
             metrics::counter!("zaguan_person_requests_total").increment(1);
             let key = format!("asked:{}", last.wamid.as_str());
             let text = self
-                .hand_over(set, state, PERSON_ASKED, &key, Utc::now())
+                .hand_over(set, state, PERSON_ASKED, &key, self.now())
                 .await?;
             return self
                 .append(
                     state,
-                    ai_message(&state.wa_id, &text, HANDOFF_AGENT, Vec::new()),
+                    self.ai_message(&state.wa_id, &text, HANDOFF_AGENT, Vec::new()),
                 )
                 .await;
         }
@@ -104,7 +105,7 @@ impl Engine {
         said: Consent,
         last: &InboxEntry,
     ) -> Result<(), EngineError> {
-        let now = Utc::now();
+        let now = self.now();
         let (opt_out, text, label) = match said {
             Consent::OptOut => (
                 Some(OptOut {
@@ -139,7 +140,7 @@ impl Engine {
         metrics::counter!("zaguan_consent_changes_total", "change" => label).increment(1);
         self.append(
             state,
-            ai_message(&state.wa_id, text, CONSENT_AGENT, Vec::new()),
+            self.ai_message(&state.wa_id, text, CONSENT_AGENT, Vec::new()),
         )
         .await
     }
@@ -153,10 +154,11 @@ impl Engine {
             Some(mut action) => {
                 tracing::info!(tool = %action.tool, "stale confirmation button: the pending action asked again");
                 if action.id.is_empty() {
-                    action.id = confirm::new_action_id();
+                    // A pending action stored before actions had ids.
+                    action.id = confirm::action_id(&state.wa_id, &action.tool);
                 }
                 // Asked in this turn: the reply carries its summary and buttons again.
-                action.created_at = Utc::now();
+                action.created_at = self.now();
                 self.store
                     .set_pending_action(&state.wa_id, Some(&action))
                     .await?;
@@ -168,8 +170,11 @@ impl Engine {
                 phrases::STALE_BUTTON
             }
         };
-        self.append(state, ai_message(&state.wa_id, text, "guard", Vec::new()))
-            .await
+        self.append(
+            state,
+            self.ai_message(&state.wa_id, text, "guard", Vec::new()),
+        )
+        .await
     }
 
     /// Settles the pending action with the user's answer, written as the assistant's tool call
@@ -198,7 +203,7 @@ impl Engine {
         };
         self.append(
             state,
-            ai_message(&state.wa_id, "", &action.agent, vec![call.clone()]),
+            self.ai_message(&state.wa_id, "", &action.agent, vec![call.clone()]),
         )
         .await?;
         self.save(state).await?;
@@ -248,7 +253,7 @@ impl Engine {
             attachments,
             events,
         } = output;
-        self.record_events(&state.wa_id, events, Utc::now(), &call.id)
+        self.record_events(&state.wa_id, events, self.now(), &call.id)
             .await?;
         let message = NewMessage {
             wa_id: state.wa_id.clone(),
@@ -259,7 +264,7 @@ impl Engine {
             tool_call_id: Some(call.id),
             wamids: Vec::new(),
             attachments,
-            at: Utc::now(),
+            at: self.now(),
         };
         self.append(state, message).await
     }

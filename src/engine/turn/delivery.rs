@@ -81,7 +81,7 @@ impl Engine {
             );
             buttons = confirm::buttons(&action.id, lang);
         }
-        let now = Utc::now();
+        let now = self.now();
         let mut parts = NewOutbox::parts(
             &state.wa_id,
             reply_to.map(|e| &e.wamid),
@@ -142,7 +142,7 @@ impl Engine {
             .guard(text, lang.as_deref(), wa_id.as_str())
             .await
             .parts;
-        let parts = NewOutbox::parts(wa_id, None, Some(&via.phone_number_id), &bodies, Utc::now());
+        let parts = NewOutbox::parts(wa_id, None, Some(&via.phone_number_id), &bodies, self.now());
         self.store.insert_outbox(&parts).await?;
         Ok(())
     }

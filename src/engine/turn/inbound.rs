@@ -51,7 +51,7 @@ impl Engine {
                 .await?;
             state.location = Some(location);
         }
-        let now = Utc::now();
+        let now = self.now();
         if !state.dialog_state.is_primary() {
             let last_activity = state
                 .messages
@@ -129,7 +129,8 @@ impl Engine {
         if budget == 0 {
             return Ok(false);
         }
-        let midnight = Utc::now()
+        let midnight = self
+            .now()
             .date_naive()
             .and_time(chrono::NaiveTime::MIN)
             .and_utc();
@@ -149,13 +150,13 @@ impl Engine {
     ) -> Result<(), EngineError> {
         tracing::warn!("daily token budget used up: fixed reply, a person is asked for");
         metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
-        let now = Utc::now();
+        let now = self.now();
         let key = format!("budget:{}", now.date_naive());
         let told = self
             .hand_over(set, state, BUDGET_HANDOFF_REASON, &key, now)
             .await?;
         let text = format!("{BUDGET_REPLY} {told}");
-        let message = ai_message(&state.wa_id, &text, "guard", Vec::new());
+        let message = self.ai_message(&state.wa_id, &text, "guard", Vec::new());
         self.append(state, message).await
     }
 
@@ -260,7 +261,7 @@ impl Engine {
                     role,
                     source: RoleSource::Data,
                     by: "data".to_owned(),
-                    at: Utc::now(),
+                    at: self.now(),
                 },
             )
             .await?;
@@ -295,14 +296,14 @@ impl Engine {
         let Some(written) = entry.sent_at else {
             return false;
         };
-        if Utc::now() - written < SERVICE_WINDOW - chrono::Duration::minutes(5) {
+        if self.now() - written < SERVICE_WINDOW - chrono::Duration::minutes(5) {
             return false;
         }
         let now = self
             .store
             .server_time()
             .await
-            .unwrap_or_else(|_| Utc::now());
+            .unwrap_or_else(|_| self.now());
         now - written >= SERVICE_WINDOW
     }
 
@@ -318,7 +319,7 @@ impl Engine {
     ) -> Result<(), EngineError> {
         tracing::warn!(written = ?entry.sent_at, "a message delivered more than 24 hours after it was written: no free text can answer it");
         metrics::counter!("zaguan_turns_total", "outcome" => "late").increment(1);
-        let now = Utc::now();
+        let now = self.now();
         self.hand_over(
             set,
             state,
@@ -369,7 +370,7 @@ impl Engine {
         if let Some(note) = note {
             self.append(
                 state,
-                ai_message(&state.wa_id, &note, LATE_AGENT, Vec::new()),
+                self.ai_message(&state.wa_id, &note, LATE_AGENT, Vec::new()),
             )
             .await?;
         }

@@ -52,7 +52,6 @@ pub use settings::{
     default_templates, default_templates_in,
 };
 
-use assistant::ai_message;
 use inbound::{is_reaction, is_unreadable_media};
 
 /// The conversation engine, shared by all workers.
@@ -264,6 +263,11 @@ impl Engine {
 
     /// Tells the assistants what `source` knows about each user (an owner's listings, a
     /// prospect's appointments and offers).
+    /// What time it is for this engine's turns (see [`crate::domain::Clock`]).
+    pub fn now(&self) -> chrono::DateTime<Utc> {
+        self.settings.clock.now()
+    }
+
     pub fn with_context(mut self, source: Arc<dyn ContextSource>) -> Self {
         self.context = Some(source);
         self
@@ -397,7 +401,7 @@ impl Engine {
         if let Some(source) = &self.context {
             state.context = self
                 .contexts
-                .get(source.as_ref(), wa_id, state.user.role, Utc::now())
+                .get(source.as_ref(), wa_id, state.user.role, self.now())
                 .await;
         }
         // A turn cut short (crash, lost lease, store error) is finished first with the
@@ -446,7 +450,7 @@ impl Engine {
             self.answer_late(&set, &mut state, last).await?;
             return Ok(TurnOutcome::silent(state.dialog_state, answered));
         }
-        let turn_started = Utc::now();
+        let turn_started = self.now();
         if let Some(handoff) = state.handoff.take() {
             if handoff.is_active(turn_started) {
                 // An operator answers: the messages are in the history for them (and for the
@@ -506,7 +510,7 @@ impl Engine {
                             name: state.user.name.clone(),
                             assistant,
                         };
-                        self.record_events(wa_id, [lead], Utc::now(), "").await?;
+                        self.record_events(wa_id, [lead], self.now(), "").await?;
                     }
                     break TurnOutcome {
                         reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
@@ -524,8 +528,11 @@ impl Engine {
                     self.set_dialog_state(&mut state, DialogState::primary())
                         .await?;
                     let text = set.with_contact(phrases::apology(None));
-                    self.append(&mut state, ai_message(wa_id, &text, "guard", Vec::new()))
-                        .await?;
+                    self.append(
+                        &mut state,
+                        self.ai_message(wa_id, &text, "guard", Vec::new()),
+                    )
+                    .await?;
                 }
                 Next::Assistant => {
                     transitions += 1;
@@ -579,7 +586,7 @@ impl Engine {
             // The messages that led here first: a crash after them replays the transition.
             self.save(state).await?;
             self.store
-                .set_dialog_state(&state.wa_id, &dialog_state, Utc::now())
+                .set_dialog_state(&state.wa_id, &dialog_state, self.now())
                 .await?;
             state.dialog_state = dialog_state;
         }

@@ -2,8 +2,6 @@
 //! back (`CompleteOrEscalate`) or tool runs; and the fast path's own entries and exits,
 //! recorded as the model would have made them.
 
-use chrono::Utc;
-
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE};
 use crate::domain::ToolCall;
 use crate::domain::{MessageRole, PendingAction};
@@ -32,7 +30,7 @@ impl Engine {
         let call = delegation_call(&target.name, text);
         Some((
             target,
-            ai_message(&state.wa_id, "", &agent.name, vec![call]),
+            self.ai_message(&state.wa_id, "", &agent.name, vec![call]),
         ))
     }
 
@@ -72,7 +70,7 @@ impl Engine {
         tracing::info!(from = %agent.name, to = %target.name, "a tapped list row routes the turn");
         metrics::counter!("zaguan_tapped_routes_total", "agent" => target.name.clone())
             .increment(1);
-        Some(ai_message(&state.wa_id, "", &agent.name, vec![call]))
+        Some(self.ai_message(&state.wa_id, "", &agent.name, vec![call]))
     }
 
     /// The `CompleteOrEscalate` the subgraph `agent` holding the conversation would call when
@@ -94,7 +92,7 @@ impl Engine {
         let call = leave_call(format!("the user's request is for {}", target.name));
         Some((
             target,
-            ai_message(&state.wa_id, "", &agent.name, vec![call]),
+            self.ai_message(&state.wa_id, "", &agent.name, vec![call]),
         ))
     }
 
@@ -188,12 +186,12 @@ impl Engine {
                                 call.name
                             );
                             asked = Some(PendingAction {
-                                id: confirm::new_action_id(),
+                                id: confirm::action_id(&state.wa_id, &call.id),
                                 tool: call.name.clone(),
                                 args: call.args.clone(),
                                 summary,
                                 agent: caller.name.clone(),
-                                created_at: Utc::now(),
+                                created_at: self.now(),
                             });
                             Some(text)
                         }
@@ -253,7 +251,7 @@ impl Engine {
             self.record_events(
                 &state.wa_id,
                 output.events.iter().cloned(),
-                Utc::now(),
+                self.now(),
                 &call.id,
             )
             .await?;
@@ -268,7 +266,7 @@ impl Engine {
                 tool_call_id: Some(call.id.clone()),
                 wamids: Vec::new(),
                 attachments: output.attachments,
-                at: Utc::now(),
+                at: self.now(),
             };
             self.append(state, message).await?;
         }

@@ -36,6 +36,8 @@ pub struct EngineSettings {
     /// `WHATSAPP_ALERT_TEMPLATE`, `WHATSAPP_HANDOFF_TEMPLATE`): what stands for a purpose the
     /// prompts' `templates.toml` does not list.
     pub templates: Templates,
+    /// What time it is: the system's, or `zaguan test`'s manual clock.
+    pub clock: std::sync::Arc<dyn crate::domain::Clock>,
 }
 
 impl Default for EngineSettings {
@@ -56,6 +58,7 @@ impl Default for EngineSettings {
                 .map(|code| (*code).to_owned())
                 .collect(),
             templates: default_templates("visit_reminder", "listing_alert", "staff_handoff", "es"),
+            clock: std::sync::Arc::new(crate::domain::SystemClock),
         }
     }
 }

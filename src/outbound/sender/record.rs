@@ -89,7 +89,7 @@ pub(super) fn count_template(entry: &OutboxEntry) {
 }
 
 /// What the Graph API is asked to send for `entry`.
-pub(super) fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
+pub fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
     match (&entry.template, entry.buttons.is_empty()) {
         (Some(template), _) => OutboundMessage::Template {
             name: &template.name,

@@ -78,7 +78,7 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn server_time(&self) -> StoreResult<DateTime<Utc>> {
-        Ok(Utc::now())
+        Ok(self.now())
     }
 
     async fn instance_beat(

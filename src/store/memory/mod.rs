@@ -24,6 +24,8 @@ use crate::store::*;
 #[derive(Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    /// The "database's" clock (`server_time`): the system's, or a test's manual one.
+    clock: Option<std::sync::Arc<dyn crate::domain::Clock>>,
 }
 
 #[derive(Default)]
@@ -183,6 +185,20 @@ fn early_status(inner: &mut Inner, update: &StatusUpdate, status: OutboxStatus) 
 impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store whose `server_time` is `clock`'s (`zaguan test`'s manual clock).
+    pub fn with_clock(clock: std::sync::Arc<dyn crate::domain::Clock>) -> Self {
+        Self {
+            clock: Some(clock),
+            ..Self::default()
+        }
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.clock
+            .as_ref()
+            .map_or_else(Utc::now, |clock| clock.now())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
