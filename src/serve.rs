@@ -107,7 +107,8 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
             .is_some_and(|url| url.scheme() == "https"),
     )
     .with_prompts(prompts)
-    .with_handoff_ttl(config.handoff_ttl);
+    .with_handoff_ttl(config.handoff_ttl)
+    .with_config(config.clone());
     // The workers start once this process is its instance (the store must answer for that);
     // until then `/readyz` says so.
     let state = state.starting();

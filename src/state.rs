@@ -47,6 +47,9 @@ pub struct AppState {
     pub lease: Duration,
     /// `ZAGUAN_PUBLIC_URL` is https: the console's cookie is `Secure`.
     pub secure_cookies: bool,
+    /// The service's configuration, for what rebuilds the engine on the side (the console's
+    /// "Save as a test"); `None` outside `zaguan serve`.
+    pub config: Option<Arc<crate::config::Config>>,
 }
 
 impl AppState {
@@ -70,7 +73,13 @@ impl AppState {
             realestate: None,
             lease: Duration::from_secs(30),
             secure_cookies: false,
+            config: None,
         }
+    }
+
+    pub fn with_config(mut self, config: crate::config::Config) -> Self {
+        self.config = Some(Arc::new(config));
+        self
     }
 
     /// Not ready until [`started`](Self::started) says so.

@@ -309,9 +309,21 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         zaguan::startup::known_tools(),
         engine,
     ));
+    let config = zaguan::config::Config::from_vars(
+        [(
+            "ZAGUAN_PROMPTS_DIR".to_owned(),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("prompts")
+                .display()
+                .to_string(),
+        )]
+        .into(),
+    )
+    .unwrap();
     let state = AppState::new(store.clone(), None, None)
         .with_admin_token(Some(SecretString::from(TOKEN.to_owned())))
-        .with_prompts(reloader);
+        .with_prompts(reloader)
+        .with_config(config);
     let base = common::serve_local(router(state)).await;
     let graph = Arc::new(FakeGraph::default());
     let graph_base = common::graph::serve(graph.clone()).await;
@@ -405,6 +417,23 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         "{transcript}"
     );
     assert!(transcript.contains("handed over"), "{transcript}");
+    // "Save as a test": the conversation as a test file, the customer's name replaced.
+    let exported = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             fetch(document.querySelector('#export-test').href)
+               .then(r => r.text().then(t => done(r.status + '\\n' + t)));",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    let exported = exported.as_str().unwrap_or_default().to_owned();
+    assert!(exported.starts_with("200\n"), "{exported}");
+    assert!(
+        exported.contains("- user: Quiero ver el piso de Ruzafa el jueves"),
+        "{exported}"
+    );
+    assert!(!exported.contains("Pérez"), "{exported}");
     assert_eq!(
         text_of(&client, "#dialog-state").await,
         "appointment_assistant"

@@ -214,6 +214,102 @@ async fn a_test_the_offline_engine_passes_needs_no_recording() {
     assert!(out.contains("0 model call(s)"), "{out}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_through_the_webhook_becomes_a_test_without_personal_data() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
+    realestate.ensure_indexes().await.unwrap();
+    common::seeded_demo(&realestate).await;
+    let mut service = common::service::Service::start(common::service::Options {
+        rules: rule_model::completion,
+        business: None,
+        env: Vec::new(),
+        mongo: Some(&db),
+    })
+    .await;
+    let customer = "34655123456";
+    let profile = "Rocío Quintanilla Berrocal";
+    let wait = std::time::Duration::from_secs(10);
+    service
+        .customer_says(
+            customer,
+            profile,
+            "Hola, me llamo Rocío Quintanilla. Mi móvil es 655 123 456 y vivo en la Calle del Pez 12",
+        )
+        .await;
+    service.wait_for_message(customer, "asistente", wait).await;
+    service
+        .customer_says(customer, profile, "Quiero visitar el P-1001")
+        .await;
+    service.wait_for_message(customer, "confirm:", wait).await;
+    let confirm = service
+        .messages_to(customer)
+        .into_iter()
+        .find_map(|m| {
+            m["interactive"]["action"]["buttons"]
+                .as_array()?
+                .iter()
+                .find_map(|b| b["reply"]["id"].as_str().map(str::to_owned))
+        })
+        .unwrap();
+    service
+        .customer_sends(
+            customer,
+            profile,
+            serde_json::json!({"type": "interactive", "interactive": {"type": "button_reply",
+                "button_reply": {"id": confirm, "title": "Confirmar"}}}),
+            chrono::Duration::zero(),
+        )
+        .await;
+    service.wait_for_message(customer, "A-P1001", wait).await;
+    drop(service);
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("exported.yaml");
+    let mut command = common::zaguan();
+    command
+        .current_dir(root())
+        .args(["conversations", "export-test", customer, "--out"])
+        .arg(&out)
+        .env("ZAGUAN_PROMPTS_DIR", root().join("prompts"))
+        .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
+        .env("MONGODB_DATABASE", db.store.database().name());
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("it passes by replay"), "{said}");
+    let test = std::fs::read_to_string(&out).unwrap();
+    let cassette = std::fs::read_to_string(dir.path().join("exported.cassette.yaml")).unwrap();
+    for (what, text) in [("test", &test), ("cassette", &cassette)] {
+        for personal in [
+            "Rocío",
+            "Quintanilla",
+            "Berrocal",
+            "655 123 456",
+            "655123456",
+            customer,
+            "Pez 12",
+        ] {
+            assert!(
+                !text.contains(personal),
+                "«{personal}» in the {what}:\n{text}"
+            );
+        }
+    }
+    assert!(test.contains("tap: confirm"), "{test}");
+    assert!(test.contains("appointment.booked"), "{test}");
+    assert!(test.contains("pending_action: book_appointment"), "{test}");
+
+    // The exported test passes on its own, by replay.
+    let output = zaguan_test(&[out.to_str().unwrap()], None, &[]).await;
+    assert!(output.status.success(), "{}\n{test}", text(&output));
+    db.drop().await;
+}
+
 /// Records the shipped suite's cassettes against the rule model (`scripts/record-conversations`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "writes tests/conversations/*.cassette.yaml: run by scripts/record-conversations"]

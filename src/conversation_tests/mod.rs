@@ -9,6 +9,7 @@
 
 pub mod cassette;
 pub mod expect;
+pub mod export;
 pub mod junit;
 pub mod payload;
 pub mod runner;
@@ -45,6 +46,17 @@ impl FileReport {
             .filter(|t| t.outcome == *outcome)
             .count()
     }
+}
+
+/// What a replay-only run needs (export, the console): the prompts, no provider.
+pub fn shared_for_replay(config: Config) -> anyhow::Result<Shared> {
+    let registry = Arc::new(crate::startup::load_prompts(&config)?);
+    Ok(Shared {
+        config,
+        registry,
+        provider: None,
+        judge: None,
+    })
 }
 
 /// Runs the tests of `paths` (files or folders); `Err` when a file cannot be read or the

@@ -366,7 +366,7 @@ fn mismatch_text(mismatch: &Mismatch) -> String {
 async fn check(
     step: &Step,
     observed: &Observed,
-    fail: &dyn Fn(String) -> Failure,
+    fail: &(dyn Fn(String) -> Failure + Sync),
     result: &mut TestResult,
     shared: &Shared,
 ) {

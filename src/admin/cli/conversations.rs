@@ -73,10 +73,24 @@ pub enum ConversationsCommand {
         #[arg(long, default_value = "cli")]
         operator: String,
     },
+    /// Writes the conversation as a conversation test (personal data replaced) and its
+    /// recorded model answers beside it, for `zaguan test`.
+    ExportTest {
+        wa_id: String,
+        /// The test file (its cassette is written beside it).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        /// The test's name.
+        #[arg(long)]
+        name: Option<String>,
+    },
 }
 
 pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> {
     let store = open_store(open_pool(&config).await?.as_ref());
+    if let ConversationsCommand::ExportTest { wa_id, out, name } = &args.command {
+        return export_test(store.as_ref(), config, wa_id, out.clone(), name.clone()).await;
+    }
     let store = store.as_ref();
     let value = match &args.command {
         ConversationsCommand::List {
@@ -121,6 +135,7 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
         ConversationsCommand::Release { wa_id, operator } => {
             operations::release_conversation(store, wa_id, Some(operator)).await
         }
+        ConversationsCommand::ExportTest { .. } => unreachable!("answered above"),
     }
     .map_err(|error| anyhow::anyhow!("{error}"))?;
     let text = if args.json {
@@ -156,6 +171,7 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
                     )
                 }
             }
+            ConversationsCommand::ExportTest { .. } => unreachable!("answered above"),
         }
     };
     println!("{text}");
@@ -324,4 +340,46 @@ fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     out
+}
+
+/// `export-test`: the test and its cassette written, and whether it passes now.
+async fn export_test(
+    store: &dyn crate::store::Store,
+    config: Config,
+    raw: &str,
+    out: Option<std::path::PathBuf>,
+    name: Option<String>,
+) -> anyhow::Result<()> {
+    use crate::conversation_tests::{cassette, export};
+    let wa_id = crate::domain::WaId::parse(raw).map_err(|e| anyhow::anyhow!("{raw}: {e}"))?;
+    let shared = crate::conversation_tests::shared_for_replay(config)?;
+    let exported = export::export(store, &shared, &wa_id, name).await?;
+    let out = out.unwrap_or_else(|| {
+        let digits = wa_id.as_str();
+        std::path::PathBuf::from(format!(
+            "tests/conversations/exported-{}.yaml",
+            &digits[digits.len().saturating_sub(4)..]
+        ))
+    });
+    std::fs::write(&out, &exported.yaml).map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+    let cassette_path = cassette::path_for(&out);
+    exported
+        .cassette
+        .save(&cassette_path)
+        .map_err(anyhow::Error::msg)?;
+    println!(
+        "wrote {} and {} («{}»)",
+        out.display(),
+        cassette_path.display(),
+        exported.name
+    );
+    if exported.passes {
+        println!("it passes by replay: edit its expectations to say what the bot should do");
+    } else {
+        println!("it does not pass by replay yet:");
+        for failure in &exported.failures {
+            println!("  {failure}");
+        }
+    }
+    Ok(())
 }

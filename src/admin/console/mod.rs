@@ -48,6 +48,10 @@ pub fn routes() -> Router<AppState> {
         .route("/console/conversations", get(conversations))
         .route("/console/conversations/{wa_id}", get(conversation))
         .route("/console/conversations/{wa_id}/transcript", get(transcript))
+        .route(
+            "/console/conversations/{wa_id}/export/{file}",
+            get(export_test),
+        )
         .route("/console/conversations/{wa_id}/reset", post(reset))
         .route("/console/conversations/{wa_id}/take", post(take))
         .route("/console/conversations/{wa_id}/release", post(release))

@@ -382,3 +382,53 @@ pub(super) async fn prompts(
         ),
     )
 }
+
+/// "Save as a test": the conversation as a conversation test (`exported-NNNN.yaml`) or its
+/// recorded model answers (`exported-NNNN.cassette.yaml`), personal data replaced, as a
+/// download for `tests/conversations/`.
+pub(super) async fn export_test(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((raw, file)): Path<(String, String)>,
+) -> Result<axum::response::Response, ConsoleError> {
+    use axum::response::IntoResponse as _;
+    signed_in(&state, &headers)?;
+    let wa_id = WaId::parse(&raw).map_err(|e| AdminError::BadRequest(format!("{raw}: {e}")))?;
+    let (Some(config), Some(prompts)) = (state.config.as_ref(), state.prompts.as_ref()) else {
+        return Err(AdminError::NotFound("no engine runs in this process".into()).into());
+    };
+    let cassette = file.ends_with(".cassette.yaml");
+    if !file.starts_with("exported-") || !file.ends_with(".yaml") {
+        return Err(AdminError::NotFound(format!("no export {file}")).into());
+    }
+    let shared = crate::conversation_tests::runner::Shared {
+        config: (**config).clone(),
+        registry: prompts.prompts(),
+        provider: None,
+        judge: None,
+    };
+    let exported =
+        crate::conversation_tests::export::export(state.store.as_ref(), &shared, &wa_id, None)
+            .await
+            .map_err(|e| AdminError::Conflict(format!("{e:#}")))?;
+    let body = if cassette {
+        serde_norway::to_string(&exported.cassette)
+            .map_err(|e| AdminError::Conflict(e.to_string()))?
+    } else {
+        exported.yaml
+    };
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "application/yaml; charset=utf-8".to_owned(),
+            ),
+            (
+                axum::http::header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{file}\""),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
