@@ -5,7 +5,8 @@
 //!   a body is;
 //! - when the envelope is accepted, every message and every status of every `messages` change is
 //!   either read or recorded as rejected ("never silently dropped"), every change of another
-//!   field is listed in `ignored`, and the raw JSON kept for a message is exactly as received
+//!   field is listed in `ignored` (template status and category changes are read or rejected
+//!   like messages), and the raw JSON kept for a message is exactly as received
 //!   (a verbatim slice of the body).
 #![no_main]
 
@@ -50,7 +51,7 @@ fuzz_target!(|body: &[u8]| {
             rejected.raw
         );
         assert!(
-            matches!(rejected.what, "message" | "status"),
+            matches!(rejected.what, "message" | "status" | "template"),
             "{:?}",
             rejected.what
         );
@@ -61,10 +62,17 @@ fuzz_target!(|body: &[u8]| {
     let Ok(tree) = serde_json::from_slice::<Value>(body) else {
         return;
     };
-    let (mut messages, mut statuses, mut ignored) = (0usize, 0usize, 0usize);
+    let (mut messages, mut statuses, mut templates, mut ignored) = (0usize, 0usize, 0usize, 0usize);
     for entry in array(&tree, "entry") {
         for change in array(entry, "changes") {
             let field = change.get("field").and_then(Value::as_str).unwrap_or("");
+            if matches!(
+                field,
+                "message_template_status_update" | "template_category_update"
+            ) {
+                templates += 1;
+                continue;
+            }
             if field != "messages" {
                 ignored += 1;
                 continue;
@@ -74,12 +82,8 @@ fuzz_target!(|body: &[u8]| {
             statuses += array(value, "statuses").len();
         }
     }
-    let rejected_messages = updates
-        .rejected
-        .iter()
-        .filter(|r| r.what == "message")
-        .count();
-    let rejected_statuses = updates.rejected.len() - rejected_messages;
+    let rejected = |what: &str| updates.rejected.iter().filter(|r| r.what == what).count();
+    let (rejected_messages, rejected_statuses) = (rejected("message"), rejected("status"));
     assert_eq!(
         updates.messages.len() + rejected_messages,
         messages,
@@ -89,6 +93,11 @@ fuzz_target!(|body: &[u8]| {
         updates.statuses.len() + rejected_statuses,
         statuses,
         "a status was neither read nor rejected"
+    );
+    assert_eq!(
+        updates.templates.len() + rejected("template"),
+        templates,
+        "a template change was neither read nor rejected"
     );
     assert_eq!(
         updates.ignored.len(),
