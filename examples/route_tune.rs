@@ -5,13 +5,17 @@
 //! settings `keywords/neighbour/similarity/owners/split`: the confidence needed when the keywords
 //! agree, the confidence and cosine needed when the nearest example agrees instead, the owners'
 //! own specialists' share above which an owner is not sent to a shared specialist, and whether
-//! two requests in one message abstain. The held-out corpus is never read here.
+//! two requests in one message abstain (a message carrying on from the subgraph holding the
+//! conversation always stays). The held-out corpora are never read here; `tests/data/routing/dev_varied.jsonl`
+//! (messages in other styles) is the second file to tune on: pass it as `TRAIN_JSONL` with
+//! `ROUTE_TUNE_NO_FOLDS=1` to measure the router trained on every example.
 //!
 //! `cargo run --release --example route_tune [PROMPTS_DIR] [TRAIN_JSONL]`, with
 //! - `ROUTE_TUNE_ONLY=<variant>`: one parameter set;
 //! - `ROUTE_TUNE_MIN_PRECISION=0.98`: only the settings at least this precise;
 //! - `ROUTE_TUNE_MEASURE_FIRST=N`: measured on the first N lines only (all still train);
-//! - `ROUTE_TUNE_SHOW=<setting>`: that setting's per-agent recall and misroutes.
+//! - `ROUTE_TUNE_SHOW=<setting>`: that setting's per-agent recall and misroutes;
+//! - `ROUTE_TUNE_NO_FOLDS=1`: no folds, for a file whose lines are not prompt examples.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -89,7 +93,12 @@ fn main() -> anyhow::Result<()> {
                         .flat_map(move |near| [1.0, 0.02, 0.01].map(|o| (t, sure, near, o)))
                 })
         });
-        for ((threshold, sure, near, owners_max), split) in
+        let rivals: Vec<f32> = match std::env::var("ROUTE_TUNE_RIVALS") {
+            Ok(list) => list.split(',').filter_map(|r| r.parse().ok()).collect(),
+            Err(_) => vec![base.rival],
+        };
+        let grid = grid.flat_map(|g| rivals.clone().into_iter().map(move |r| (g, r)));
+        for (((threshold, sure, near, owners_max), rival), split) in
             grid.flat_map(|g| [(g, false), (g, true)])
         {
             let evaluation = route_eval::evaluate(&registry, &measured, |line| {
@@ -99,13 +108,18 @@ fn main() -> anyhow::Result<()> {
                         && !outcome.keywords_conflict
                         && outcome.confidence >= sure);
                 outcome.routed.filter(|_| {
-                    confident && outcome.owners_own < owners_max && !(split && outcome.two_requests)
+                    confident
+                        && outcome.owners_own < owners_max
+                        && !(split && outcome.two_requests)
+                        && !outcome.continues
+                        && !(split && outcome.rival >= rival)
                 })
             });
             if evaluation.all.precision() < min_precision {
                 continue;
             }
-            let setting = format!("{threshold:.2}/{sure:.2}/{near:.2}/{owners_max:.3}/{split}");
+            let setting =
+                format!("{threshold:.2}/{sure:.2}/{near:.2}/{owners_max:.3}/{rival:.2}/{split}");
             println!(
                 "  {setting}: precision {:5.1} % recall {:5.1} % | hard {:5.1} % {:5.1} % | wrong {}",
                 100.0 * evaluation.all.precision(),
@@ -148,6 +162,9 @@ struct Outcome<'r> {
     neighbour: Option<f32>,
     keywords_conflict: bool,
     two_requests: bool,
+    rival: f32,
+    /// Carries on from the message before, while a subgraph holds the conversation.
+    continues: bool,
     /// For an owner routed to a specialist prospects reach too: the probability of the
     /// specialists only owners (and staff) reach.
     owners_own: f32,
@@ -166,14 +183,20 @@ fn cross_validate<'r>(
     params: Params,
 ) -> HashMap<Key, Outcome<'r>> {
     let mut readings = HashMap::new();
-    for fold in 0..FOLDS {
+    // Lines that are not prompt examples (another file) need no folds.
+    let no_folds = std::env::var("ROUTE_TUNE_NO_FOLDS").is_ok();
+    for fold in 0..if no_folds { 1 } else { FOLDS } {
         let held: Vec<&Labelled> = lines
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % FOLDS == fold)
+            .filter(|(i, _)| no_folds || i % FOLDS == fold)
             .map(|(_, line)| line)
             .collect();
-        let out: HashSet<&str> = held.iter().map(|line| line.text.as_str()).collect();
+        let out: HashSet<&str> = if no_folds {
+            HashSet::new()
+        } else {
+            held.iter().map(|line| line.text.as_str()).collect()
+        };
         let kept = |examples: &[String]| -> Vec<String> {
             examples
                 .iter()
@@ -238,6 +261,9 @@ fn cross_validate<'r>(
                     neighbour: reading.as_ref().and_then(|r| r.neighbour),
                     keywords_conflict: reading.as_ref().is_some_and(|r| r.keywords_conflict),
                     two_requests: reading.as_ref().is_some_and(|r| r.two_requests),
+                    rival: reading.as_ref().map_or(0.0, |r| r.rival),
+                    continues: caller.kind == AgentKind::Subgraph
+                        && reading.as_ref().is_some_and(|r| r.continues),
                     owners_own,
                 },
             );

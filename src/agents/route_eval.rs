@@ -18,24 +18,64 @@ use crate::domain::Role;
 /// The held-out corpus, built into the binary: it only measures the router, never shapes it.
 pub const HELD_OUT: &str = include_str!("../../tests/data/routing/held_out.jsonl");
 
+/// The second held-out corpus, written apart from the first and in other styles: typos and no
+/// accents, Latin American and Rioplatense Spanish, Brazilian Portuguese, voice-note
+/// transcripts, long messages with greetings and context, short elliptical follow-ups. It only
+/// measures, like [`HELD_OUT`]; `dev_varied.jsonl`, in the same styles, is the one to tune on.
+pub const HELD_OUT_VARIED: &str = include_str!("../../tests/data/routing/held_out_varied.jsonl");
+
 /// What routing aims at on the held-out corpus: precision and recall on every line, and on the
-/// hard ones (negations, a topic word inside another intent, two intents…).
+/// hard ones (negations, a topic word inside another intent, two intents…). Recall was 60 %
+/// before the router learned to abstain on messages in other styles; precision is what counts.
 pub const TARGET: Bars = Bars {
     precision: 0.99,
-    recall: 0.60,
+    recall: 0.55,
     hard_precision: 0.97,
-    hard_recall: 0.40,
+    hard_recall: 0.38,
 };
 
 /// What a prompt set must keep on the held-out corpus: a little under what the shipped prompts
 /// reach (`docs/prompts.md`), so an edit that makes routing worse fails `zaguan prompts eval`
-/// and CI. Raise it when the prompts do better.
+/// and CI; precision stays at 99 %, since a wrong route is worse than none. Raise it when the
+/// prompts do better.
 pub const FLOOR: Bars = Bars {
-    precision: 0.98,
-    recall: 0.55,
+    precision: 0.99,
+    recall: 0.52,
     hard_precision: 0.95,
-    hard_recall: 0.40,
+    hard_recall: 0.35,
 };
+
+/// The floor on [`HELD_OUT_VARIED`]: the same precision, and a little under the recall the
+/// shipped prompts reach there.
+pub const VARIED_FLOOR: Bars = Bars {
+    precision: 0.99,
+    recall: 0.52,
+    hard_precision: 0.95,
+    hard_recall: 0.33,
+};
+
+/// A corpus built into the binary that only measures the router, with the bars it must keep.
+#[derive(Debug, Clone, Copy)]
+pub struct HeldOut {
+    /// Its file under `tests/data/routing/`.
+    pub file: &'static str,
+    pub lines: &'static str,
+    pub floor: Bars,
+}
+
+/// Both held-out corpora: what `zaguan prompts eval` and `check` report, and CI asserts.
+pub const HELD_OUT_CORPORA: [HeldOut; 2] = [
+    HeldOut {
+        file: "held_out.jsonl",
+        lines: HELD_OUT,
+        floor: FLOOR,
+    },
+    HeldOut {
+        file: "held_out_varied.jsonl",
+        lines: HELD_OUT_VARIED,
+        floor: VARIED_FLOOR,
+    },
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Bars {
@@ -239,6 +279,11 @@ pub fn evaluate<'a>(
 
 /// The evaluation as text: totals, a table per agent, the confusion table, the misroutes.
 pub fn render(evaluation: &Evaluation, bars: &Bars) -> String {
+    render_with(evaluation, bars, Some(&TARGET))
+}
+
+/// [`render`], with the target line only where there is one.
+pub fn render_with(evaluation: &Evaluation, bars: &Bars, target: Option<&Bars>) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let percent = |value: f64| format!("{:.1} %", 100.0 * value);
@@ -258,7 +303,8 @@ pub fn render(evaluation: &Evaluation, bars: &Bars) -> String {
             score.should_route,
         );
     }
-    for (name, bars) in [("floor", bars), ("target", &TARGET)] {
+    for (name, bars) in [("floor", Some(bars)), ("target", target)] {
+        let Some(bars) = bars else { continue };
         let _ = writeln!(
             out,
             "{name}: precision ≥ {}, recall ≥ {}; hard lines ≥ {} / ≥ {}",
@@ -370,9 +416,11 @@ mod tests {
     }
 
     #[test]
-    fn the_held_out_corpus_parses() {
+    fn the_held_out_corpora_parse() {
         let lines = parse(HELD_OUT).unwrap();
         assert!(lines.len() >= 300, "{} lines", lines.len());
+        let lines = parse(HELD_OUT_VARIED).unwrap();
+        assert!(lines.len() >= 250, "{} lines", lines.len());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use zaguan::agents::keywords::tokens;
-use zaguan::agents::route_eval::{self, FLOOR, Labelled, TARGET};
+use zaguan::agents::route_eval::{self, FLOOR, HELD_OUT_CORPORA, Labelled, TARGET};
 use zaguan::agents::{AgentKind, AgentRegistry};
 use zaguan::domain::Role;
 use zaguan::startup::known_tools;
@@ -52,6 +52,72 @@ fn the_shipped_prompts_route_the_held_out_corpus_at_the_target() {
     assert!(evaluation.shortfalls(&FLOOR).is_empty(), "{report}");
     // The shipped prompts reach the target itself: an edit that loses it fails here.
     assert!(evaluation.shortfalls(&TARGET).is_empty(), "{report}");
+}
+
+/// Both held-out corpora, the second written apart in other styles (typos, dialects, voice notes,
+/// elliptical follow-ups): at least 99 % of the router's acts are right on each, and each keeps
+/// its floor.
+#[test]
+fn the_shipped_prompts_route_both_held_out_corpora_at_99_percent_precision() {
+    let registry = registry();
+    for held_out in &HELD_OUT_CORPORA {
+        let lines = corpus(held_out.file);
+        let evaluation = route_eval::evaluate(&registry, &lines, |line| {
+            route_eval::route_line(&registry, line)
+        });
+        let report = route_eval::render_with(&evaluation, &held_out.floor, None);
+        println!("{}:\n{report}", held_out.file);
+        assert!(
+            evaluation.unusable.is_empty(),
+            "{}: {report}",
+            held_out.file
+        );
+        assert!(
+            evaluation.all.precision() >= 0.99,
+            "{}: {report}",
+            held_out.file
+        );
+        assert!(
+            evaluation.shortfalls(&held_out.floor).is_empty(),
+            "{}: {report}",
+            held_out.file
+        );
+    }
+}
+
+/// A message that carries on from the subgraph holding the conversation stays there, and a
+/// second request announced by «y también» is heard even half-sure: both go to the LLM.
+#[test]
+fn continuations_stay_and_announced_second_requests_abstain() {
+    let registry = registry();
+    let mortgages = registry.get("mortgage_loan_assistant").unwrap();
+    let text = "vale, y si ofrezco 200 en vez de 215 cuanto baja la cuota?";
+    assert_eq!(
+        registry
+            .fast_route(text, mortgages, Role::Prospect)
+            .map(|a| &a.name),
+        None
+    );
+    let primary = registry.primary_for(Role::Prospect);
+    let text = "quiero hacer una oferta por el piso de Ruzafa y también que me busquéis otras \
+                opciones por si no la aceptan";
+    assert_eq!(
+        registry
+            .fast_route(text, primary, Role::Prospect)
+            .map(|a| &a.name),
+        None
+    );
+    // Each on its own still goes straight there.
+    assert_eq!(
+        registry
+            .fast_route(
+                "quiero hacer una oferta por el piso de Ruzafa",
+                primary,
+                Role::Prospect
+            )
+            .map(|a| a.name.as_str()),
+        Some("prospect_offer_assistant")
+    );
 }
 
 /// The three misroutes found by reading the old keywords stay with the primary assistant or go
@@ -125,6 +191,40 @@ fn the_corpus_has_its_shape_and_the_held_out_part_stays_out_of_the_prompts() {
             line.text
         );
     }
+    // The second held-out corpus and the file of the same styles to tune on share nothing with
+    // the first corpus, the prompts or each other.
+    let varied = corpus("held_out_varied.jsonl");
+    let dev = corpus("dev_varied.jsonl");
+    let first: BTreeSet<String> = held_out
+        .iter()
+        .map(|line| key(&line.text))
+        .chain(train_texts.iter().cloned())
+        .collect();
+    let dev_texts: BTreeSet<String> = dev.iter().map(|line| key(&line.text)).collect();
+    for line in &varied {
+        let text = key(&line.text);
+        assert!(
+            !examples.contains(&text),
+            "varied «{}» is an example",
+            line.text
+        );
+        assert!(
+            !first.contains(&text),
+            "varied «{}» is in the first corpus",
+            line.text
+        );
+        assert!(
+            !dev_texts.contains(&text),
+            "varied «{}» is in dev",
+            line.text
+        );
+    }
+    for split in [&varied, &dev] {
+        let languages: BTreeSet<&str> = split.iter().map(|line| line.lang.as_str()).collect();
+        assert_eq!(languages, BTreeSet::from(["en", "es", "pt"]));
+        assert!(split.len() >= 250, "{} lines", split.len());
+    }
+
     // The training part is what shapes the router: its lines (those not about a conversation
     // already in a subgraph) are the prompts' examples, under the agent they are labelled with.
     for line in train.iter().filter(|line| line.dialog_state.is_none()) {
@@ -142,7 +242,12 @@ fn the_corpus_has_its_shape_and_the_held_out_part_stays_out_of_the_prompts() {
 #[test]
 fn every_corpus_line_is_usable() {
     let registry = registry();
-    for name in ["train.jsonl", "held_out.jsonl"] {
+    for name in [
+        "train.jsonl",
+        "held_out.jsonl",
+        "held_out_varied.jsonl",
+        "dev_varied.jsonl",
+    ] {
         for (i, line) in corpus(name).iter().enumerate() {
             let agent = registry
                 .get(&line.agent)
@@ -161,7 +266,14 @@ fn prompts_eval_prints_the_tables_and_json_for_ci() {
     let output = zaguan(&["prompts", "eval"]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{output:?}");
-    assert!(text.starts_with("the held-out corpus, prompts "), "{text}");
+    assert!(
+        text.starts_with("held_out.jsonl (built in), prompts "),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nheld_out_varied.jsonl (built in), prompts "),
+        "{text}"
+    );
     assert!(
         text.contains("all lines: ") && text.contains("hard lines: "),
         "{text}"
@@ -171,16 +283,20 @@ fn prompts_eval_prints_the_tables_and_json_for_ci() {
     let output = zaguan(&["prompts", "eval", "--json"]);
     assert!(output.status.success(), "{output:?}");
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let corpora = json["corpora"].as_array().unwrap();
+    assert_eq!(corpora.len(), 2, "{json}");
+    for corpus in corpora {
+        assert!(corpus["precision"].as_f64().unwrap() >= 0.99, "{json}");
+        assert!(
+            corpus["evaluation"]["per_agent"]["appointment_assistant"].is_object(),
+            "{json}"
+        );
+    }
     assert!(
-        json["precision"].as_f64().unwrap() >= FLOOR.precision,
+        corpora[0]["recall"].as_f64().unwrap() >= FLOOR.recall,
         "{json}"
     );
-    assert!(json["recall"].as_f64().unwrap() >= FLOOR.recall, "{json}");
     assert_eq!(json["shortfalls"], serde_json::json!([]));
-    assert!(
-        json["evaluation"]["per_agent"]["appointment_assistant"].is_object(),
-        "{json}"
-    );
 }
 
 /// A staff file: its own lines are measured, a misroute is listed with its line, and falling
@@ -200,6 +316,7 @@ fn prompts_eval_measures_a_file_staff_give() {
     .unwrap();
     let output = zaguan(&["prompts", "eval", file.to_str().unwrap(), "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let json = &json["corpora"][0];
     assert_eq!(json["evaluation"]["all"]["lines"], 2, "{json}");
     let misroutes = json["evaluation"]["misroutes"].as_array().unwrap();
     assert_eq!(misroutes.len(), 1, "{json}");
@@ -226,7 +343,8 @@ fn prompts_check_warns_when_an_edit_drops_routing_below_the_floor() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{output:?}");
     assert!(
-        text.contains("routing on the held-out corpus: precision"),
+        text.contains("routing on held_out.jsonl: precision")
+            && text.contains("routing on held_out_varied.jsonl: precision"),
         "{text}"
     );
     assert!(!text.contains("warning:"), "{text}");
@@ -248,5 +366,8 @@ fn prompts_check_warns_when_an_edit_drops_routing_below_the_floor() {
     let output = zaguan(&["prompts", "check", dir.path().to_str().unwrap()]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "still a valid set: {output:?}");
-    assert!(text.contains("warning: routing recall"), "{text}");
+    assert!(
+        text.contains("warning: routing on held_out.jsonl: recall"),
+        "{text}"
+    );
 }

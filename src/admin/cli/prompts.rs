@@ -1,17 +1,17 @@
 //! `zaguan prompts check [DIR]`: validates the prompts folder the way the service loads it, for
 //! staff editing prompts and for CI. Prints every problem as `file:line: message` and fails, or
 //! prints `N agents OK`, how the fast path does on the prompts' example phrases and, as a
-//! warning, any routing bar the held-out corpus no longer reaches.
+//! warning, any routing bar a held-out corpus no longer reaches.
 //!
-//! `zaguan prompts eval [FILE]`: the fast path's precision, recall and confusion table on the
-//! held-out corpus or on a file staff give, like `rasa test nlu`.
+//! `zaguan prompts eval [FILE]`: the fast path's precision, recall and confusion table on both
+//! held-out corpora or on a file staff give, like `rasa test nlu`.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 
 use crate::agents::AgentRegistry;
-use crate::agents::route_eval::{self, FLOOR};
+use crate::agents::route_eval::{self, Bars, FLOOR};
 
 #[derive(Debug, clap::Args)]
 pub struct PromptsArgs {
@@ -30,7 +30,7 @@ pub enum PromptsCommand {
 #[derive(Debug, clap::Args)]
 pub struct EvalArgs {
     /// Labelled messages, one JSON object per line: {"text", "agent", "role", "lang", "hard",
-    /// "dialog_state"}. Default: the held-out corpus built into zaguan.
+    /// "dialog_state"}. Default: both held-out corpora built into zaguan.
     pub file: Option<PathBuf>,
     /// The prompts folder.
     #[arg(long, env = "ZAGUAN_PROMPTS_DIR", default_value = "prompts")]
@@ -72,24 +72,28 @@ fn check(args: CheckArgs) -> anyhow::Result<()> {
                     100.0 * report.hits() as f64 / report.examples as f64
                 );
             }
-            let lines = route_eval::parse(route_eval::HELD_OUT)
-                .map_err(|error| anyhow::anyhow!("the built-in held-out corpus: {error}"))?;
-            let evaluation = route_eval::evaluate(&registry, &lines, |line| {
-                route_eval::route_line(&registry, line)
-            });
-            println!(
-                "routing on the held-out corpus: precision {:.1} %, recall {:.1} % (hard lines: \
-                 {:.1} %, {:.1} %)",
-                100.0 * evaluation.all.precision(),
-                100.0 * evaluation.all.recall(),
-                100.0 * evaluation.hard.precision(),
-                100.0 * evaluation.hard.recall(),
-            );
-            for shortfall in evaluation.shortfalls(&FLOOR) {
+            for corpus in &route_eval::HELD_OUT_CORPORA {
+                let lines = route_eval::parse(corpus.lines)
+                    .map_err(|error| anyhow::anyhow!("the built-in {}: {error}", corpus.file))?;
+                let evaluation = route_eval::evaluate(&registry, &lines, |line| {
+                    route_eval::route_line(&registry, line)
+                });
                 println!(
-                    "warning: routing {shortfall} (the floor); `zaguan prompts eval` shows the \
-                     misroutes"
+                    "routing on {}: precision {:.1} %, recall {:.1} % (hard lines: {:.1} %, \
+                     {:.1} %)",
+                    corpus.file,
+                    100.0 * evaluation.all.precision(),
+                    100.0 * evaluation.all.recall(),
+                    100.0 * evaluation.hard.precision(),
+                    100.0 * evaluation.hard.recall(),
                 );
+                for shortfall in evaluation.shortfalls(&corpus.floor) {
+                    println!(
+                        "warning: routing on {}: {shortfall} (the floor); `zaguan prompts eval` \
+                         shows the misroutes",
+                        corpus.file
+                    );
+                }
             }
             Ok(())
         }
@@ -107,7 +111,8 @@ fn check(args: CheckArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Prints the evaluation (text or JSON) and fails below the floor.
+/// Prints the evaluation of a staff file, or of both held-out corpora (text or JSON), and fails
+/// below a floor.
 fn eval(args: EvalArgs) -> anyhow::Result<()> {
     let registry =
         AgentRegistry::load(&args.dir, &crate::startup::known_tools()).map_err(|problems| {
@@ -117,45 +122,74 @@ fn eval(args: EvalArgs) -> anyhow::Result<()> {
                 problems.len()
             )
         })?;
-    let text = match &args.file {
-        Some(file) => std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read {}", file.display()))?,
-        None => route_eval::HELD_OUT.to_owned(),
+    // (source, its lines, its floor, the target when it has one)
+    let corpora: Vec<(String, String, Bars, Option<Bars>)> = match &args.file {
+        Some(file) => vec![(
+            file.display().to_string(),
+            std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {}", file.display()))?,
+            FLOOR,
+            Some(route_eval::TARGET),
+        )],
+        None => route_eval::HELD_OUT_CORPORA
+            .iter()
+            .map(|corpus| {
+                let target = (corpus.file == "held_out.jsonl").then_some(route_eval::TARGET);
+                (
+                    format!("{} (built in)", corpus.file),
+                    corpus.lines.to_owned(),
+                    corpus.floor,
+                    target,
+                )
+            })
+            .collect(),
     };
-    let source = args
-        .file
-        .as_ref()
-        .map_or("the held-out corpus".to_owned(), |f| {
-            f.display().to_string()
+    let mut reports = Vec::new();
+    let mut all_shortfalls = Vec::new();
+    for (i, (source, text, floor, target)) in corpora.iter().enumerate() {
+        let lines =
+            route_eval::parse(text).map_err(|error| anyhow::anyhow!("{source}: {error}"))?;
+        anyhow::ensure!(!lines.is_empty(), "{source}: no labelled lines");
+        let evaluation = route_eval::evaluate(&registry, &lines, |line| {
+            route_eval::route_line(&registry, line)
         });
-    let lines = route_eval::parse(&text).map_err(|error| anyhow::anyhow!("{source}: {error}"))?;
-    anyhow::ensure!(!lines.is_empty(), "{source}: no labelled lines");
-    let evaluation = route_eval::evaluate(&registry, &lines, |line| {
-        route_eval::route_line(&registry, line)
-    });
-    let shortfalls = evaluation.shortfalls(&FLOOR);
+        let shortfalls = evaluation.shortfalls(floor);
+        all_shortfalls.extend(shortfalls.iter().map(|s| format!("{source}: {s}")));
+        if args.json {
+            reports.push(serde_json::json!({
+                "source": source,
+                "precision": evaluation.all.precision(),
+                "recall": evaluation.all.recall(),
+                "hard_precision": evaluation.hard.precision(),
+                "hard_recall": evaluation.hard.recall(),
+                "floor": floor,
+                "target": target,
+                "shortfalls": shortfalls,
+                "evaluation": evaluation,
+            }));
+        } else {
+            if i > 0 {
+                println!();
+            }
+            println!("{source}, prompts {}:", registry.version());
+            print!(
+                "{}",
+                route_eval::render_with(&evaluation, floor, target.as_ref())
+            );
+        }
+    }
     if args.json {
         let json = serde_json::json!({
-            "source": source,
             "prompts_version": registry.version(),
-            "precision": evaluation.all.precision(),
-            "recall": evaluation.all.recall(),
-            "hard_precision": evaluation.hard.precision(),
-            "hard_recall": evaluation.hard.recall(),
-            "floor": FLOOR,
-            "target": route_eval::TARGET,
-            "shortfalls": shortfalls,
-            "evaluation": evaluation,
+            "corpora": reports,
+            "shortfalls": all_shortfalls,
         });
         println!("{}", serde_json::to_string_pretty(&json)?);
-    } else {
-        println!("{source}, prompts {}:", registry.version());
-        print!("{}", route_eval::render(&evaluation, &FLOOR));
     }
     anyhow::ensure!(
-        shortfalls.is_empty(),
+        all_shortfalls.is_empty(),
         "routing below the floor: {}",
-        shortfalls.join("; ")
+        all_shortfalls.join("; ")
     );
     Ok(())
 }

@@ -68,8 +68,29 @@ impl FastRouter {
     }
 }
 
-/// How sure the router must be of a clause to count it as a request of its own.
+/// How sure the router must be of a new sentence's best subgraph to count it as a request of
+/// its own; a clause a cue opened needs only [`Params::second_request`](super::Params).
 pub(super) const CLAUSE_CONFIDENCE: f32 = 0.5;
+
+/// Words that acknowledge before a message carries on («vale, y…», «ok and…», «tá, e…»).
+const ACKNOWLEDGEMENTS: &[&str] = &[
+    "vale", "ok", "okay", "oki", "dale", "bueno", "bien", "perfecto", "genial", "ah", "ahh", "oye",
+    "pues", "ya", "si", "sale", "ta", "beleza", "certo", "entendi", "right", "sure", "great",
+    "cool", "oh", "well", "hmm", "mmm", "eh",
+];
+/// Words that open a message carrying on from the one before («y el de la playa?», «and the
+/// other one?», «e em Benimaclet?», «entonces cuánto…»).
+const CONTINUATIONS: &[&str] = &[
+    "y", "e", "and", "entonces", "then", "entao", "tb", "tambien",
+];
+
+/// Whether the message opens, after any acknowledgement, by carrying on from the one before.
+pub(super) fn continues(text: &str) -> bool {
+    tokens(text)
+        .iter()
+        .find(|word| !ACKNOWLEDGEMENTS.contains(&word.as_str()))
+        .is_some_and(|word| CONTINUATIONS.contains(&word.as_str()))
+}
 
 /// Words that open a second request in the same message («… y de paso …», «… and also …»).
 pub(super) const CLAUSE_CUES: &[&[&str]] = &[
@@ -94,32 +115,80 @@ pub(super) const CLAUSE_CUES: &[&[&str]] = &[
     &["but", "first"],
 ];
 
+/// One clause of a message: its words, and whether a [`CLAUSE_CUES`] cue opened it (an
+/// announced second request, read with a lower bar than a new sentence).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Clause {
+    pub text: String,
+    pub cued: bool,
+}
+
+/// Words that set one part of a message against another («me gustó, pero…»): where its
+/// context ends and its request starts.
+const CONTRASTS: &[&[&str]] = &[
+    &["pero"],
+    &["aunque"],
+    &["but"],
+    &["although"],
+    &["mas"],
+    &["porem"],
+    &["agora"],
+    &["now"],
+    &["ahora"],
+];
+
+/// Words that join two requests in one breath («cuántas visitas tuvo y me buscás uno más
+/// chico»): a part they open is read on its own too.
+const JOINS: &[&[&str]] = &[&["y"], &["e"], &["and"], &["o"], &["ou"], &["or"]];
+
 /// The message cut into clauses at sentence ends and at [`CLAUSE_CUES`], each as its words.
-pub(super) fn clauses(text: &str) -> Vec<String> {
+pub(super) fn clauses(text: &str) -> Vec<Clause> {
+    cut(text, &['.', '?', '!', ';', '\n'], &[CLAUSE_CUES])
+}
+
+/// The message cut finer than [`clauses`]: at commas and at [`CONTRASTS`] too, so that the
+/// context a customer gives before a request («el banco ya me aprobó la hipoteca, ¿puedo ir a
+/// verlo otra vez?») stands apart from it.
+pub(super) fn segments(text: &str) -> Vec<Clause> {
+    cut(
+        text,
+        &['.', '?', '!', ';', ',', '\n'],
+        &[CLAUSE_CUES, CONTRASTS, JOINS],
+    )
+}
+
+fn cut(text: &str, stops: &[char], cues: &[&[&[&str]]]) -> Vec<Clause> {
     let mut clauses = Vec::new();
-    for sentence in text.split(['.', '?', '!', ';', '\n']) {
+    for sentence in text.split(stops) {
         let words = tokens(sentence);
-        let mut start = 0;
+        let (mut start, mut cued) = (0, false);
         let mut i = 0;
         while i < words.len() {
-            let cue = CLAUSE_CUES.iter().find(|cue| {
+            let cue = cues.iter().copied().flatten().find(|cue| {
                 words[i..].len() >= cue.len()
                     && cue.iter().zip(&words[i..]).all(|(c, w)| *c == w.as_str())
             });
             match cue {
                 Some(cue) if i > start => {
-                    clauses.push(words[start..i].join(" "));
+                    clauses.push(Clause {
+                        text: words[start..i].join(" "),
+                        cued,
+                    });
                     start = i + cue.len();
+                    cued = true;
                     i = start;
                 }
                 _ => i += 1,
             }
         }
         if start < words.len() {
-            clauses.push(words[start..].join(" "));
+            clauses.push(Clause {
+                text: words[start..].join(" "),
+                cued,
+            });
         }
     }
-    clauses.retain(|clause| clause.split(' ').count() >= 2);
+    clauses.retain(|clause| clause.text.split(' ').count() >= 2);
     clauses
 }
 

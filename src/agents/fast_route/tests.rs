@@ -1,4 +1,4 @@
-use super::reading::negated_words;
+use super::reading::{Clause, negated_words};
 use super::*;
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -127,7 +127,16 @@ fn two_requests_in_one_message_abstain() {
     let text = "quiero agendar una visita y de paso cuanto me saldria la hipoteca";
     assert_eq!(
         clauses(text),
-        ["quiero agendar una visita", "cuanto me saldria la hipoteca"]
+        [
+            Clause {
+                text: "quiero agendar una visita".into(),
+                cued: false
+            },
+            Clause {
+                text: "cuanto me saldria la hipoteca".into(),
+                cued: true
+            }
+        ]
     );
     assert!(router.read(text).unwrap().two_requests);
     assert_eq!(router.decide(text, |_| true, None).agent(), None);
@@ -177,4 +186,60 @@ fn negation_covers_the_next_words_only() {
         negated_words(&words, 3),
         [false, false, false, true, true, true]
     );
+}
+
+#[test]
+fn a_message_carrying_on_is_read_as_such() {
+    use super::reading::continues;
+    for text in [
+        "y el de la playa?",
+        "vale, y si ofrezco 200?",
+        "tá, e pode visitar amanhã?",
+        "ok and the other one?",
+    ] {
+        assert!(continues(text), "{text}");
+    }
+    for text in [
+        "quiero ver el piso",
+        "ok me gusta, cuánto sería la cuota?",
+        "",
+    ] {
+        assert!(!continues(text), "{text}");
+    }
+}
+
+#[test]
+fn segments_cut_the_context_from_the_request() {
+    use super::reading::segments;
+    let parts: Vec<String> =
+        segments("el banco ya me aprobó la hipoteca, puedo ir a verlo otra vez")
+            .into_iter()
+            .map(|s| s.text)
+            .collect();
+    assert_eq!(
+        parts,
+        [
+            "el banco ya me aprobo la hipoteca",
+            "puedo ir a verlo otra vez"
+        ]
+    );
+    let parts = segments("cuantas visitas tuvo mi depto y me buscas uno mas chico");
+    assert_eq!(parts.len(), 2);
+    assert!(parts[1].cued);
+}
+
+#[test]
+fn a_part_reading_as_another_agent_stops_the_route() {
+    let router = router();
+    // Alone, the request goes straight to appointments.
+    let request = "quiero agendar una visita el jueves";
+    assert_eq!(
+        router.decide(request, |_| true, None).agent(),
+        Some("appointment_assistant")
+    );
+    // After a part about mortgages, it is left to the LLM.
+    let text = "me financiais la compra, quiero agendar una visita el jueves";
+    let reading = router.read(text).unwrap();
+    assert!(reading.rival >= Params::DEFAULT.rival, "{reading:?}");
+    assert_eq!(router.decide(text, |_| true, None).agent(), None);
 }
