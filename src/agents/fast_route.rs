@@ -451,7 +451,8 @@ impl FastRouter {
     }
 
     /// The probability of the strongest subgraph other than `class` that one of the message's
-    /// [`segments`] reads as best; 0 for a message in one piece.
+    /// [`segments`] reads as best (better than the primary class too); 0 for a message in one
+    /// piece.
     fn rival(&self, text: &str, class: usize) -> f32 {
         let segments = segments(text);
         if segments.len() < 2 {
@@ -462,8 +463,9 @@ impl FastRouter {
             let Some(Distribution { probabilities, .. }) = self.distribution(&segment.text) else {
                 continue;
             };
-            let (best, p) = argmax(&probabilities[1..]);
-            if best + 1 != class {
+            // A part that reads best as no specialist's («por favor», «hola») is no rival.
+            let (best, p) = argmax(&probabilities);
+            if best != PRIMARY && best != class {
                 rival = rival.max(p);
             }
         }

@@ -107,6 +107,17 @@ fn continuations_stay_and_announced_second_requests_abstain() {
             .map(|a| &a.name),
         None
     );
+    // A greeting or a «por favor» around a request is no second request.
+    assert_eq!(
+        registry
+            .fast_route(
+                "Hola, quiero agendar una visita al local de la calle Mayor, por favor.",
+                primary,
+                Role::Prospect
+            )
+            .map(|a| a.name.as_str()),
+        Some("appointment_assistant")
+    );
     // Each on its own still goes straight there.
     assert_eq!(
         registry
