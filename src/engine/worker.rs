@@ -1,5 +1,8 @@
 //! Workers: take conversations with open inbox messages or unsent replies, one turn at a time
-//! per conversation, in arrival order, and send each turn's reply before the next turn.
+//! per conversation, and send each turn's reply before the next turn. Across conversations, the
+//! one whose oldest open message arrived first goes first — from the webhook, from the poll, and
+//! after a failed try, which keeps its place — so under a backlog the first customers are
+//! answered first.
 //!
 //! Work comes three ways: this process's webhook hands over what it stored ([`Arrivals`], no
 //! query needed), and a poll every second reads the pending inbox and the replies due (what
@@ -14,11 +17,11 @@
 
 mod conversation;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
@@ -81,7 +84,8 @@ impl Default for WorkerSettings {
 /// once, without waiting for a poll.
 #[derive(Default)]
 pub struct Arrivals {
-    conversations: Mutex<Vec<WaId>>,
+    /// Each with its message's arrival, for its place in the queue.
+    conversations: Mutex<Vec<(WaId, DateTime<Utc>)>>,
     /// Conversations with a reply to send now (a part queued again as its fallback).
     owed: Mutex<Vec<WaId>>,
     signal: Notify,
@@ -97,8 +101,11 @@ impl Arrivals {
         if entries.is_empty() {
             return;
         }
-        self.lock()
-            .extend(entries.into_iter().map(|entry| entry.wa_id));
+        self.lock().extend(
+            entries
+                .into_iter()
+                .map(|entry| (entry.wa_id, entry.received_at)),
+        );
         self.signal.notify_one();
     }
 
@@ -116,11 +123,11 @@ impl Arrivals {
         self.signal.notify_one();
     }
 
-    fn take(&self) -> Vec<WaId> {
+    fn take(&self) -> Vec<(WaId, DateTime<Utc>)> {
         std::mem::take(&mut *self.lock())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<WaId>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(WaId, DateTime<Utc>)>> {
         self.conversations.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -242,8 +249,11 @@ struct Queue {
     /// Conversations with a part waiting (a retry, a status): their next reply queues behind
     /// it rather than going out first. The poll brings them back when it is due.
     behind: HashSet<WaId>,
-    /// Conversations with work, oldest first.
-    order: VecDeque<WaId>,
+    /// Conversations with work waiting for a worker, by [`since`](Self::since): oldest first.
+    order: BTreeSet<(DateTime<Utc>, WaId)>,
+    /// When the oldest message of each conversation with work arrived; kept through a failed
+    /// try, dropped once a turn answered it.
+    since: HashMap<WaId, DateTime<Utc>>,
     in_flight: HashSet<WaId>,
     /// The messages each conversation in flight read last: the poll finding them again is no
     /// news.
@@ -274,21 +284,65 @@ impl Queue {
         self.work.contains(wa_id) || self.owed.contains(wa_id)
     }
 
-    fn enqueue(&mut self, wa_id: &WaId) {
-        if !self.order.contains(wa_id) {
-            self.order.push_back(wa_id.clone());
+    /// Puts `wa_id` in its place: by the oldest of what it waited for and `at`. A
+    /// conversation in flight is placed when its worker lets go of it.
+    fn place(&mut self, wa_id: &WaId, at: DateTime<Utc>) {
+        let since = match self.since.get(wa_id) {
+            Some(&since) if since <= at => since,
+            Some(&later) => {
+                self.order.remove(&(later, wa_id.clone()));
+                self.since.insert(wa_id.clone(), at);
+                at
+            }
+            None => {
+                self.since.insert(wa_id.clone(), at);
+                at
+            }
+        };
+        if !self.in_flight.contains(wa_id) {
+            self.order.insert((since, wa_id.clone()));
         }
     }
 
-    /// New messages for `wa_id`.
-    fn arrived(&mut self, wa_id: WaId) {
-        self.enqueue(&wa_id);
+    /// New messages for `wa_id`, the oldest of them arrived `at`.
+    fn arrived(&mut self, wa_id: WaId, at: DateTime<Utc>) {
+        self.place(&wa_id, at);
         self.work.insert(wa_id);
     }
 
+    /// The messages of `wa_id` read by a try that failed: tried again, in the place they had.
+    fn retry(&mut self, wa_id: &WaId) {
+        self.work.insert(wa_id.clone());
+        if !self.in_flight.contains(wa_id) {
+            let at = self.since.get(wa_id).copied().unwrap_or_else(Utc::now);
+            self.place(wa_id, at);
+        }
+    }
+
     fn owe(&mut self, wa_id: WaId) {
-        self.enqueue(&wa_id);
+        let at = self.since.get(&wa_id).copied().unwrap_or_else(Utc::now);
+        self.place(&wa_id, at);
         self.owed.insert(wa_id);
+    }
+
+    /// A turn answered `wa_id`'s messages up to one that arrived `newest`: what arrived after
+    /// it keeps the conversation's place, anything older is done.
+    fn answered(&mut self, wa_id: &WaId, newest: DateTime<Utc>) {
+        if self.since.get(wa_id).is_some_and(|since| *since <= newest) {
+            self.since.remove(wa_id);
+        }
+    }
+
+    /// Its worker let go of `wa_id`: back in its place if work is left.
+    fn let_go(&mut self, wa_id: &WaId) {
+        self.in_flight.remove(wa_id);
+        if self.has_work(wa_id) {
+            let at = self.since.get(wa_id).copied().unwrap_or_else(Utc::now);
+            self.since.insert(wa_id.clone(), at);
+            self.order.insert((at, wa_id.clone()));
+        } else {
+            self.since.remove(wa_id);
+        }
     }
 }
 
@@ -307,8 +361,8 @@ impl Dispatcher {
             if *stopped.borrow() {
                 break;
             }
-            for wa_id in arrivals.take() {
-                self.queue().arrived(wa_id);
+            for (wa_id, at) in arrivals.take() {
+                self.queue().arrived(wa_id, at);
             }
             let owed =
                 std::mem::take(&mut *arrivals.owed.lock().unwrap_or_else(|e| e.into_inner()));
@@ -382,7 +436,7 @@ impl Dispatcher {
                         .get(&entry.wa_id)
                         .is_some_and(|read| read.contains(&entry.wamid));
                     if !known && !queue.elsewhere.contains_key(&entry.wa_id) {
-                        queue.arrived(entry.wa_id);
+                        queue.arrived(entry.wa_id, entry.received_at);
                     }
                 }
             }
@@ -412,37 +466,23 @@ impl Dispatcher {
         let mut queue = self.queue();
         let now = Instant::now();
         queue.elsewhere.retain(|_, until| *until > now);
-        let mut left = VecDeque::new();
-        let mut starved = false;
-        while let Some(wa_id) = queue.order.pop_front() {
+        while queue.in_flight.len() < limit {
+            let Some((_, wa_id)) = queue.order.pop_first() else {
+                break;
+            };
             if !queue.has_work(&wa_id) {
-                continue;
-            }
-            if queue.in_flight.contains(&wa_id) {
-                // Its worker picks the new messages up after the turn running now.
-                left.push_back(wa_id);
-                continue;
-            }
-            if queue.in_flight.len() >= limit {
-                starved = true;
-                left.push_back(wa_id);
+                queue.since.remove(&wa_id);
                 continue;
             }
             queue.in_flight.insert(wa_id.clone());
             let dispatcher = self.clone();
             tasks.spawn(async move {
                 dispatcher.serve(&wa_id).await;
-                {
-                    let mut queue = dispatcher.queue();
-                    queue.in_flight.remove(&wa_id);
-                    if queue.has_work(&wa_id) && !queue.order.contains(&wa_id) {
-                        queue.order.push_back(wa_id);
-                    }
-                }
+                dispatcher.queue().let_go(&wa_id);
                 dispatcher.finished.notify_one();
             });
         }
-        queue.order = left;
-        starved
+        // Work left waiting for room.
+        !queue.order.is_empty()
     }
 }

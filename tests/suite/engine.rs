@@ -936,6 +936,8 @@ struct CrashingStore {
     unavailable_for: AtomicUsize,
     /// The next this-many records of a part as `sent` answer `Unavailable`.
     unavailable_sent_records: AtomicUsize,
+    /// Every write waits this long first (a slow database).
+    delay: Duration,
 }
 
 impl CrashingStore {
@@ -948,10 +950,14 @@ impl CrashingStore {
             stall_claims: Default::default(),
             unavailable_for: Default::default(),
             unavailable_sent_records: Default::default(),
+            delay: Duration::ZERO,
         }
     }
 
-    fn write(&self) -> StoreResult<()> {
+    async fn write(&self) -> StoreResult<()> {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
         if self
             .unavailable_for
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -980,7 +986,7 @@ impl MaintenanceStore for CrashingStore {
         &self,
         b: &zaguan::store::PurgeBefore,
     ) -> StoreResult<zaguan::store::PurgeCounts> {
-        self.write()?;
+        self.write().await?;
         self.inner.purge(b).await
     }
 }
@@ -1054,7 +1060,7 @@ impl ConversationStore for CrashingStore {
         d: &zaguan::domain::DialogState,
         a: chrono::DateTime<Utc>,
     ) -> StoreResult<()> {
-        self.write()?;
+        self.write().await?;
         self.inner.set_dialog_state(w, d, a).await
     }
 
@@ -1079,7 +1085,7 @@ impl ConversationStore for CrashingStore {
         w: &WaId,
         h: Option<&zaguan::domain::Handoff>,
     ) -> StoreResult<bool> {
-        self.write()?;
+        self.write().await?;
         self.inner.set_handoff(w, h).await
     }
 
@@ -1089,7 +1095,7 @@ impl ConversationStore for CrashingStore {
         r: &zaguan::store::HandoffReason,
         first: Option<chrono::DateTime<Utc>>,
     ) -> StoreResult<zaguan::store::HandoffRequest> {
-        self.write()?;
+        self.write().await?;
         self.inner.request_handoff(w, r, first).await
     }
 
@@ -1108,7 +1114,7 @@ impl ConversationStore for CrashingStore {
         from: u8,
         step: &zaguan::store::HandoffStep,
     ) -> StoreResult<bool> {
-        self.write()?;
+        self.write().await?;
         self.inner.advance_handoff(w, at, from, step).await
     }
 
@@ -1117,7 +1123,7 @@ impl ConversationStore for CrashingStore {
         w: &WaId,
         a: Option<&zaguan::domain::PendingAction>,
     ) -> StoreResult<()> {
-        self.write()?;
+        self.write().await?;
         self.inner.set_pending_action(w, a).await
     }
 
@@ -1141,7 +1147,7 @@ impl ConversationStore for CrashingStore {
 #[async_trait]
 impl HistoryStore for CrashingStore {
     async fn append_message(&self, m: NewMessage) -> StoreResult<StoredMessage> {
-        self.write()?;
+        self.write().await?;
         self.inner.append_message(m).await
     }
 
@@ -1154,7 +1160,7 @@ impl HistoryStore for CrashingStore {
         m: Vec<NewMessage>,
         after: i64,
     ) -> StoreResult<Vec<StoredMessage>> {
-        self.write()?;
+        self.write().await?;
         self.inner.append_messages(m, after).await
     }
 }
@@ -1162,7 +1168,7 @@ impl HistoryStore for CrashingStore {
 #[async_trait]
 impl OutboxStore for CrashingStore {
     async fn insert_outbox(&self, e: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
-        self.write()?;
+        self.write().await?;
         self.inner.insert_outbox(e).await
     }
 
@@ -1177,7 +1183,7 @@ impl OutboxStore for CrashingStore {
         {
             return Err(StoreError::Unavailable("simulated outage".into()));
         }
-        self.write()?;
+        self.write().await?;
         self.inner.record_reply(parts).await
     }
 
@@ -1222,7 +1228,7 @@ impl OutboxStore for CrashingStore {
     }
 
     async fn fall_back(&self, i: &OutboxId, f: &zaguan::store::Fallback) -> StoreResult<bool> {
-        self.write()?;
+        self.write().await?;
         self.inner.fall_back(i, f).await
     }
 
@@ -1340,6 +1346,7 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
             stall_claims: Default::default(),
             unavailable_for: Default::default(),
             unavailable_sent_records: Default::default(),
+            delay: Duration::ZERO,
         })
         .store();
         let open = inner.open_inbox(&wa_id).await.unwrap();
@@ -1413,6 +1420,7 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             stall_claims: Default::default(),
             unavailable_for: Default::default(),
             unavailable_sent_records: Default::default(),
+            delay: Duration::ZERO,
         })
         .store();
         let cut = rule_engine(crashing)
@@ -1790,6 +1798,78 @@ async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
     assert_eq!(entry.status, InboxStatus::Done);
     // Every failed try was the store's: none counted against the message.
     assert_eq!(entry.attempts, 0);
+}
+
+/// Under a backlog on a slow store, conversations are answered in the order their first
+/// messages arrived, give or take the number served at once — whatever order the workers heard
+/// of them in (here newest first, as from webhooks delivered out of order).
+async fn a_backlog_is_answered_oldest_first(inner: Arc<dyn Store>) {
+    const CONVERSATIONS: usize = 200;
+    const AT_ONCE: usize = 4;
+    let start = Utc::now() - chrono::Duration::seconds(30);
+    let entries: Vec<InboxEntry> = (0..CONVERSATIONS)
+        .map(|i| {
+            let wa_id = WaId::parse(&format!("3460020{i:04}")).unwrap();
+            let mut entry = inbox_entry(
+                &format!("wamid.BACKLOG{i:04}"),
+                &wa_id,
+                "hola",
+                InboxStatus::Pending,
+            );
+            entry.received_at = start + chrono::Duration::milliseconds(i as i64 * 10);
+            entry
+        })
+        .collect();
+    inner.insert_inbox(&entries).await.unwrap();
+    let mut slow = CrashingStore::over(inner.clone());
+    slow.delay = Duration::from_millis(2);
+    let slow: Arc<dyn Store> = Arc::new(slow).store();
+    let arrivals = Arc::new(zaguan::engine::Arrivals::new());
+    arrivals.push(entries.iter().rev().cloned().collect());
+    let workers = zaguan::engine::Workers::spawn(
+        Arc::new(rule_engine(slow.clone())),
+        Arc::new(zaguan::outbound::Outbound::dry_run(slow)),
+        arrivals,
+        zaguan::engine::WorkerSettings {
+            concurrency: AT_ONCE,
+            poll: Duration::from_secs(60),
+            ..zaguan::engine::WorkerSettings::default()
+        },
+    );
+    // When each conversation's reply was queued.
+    let mut answered_at = Vec::with_capacity(CONVERSATIONS);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    for entry in &entries {
+        loop {
+            let replies = inner.outbox_in_reply_to(&entry.wamid).await.unwrap();
+            if let Some(reply) = replies.iter().map(|r| r.at).min() {
+                answered_at.push(reply);
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} not answered",
+                entry.wamid
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    workers.stop().await;
+    let mut by_answer: Vec<usize> = (0..CONVERSATIONS).collect();
+    by_answer.sort_by_key(|&i| (answered_at[i], i));
+    for (place, &i) in by_answer.iter().enumerate() {
+        assert!(
+            place <= i + 2 * AT_ONCE,
+            "the conversation that arrived {i}th was answered {place}th: {:?}",
+            &by_answer[..20]
+        );
+    }
+}
+
+mod backlog {
+    use super::*;
+
+    crate::both_stores!(multi_thread |s| (s.store.clone()) => a_backlog_is_answered_oldest_first);
 }
 
 /// A turn's reply is sent by the caller and recorded once sent; if the process dies between

@@ -49,7 +49,7 @@ impl Dispatcher {
             metrics::counter!("zaguan_leases_lost_total").increment(1);
             queue.held.remove(wa_id);
             self.engine.forget_window(wa_id);
-            queue.arrived(wa_id.clone());
+            queue.retry(wa_id);
             queue.store_cut.insert(wa_id.clone());
         }
     }
@@ -138,7 +138,7 @@ impl Dispatcher {
                 Ok(open) => open,
                 Err(error) => {
                     tracing::warn!(conversation.id = %wa_id.masked(), "cannot read inbox: {error}");
-                    self.queue().arrived(wa_id.clone());
+                    self.queue().retry(wa_id);
                     return;
                 }
             };
@@ -167,7 +167,7 @@ impl Dispatcher {
                     .await
                     .is_err()
                 {
-                    self.queue().arrived(wa_id.clone());
+                    self.queue().retry(wa_id);
                     return;
                 }
                 if open.is_empty() {
@@ -219,7 +219,7 @@ impl Dispatcher {
                     if transient {
                         // The store's slowness, not the message's: tried again, not counted.
                         let mut queue = self.queue();
-                        queue.arrived(wa_id.clone());
+                        queue.retry(wa_id);
                         queue.store_cut.insert(wa_id.clone());
                     } else {
                         let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
@@ -255,7 +255,7 @@ impl Dispatcher {
                     // recorded as unconfirmed, not sent again at once.
                     tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
                     let mut queue = self.queue();
-                    queue.arrived(wa_id.clone());
+                    queue.retry(wa_id);
                     queue.store_cut.insert(wa_id.clone());
                     return;
                 }
@@ -268,6 +268,14 @@ impl Dispatcher {
                 tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
                 self.queue().read.remove(wa_id);
                 return;
+            }
+            let newest = open
+                .iter()
+                .filter(|e| outcome.answered.contains(&e.wamid))
+                .map(|e| e.received_at)
+                .max();
+            if let Some(newest) = newest {
+                self.queue().answered(wa_id, newest);
             }
         }
     }
