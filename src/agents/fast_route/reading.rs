@@ -84,12 +84,34 @@ const CONTINUATIONS: &[&str] = &[
     "y", "e", "and", "entonces", "then", "entao", "tb", "tambien",
 ];
 
-/// Whether the message opens, after any acknowledgement, by carrying on from the one before.
+/// Openings that announce another matter rather than carry on («y otra cosa», «y de paso»).
+const ANOTHER_MATTER: &[&[&str]] = &[
+    &["y", "otra", "cosa"],
+    &["y", "de", "paso"],
+    &["y", "tambien"],
+    &["y", "tb"],
+    &["y", "ademas"],
+    &["and", "also"],
+    &["and", "another", "thing"],
+    &["e", "outra", "coisa"],
+    &["e", "tambem"],
+];
+
+/// Whether the message opens, after any acknowledgement, by carrying on from the one before,
+/// not by announcing another matter.
 pub(super) fn continues(text: &str) -> bool {
-    tokens(text)
+    let words = tokens(text);
+    let Some(start) = words
         .iter()
-        .find(|word| !ACKNOWLEDGEMENTS.contains(&word.as_str()))
-        .is_some_and(|word| CONTINUATIONS.contains(&word.as_str()))
+        .position(|word| !ACKNOWLEDGEMENTS.contains(&word.as_str()))
+    else {
+        return false;
+    };
+    let opening = &words[start..];
+    CONTINUATIONS.contains(&opening[0].as_str())
+        && !ANOTHER_MATTER.iter().any(|cue| {
+            opening.len() >= cue.len() && cue.iter().zip(opening).all(|(c, w)| *c == w.as_str())
+        })
 }
 
 /// Words that open a second request in the same message («… y de paso …», «… and also …»).

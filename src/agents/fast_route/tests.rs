@@ -202,6 +202,8 @@ fn a_message_carrying_on_is_read_as_such() {
     for text in [
         "quiero ver el piso",
         "ok me gusta, cuánto sería la cuota?",
+        "Oye y otra cosa, ¿cuánto me saldría la cuota de la hipoteca?",
+        "vale, y de paso, ¿tenéis algo en Ruzafa?",
         "",
     ] {
         assert!(!continues(text), "{text}");
