@@ -338,8 +338,7 @@ impl Queue {
         self.in_flight.remove(wa_id);
         if self.has_work(wa_id) {
             let at = self.since.get(wa_id).copied().unwrap_or_else(Utc::now);
-            self.since.insert(wa_id.clone(), at);
-            self.order.insert((at, wa_id.clone()));
+            self.place(wa_id, at);
         } else {
             self.since.remove(wa_id);
         }

@@ -113,17 +113,9 @@ impl Desk {
             let path = entry.unwrap().path();
             std::fs::copy(&path, prompts.path().join(path.file_name().unwrap())).unwrap();
         }
-        let always = [
-            "monday",
-            "tuesday",
-            "wednesday",
-            "thursday",
-            "friday",
-            "saturday",
-            "sunday",
-        ]
-        .map(|day| format!("{day} = [\"0:00-24:00\"]\n"))
-        .concat();
+        let always = zaguan::business::WEEKDAYS
+            .map(|day| format!("{day} = [\"0:00-24:00\"]\n"))
+            .concat();
         std::fs::write(
             prompts.path().join("business.toml"),
             format!("name = \"Inmobiliaria Prueba\"\n[hours]\n{always}"),

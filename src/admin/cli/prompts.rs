@@ -134,12 +134,11 @@ fn eval(args: EvalArgs) -> anyhow::Result<()> {
         None => route_eval::HELD_OUT_CORPORA
             .iter()
             .map(|corpus| {
-                let target = (corpus.file == "held_out.jsonl").then_some(route_eval::TARGET);
                 (
                     format!("{} (built in)", corpus.file),
                     corpus.lines.to_owned(),
                     corpus.floor,
-                    target,
+                    corpus.target,
                 )
             })
             .collect(),

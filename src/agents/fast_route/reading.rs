@@ -109,9 +109,12 @@ pub(super) fn continues(text: &str) -> bool {
     };
     let opening = &words[start..];
     CONTINUATIONS.contains(&opening[0].as_str())
-        && !ANOTHER_MATTER.iter().any(|cue| {
-            opening.len() >= cue.len() && cue.iter().zip(opening).all(|(c, w)| *c == w.as_str())
-        })
+        && !ANOTHER_MATTER.iter().any(|cue| opens_with(opening, cue))
+}
+
+/// Whether `words` open with the words of `cue`.
+fn opens_with(words: &[String], cue: &[&str]) -> bool {
+    words.len() >= cue.len() && cue.iter().zip(words).all(|(c, w)| *c == w.as_str())
 }
 
 /// Words that open a second request in the same message («… y de paso …», «… and also …»).
@@ -186,10 +189,11 @@ fn cut(text: &str, stops: &[char], cues: &[&[&[&str]]]) -> Vec<Clause> {
         let (mut start, mut cued) = (0, false);
         let mut i = 0;
         while i < words.len() {
-            let cue = cues.iter().copied().flatten().find(|cue| {
-                words[i..].len() >= cue.len()
-                    && cue.iter().zip(&words[i..]).all(|(c, w)| *c == w.as_str())
-            });
+            let cue = cues
+                .iter()
+                .copied()
+                .flatten()
+                .find(|cue| opens_with(&words[i..], cue));
             match cue {
                 Some(cue) if i > start => {
                     clauses.push(Clause {
