@@ -32,6 +32,7 @@ pub(crate) fn client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
     reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout)
+        .pool_max_idle_per_host(crate::transport::IDLE_CONNECTIONS)
         .build()
         .context("building an LLM HTTP client")
 }

@@ -125,6 +125,7 @@ impl GraphClient {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
+            .pool_max_idle_per_host(crate::transport::IDLE_CONNECTIONS)
             .build()
             .context("building the Graph API HTTP client")?;
         if base.cannot_be_a_base() {
