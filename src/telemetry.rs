@@ -522,6 +522,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Instance heartbeats the store did not confirm",
     ),
     (
+        "zaguan_instance_late_beats_total",
+        Kind::Counter,
+        "Late heartbeats of a lone instance: its work went on, nobody could take it over",
+    ),
+    (
         "zaguan_leases_recovered_total",
         Kind::Counter,
         "Leases a restarted instance gave back at start, so its conversations are served at once",

@@ -5,10 +5,16 @@
 //! that the instances' own clocks need not agree. The heartbeat is what keeps the instance's
 //! conversations its own: a lease is held while its holder beats.
 //!
-//! - Its own work: a process works only while its last confirmed heartbeat is recent — within
-//!   3/5 of `ZAGUAN_LEASE` of when that beat was sent, on its own monotonic clock. When it
-//!   cannot confirm one in time (a stalled database), it stops every turn and drops its leases,
-//!   and claims them anew once a beat lands again.
+//! - The heartbeat runs on a thread and a runtime of its own, so the load it guards cannot
+//!   starve it: thousands of turns queued on the service's runtime do not delay a beat.
+//! - Its own work, beside other instances: a process works only while its last confirmed
+//!   heartbeat is recent — within 3/5 of `ZAGUAN_LEASE` of when that beat was sent, on its own
+//!   monotonic clock. When it cannot confirm one in time (a stalled database), it stops every
+//!   turn and drops its leases, and claims them anew once a beat lands again.
+//! - Alone (no other instance was alive at its last confirmed beat), a late beat stops nothing:
+//!   nobody is there to take its conversations over, so stopping would only abandon turns and
+//!   redo them. When the late beat lands, the work stops only if another instance beat while
+//!   this one was silent for longer than the lease (it may have taken conversations over).
 //! - The others: an instance whose last heartbeat is older than `ZAGUAN_LEASE` by the
 //!   database's clock is gone; its conversations are taken over. By then it has stopped itself
 //!   (3/5 < 1), with the difference left for its last writes to land.
@@ -70,6 +76,10 @@ struct Liveness {
     others: Vec<InstanceRecord>,
     /// Another process took this id: this one must stop for good.
     superseded: bool,
+    /// No other instance was alive at the last confirmed beat: a late beat stops nothing.
+    alone: bool,
+    /// The database's time of the last confirmed beat.
+    last_beat: Option<DateTime<Utc>>,
 }
 
 impl Membership {
@@ -118,6 +128,8 @@ impl Membership {
                 valid_until: None,
                 others: Vec::new(),
                 superseded: false,
+                alone: true,
+                last_beat: None,
             }),
             epochs: watch::channel(0).0,
             solo,
@@ -202,16 +214,53 @@ impl Membership {
         Ok(())
     }
 
-    /// A beat sent at `sent` landed, stamped `at` by the database.
-    fn confirmed(&self, sent: Instant, at: DateTime<Utc>) {
+    /// A beat sent at `sent` landed, stamped `at` by the database: the validity is renewed.
+    /// Returns what the work under the current epoch needs to judge it: whether the validity
+    /// had run out, whether this instance was alone then, and the previous beat's time.
+    fn confirmed(&self, sent: Instant, at: DateTime<Utc>) -> Renewal {
         let mut state = self.liveness();
-        let lapsed = state
-            .valid_until
-            .is_some_and(|until| Instant::now() >= until);
+        let renewal = Renewal {
+            lapsed: state
+                .valid_until
+                .is_some_and(|until| Instant::now() >= until),
+            alone: state.alone,
+            previous: state.last_beat,
+            at,
+        };
         state.valid_until = Some(sent + self.valid_for());
+        state.last_beat = Some(at);
         drop(state);
         self.clock.anchor(at, Instant::now());
-        if lapsed {
+        renewal
+    }
+
+    /// After a late beat landed and the others were read again: stops the work of the old
+    /// epoch when it may have run beside another instance. Beside others, a lapse already
+    /// stopped it (new work claims anew); alone, only another instance that beat while this one
+    /// was silent for longer than the lease can have taken its conversations over.
+    fn judge(&self, renewal: &Renewal) {
+        let stop = if !renewal.alone {
+            renewal.lapsed
+        } else {
+            renewal.previous.is_some_and(|previous| {
+                let lease = chrono::Duration::from_std(self.lease).unwrap_or_default();
+                renewal.at - previous > lease
+                    && self
+                        .liveness()
+                        .others
+                        .iter()
+                        .any(|record| record.id != self.id && record.seen_at > previous)
+            })
+        };
+        if renewal.lapsed && !stop {
+            tracing::warn!(
+                instance = %self.id,
+                "this instance's heartbeat was late, and no other instance could take its \
+                 conversations over: its work went on"
+            );
+            metrics::counter!("zaguan_instance_late_beats_total").increment(1);
+        }
+        if stop {
             // Work started under the lapsed validity stays stopped; new work claims anew.
             self.epochs.send_modify(|epoch| *epoch += 1);
         }
@@ -220,14 +269,26 @@ impl Membership {
     async fn refresh_others(&self) {
         match self.store.instances().await {
             Ok(records) => {
-                self.liveness().others = records;
+                let mut state = self.liveness();
+                if let Some(at) = state.last_beat {
+                    let since = at - chrono::Duration::from_std(self.lease).unwrap_or_default();
+                    state.alone = !records
+                        .iter()
+                        .any(|record| record.id != self.id && record.seen_at >= since);
+                }
+                state.others = records;
+                drop(state);
                 let live = self.live();
                 metrics::gauge!("zaguan_instances").set(live.len() as f64);
                 if let Some(limiters) = &self.limiters {
                     limiters.set_instances(u32::try_from(live.len()).unwrap_or(u32::MAX));
                 }
             }
-            Err(error) => tracing::warn!("cannot read the other instances: {error}"),
+            Err(error) => {
+                // Not knowing, assume company: a lapse then stops the work, as beside others.
+                self.liveness().alone = false;
+                tracing::warn!("cannot read the other instances: {error}");
+            }
         }
     }
 
@@ -239,8 +300,9 @@ impl Membership {
         let sent = Instant::now();
         match self.store.instance_beat(&self.id, &self.nonce, false).await {
             Ok(Some(at)) => {
-                self.confirmed(sent, at);
+                let renewal = self.confirmed(sent, at);
                 self.refresh_others().await;
+                self.judge(&renewal);
                 true
             }
             Ok(None) => {
@@ -271,12 +333,13 @@ impl Membership {
         (!state.superseded
             && state
                 .valid_until
-                .is_some_and(|until| Instant::now() < until))
+                .is_some_and(|until| state.alone || Instant::now() < until))
         .then_some(epoch)
     }
 
-    /// Resolves when work started in `epoch` must stop: the validity ran out without a beat,
-    /// or it lapsed and came back (a new epoch), or the id was taken.
+    /// Resolves when work started in `epoch` must stop: beside other instances, the validity
+    /// ran out without a beat; or a late beat found that another instance may have taken
+    /// over (a new epoch); or the id was taken.
     pub async fn lapsed(&self, epoch: u64) {
         let mut epochs = self.epochs.subscribe();
         loop {
@@ -295,13 +358,13 @@ impl Membership {
                     return;
                 }
                 match state.valid_until {
-                    Some(until) => until,
-                    None => return,
+                    // Alone, a late beat stops nothing: look again a beat later (the others
+                    // are read again when a beat lands).
+                    Some(_) if state.alone => Instant::now() + self.beat_every(),
+                    Some(until) if Instant::now() < until => until,
+                    _ => return,
                 }
             };
-            if Instant::now() >= until {
-                return;
-            }
             tokio::select! {
                 () = tokio::time::sleep_until(until.into()) => {}
                 changed = epochs.changed() => {
@@ -346,33 +409,74 @@ impl Membership {
         live
     }
 
-    /// Beats every [`beat_every`](Self::beat_every) until stopped.
+    /// Beats every [`beat_every`](Self::beat_every) until stopped, on a thread with a runtime
+    /// of its own: however busy the service's runtime is, the beat goes out on time.
     pub fn spawn(self: Arc<Self>) -> MembershipTask {
         let beating = self.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(beating.beat_every()).await;
-                if !beating.beat().await {
-                    break;
-                }
-            }
-        });
+        let (stop, mut stopped) = watch::channel(false);
+        let thread = std::thread::Builder::new()
+            .name("zaguan-heartbeat".to_owned())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(error) => {
+                        tracing::error!("cannot start the heartbeat's runtime: {error}");
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    loop {
+                        tokio::select! {
+                            () = tokio::time::sleep(beating.beat_every()) => {}
+                            _ = stopped.changed() => break,
+                        }
+                        let beat = beating.beat();
+                        tokio::select! {
+                            beating = beat => if !beating { break },
+                            _ = stopped.changed() => break,
+                        }
+                    }
+                });
+            });
+        if let Err(error) = &thread {
+            tracing::error!("cannot start the heartbeat thread: {error}");
+        }
         MembershipTask {
             membership: self,
-            task,
+            stop,
+            thread: thread.ok(),
         }
     }
+}
+
+/// What a landed beat tells about the time before it.
+struct Renewal {
+    /// The validity had run out before it landed.
+    lapsed: bool,
+    /// No other instance was alive at the beat before.
+    alone: bool,
+    /// The database's time of the beat before, and of this one.
+    previous: Option<DateTime<Utc>>,
+    at: DateTime<Utc>,
 }
 
 /// The running heartbeat; `leave` stops it and tells the others at once.
 pub struct MembershipTask {
     membership: Arc<Membership>,
-    task: tokio::task::JoinHandle<()>,
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl MembershipTask {
     pub async fn leave(self) {
-        self.task.abort();
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread {
+            // The thread ends at its next await; joined off the runtime's threads.
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
         let membership = &self.membership;
         if membership.solo {
             return;

@@ -1509,9 +1509,9 @@ impl Llm for SlowCountingLlm {
     }
 }
 
-/// A worker whose lease renewals stop being confirmed stops its turn before the lease runs
-/// out (so it never runs beside an instance taking over); the turn resumes once the store
-/// answers again, and the message is answered exactly once.
+/// Beside another live instance, a worker whose heartbeats stop being confirmed stops its
+/// turn before the lease runs out (so it never runs beside an instance taking over); the turn
+/// resumes once the store answers again, and the message is answered exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
@@ -1532,6 +1532,7 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
             ..EngineSettings::default()
         },
     );
+    let companion = companion(&inner, Duration::from_millis(600)).await;
     let (workers, heartbeat) = instance_workers(
         store.clone(),
         engine,
@@ -1560,6 +1561,7 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     workers.stop().await;
     heartbeat.leave().await;
+    companion.leave().await;
     // Cut at least once (a loaded machine may cut a resumed attempt too), answered once.
     assert!(llm.0.load(Ordering::SeqCst) >= 2);
     assert_eq!(inner.outbox_in_reply_to(&wamid).await.unwrap().len(), 1);
@@ -1573,6 +1575,260 @@ async fn a_turn_stops_when_its_lease_cannot_be_renewed_and_resumes_once() {
     );
 }
 
+/// A lone instance whose heartbeat stalls for three leases while ten turns wait on the model
+/// goes on serving them: nobody could take its conversations over, so stopping would only
+/// abandon the turns and redo them. Every message is answered once, during the stall, with one
+/// model call each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_instance_whose_heartbeat_stalls_loses_abandons_and_redoes_no_turn() {
+    let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let store = Arc::new(CrashingStore::over(inner.clone()));
+    let mut wamids = Vec::new();
+    for n in 0..10 {
+        let wa_id = WaId::parse(&format!("3460000080{n}")).unwrap();
+        let entry = inbox_entry(
+            &format!("wamid.ALONE{n}"),
+            &wa_id,
+            "Hola",
+            InboxStatus::Pending,
+        );
+        wamids.push((wa_id, entry.wamid.clone()));
+        inner.insert_inbox(&[entry]).await.unwrap();
+    }
+    let llm = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
+    let engine = Engine::new(
+        store.store(),
+        llm.clone(),
+        Arc::new(
+            AgentRegistry::load(
+                &Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts"),
+                &zaguan::startup::known_tools(),
+            )
+            .unwrap(),
+        ),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    );
+    let lease = Duration::from_millis(600);
+    let (workers, heartbeat) = instance_workers(
+        store.clone(),
+        engine,
+        zaguan::outbound::Outbound::dry_run(store.store()),
+        lease,
+    )
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while llm.0.load(Ordering::SeqCst) < 10 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the turns did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    store.stall_claims.store(true, Ordering::SeqCst);
+    // The model answers within a second; the heartbeat stays silent for three leases.
+    tokio::time::sleep(lease * 3).await;
+    let mut answered_during_the_stall = 0;
+    for (_, wamid) in &wamids {
+        if !inner.outbox_in_reply_to(wamid).await.unwrap().is_empty() {
+            answered_during_the_stall += 1;
+        }
+    }
+    store.stall_claims.store(false, Ordering::SeqCst);
+    tokio::time::sleep(lease).await;
+    workers.stop().await;
+    heartbeat.leave().await;
+    assert_eq!(
+        answered_during_the_stall, 10,
+        "the turns went on while the heartbeat was late"
+    );
+    assert_eq!(llm.0.load(Ordering::SeqCst), 10, "no turn was redone");
+    for (wa_id, wamid) in &wamids {
+        assert_eq!(inner.outbox_in_reply_to(wamid).await.unwrap().len(), 1);
+        let history = inner.recent_messages(wa_id, 10).await.unwrap();
+        let roles: Vec<&str> = history.iter().map(|m| m.message.role.as_str()).collect();
+        assert_eq!(roles, ["human", "ai"]);
+    }
+}
+
+/// The heartbeat runs on a thread of its own: while every thread of the service's runtime is
+/// busy for three leases, beats still land, so an instance beside others stays valid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_heartbeat_beats_while_the_runtime_is_starved() {
+    let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let lease = Duration::from_millis(600);
+    let companion = companion(&inner, lease).await;
+    let membership = zaguan::engine::instances::Membership::establish(
+        inner.clone(),
+        "test-instance".to_owned(),
+        lease,
+        None,
+        Arc::default(),
+    )
+    .await
+    .unwrap();
+    let heartbeat = membership.clone().spawn();
+    // Beside the companion, a lapse would stop the work.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while membership.live().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the companion is not seen"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let epoch = membership.valid().expect("valid after a beat");
+    let started = inner.server_time().await.unwrap();
+    // Both runtime threads block for three leases; each then reads, still blocking, what the
+    // heartbeat did meanwhile.
+    let mut starving = Vec::new();
+    for _ in 0..2 {
+        let (membership, inner) = (membership.clone(), inner.clone());
+        starving.push(tokio::spawn(async move {
+            std::thread::sleep(lease * 3);
+            let seen = futures::executor::block_on(inner.instances())
+                .unwrap()
+                .into_iter()
+                .find(|record| record.id == "test-instance")
+                .map(|record| record.seen_at);
+            (membership.valid(), seen)
+        }));
+    }
+    for task in starving {
+        let (valid, seen) = task.await.unwrap();
+        assert_eq!(
+            valid,
+            Some(epoch),
+            "the instance stayed valid, in the same epoch"
+        );
+        let seen = seen.expect("registered");
+        assert!(
+            seen - started >= chrono::Duration::milliseconds(1200),
+            "beats landed while the runtime was busy (last at +{:?})",
+            seen - started
+        );
+    }
+    heartbeat.leave().await;
+    companion.leave().await;
+}
+
+/// Two instances: the one serving a conversation goes silent for good mid-turn (its model never
+/// answers, its heartbeats hang). The other takes the conversation over once the lease runs out
+/// and answers it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instance_takes_over_from_one_truly_gone() {
+    let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
+    let lease = Duration::from_millis(600);
+    let wa_id = WaId::parse("34600000811").unwrap();
+    let entry = inbox_entry("wamid.GONE1", &wa_id, "Hola", InboxStatus::Pending);
+    let wamid = entry.wamid.clone();
+    inner.insert_inbox(&[entry]).await.unwrap();
+    let engine_of = |store: &Arc<CrashingStore>, llm: Arc<dyn Llm>| {
+        Engine::new(
+            store.store(),
+            llm,
+            Arc::new(
+                AgentRegistry::load(
+                    &Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts"),
+                    &zaguan::startup::known_tools(),
+                )
+                .unwrap(),
+            ),
+            Arc::new(ToolRegistry::new()),
+            EngineSettings {
+                fast_route: false,
+                ..EngineSettings::default()
+            },
+        )
+    };
+    // The first instance takes the turn; its model never answers.
+    let hung = Arc::new(CrashingStore::over(inner.clone()));
+    let stuck = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
+    let (gone_workers, gone_heartbeat) = instance_workers_as(
+        "gone-instance",
+        hung.clone(),
+        engine_of(&hung, Arc::new(NeverLlm(stuck.clone()))),
+        zaguan::outbound::Outbound::dry_run(hung.store()),
+        lease,
+    )
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while stuck.0.load(Ordering::SeqCst) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first turn did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let survivor = Arc::new(CrashingStore::over(inner.clone()));
+    let llm = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
+    let (workers, heartbeat) = instance_workers_as(
+        "survivor-instance",
+        survivor.clone(),
+        engine_of(&survivor, llm.clone()),
+        zaguan::outbound::Outbound::dry_run(survivor.store()),
+        lease,
+    )
+    .await;
+    // The first instance has seen the second, then goes silent for good.
+    tokio::time::sleep(lease).await;
+    hung.stall_claims.store(true, Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while inner.outbox_in_reply_to(&wamid).await.unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "not taken over");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(lease).await;
+    workers.stop().await;
+    heartbeat.leave().await;
+    assert_eq!(
+        llm.0.load(Ordering::SeqCst),
+        1,
+        "the survivor served the turn once"
+    );
+    assert_eq!(inner.outbox_in_reply_to(&wamid).await.unwrap().len(), 1);
+    assert_eq!(
+        inner
+            .lease_of(&wa_id)
+            .await
+            .unwrap()
+            .map(|lease| lease.owner),
+        Some("survivor-instance".to_owned())
+    );
+    drop((gone_workers, gone_heartbeat));
+}
+
+/// A model that never answers, counting the calls it received.
+struct NeverLlm(Arc<SlowCountingLlm>);
+
+#[async_trait]
+impl Llm for NeverLlm {
+    async fn complete(&self, _request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        self.0.0.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
+    }
+}
+
+/// Another instance, beating on `inner` (no workers): company for the instance under test.
+async fn companion(
+    inner: &Arc<dyn Store>,
+    lease: Duration,
+) -> zaguan::engine::instances::MembershipTask {
+    zaguan::engine::instances::Membership::establish(
+        inner.clone(),
+        "companion-instance".to_owned(),
+        lease,
+        None,
+        Arc::default(),
+    )
+    .await
+    .unwrap()
+    .spawn()
+}
+
 /// Workers of an instance over `store` (id `test-instance`, heartbeat running) with `lease`.
 async fn instance_workers(
     store: Arc<CrashingStore>,
@@ -1583,9 +1839,23 @@ async fn instance_workers(
     zaguan::engine::Workers,
     zaguan::engine::instances::MembershipTask,
 ) {
+    instance_workers_as("test-instance", store, engine, outbound, lease).await
+}
+
+/// Workers of instance `id` over `store` (heartbeat running) with `lease`.
+async fn instance_workers_as(
+    id: &str,
+    store: Arc<CrashingStore>,
+    engine: Engine,
+    outbound: zaguan::outbound::Outbound,
+    lease: Duration,
+) -> (
+    zaguan::engine::Workers,
+    zaguan::engine::instances::MembershipTask,
+) {
     let membership = zaguan::engine::instances::Membership::establish(
         store.store(),
-        "test-instance".to_owned(),
+        id.to_owned(),
         lease,
         None,
         Arc::default(),
@@ -1657,6 +1927,7 @@ async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
         .insert_inbox(std::slice::from_ref(&entry))
         .await
         .unwrap();
+    let companion = companion(&inner, Duration::from_millis(600)).await;
     let (graph, workers, heartbeat) = workers_with_graph(
         store.clone(),
         Duration::from_millis(700),
@@ -1680,6 +1951,7 @@ async fn a_lease_lost_mid_send_does_not_send_the_reply_twice() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     workers.stop().await;
     heartbeat.leave().await;
+    companion.leave().await;
     let texts = graph.texts();
     assert_eq!(texts.len(), 1, "delivered once: {texts:?}");
     let parts = inner.outbox_in_reply_to(&entry.wamid).await.unwrap();
