@@ -104,6 +104,17 @@ fn wire(c: &mut Criterion) {
     c.bench_function("llm/openai_encode_request", |b| {
         b.iter(|| openai::encode_request("gpt-4.1-mini", &request))
     });
+    let client = zaguan::llm::OpenAiClient::new(
+        "http://127.0.0.1:9/v1".parse().unwrap(),
+        None,
+        "gpt-4.1-mini".to_owned(),
+        std::time::Duration::from_secs(5),
+    )
+    .unwrap();
+    c.bench_function(
+        "llm/openai_encode_request, tools encoded once per list",
+        |b| b.iter(|| client.encode(&request)),
+    );
     c.bench_function("llm/openai_decode_answer", |b| {
         b.iter(|| openai::decode_response(OPENAI_ANSWER.as_bytes()).unwrap())
     });

@@ -186,6 +186,11 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The floor the time to the first sign of life must keep: webhook sent → read mark and typing
+/// indicator at the Graph API, p99, in milliseconds. Printed as met or not; not an exit status
+/// (timings on a shared machine vary).
+const TYPING_P99_FLOOR_MS: f64 = 100.0;
+
 fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds")
 }
@@ -222,6 +227,10 @@ struct Figures {
     samples: Vec<String>,
     /// The probe user's wait from its send to its reply.
     probe: Option<Duration>,
+    /// The first user's first message (the batch's first sender): its wait for the reply.
+    first_answer: Option<Duration>,
+    /// From a message's send to its read mark and typing indicator (µs).
+    typing: Option<Histogram<u64>>,
 }
 
 #[derive(Default)]
@@ -462,6 +471,34 @@ impl Shared {
     }
 
     /// A text reached the fake Graph API for `to` at `at`.
+    /// The read mark (with the typing indicator) of message `wamid` arrived at `at`: the
+    /// customer's first sign of life, timed from the message's send.
+    fn read_mark(&self, wamid: &str, at: Instant) {
+        let Some(rest) = wamid.strip_prefix(&format!("wamid.LOAD{:016X}", self.nonce)) else {
+            return;
+        };
+        let (Some(user), Some(seq)) = (
+            rest.get(..6).and_then(|u| u.parse::<usize>().ok()),
+            rest.get(6..).and_then(|q| q.parse::<u32>().ok()),
+        ) else {
+            return;
+        };
+        let Some(state) = self.users.get(user) else {
+            return;
+        };
+        let start = match &state.lock().unwrap().pending {
+            Some(pending) if pending.seq == seq => pending.start,
+            _ => return,
+        };
+        let waited = at.saturating_duration_since(start).as_micros() as u64;
+        self.figures
+            .lock()
+            .unwrap()
+            .typing
+            .get_or_insert_with(histogram)
+            .saturating_record(waited);
+    }
+
     fn reply(self: &Arc<Self>, to: &str, text: &str, at: Instant) {
         let c = &self.counters;
         let Some(user) = self.user_of(to) else {
@@ -499,6 +536,9 @@ impl Shared {
         let mut figures = self.figures.lock().unwrap();
         if Some(user) == self.probe_user() && pending.seq == 0 {
             figures.probe = Some(e2e);
+        }
+        if user == 0 && pending.seq == 0 {
+            figures.first_answer = Some(e2e);
         }
         let micros = |d: Duration| d.as_micros() as u64;
         figures
@@ -637,6 +677,8 @@ struct GraphRequest<'a> {
     #[serde(default, borrow)]
     status: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
+    message_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
     to: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     recipient: Option<Cow<'a, str>>,
@@ -668,6 +710,9 @@ async fn graph_messages(
     };
     if request.status.is_some() {
         c.graph_read_marks.fetch_add(1, Ordering::Relaxed);
+        if let Some(wamid) = &request.message_id {
+            shared.read_mark(wamid, at);
+        }
         return json(r#"{"success":true}"#.to_owned());
     }
     let text = match (&request.text, &request.interactive) {
@@ -1411,6 +1456,10 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
     let ack = quantiles(figures.ack.as_ref(), &[0.5, 0.99, 0.999]);
     let e2e = quantiles(figures.e2e.as_ref(), &[0.5, 0.99, 0.999, 1.0]);
     let net = quantiles(figures.e2e_net.as_ref(), &[0.5, 0.99, 0.999, 1.0]);
+    let typing = quantiles(figures.typing.as_ref(), &[0.5, 0.99, 0.999]);
+    let has_typing = figures.typing.is_some();
+    let typing_met = has_typing.then(|| typing[1] <= TYPING_P99_FLOOR_MS);
+    let first_answer = figures.first_answer.map(|d| d.as_secs_f64());
     // No sample, no figure: null rather than a 0 ms that reads as a measurement.
     let (has_ack, has_e2e) = (figures.ack.is_some(), figures.e2e.is_some());
     let llm_calls = load(&c.llm_calls);
@@ -1466,6 +1515,7 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
          turns       {replies} completed, {not_completed} not completed{}, {turns_per_s:.1} turns/s over {reply_span:.2} s\n\
          end to end  p50 {:.1} ms, p99 {:.1} ms, p99.9 {:.1} ms, max {:.1} ms\n\
          minus LLM   p50 {:.1} ms, p99 {:.1} ms, p99.9 {:.1} ms, max {:.1} ms\n\
+         typing      webhook sent → read mark and typing indicator: {}; first sender answered after {}\n\
          LLM calls   {llm_calls} ({llm_per_turn:.2}/turn, {} delegations, {} unattributed, {llm_request_kib:.1} KiB each); Graph calls {} ({} texts, {} read marks)\n\
          replies     {unexpected} with nothing pending (duplicates?), {wrong} with another text, {strangers} to unknown recipients; {} user waits\n\
          service     CPU {} ({} per turn), peak RSS {}; harness CPU {}; /readyz {not_ready} of {ready_checks} checks not ready{}\n\
@@ -1489,6 +1539,22 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
         net[1],
         net[2],
         net[3],
+        if has_typing {
+            format!(
+                "p50 {:.1} ms, p99 {:.1} ms, p99.9 {:.1} ms (floor: p99 ≤ {TYPING_P99_FLOOR_MS} ms, {})",
+                typing[0],
+                typing[1],
+                typing[2],
+                if typing_met == Some(true) {
+                    "met"
+                } else {
+                    "NOT MET"
+                }
+            )
+        } else {
+            "n/a".to_owned()
+        },
+        opt(first_answer, " s"),
         load(&c.llm_delegations),
         load(&c.llm_unattributed),
         load(&c.graph_calls),
@@ -1594,6 +1660,20 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
         (
             "e2e_minus_llm_max_ms",
             json!(has_e2e.then(|| round(net[3], 2))),
+        ),
+        (
+            "typing_p50_ms",
+            json!(has_typing.then(|| round(typing[0], 2))),
+        ),
+        (
+            "typing_p99_ms",
+            json!(has_typing.then(|| round(typing[1], 2))),
+        ),
+        ("typing_p99_floor_ms", json!(TYPING_P99_FLOOR_MS)),
+        ("typing_p99_met", json!(typing_met)),
+        (
+            "first_sender_answer_s",
+            json!(first_answer.map(|v| round(v, 3))),
         ),
         ("llm_calls", json!(llm_calls)),
         ("llm_delegations", json!(load(&c.llm_delegations))),

@@ -31,8 +31,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use url::Url;
 
-use super::http::{self, is_portable_id, new_call_id};
-use super::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, Usage};
+use super::http::{self, EncodedTools, WireTools, is_portable_id, new_call_id};
+use super::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolSpec, Usage};
 use crate::domain::ToolCall;
 
 /// The API version this client speaks (the `anthropic-version` header).
@@ -49,6 +49,7 @@ pub struct AnthropicClient {
     model: String,
     /// The most tokens one answer may use (required by the API).
     max_tokens: u32,
+    tools: EncodedTools,
 }
 
 impl AnthropicClient {
@@ -69,6 +70,7 @@ impl AnthropicClient {
             api_key,
             model,
             max_tokens,
+            tools: EncodedTools::default(),
         })
     }
 
@@ -85,10 +87,22 @@ impl AnthropicClient {
         if let Some(key) = &self.api_key {
             builder = builder.header("x-api-key", key.expose_secret());
         }
-        let body = encode_request(&self.model, self.max_tokens, request);
+        let body = self.encode(request);
         let answer: WireResponse =
             http::post_json(builder, body, self.api_key.as_ref(), "anthropic").await?;
         answered(answer)
+    }
+}
+
+impl AnthropicClient {
+    /// The body of `request`, its tools encoded once per list.
+    pub fn encode(&self, request: &LlmRequest) -> Vec<u8> {
+        let tools = self
+            .tools
+            .get(&request.tools, || wire_tools(&request.tools));
+        let mut wire = wire_request(&self.model, self.max_tokens, request);
+        wire.tools = WireTools::Encoded(&tools);
+        serde_json::to_vec(&wire).expect("the wire request is plain JSON")
     }
 }
 
@@ -133,8 +147,8 @@ struct WireRequest<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     system: &'a str,
     messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "WireTools::is_empty")]
+    tools: WireTools<'a, WireTool<'a>>,
     /// Set whenever tools are offered: the engine runs one tool call per step.
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<WireToolChoice>,
@@ -186,16 +200,7 @@ struct WireToolChoice {
 }
 
 fn wire_request<'a>(model: &'a str, max_tokens: u32, request: &'a LlmRequest) -> WireRequest<'a> {
-    let tools: Vec<WireTool<'a>> = request
-        .tools
-        .iter()
-        .map(|tool| WireTool {
-            name: &tool.name,
-            description: &tool.description,
-            input_schema: &tool.parameters,
-        })
-        .collect();
-    let tool_choice = (!tools.is_empty()).then_some(WireToolChoice {
+    let tool_choice = (!request.tools.is_empty()).then_some(WireToolChoice {
         kind: "auto",
         disable_parallel_tool_use: true,
     });
@@ -204,9 +209,20 @@ fn wire_request<'a>(model: &'a str, max_tokens: u32, request: &'a LlmRequest) ->
         max_tokens,
         system: &request.system,
         messages: wire_messages(&request.messages),
-        tools,
+        tools: WireTools::Fresh(wire_tools(&request.tools)),
         tool_choice,
     }
+}
+
+fn wire_tools(tools: &[ToolSpec]) -> Vec<WireTool<'_>> {
+    tools
+        .iter()
+        .map(|tool| WireTool {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: &tool.parameters,
+        })
+        .collect()
 }
 
 /// The neutral history as Messages API turns: blocks per message, consecutive same-role messages

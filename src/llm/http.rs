@@ -2,6 +2,7 @@
 //! failures into `Unavailable` (the server's trouble) and `Rejected` (it refused the request),
 //! error texts that never carry the API key, and tool-call ids valid for every provider.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -12,7 +13,10 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use url::Url;
 
-use super::LlmError;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::{LlmError, ToolSpec};
 
 /// How much of an error body goes into an [`LlmError`] message.
 const EXCERPT_CHARS: usize = 300;
@@ -181,5 +185,66 @@ mod tests {
         assert!(!text.contains("sk-secret") && text.contains("[redacted]"));
         assert!(!text.contains('\n'));
         assert_eq!(text.chars().count(), EXCERPT_CHARS + 1);
+    }
+}
+
+/// Each tool list's JSON in one wire format, encoded once. The same few lists (an agent's tools
+/// for a role, built once per prompt set) go with every call, and encoding their JSON schemas
+/// again each time was two thirds of encoding a request. Keyed by the list's `Arc`, which the
+/// entry holds so the address cannot be reused; a prompt reload brings new lists, so the cache
+/// starts over when it holds [`EncodedTools::MAX`] of them.
+#[derive(Default)]
+pub(crate) struct EncodedTools(std::sync::RwLock<Vec<Encoded>>);
+
+/// A tool list and its JSON.
+type Encoded = (Arc<[ToolSpec]>, Arc<RawValue>);
+
+impl EncodedTools {
+    const MAX: usize = 128;
+
+    /// The JSON of `tools`, from `encode` the first time.
+    pub(crate) fn get<W: Serialize>(
+        &self,
+        tools: &Arc<[ToolSpec]>,
+        encode: impl FnOnce() -> W,
+    ) -> Arc<RawValue> {
+        let found = |entries: &[Encoded]| {
+            entries
+                .iter()
+                .find(|(list, _)| Arc::ptr_eq(list, tools))
+                .map(|(_, json)| json.clone())
+        };
+        if let Some(json) = found(&self.0.read().unwrap_or_else(|e| e.into_inner())) {
+            return json;
+        }
+        let json: Arc<RawValue> = serde_json::value::to_raw_value(&encode())
+            .expect("tool definitions are plain JSON")
+            .into();
+        let mut entries = self.0.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(json) = found(&entries) {
+            return json;
+        }
+        if entries.len() >= Self::MAX {
+            entries.clear();
+        }
+        entries.push((tools.clone(), json.clone()));
+        json
+    }
+}
+
+/// A request's `tools`: encoded here, or already encoded by [`EncodedTools`].
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum WireTools<'a, T: Serialize> {
+    Fresh(Vec<T>),
+    Encoded(&'a RawValue),
+}
+
+impl<T: Serialize> WireTools<'_, T> {
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Self::Fresh(tools) => tools.is_empty(),
+            Self::Encoded(json) => json.get() == "[]",
+        }
     }
 }

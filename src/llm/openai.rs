@@ -15,7 +15,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::http::{self, is_portable_id, new_call_id};
+use super::http::{self, EncodedTools, WireTools, is_portable_id, new_call_id};
 use super::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, ToolSpec, Usage};
 use crate::domain::ToolCall;
 
@@ -28,6 +28,7 @@ pub struct OpenAiClient {
     /// `None` for local servers that need no key.
     api_key: Option<SecretString>,
     model: String,
+    tools: EncodedTools,
 }
 
 impl OpenAiClient {
@@ -46,6 +47,7 @@ impl OpenAiClient {
             endpoint,
             api_key,
             model,
+            tools: EncodedTools::default(),
         })
     }
 
@@ -59,10 +61,22 @@ impl OpenAiClient {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose_secret());
         }
-        let body = encode_request(&self.model, request);
+        let body = self.encode(request);
         let answer: WireResponse =
             http::post_json(builder, body, self.api_key.as_ref(), "openai").await?;
         from_wire(answer)
+    }
+}
+
+impl OpenAiClient {
+    /// The body of `request`, its tools encoded once per list.
+    pub fn encode(&self, request: &LlmRequest) -> Vec<u8> {
+        let tools = self
+            .tools
+            .get(&request.tools, || wire_tools(&request.tools));
+        let mut wire = wire_request(&self.model, request);
+        wire.tools = WireTools::Encoded(&tools);
+        serde_json::to_vec(&wire).expect("the wire request is plain JSON")
     }
 }
 
@@ -91,8 +105,8 @@ impl Llm for OpenAiClient {
 struct WireRequest<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "WireTools::is_empty")]
+    tools: WireTools<'a, WireTool<'a>>,
     /// `Some(false)` whenever tools are offered: the engine runs one tool call per step.
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel_tool_calls: Option<bool>,
@@ -149,21 +163,23 @@ fn wire_request<'a>(model: &'a str, request: &'a LlmRequest) -> WireRequest<'a> 
         .into_iter()
         .chain(request.messages.iter().map(wire_message))
         .collect();
-    let tools: Vec<WireTool<'a>> = request
-        .tools
+    let parallel_tool_calls = (!request.tools.is_empty()).then_some(false);
+    WireRequest {
+        model,
+        messages,
+        tools: WireTools::Fresh(wire_tools(&request.tools)),
+        parallel_tool_calls,
+    }
+}
+
+fn wire_tools(tools: &[ToolSpec]) -> Vec<WireTool<'_>> {
+    tools
         .iter()
         .map(|function| WireTool {
             kind: "function",
             function,
         })
-        .collect();
-    let parallel_tool_calls = (!tools.is_empty()).then_some(false);
-    WireRequest {
-        model,
-        messages,
-        tools,
-        parallel_tool_calls,
-    }
+        .collect()
 }
 
 fn wire_message(message: &ChatMessage) -> WireMessage<'_> {

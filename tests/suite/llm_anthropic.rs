@@ -675,3 +675,32 @@ fn provider() -> common::provider::Provider {
 }
 
 crate::provider_conformance!(provider());
+
+/// The client encodes each tool list once and reuses it: the bodies are the ones a fresh
+/// encoding gives, for the first call, the next ones, and a call without tools.
+#[test]
+fn tools_encoded_once_give_the_same_body() {
+    let client = client(&"http://127.0.0.1:9".parse().unwrap());
+    let fresh =
+        |request: &LlmRequest| zaguan::llm::anthropic::encode_request(MODEL, MAX_TOKENS, request);
+    let request = full_request();
+    assert_eq!(client.encode(&request), fresh(&request));
+    assert_eq!(
+        client.encode(&request),
+        fresh(&request),
+        "from the encoded list"
+    );
+    let other = LlmRequest {
+        tools: std::sync::Arc::from(vec![search_tool(), search_tool()]),
+        ..full_request()
+    };
+    assert_eq!(
+        client.encode(&other),
+        fresh(&other),
+        "another list on its own"
+    );
+    let plain = plain_request();
+    let body: Value = serde_json::from_slice(&client.encode(&plain)).unwrap();
+    assert!(body.get("tools").is_none(), "no tools, no field: {body}");
+    assert_eq!(client.encode(&plain), fresh(&plain));
+}

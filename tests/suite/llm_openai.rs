@@ -419,3 +419,30 @@ fn provider() -> common::provider::Provider {
 }
 
 crate::provider_conformance!(provider());
+
+/// The client encodes each tool list once and reuses it: the bodies are the ones a fresh
+/// encoding gives, for the first call, the next ones, and a call without tools.
+#[test]
+fn tools_encoded_once_give_the_same_body() {
+    let client = client(&"http://127.0.0.1:9/v1".parse().unwrap());
+    let request = full_request();
+    let fresh = zaguan::llm::openai::encode_request(MODEL, &request);
+    assert_eq!(client.encode(&request), fresh);
+    assert_eq!(client.encode(&request), fresh, "from the encoded list");
+    let other = LlmRequest {
+        tools: std::sync::Arc::from(vec![search_tool(), search_tool()]),
+        ..full_request()
+    };
+    assert_eq!(
+        client.encode(&other),
+        zaguan::llm::openai::encode_request(MODEL, &other),
+        "another list is encoded on its own"
+    );
+    let plain = plain_request();
+    let body: Value = serde_json::from_slice(&client.encode(&plain)).unwrap();
+    assert!(body.get("tools").is_none(), "no tools, no field: {body}");
+    assert_eq!(
+        client.encode(&plain),
+        zaguan::llm::openai::encode_request(MODEL, &plain)
+    );
+}

@@ -29,10 +29,9 @@ impl Engine {
         state: &mut State,
         inbox: &[InboxEntry],
     ) -> Result<Vec<InboxEntry>, EngineError> {
-        let known = state.stored_wamids();
         let mut new: Vec<InboxEntry> = inbox
             .iter()
-            .filter(|e| !known.contains(&e.wamid))
+            .filter(|e| !state.is_stored(&e.wamid))
             .cloned()
             .collect();
         if new.is_empty() {

@@ -396,7 +396,7 @@ impl Engine {
         let window = options
             .hold
             .and_then(|hold| self.windows().take(wa_id, hold));
-        let mut state = context_with(self.store.as_ref(), wa_id, user, window.as_ref()).await?;
+        let mut state = context_with(self.store.as_ref(), wa_id, user, window).await?;
         self.role_from_data(&mut state).await?;
         if let Some(source) = &self.context {
             state.context = self
@@ -408,10 +408,9 @@ impl Engine {
         // messages it started with — those already in the history — so they get their own
         // reply; what arrived since is the next turn. Merging them would answer only the
         // newest message.
-        let known = state.stored_wamids();
         let resumed: Vec<InboxEntry> = inbox
             .iter()
-            .filter(|e| known.contains(&e.wamid))
+            .filter(|e| state.is_stored(&e.wamid))
             .cloned()
             .collect();
         let inbox: Vec<InboxEntry> = if resumed.is_empty() {
