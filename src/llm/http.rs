@@ -52,6 +52,10 @@ pub(crate) async fn post_json<T: DeserializeOwned>(
 ) -> Result<T, LlmError> {
     let started = Instant::now();
     tracing::trace!(body = %String::from_utf8_lossy(&body), "{provider} request");
+    // reqwest keeps the body until the answer comes (to resend it on a stale connection), so a
+    // call waiting on the model holds it: copied to its exact size rather than kept in the
+    // encoder's doubling buffer (a third larger, on average).
+    let body = bytes::Bytes::copy_from_slice(&body);
     let response = request
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body)
