@@ -1327,6 +1327,11 @@ async fn main() -> Result<(), BoxError> {
     let peak_rss = pid.and_then(peak_rss_mib);
     // Late duplicates show up here.
     sleep(Duration::from_millis(500)).await;
+    // With MongoDB: where the database's time went, by command and collection.
+    let commands = match &mongo {
+        Some(_) => store_commands(&base).await,
+        None => Vec::new(),
+    };
     let log = service.as_ref().map(|s| s.log_text()).unwrap_or_default();
     let log_tail = log.get(log_offset..).unwrap_or_default().to_owned();
     let log_path = service.as_ref().map(|s| s.log.clone());
@@ -1370,6 +1375,7 @@ async fn main() -> Result<(), BoxError> {
             log_tail,
             log_path: log_path.clone(),
             left,
+            commands,
         },
     );
     if let (Ok(()), Some(path)) = (&result, log_path) {
@@ -1397,6 +1403,69 @@ struct Outcome {
     log_path: Option<PathBuf>,
     /// With MongoDB: what the run left once the service stopped.
     left: Option<Leftovers>,
+    /// With MongoDB: the service's commands, by command and collection, most time first.
+    commands: Vec<CommandTime>,
+}
+
+/// One kind of MongoDB command the service sent: how many, and their time on the database.
+struct CommandTime {
+    command: String,
+    collection: String,
+    count: u64,
+    seconds: f64,
+}
+
+/// Reads `zaguan_store_command_seconds` off the service's `/metrics`.
+async fn store_commands(base: &str) -> Vec<CommandTime> {
+    let Ok(response) = reqwest::get(format!("{base}/metrics")).await else {
+        return Vec::new();
+    };
+    let text = response.text().await.unwrap_or_default();
+    let mut found: Vec<CommandTime> = Vec::new();
+    for line in text.lines() {
+        let (is_sum, rest) =
+            if let Some(rest) = line.strip_prefix("zaguan_store_command_seconds_sum{") {
+                (true, rest)
+            } else if let Some(rest) = line.strip_prefix("zaguan_store_command_seconds_count{") {
+                (false, rest)
+            } else {
+                continue;
+            };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                .map(|v| v.trim_end_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        let (command, collection) = (label("command"), label("collection"));
+        let value: f64 = value.trim().parse().unwrap_or(0.0);
+        let entry = match found
+            .iter_mut()
+            .position(|c| c.command == command && c.collection == collection)
+        {
+            Some(index) => &mut found[index],
+            None => {
+                found.push(CommandTime {
+                    command,
+                    collection,
+                    count: 0,
+                    seconds: 0.0,
+                });
+                found.last_mut().expect("just pushed")
+            }
+        };
+        if is_sum {
+            entry.seconds += value;
+        } else {
+            entry.count += value as u64;
+        }
+    }
+    found.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    found
 }
 
 /// Inbox messages open or given up on, and leases not given back, after the service stopped.
@@ -1589,6 +1658,20 @@ fn report(shared: &Shared, outcome: Outcome) -> Result<(), BoxError> {
             "left        {} inbox messages open, {} failed, {} leases held, once the service stopped",
             left.inbox_open, left.inbox_failed, left.leases_held
         );
+    }
+    if !outcome.commands.is_empty() {
+        let total: f64 = outcome.commands.iter().map(|c| c.seconds).sum();
+        println!("database    time per command (as the driver saw it), most first:");
+        for c in outcome.commands.iter().take(12) {
+            println!(
+                "            {:>5.1} %  {:>8} × {} on {} ({:.2} ms each)",
+                100.0 * c.seconds / total.max(f64::MIN_POSITIVE),
+                c.count,
+                c.command,
+                c.collection,
+                1000.0 * c.seconds / c.count.max(1) as f64
+            );
+        }
     }
     for sample in &figures.samples {
         println!("problem     {sample}");

@@ -522,6 +522,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Instance heartbeats the store did not confirm",
     ),
     (
+        "zaguan_store_command_seconds",
+        Kind::Histogram,
+        "MongoDB commands' time on the database, by command, collection and outcome",
+    ),
+    (
         "zaguan_instance_late_beats_total",
         Kind::Counter,
         "Late heartbeats of a lone instance: its work went on, nobody could take it over",

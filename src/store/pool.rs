@@ -399,6 +399,13 @@ async fn build_client(
     if options.cmap_event_handler.is_none() {
         options.cmap_event_handler = Some(mongodb::event::EventHandler::callback(pool_event));
     }
+    if options.command_event_handler.is_none() {
+        let times = Arc::new(CommandTimes::default());
+        options.command_event_handler =
+            Some(mongodb::event::EventHandler::callback(move |event| {
+                times.record(event)
+            }));
+    }
     let client =
         mongodb::Client::with_options(options).context("MongoDB client options rejected")?;
     Ok((client, pool_size))
@@ -420,6 +427,47 @@ fn pool_event(event: mongodb::event::cmap::CmapEvent) {
             metrics::counter!("zaguan_store_connections_total", "event" => "closed").increment(1);
         }
         _ => {}
+    }
+}
+
+/// Each command's time on the database, by command and collection
+/// (`zaguan_store_command_seconds`): which of a turn's round trips the database spends its
+/// time on. The driver tells the collection when a command starts and the time when it ends;
+/// the commands in flight (at most the pool's size) wait here in between.
+#[derive(Default)]
+struct CommandTimes {
+    in_flight: std::sync::Mutex<std::collections::HashMap<i32, (String, String)>>,
+}
+
+impl CommandTimes {
+    fn record(&self, event: mongodb::event::command::CommandEvent) {
+        use mongodb::event::command::CommandEvent;
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let (request_id, duration, outcome) = match event {
+            CommandEvent::Started(started) => {
+                let collection = started
+                    .command
+                    .get_str(&started.command_name)
+                    .unwrap_or("-")
+                    .to_owned();
+                in_flight.insert(started.request_id, (started.command_name, collection));
+                return;
+            }
+            CommandEvent::Succeeded(done) => (done.request_id, done.duration, "ok"),
+            CommandEvent::Failed(failed) => (failed.request_id, failed.duration, "error"),
+            _ => return,
+        };
+        let Some((command, collection)) = in_flight.remove(&request_id) else {
+            return;
+        };
+        drop(in_flight);
+        metrics::histogram!(
+            "zaguan_store_command_seconds",
+            "command" => command,
+            "collection" => collection,
+            "outcome" => outcome
+        )
+        .record(duration.as_secs_f64());
     }
 }
 

@@ -591,6 +591,11 @@ async fn open_inbox_entries_are_found_per_conversation_and_closed(store: Arc<dyn
         .unwrap();
     let taken = store.inbox_entry(&o1).await.unwrap().unwrap();
     assert_eq!((taken.status, taken.attempts), (InboxStatus::Processing, 1));
+    // `processing` is an older version's: the poll finds it, and the conversation reads it.
+    assert_eq!(
+        store.conversations_with_open_inbox(10).await.unwrap(),
+        [wa("34622333444"), wa("34600111222")]
+    );
     assert_eq!(store.open_inbox(&wa("34600111222")).await.unwrap().len(), 2);
     let o2 = WaMessageId::parse("wamid.O2").unwrap();
     store
@@ -1602,5 +1607,39 @@ async fn mongo_every_new_conversation_has_an_empty_dialog_state() {
         .await
         .unwrap();
     assert_eq!(with_primary, 9);
+    db.drop().await;
+}
+
+/// A conversation's turns read its pending entries by equality (what FerretDB can hand to its
+/// database); an entry an older version left `processing` is found by the poll, which makes it
+/// pending again, so the conversation's next turn reads it.
+#[tokio::test]
+async fn an_entry_left_processing_by_an_older_version_is_served_again() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let wa_id = wa("34600111779");
+    let entry = common::inbox_entry("wamid.OLDPROC", &wa_id, "Hola", InboxStatus::Pending);
+    db.store
+        .insert_inbox(std::slice::from_ref(&entry))
+        .await
+        .unwrap();
+    db.store
+        .database()
+        .collection::<bson::Document>("inbox")
+        .update_one(
+            bson::doc! {"_id": "wamid.OLDPROC"},
+            bson::doc! {"$set": {"status": "processing"}},
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        db.store.conversations_with_open_inbox(10).await.unwrap(),
+        [wa_id.clone()]
+    );
+    let open = db.store.open_inbox(&wa_id).await.unwrap();
+    assert_eq!(open.len(), 1, "pending again after the poll");
+    assert_eq!(open[0].wamid, entry.wamid);
+    assert_eq!(open[0].status, InboxStatus::Pending);
     db.drop().await;
 }
