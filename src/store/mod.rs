@@ -125,8 +125,8 @@ pub trait InboxStore: Send + Sync + 'static {
     async fn rejected(&self, limit: usize) -> StoreResult<Vec<RejectedEntry>>;
 
     /// Every inbox entry of one conversation not yet `done` or `failed`, oldest first. An
-    /// entry an older version left `processing` may be missing until the poll
-    /// ([`conversations_with_open_inbox`](Self::conversations_with_open_inbox)) has seen it.
+    /// entry an older version left `processing` may be missing until the conversation is
+    /// claimed ([`LeaseStore::claim_conversation`] makes it pending again).
     async fn open_inbox(&self, wa_id: &WaId) -> StoreResult<Vec<InboxEntry>>;
 
     /// Conversations with inbox entries not yet done, the one waiting longest first.

@@ -1335,7 +1335,7 @@ async fn a_turn_cut_after_any_node_resumes_to_exactly_one_reply(
             "wamid.CRASH",
             &wa_id,
             "¿Cuánto cuesta el P-102?",
-            InboxStatus::Processing,
+            InboxStatus::Pending,
         );
         let wamid = entry.wamid.clone();
         inner.insert_inbox(&[entry]).await.unwrap();

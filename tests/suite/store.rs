@@ -591,10 +591,12 @@ async fn open_inbox_entries_are_found_per_conversation_and_closed(store: Arc<dyn
         .unwrap();
     let taken = store.inbox_entry(&o1).await.unwrap().unwrap();
     assert_eq!((taken.status, taken.attempts), (InboxStatus::Processing, 1));
-    // `processing` is an older version's: the poll finds it, and the conversation reads it.
-    assert_eq!(
-        store.conversations_with_open_inbox(10).await.unwrap(),
-        [wa("34622333444"), wa("34600111222")]
+    // `processing` is an older version's: whoever claims the conversation reads it.
+    assert!(
+        store
+            .claim_conversation(&wa("34600111222"), "me", at(0), at(60), &["me".to_owned()])
+            .await
+            .unwrap()
     );
     assert_eq!(store.open_inbox(&wa("34600111222")).await.unwrap().len(), 2);
     let o2 = WaMessageId::parse("wamid.O2").unwrap();
@@ -1611,8 +1613,8 @@ async fn mongo_every_new_conversation_has_an_empty_dialog_state() {
 }
 
 /// A conversation's turns read its pending entries by equality (what FerretDB can hand to its
-/// database); an entry an older version left `processing` is found by the poll, which makes it
-/// pending again, so the conversation's next turn reads it.
+/// database); an entry an older version left `processing` is pending again once the
+/// conversation is claimed, so its holder's next turn reads it.
 #[tokio::test]
 async fn an_entry_left_processing_by_an_older_version_is_served_again() {
     let Some(db) = common::TestMongo::new().await else {
@@ -1633,12 +1635,15 @@ async fn an_entry_left_processing_by_an_older_version_is_served_again() {
         )
         .await
         .unwrap();
-    assert_eq!(
-        db.store.conversations_with_open_inbox(10).await.unwrap(),
-        [wa_id.clone()]
+    assert!(db.store.open_inbox(&wa_id).await.unwrap().is_empty());
+    assert!(
+        db.store
+            .claim_conversation(&wa_id, "me", Utc::now(), Utc::now(), &["me".to_owned()])
+            .await
+            .unwrap()
     );
     let open = db.store.open_inbox(&wa_id).await.unwrap();
-    assert_eq!(open.len(), 1, "pending again after the poll");
+    assert_eq!(open.len(), 1, "pending again once claimed");
     assert_eq!(open[0].wamid, entry.wamid);
     assert_eq!(open[0].status, InboxStatus::Pending);
     db.drop().await;

@@ -146,7 +146,8 @@ impl InboxStore for MongoStore {
                 "inbox",
                 // Equality only: FerretDB hands `$eq` filters to its database and filters
                 // anything else itself, after reading the conversation's whole inbox. No entry
-                // is left `processing` here: the poll reopens any an older version wrote.
+                // is left `processing` here: claiming the conversation reopened any an older
+                // version wrote.
                 doc! {"wa_id": wa_id.as_str(), "status": InboxStatus::Pending.as_str()},
                 Find::sorted(doc! {"received_at": 1, "_id": 1}),
             )
@@ -164,19 +165,10 @@ impl InboxStore for MongoStore {
                 "inbox",
                 doc! {"status": {"$in": &OPEN_INBOX[..]}},
                 Find::sorted(doc! {"received_at": 1, "_id": 1})
-                    .projection(doc! {"wa_id": 1, "status": 1})
+                    .projection(doc! {"wa_id": 1})
                     .limit(limit.saturating_mul(4)),
             )
             .await?;
-        // An entry left `processing` by an older version (still running during a rolling
-        // update, or gone since) is pending again, so its conversation's turns read it.
-        if docs
-            .iter()
-            .any(|doc| doc.get_str("status") == Ok(InboxStatus::Processing.as_str()))
-        {
-            let reopened = self.reopen_processing().await?;
-            tracing::info!(reopened, "inbox entries left processing are pending again");
-        }
         let keys = docs
             .iter()
             .map(|doc| Fields(doc).wa_id("wa_id"))

@@ -94,6 +94,17 @@ impl LeaseStore for MongoStore {
                 )
                 .await?;
         }
+        // An older version marked the messages it was answering `processing`; a holder reads
+        // only `pending` ones (by equality, which FerretDB hands to its database), so the
+        // new holder makes them pending again.
+        self.pool
+            .update_many(
+                Lane::Work,
+                "inbox",
+                doc! {"wa_id": wa_id.as_str(), "status": InboxStatus::Processing.as_str()},
+                doc! {"$set": {"status": InboxStatus::Pending.as_str()}},
+            )
+            .await?;
         self.mirror_lease(wa_id, Some((owner, until))).await?;
         Ok(true)
     }
