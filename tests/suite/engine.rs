@@ -1407,7 +1407,7 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             "wamid.CUT1",
             &wa_id,
             "¿Cuánto cuesta el P-102?",
-            InboxStatus::Processing,
+            InboxStatus::Pending,
         );
         inner
             .insert_inbox(std::slice::from_ref(&first))

@@ -580,6 +580,19 @@ async fn open_inbox_entries_are_found_per_conversation_and_closed(store: Arc<dyn
         .unwrap();
     let keys = store.conversations_with_open_inbox(10).await.unwrap();
     assert_eq!(keys, [wa("34622333444"), wa("34600111222")]);
+    // Held by an instance of an older version until `at(60)`.
+    assert!(
+        store
+            .claim_conversation(
+                &wa("34600111222"),
+                "old",
+                at(0),
+                at(60),
+                &["old".to_owned()]
+            )
+            .await
+            .unwrap()
+    );
     let open = store.open_inbox(&wa("34600111222")).await.unwrap();
     let ids: Vec<&str> = open.iter().map(|e| e.wamid.as_str()).collect();
     assert_eq!(ids, ["wamid.O1", "wamid.O2"]);
@@ -591,10 +604,16 @@ async fn open_inbox_entries_are_found_per_conversation_and_closed(store: Arc<dyn
         .unwrap();
     let taken = store.inbox_entry(&o1).await.unwrap().unwrap();
     assert_eq!((taken.status, taken.attempts), (InboxStatus::Processing, 1));
-    // `processing` is an older version's: whoever claims the conversation reads it.
+    // `processing` is an older version's: whoever takes the conversation over reads it.
     assert!(
         store
-            .claim_conversation(&wa("34600111222"), "me", at(0), at(60), &["me".to_owned()])
+            .claim_conversation(
+                &wa("34600111222"),
+                "me",
+                at(120),
+                at(180),
+                &["me".to_owned()]
+            )
             .await
             .unwrap()
     );
@@ -1614,13 +1633,21 @@ async fn mongo_every_new_conversation_has_an_empty_dialog_state() {
 
 /// A conversation's turns read its pending entries by equality (what FerretDB can hand to its
 /// database); an entry an older version left `processing` is pending again once the
-/// conversation is claimed, so its holder's next turn reads it.
+/// conversation is taken over, so its new holder's next turn reads it.
 #[tokio::test]
 async fn an_entry_left_processing_by_an_older_version_is_served_again() {
     let Some(db) = common::TestMongo::new().await else {
         return;
     };
     let wa_id = wa("34600111779");
+    // An instance of an older version held the conversation, then went away.
+    let long_ago = Utc::now() - chrono::Duration::minutes(5);
+    assert!(
+        db.store
+            .claim_conversation(&wa_id, "old", long_ago, long_ago, &["old".to_owned()])
+            .await
+            .unwrap()
+    );
     let entry = common::inbox_entry("wamid.OLDPROC", &wa_id, "Hola", InboxStatus::Pending);
     db.store
         .insert_inbox(std::slice::from_ref(&entry))

@@ -96,15 +96,18 @@ impl LeaseStore for MongoStore {
         }
         // An older version marked the messages it was answering `processing`; a holder reads
         // only `pending` ones (by equality, which FerretDB hands to its database), so the
-        // new holder makes them pending again.
-        self.pool
-            .update_many(
-                Lane::Work,
-                "inbox",
-                doc! {"wa_id": wa_id.as_str(), "status": InboxStatus::Processing.as_str()},
-                doc! {"$set": {"status": InboxStatus::Pending.as_str()}},
-            )
-            .await?;
+        // next holder of a conversation held before makes them pending again. A conversation
+        // never held has none: its first claim costs no write more.
+        if current.is_some() {
+            self.pool
+                .update_many(
+                    Lane::Work,
+                    "inbox",
+                    doc! {"wa_id": wa_id.as_str(), "status": InboxStatus::Processing.as_str()},
+                    doc! {"$set": {"status": InboxStatus::Pending.as_str()}},
+                )
+                .await?;
+        }
         self.mirror_lease(wa_id, Some((owner, until))).await?;
         Ok(true)
     }
