@@ -1596,22 +1596,7 @@ async fn a_lone_instance_whose_heartbeat_stalls_loses_abandons_and_redoes_no_tur
         inner.insert_inbox(&[entry]).await.unwrap();
     }
     let llm = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
-    let engine = Engine::new(
-        store.store(),
-        llm.clone(),
-        Arc::new(
-            AgentRegistry::load(
-                &Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts"),
-                &zaguan::startup::known_tools(),
-            )
-            .unwrap(),
-        ),
-        Arc::new(ToolRegistry::new()),
-        EngineSettings {
-            fast_route: false,
-            ..EngineSettings::default()
-        },
-    );
+    let engine = shipped_engine(store.store(), llm.clone());
     let lease = Duration::from_millis(600);
     let (workers, heartbeat) = instance_workers(
         store.clone(),
@@ -1726,31 +1711,13 @@ async fn another_instance_takes_over_from_one_truly_gone() {
     let entry = inbox_entry("wamid.GONE1", &wa_id, "Hola", InboxStatus::Pending);
     let wamid = entry.wamid.clone();
     inner.insert_inbox(&[entry]).await.unwrap();
-    let engine_of = |store: &Arc<CrashingStore>, llm: Arc<dyn Llm>| {
-        Engine::new(
-            store.store(),
-            llm,
-            Arc::new(
-                AgentRegistry::load(
-                    &Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts"),
-                    &zaguan::startup::known_tools(),
-                )
-                .unwrap(),
-            ),
-            Arc::new(ToolRegistry::new()),
-            EngineSettings {
-                fast_route: false,
-                ..EngineSettings::default()
-            },
-        )
-    };
     // The first instance takes the turn; its model never answers.
     let hung = Arc::new(CrashingStore::over(inner.clone()));
     let stuck = Arc::new(SlowCountingLlm(AtomicUsize::new(0)));
     let (gone_workers, gone_heartbeat) = instance_workers_as(
         "gone-instance",
         hung.clone(),
-        engine_of(&hung, Arc::new(NeverLlm(stuck.clone()))),
+        shipped_engine(hung.store(), Arc::new(NeverLlm(stuck.clone()))),
         zaguan::outbound::Outbound::dry_run(hung.store()),
         lease,
     )
@@ -1768,7 +1735,7 @@ async fn another_instance_takes_over_from_one_truly_gone() {
     let (workers, heartbeat) = instance_workers_as(
         "survivor-instance",
         survivor.clone(),
-        engine_of(&survivor, llm.clone()),
+        shipped_engine(survivor.store(), llm.clone()),
         zaguan::outbound::Outbound::dry_run(survivor.store()),
         lease,
     )
@@ -1799,6 +1766,27 @@ async fn another_instance_takes_over_from_one_truly_gone() {
         Some("survivor-instance".to_owned())
     );
     drop((gone_workers, gone_heartbeat));
+}
+
+/// The engine over `store` with the shipped prompts, answering from `llm` (no fast path: the
+/// model decides every turn).
+fn shipped_engine(store: Arc<dyn Store>, llm: Arc<dyn Llm>) -> Engine {
+    Engine::new(
+        store,
+        llm,
+        Arc::new(
+            AgentRegistry::load(
+                &Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts"),
+                &zaguan::startup::known_tools(),
+            )
+            .unwrap(),
+        ),
+        Arc::new(ToolRegistry::new()),
+        EngineSettings {
+            fast_route: false,
+            ..EngineSettings::default()
+        },
+    )
 }
 
 /// A model that never answers, counting the calls it received.
