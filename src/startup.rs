@@ -94,6 +94,7 @@ pub fn assemble_engine(
     registry: Arc<AgentRegistry>,
 ) -> Engine {
     let roles = Arc::new(RoleDirectory::new(Arc::new(DataRoles(realestate.clone()))));
+    let realestate_for_offline = realestate.clone();
     let context = Arc::new(RealEstateContext::new(
         realestate.clone(),
         settings.timezone,
@@ -117,6 +118,9 @@ pub fn assemble_engine(
         .with_handoffs(desk)
         .with_roles(roles)
         .with_context(context)
+        .with_offline(Arc::new(crate::realestate::offline::OfflineAgency::new(
+            realestate_for_offline,
+        )))
 }
 
 /// Voice notes to text when `LLM_TRANSCRIBE` is set and both keys it needs are there: the

@@ -15,7 +15,8 @@ pub const MAX_PER_REPLY: usize = 6;
 /// A tap on it goes to that assistant with the row's words (see [`asked_agent`]).
 pub const ASK_PREFIX: &str = "ask:";
 
-/// The attachments of the tool messages since the user's last message, oldest first.
+/// The attachments of the tool messages (and offline mode's AI messages) since the user's
+/// last message, oldest first.
 pub fn this_turn(state: &State) -> Vec<Attachment> {
     let since = state
         .messages
@@ -24,7 +25,7 @@ pub fn this_turn(state: &State) -> Vec<Attachment> {
         .map_or(0, |i| i + 1);
     state.messages[since..]
         .iter()
-        .filter(|m| m.message.role == MessageRole::Tool)
+        .filter(|m| m.message.role != MessageRole::Human)
         .flat_map(|m| m.message.attachments.iter().cloned())
         .take(MAX_PER_REPLY)
         .collect()

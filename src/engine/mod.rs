@@ -13,6 +13,7 @@ pub mod handoff;
 pub mod history;
 pub mod instances;
 pub mod monitor;
+pub mod offline;
 pub mod reload;
 pub mod retention;
 pub mod roles;

@@ -9,6 +9,7 @@ pub mod memory;
 pub mod model;
 pub mod mongo;
 pub mod mortgage;
+pub mod offline;
 pub mod reminders;
 pub mod roles;
 pub mod store;

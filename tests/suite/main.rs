@@ -27,6 +27,7 @@ mod llm_anthropic;
 mod llm_fallback;
 mod llm_openai;
 mod media;
+mod offline;
 mod outbound;
 mod outreach;
 mod payload_fixtures;

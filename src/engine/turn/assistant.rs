@@ -12,6 +12,7 @@ use crate::domain::MessageRole;
 use crate::domain::ToolCall;
 use crate::domain::WaId;
 use crate::engine::history;
+use crate::engine::offline::{OfflineAnswer, OfflineTurn};
 use crate::engine::route::route_to_workflow;
 use crate::engine::state::State;
 use crate::engine::tools::ToolContext;
@@ -114,22 +115,27 @@ impl Engine {
         } else {
             let request = self.request_for(set, agent, state);
             match self.llm.complete(&request).await {
-                Ok(response) => Some(self.ai_message(
-                    &state.wa_id,
-                    &response.content,
-                    &agent.name,
-                    response.tool_calls,
-                )),
+                Ok(response) => Some({
+                    self.model_status.answered();
+                    self.ai_message(
+                        &state.wa_id,
+                        &response.content,
+                        &agent.name,
+                        response.tool_calls,
+                    )
+                }),
                 Err(crate::llm::LlmError::Unavailable(why))
                     if why == crate::llm::offline::OFFLINE_MODE =>
                 {
                     // No provider configured: offline mode is the setting, not a failure.
                     tracing::debug!(agent = %agent.name, "offline mode: answering without a model");
+                    self.model_status.went_offline(self.now());
                     *llm_down = true;
                     None
                 }
                 Err(error) => {
                     tracing::error!(agent = %agent.name, "LLM failed, answering offline: {error}");
+                    self.model_status.went_offline(self.now());
                     *llm_down = true;
                     None
                 }
@@ -173,20 +179,92 @@ impl Engine {
                         .increment(1);
                     delegation
                 }
-                None => {
-                    metrics::counter!("zaguan_offline_replies_total", "agent" => agent.name.clone())
-                        .increment(1);
-                    let text = set.with_contact(
-                        agent
-                            .offline_reply
-                            .as_deref()
-                            .unwrap_or(phrases::apology(None)),
-                    );
-                    self.ai_message(&state.wa_id, &text, &agent.name, Vec::new())
-                }
+                None => self.offline_message(set, state, agent).await?,
             },
         };
         self.append(state, message).await
+    }
+
+    /// The step of `agent` when no model answers: the offline engine's, or the agent's
+    /// `offline_reply` with the contact lines when the engine does not serve it.
+    async fn offline_message(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+        agent: &Agent,
+    ) -> Result<NewMessage, EngineError> {
+        let answer = match &self.offline {
+            Some(offline) => {
+                let role = state.user.role;
+                let assistants = set
+                    .agents
+                    .agents()
+                    .filter(|a| a.kind == AgentKind::Subgraph && a.roles.contains(&role))
+                    .map(|a| a.name.as_str())
+                    .collect();
+                let turn = OfflineTurn {
+                    agent,
+                    role,
+                    assistants,
+                    contact: set.business_contact.as_deref(),
+                    lang: state.lang.as_deref().unwrap_or("es"),
+                    location: state.location,
+                    messages: &state.messages,
+                    now: self.now(),
+                };
+                offline.answer(&turn).await
+            }
+            None => None,
+        };
+        let served = |how: &'static str| {
+            metrics::counter!("zaguan_offline_turns_total", "agent" => agent.name.clone(), "how" => how)
+                .increment(1);
+        };
+        Ok(match answer {
+            Some(OfflineAnswer::Calls(calls)) => {
+                metrics::counter!("zaguan_offline_calls_total", "agent" => agent.name.clone())
+                    .increment(calls.len() as u64);
+                tracing::info!(agent = %agent.name, calls = calls.len(), "offline: tools called");
+                self.ai_message(&state.wa_id, "", &agent.name, calls)
+            }
+            Some(OfflineAnswer::Reply { text, attachments }) => {
+                served("engine");
+                let mut message = self.ai_message(&state.wa_id, &text, &agent.name, Vec::new());
+                message.attachments = attachments;
+                message
+            }
+            Some(OfflineAnswer::Handoff { reason }) => {
+                served("handoff");
+                let key = state
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.message.role == MessageRole::Human)
+                    .and_then(|m| m.message.wamids.last())
+                    .map_or_else(String::new, |wamid| format!("offline:{}", wamid.as_str()));
+                let text = self
+                    .hand_over(set, state, &reason, &key, self.now())
+                    .await?;
+                self.ai_message(
+                    &state.wa_id,
+                    &text,
+                    super::confirmations::HANDOFF_AGENT,
+                    Vec::new(),
+                )
+            }
+            None => {
+                served("offline_reply");
+                metrics::counter!("zaguan_offline_replies_total", "agent" => agent.name.clone())
+                    .increment(1);
+                let text = set.with_contact(
+                    agent
+                        .offline_reply
+                        .as_deref()
+                        .unwrap_or(phrases::apology(None)),
+                );
+                self.ai_message(&state.wa_id, &text, &agent.name, Vec::new())
+            }
+        })
     }
 
     pub(super) fn request_for(&self, set: &Assistants, agent: &Agent, state: &State) -> LlmRequest {

@@ -12,7 +12,7 @@ use crate::engine::confirm::{self};
 use crate::engine::state::State;
 use crate::outbound::governor::{self, Form, Skip};
 use crate::store::{
-    Attachment, InboxEntry, Media, NewMessage, NewOutbox, OutboxEntry, reply_parts,
+    Attachment, InboxEntry, Media, NewMessage, NewOutbox, OutboxEntry, ReplyButton, reply_parts,
 };
 use crate::templates::Purpose;
 
@@ -35,32 +35,61 @@ impl Engine {
     ) -> Result<(Vec<String>, Option<Vec<OutboxEntry>>), EngineError> {
         self.save(state).await?;
         let lang = state.lang.as_deref();
-        let mut bodies = set
-            .guard
-            .guard(text, lang, state.wa_id.as_str())
-            .await
-            .parts;
+        let shown = attachments::this_turn(state);
+        // Offline mode may say everything with what it shows (a question with buttons).
+        let mut bodies = if text.trim().is_empty() && !shown.is_empty() {
+            Vec::new()
+        } else {
+            set.guard
+                .guard(text, lang, state.wa_id.as_str())
+                .await
+                .parts
+        };
         let texts = bodies.len();
         // What the turn's tools show (photos, a list to tap), after the words.
-        let mut media = Vec::new();
+        let mut media: Vec<(Option<Media>, Vec<ReplyButton>)> = Vec::new();
         let wa_id = state.wa_id.as_str();
-        for attachment in attachments::this_turn(state) {
+        for attachment in shown {
             let said = |text: String| async move {
                 set.guard.guard(&text, lang, wa_id).await.parts.join("\n")
             };
             match attachment {
                 Attachment::Image { link, caption } => {
                     bodies.push(attachments::caption(&said(caption).await));
-                    media.push(Media::Image { link });
+                    media.push((Some(Media::Image { link }), Vec::new()));
                 }
                 Attachment::List { text, rows } => {
                     let text = said(text).await;
                     bodies.push(attachments::plain_list(&text, &rows));
-                    media.push(Media::List {
-                        text,
-                        button: attachments::list_button(lang).to_owned(),
-                        rows,
-                    });
+                    media.push((
+                        Some(Media::List {
+                            text,
+                            button: attachments::list_button(lang).to_owned(),
+                            rows,
+                        }),
+                        Vec::new(),
+                    ));
+                }
+                Attachment::Buttons { text, buttons } => {
+                    let body: String = said(text).await;
+                    bodies.push(
+                        body.chars()
+                            .take(crate::outbound::graph::MAX_INTERACTIVE_BODY)
+                            .collect(),
+                    );
+                    let buttons = buttons
+                        .into_iter()
+                        .take(crate::outbound::graph::MAX_BUTTONS)
+                        .map(|b| {
+                            let title: String = b
+                                .title
+                                .chars()
+                                .take(crate::outbound::graph::MAX_BUTTON_TITLE)
+                                .collect();
+                            ReplyButton::new(b.id, title)
+                        })
+                        .collect();
+                    media.push((None, buttons));
                 }
             }
         }
@@ -89,10 +118,13 @@ impl Engine {
             &bodies,
             now,
         );
-        for (part, media) in parts.iter_mut().skip(texts).zip(media) {
-            part.media = Some(media);
+        for (part, (media, buttons)) in parts.iter_mut().skip(texts).zip(media) {
+            part.media = media;
+            part.buttons = buttons;
         }
-        if let Some(last) = parts.last_mut() {
+        if let Some(last) = parts.last_mut()
+            && !buttons.is_empty()
+        {
             last.buttons = buttons;
         }
         // The customer's reply reads as the words and the confirmation, not the captions.

@@ -29,6 +29,7 @@ use crate::domain::{MessageRole, Role};
 use crate::domain::{WaId, WaMessageId};
 use crate::engine::context::{ContextCache, ContextSource};
 use crate::engine::handoff::{HandoffDesk, HandoffSettings};
+use crate::engine::offline::{ModelStatus, OfflineAssistants};
 use crate::engine::roles::RoleDirectory;
 use crate::engine::state::UserCache;
 use crate::engine::state::{State, Window, context_with};
@@ -47,6 +48,7 @@ mod router;
 mod settings;
 
 pub use delivery::Notified;
+pub use router::AWAITING_CONFIRMATION;
 pub use settings::{
     DEFAULT_BUSINESS_NAME, EngineError, EngineSettings, TurnOptions, TurnOutcome,
     default_templates, default_templates_in,
@@ -73,6 +75,10 @@ pub struct Engine {
     voice: Option<Arc<VoiceNotes>>,
     /// Tells the staff on duty when a customer asks for a person.
     handoffs: Arc<HandoffDesk>,
+    /// Serves the assistants when no model answers; `None`: their `offline_reply`.
+    offline: Option<Arc<dyn OfflineAssistants>>,
+    /// Whether a model answers, for the console.
+    model_status: Arc<ModelStatus>,
 }
 
 /// The windows the last turns left, per conversation held (see [`TurnOptions::hold`]),
@@ -258,7 +264,21 @@ impl Engine {
             context: None,
             contexts: ContextCache::default(),
             voice: None,
+            offline: None,
+            model_status: Arc::default(),
         }
+    }
+
+    /// Serves the assistants with `offline` when no model answers, instead of their
+    /// `offline_reply`.
+    pub fn with_offline(mut self, offline: Arc<dyn OfflineAssistants>) -> Self {
+        self.offline = Some(offline);
+        self
+    }
+
+    /// Whether a model answers this process's turns, and since when not.
+    pub fn model_status(&self) -> &Arc<ModelStatus> {
+        &self.model_status
     }
 
     /// Tells the assistants what `source` knows about each user (an owner's listings, a

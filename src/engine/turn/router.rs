@@ -180,7 +180,7 @@ impl Engine {
                         ),
                         Some(Ok(summary)) => {
                             let text = format!(
-                                "Waiting for the user's confirmation: {summary}. They have been \
+                                "{AWAITING_CONFIRMATION} {summary}. They have been \
                                  shown Confirm / Cancel buttons. Tell them in one short sentence \
                                  what will be done once they confirm; do not call {} again.",
                                 call.name
@@ -338,6 +338,9 @@ impl Engine {
         }
     }
 }
+
+/// How the tool message of a call waiting for the customer's yes begins.
+pub const AWAITING_CONFIRMATION: &str = "Waiting for the user's confirmation:";
 
 /// The `To<X>Assistant` call the primary makes to hand `query` to `target`.
 pub(super) fn delegation_call(target: &str, query: &str) -> ToolCall {

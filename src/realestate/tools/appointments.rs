@@ -11,12 +11,13 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::text::{self, Lookup, unavailable, when};
+use crate::engine::attachments::ASK_PREFIX;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{
     Appointment, AppointmentStatus, ListingStatus, MovedFrom, Property, RealEstateStore, Slot,
 };
-use crate::store::BusinessEvent;
+use crate::store::{Attachment, BusinessEvent, ListRow};
 
 /// Most slots listed at once.
 const MAX_SLOTS: usize = 12;
@@ -109,7 +110,41 @@ impl Tool for ListAvailableSlots {
         if free.len() > MAX_SLOTS {
             out.push_str(&format!("\n(y {} más)", free.len() - MAX_SLOTS));
         }
-        Ok(out.into())
+        out.push_str(
+            "\nEl usuario recibe además los primeros huecos como una lista que puede tocar para \
+             reservar: no los repitas uno a uno; di en una frase cuándo hay huecos.",
+        );
+        let rows = free
+            .iter()
+            .take(crate::outbound::graph::MAX_LIST_ROWS)
+            .map(|slot| slot_row(slot, context))
+            .collect();
+        Ok(ToolOutput {
+            text: out,
+            attachments: vec![Attachment::List {
+                text: format!("Elige un hueco para visitar {}.", property.id),
+                rows,
+            }],
+            events: Vec::new(),
+        })
+    }
+}
+
+/// The assistant a tapped slot asks to book it.
+const BOOKING_AGENT: &str = "appointment_assistant";
+
+/// A free slot as a list row: the day and hour, then how long and with whom.
+fn slot_row(slot: &Slot, context: &ToolContext) -> ListRow {
+    use chrono::Datelike as _;
+    let local = slot.starts_at.with_timezone(&context.timezone);
+    let day = crate::domain::phrases::weekday_es(local.weekday());
+    ListRow {
+        id: format!("{ASK_PREFIX}{BOOKING_AGENT}:{}", slot.id),
+        title: format!("{day} {}", local.format("%d/%m · %H:%M")),
+        description: format!("{} min · con {}", slot.minutes, slot.agent)
+            .chars()
+            .take(crate::outbound::graph::MAX_ROW_DESCRIPTION)
+            .collect(),
     }
 }
 

@@ -18,8 +18,8 @@ pub struct NewMessage {
     /// For a human message: the inbox messages it carries (several when merged). Lets a
     /// resumed turn see that they are already in the history.
     pub wamids: Vec<WaMessageId>,
-    /// For a tool message: what the tool shows the customer with the turn's reply (photos, a
-    /// list to tap), sent after its text.
+    /// For a tool message, or an AI message of offline mode: what the customer is shown with
+    /// the turn's reply (photos, a list to tap, buttons), sent after its text.
     pub attachments: Vec<Attachment>,
     pub at: DateTime<Utc>,
 }
@@ -33,6 +33,12 @@ pub enum Attachment {
     Image { link: String, caption: String },
     /// Options to tap: `text` above them, one row each.
     List { text: String, rows: Vec<ListRow> },
+    /// A question with up to three reply buttons (titles of 20 characters at most); a press
+    /// comes back as the button's title.
+    Buttons {
+        text: String,
+        buttons: Vec<ReplyButton>,
+    },
 }
 
 /// A `messages` document.

@@ -1,0 +1,823 @@
+//! What a customer looks for, read from their words without a model: place (from the agency's
+//! own place names, accent- and typo-tolerant), rent or buy, type, bedrooms, price range and
+//! «cerca de mí», in Spanish, English and Portuguese.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Value, json};
+use unicode_normalization::UnicodeNormalization as _;
+
+use crate::realestate::{Operation, Property, PropertyType};
+
+/// The search a customer asked for; every field optional.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Criteria {
+    pub city: Option<String>,
+    pub neighbourhood: Option<String>,
+    pub operation: Option<Operation>,
+    pub kind: Option<PropertyType>,
+    pub min_price: Option<u64>,
+    pub max_price: Option<u64>,
+    pub min_bedrooms: Option<u32>,
+    pub amenities: Vec<String>,
+    pub near_me: bool,
+}
+
+impl Criteria {
+    /// Nothing a search could use.
+    pub fn is_empty(&self) -> bool {
+        *self == Criteria::default()
+    }
+
+    /// `self` refined by what the customer said since: each criterion they named replaces
+    /// the old one; a new place replaces the whole old place.
+    pub fn refined(mut self, newer: Criteria) -> Criteria {
+        if newer.city.is_some() || newer.neighbourhood.is_some() || newer.near_me {
+            self.city = newer.city;
+            self.neighbourhood = newer.neighbourhood;
+            self.near_me = newer.near_me;
+        }
+        if newer.min_price.is_some() || newer.max_price.is_some() {
+            self.min_price = newer.min_price;
+            self.max_price = newer.max_price;
+        }
+        self.operation = newer.operation.or(self.operation);
+        self.kind = newer.kind.or(self.kind);
+        self.min_bedrooms = newer.min_bedrooms.or(self.min_bedrooms);
+        for amenity in newer.amenities {
+            if !self.amenities.contains(&amenity) {
+                self.amenities.push(amenity);
+            }
+        }
+        self
+    }
+
+    /// Where to look: a place or the customer's location.
+    pub fn has_place(&self) -> bool {
+        self.city.is_some() || self.neighbourhood.is_some() || self.near_me
+    }
+
+    /// The arguments of `search_properties`.
+    pub fn to_args(&self) -> Value {
+        let mut args = json!({});
+        let mut put = |key: &str, value: Value| {
+            args[key] = value;
+        };
+        if let Some(city) = &self.city {
+            put("city", json!(city));
+        }
+        if let Some(neighbourhood) = &self.neighbourhood {
+            put("neighbourhood", json!(neighbourhood));
+        }
+        if let Some(operation) = self.operation {
+            put("operation", json!(operation.as_str()));
+        }
+        if let Some(kind) = self.kind {
+            put("type", json!(kind.as_str()));
+        }
+        if let Some(min) = self.min_price {
+            put("min_price", json!(min));
+        }
+        if let Some(max) = self.max_price {
+            put("max_price", json!(max));
+        }
+        if let Some(bedrooms) = self.min_bedrooms {
+            put("min_bedrooms", json!(bedrooms));
+        }
+        if !self.amenities.is_empty() {
+            put("amenities", json!(self.amenities));
+        }
+        if self.near_me {
+            put("near_me", json!(true));
+        }
+        args
+    }
+
+    /// The criteria of an earlier `search_properties` call.
+    pub fn from_args(args: &Value) -> Criteria {
+        let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+        let number = |key: &str| args.get(key).and_then(Value::as_u64);
+        Criteria {
+            city: text("city"),
+            neighbourhood: text("neighbourhood"),
+            operation: match text("operation").as_deref() {
+                Some("rent") => Some(Operation::Rent),
+                Some("sale") => Some(Operation::Sale),
+                _ => None,
+            },
+            kind: text("type")
+                .and_then(|t| PropertyType::ALL.into_iter().find(|k| k.as_str() == t)),
+            min_price: number("min_price"),
+            max_price: number("max_price"),
+            min_bedrooms: number("min_bedrooms").and_then(|n| u32::try_from(n).ok()),
+            amenities: args
+                .get("amenities")
+                .and_then(Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            near_me: args.get("near_me").and_then(Value::as_bool) == Some(true),
+        }
+    }
+}
+
+/// The agency's place names, from its listings: what a customer's words are matched against.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    /// Longest names first, so «Santa Cruz» wins over a city called «Cruz».
+    places: Vec<Place>,
+}
+
+#[derive(Debug, Clone)]
+struct Place {
+    /// As the data writes it: what the search is given.
+    name: String,
+    /// The city it is in (itself, for a city).
+    city: String,
+    is_city: bool,
+    /// Folded words without a leading article: «El Carmen» is «carmen».
+    words: Vec<String>,
+}
+
+/// Articles a place name may start with, which customers drop.
+const ARTICLES: &[&str] = &["el", "la", "los", "las", "l", "o", "a", "os", "as"];
+
+impl Places {
+    pub fn from_properties(properties: &[Property]) -> Self {
+        let mut places: Vec<Place> = Vec::new();
+        let mut add = |name: &str, city: &str, is_city: bool| {
+            let mut words = fold_words(name);
+            while words.len() > 1 && ARTICLES.contains(&words[0].as_str()) {
+                words.remove(0);
+            }
+            if words.is_empty()
+                || places
+                    .iter()
+                    .any(|p| p.is_city == is_city && p.name == name && p.city == city)
+            {
+                return;
+            }
+            places.push(Place {
+                name: name.to_owned(),
+                city: city.to_owned(),
+                is_city,
+                words,
+            });
+        };
+        for property in properties {
+            add(&property.city, &property.city, true);
+            add(&property.neighbourhood, &property.city, false);
+        }
+        places.sort_by_key(|p| std::cmp::Reverse(p.words.len()));
+        Places { places }
+    }
+
+    /// The cities, in the order the data first names them.
+    pub fn cities(&self) -> Vec<&str> {
+        let mut cities: Vec<&str> = Vec::new();
+        for place in self.places.iter().filter(|p| p.is_city) {
+            if !cities.contains(&place.name.as_str()) {
+                cities.push(&place.name);
+            }
+        }
+        cities.sort_unstable();
+        cities
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+
+    /// The city and neighbourhood `words` name. A neighbourhood whose name several cities
+    /// have is taken in the city named with it, or dropped.
+    fn find(&self, words: &[&str]) -> (Option<String>, Option<String>) {
+        let mut cities: Vec<&Place> = Vec::new();
+        let mut hoods: Vec<&Place> = Vec::new();
+        for place in &self.places {
+            if named(&place.words, words) {
+                if place.is_city {
+                    cities.push(place);
+                } else {
+                    hoods.push(place);
+                }
+            }
+        }
+        let city = cities.first().map(|c| c.name.clone());
+        let hood = match &city {
+            Some(city) => hoods.iter().find(|h| &h.city == city),
+            None if hoods
+                .iter()
+                .all(|h| h.name == hoods[0].name && h.city == hoods[0].city) =>
+            {
+                hoods.first()
+            }
+            // The same name in several cities, and none named: ask rather than guess.
+            None => None,
+        };
+        match hood {
+            Some(hood) => (Some(hood.city.clone()), Some(hood.name.clone())),
+            None => (city, None),
+        }
+    }
+}
+
+/// Whether the customer's `words` name `place`: its words in a row, each exact or, for a long
+/// word, within a typo or two («Valncia», «Sevila», «Madird»).
+fn named(place: &[String], words: &[&str]) -> bool {
+    if place.len() > words.len() {
+        return false;
+    }
+    words
+        .windows(place.len())
+        .any(|window| window.iter().zip(place).all(|(w, p)| close(w, p)))
+}
+
+fn close(word: &str, name: &str) -> bool {
+    if word == name {
+        return true;
+    }
+    let len = name.chars().count();
+    let allowed = match len {
+        0..=4 => 0,
+        5..=7 => 1,
+        _ => 2,
+    };
+    allowed > 0
+        && word.chars().count() >= 4
+        && !VOCABULARY.contains(&word)
+        && strsim::osa_distance(word, name) <= allowed
+}
+
+/// Reads the criteria in `text`.
+pub fn read(text: &str, places: &Places) -> Criteria {
+    let folded = fold(text);
+    let mut tokens = lex(&folded);
+    let mut criteria = Criteria {
+        min_bedrooms: bedrooms(&mut tokens),
+        ..Criteria::default()
+    };
+    let (min, max) = prices(&mut tokens);
+    criteria.min_price = min;
+    criteria.max_price = max;
+    let words: Vec<&str> = tokens
+        .iter()
+        .filter(|t| !t.used && t.number.is_none())
+        .map(|t| t.text.as_str())
+        .collect();
+    criteria.operation = operation(&words, &folded);
+    criteria.kind = kind(&words);
+    criteria.amenities = amenities(&words);
+    criteria.near_me = NEAR_ME
+        .iter()
+        .any(|phrase| contains_phrase(&folded, phrase));
+    let (city, neighbourhood) = places.find(&words);
+    criteria.city = city;
+    criteria.neighbourhood = neighbourhood;
+    criteria
+}
+
+/// Lowercase, accents dropped, everything else kept (a price's dots and commas matter).
+pub fn fold(text: &str) -> String {
+    text.replace('²', "2")
+        .nfd()
+        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn fold_words(text: &str) -> Vec<String> {
+    WORD.find_iter(&fold(text))
+        .map(|m| m.as_str().to_owned())
+        .collect()
+}
+
+/// Whether `phrase` (folded words) is in `folded` as whole words.
+fn contains_phrase(folded: &str, phrase: &str) -> bool {
+    let padded = format!(
+        " {} ",
+        WORD.find_iter(folded)
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    padded.contains(&format!(" {phrase} "))
+}
+
+static WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[a-z0-9]+").expect("valid"));
+static TOKEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\d+(?:[.,]\d+)*|[a-z]+|€|\$|-").expect("valid"));
+
+#[derive(Debug)]
+struct Token {
+    text: String,
+    /// A figure: «1.200» is 1200, «1,5» is 1.5.
+    number: Option<f64>,
+    /// Read as a criterion already.
+    used: bool,
+}
+
+fn lex(folded: &str) -> Vec<Token> {
+    TOKEN
+        .find_iter(folded)
+        .map(|m| {
+            let text = m.as_str().to_owned();
+            let number = figure(&text).or_else(|| small_number(&text));
+            Token {
+                text,
+                number,
+                used: false,
+            }
+        })
+        .collect()
+}
+
+/// «1.200», «1,200» and «300.000» group thousands; «1,5» and «2.5» have decimals.
+fn figure(text: &str) -> Option<f64> {
+    if !text.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let groups: Vec<&str> = text.split(['.', ',']).collect();
+    if groups.len() > 1 && groups[1..].iter().all(|g| g.len() == 3) {
+        return groups.concat().parse().ok();
+    }
+    if groups.len() == 2 {
+        return format!("{}.{}", groups[0], groups[1]).parse().ok();
+    }
+    groups.concat().parse().ok()
+}
+
+/// Numbers written as words, as in «dos habitaciones» (one to six).
+fn small_number(word: &str) -> Option<f64> {
+    Some(match word {
+        "una" | "uno" | "one" | "um" | "uma" => 1.0,
+        "dos" | "two" | "dois" | "duas" => 2.0,
+        "tres" | "three" => 3.0,
+        "cuatro" | "four" | "quatro" => 4.0,
+        "cinco" | "five" => 5.0,
+        "seis" | "six" => 6.0,
+        _ => return None,
+    })
+}
+
+const BEDROOM_WORDS: &[&str] = &[
+    "hab",
+    "habs",
+    "habitacion",
+    "habitaciones",
+    "habitacio",
+    "habitacions",
+    "dormitorio",
+    "dormitorios",
+    "dorm",
+    "dorms",
+    "cuarto",
+    "cuartos",
+    "alcobas",
+    "bedroom",
+    "bedrooms",
+    "bed",
+    "beds",
+    "bd",
+    "bdr",
+    "br",
+    "room",
+    "rooms",
+    "quarto",
+    "quartos",
+    "suite",
+    "suites",
+    "habitaciónes",
+    "habitacines",
+    "habitaciones",
+    "abitaciones",
+    "havitaciones",
+    "dormitorioss",
+    "bedrom",
+    "bedrooms",
+    "quatros",
+];
+
+/// Joins between a number and its bedroom word: «3 o más habitaciones».
+const OR_MORE: &[&str] = &[
+    "o", "mas", "or", "more", "ou", "mais", "y", "+", "de", "plus",
+];
+
+fn bedrooms(tokens: &mut [Token]) -> Option<u32> {
+    let is_bedroom = |t: &Token| {
+        BEDROOM_WORDS.contains(&t.text.as_str())
+            || (t.text.len() >= 8 && t.text.starts_with("habitac"))
+            || (t.text.len() >= 7 && t.text.starts_with("dormitor"))
+    };
+    for i in 0..tokens.len() {
+        // Portuguese typology: T2 is two bedrooms.
+        if let Some(n) = tokens[i].text.strip_prefix('t')
+            && n.len() == 1
+            && let Ok(n) = n.parse::<u32>()
+        {
+            tokens[i].used = true;
+            return Some(n);
+        }
+        let Some(n) = tokens[i].number else { continue };
+        if n.fract() != 0.0 || !(0.0..=20.0).contains(&n) {
+            continue;
+        }
+        let mut j = i + 1;
+        while j < tokens.len() && j <= i + 3 && OR_MORE.contains(&tokens[j].text.as_str()) {
+            j += 1;
+        }
+        if j < tokens.len() && is_bedroom(&tokens[j]) {
+            for token in &mut tokens[i..=j] {
+                token.used = true;
+            }
+            return Some(n as u32);
+        }
+    }
+    None
+}
+
+const THOUSAND: &[&str] = &["mil", "k", "thousand", "grand"];
+const MILLION: &[&str] = &[
+    "m", "millon", "millones", "million", "millions", "milhao", "milhoes", "mill", "mln",
+];
+const CURRENCY: &[&str] = &["€", "eur", "euro", "euros", "$"];
+const AREA: &[&str] = &[
+    "m2", "metros", "metro", "mt", "mts", "sqm", "sq", "square", "ft",
+];
+
+/// Words right before a figure that make it the top of the budget («hasta», «under»)…
+const MAX_CUES: &[&str] = &[
+    "hasta",
+    "maximo",
+    "max",
+    "menos",
+    "tope",
+    "up",
+    "under",
+    "below",
+    "less",
+    "most",
+    "ate",
+    "abaixo",
+    "budget",
+    "presupuesto",
+    "orcamento",
+    "within",
+];
+/// …or its bottom («desde», «a partir de», «over»).
+const MIN_CUES: &[&str] = &[
+    "desde", "partir", "minimo", "min", "over", "above", "least", "acima", "from", "superior",
+    "mas",
+];
+const RANGE_JOIN: &[&str] = &["y", "and", "e", "a", "to", "-", "hasta", "ate"];
+
+/// A price: a figure with a multiplier or a currency, or one big enough to be one. Its value
+/// and the tokens it spans.
+fn price_at(tokens: &[Token], i: usize) -> Option<(f64, usize, bool)> {
+    let n = tokens[i].number?;
+    if tokens[i].used {
+        return None;
+    }
+    let next = tokens.get(i + 1).map(|t| t.text.as_str());
+    let after = tokens.get(i + 2).map(|t| t.text.as_str());
+    if next.is_some_and(|w| AREA.contains(&w)) || (next == Some("m") && after == Some("2")) {
+        return None;
+    }
+    let (value, mut end, scaled) = match next {
+        Some(w) if THOUSAND.contains(&w) => (n * 1_000.0, i + 2, true),
+        Some(w) if MILLION.contains(&w) => (n * 1_000_000.0, i + 2, true),
+        _ => (n, i + 1, false),
+    };
+    let currency = tokens
+        .get(end)
+        .is_some_and(|t| CURRENCY.contains(&t.text.as_str()))
+        || (i > 0 && CURRENCY.contains(&tokens[i - 1].text.as_str()));
+    if tokens
+        .get(end)
+        .is_some_and(|t| CURRENCY.contains(&t.text.as_str()))
+    {
+        end += 1;
+    }
+    // A year, a floor or a count of rooms is not a price.
+    if !scaled && !currency && (value < 100.0 || (1900.0..=2100.0).contains(&value)) {
+        return None;
+    }
+    Some((value, end, scaled))
+}
+
+fn prices(tokens: &mut [Token]) -> (Option<u64>, Option<u64>) {
+    let mut found: Vec<(usize, f64, usize, bool)> = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        match price_at(tokens, i) {
+            Some((value, end, scaled)) => {
+                found.push((i, value, end, scaled));
+                i = end;
+            }
+            None => {
+                // «entre 200 y 300 mil»: a small first figure of a range is a price too.
+                i += 1;
+            }
+        }
+    }
+    let mut min = None;
+    let mut max = None;
+    for (k, &(start, value, end, scaled)) in found.iter().enumerate() {
+        for token in &mut tokens[start..end] {
+            token.used = true;
+        }
+        // A range: this figure, a join, the next figure.
+        if let Some(&(next_start, next_value, _, next_scaled)) = found.get(k + 1)
+            && next_start == end + 1
+            && RANGE_JOIN.contains(&tokens[end].text.as_str())
+        {
+            // «entre 200 y 300 mil»: the first figure shares the second's multiplier.
+            let low = if !scaled && next_scaled && value * range_unit(next_value) <= next_value {
+                value * range_unit(next_value)
+            } else {
+                value
+            };
+            if low <= next_value {
+                return (Some(low as u64), Some(next_value as u64));
+            }
+        }
+        // The nearest cue before the figure says which end it is; none: the top.
+        let cue = tokens[start.saturating_sub(4)..start]
+            .iter()
+            .rev()
+            .map(|t| t.text.as_str())
+            .find(|w| MIN_CUES.contains(w) || MAX_CUES.contains(w));
+        let negated = start >= 2
+            && tokens[start.saturating_sub(3)..start]
+                .iter()
+                .any(|t| t.text == "no");
+        if cue.is_some_and(|w| MIN_CUES.contains(&w)) && !negated {
+            min = min.or(Some(value as u64));
+        } else {
+            max = max.or(Some(value as u64));
+        }
+    }
+    // «entre 200 y 300 mil»: the 200 was too small to be a price on its own.
+    if found.len() == 1 {
+        let (start, value, _, scaled) = found[0];
+        if scaled
+            && start >= 2
+            && RANGE_JOIN.contains(&tokens[start - 1].text.as_str())
+            && let Some(low) = tokens[start - 2].number
+            && low < value
+        {
+            let unit = range_unit(value);
+            let low = if low * unit < value { low * unit } else { low };
+            return (Some(low as u64), Some(value as u64));
+        }
+    }
+    (min, max)
+}
+
+/// The multiplier of the figure that ends a range: 1,000 for «300 mil».
+fn range_unit(value: f64) -> f64 {
+    if value >= 1_000_000.0 {
+        1_000_000.0
+    } else {
+        1_000.0
+    }
+}
+
+const RENT: &[&str] = &[
+    "alquiler",
+    "alquilar",
+    "alquilo",
+    "alquila",
+    "alquileres",
+    "arrendar",
+    "arriendo",
+    "arrendamiento",
+    "renta",
+    "rentar",
+    "rent",
+    "renting",
+    "rental",
+    "rentals",
+    "lease",
+    "alugar",
+    "aluguel",
+    "aluguer",
+    "arrendamento",
+    "alugo",
+    "mensual",
+    "mensuales",
+    "monthly",
+    "pcm",
+    "mensais",
+    "alqiler",
+    "alquier",
+    "alguiler",
+    "alquilr",
+];
+const SALE: &[&str] = &[
+    "comprar",
+    "compra",
+    "compro",
+    "venta",
+    "buy",
+    "buying",
+    "purchase",
+    "sale",
+    "venda",
+    "adquirir",
+    "comprarme",
+    "comprarlo",
+    "comprala",
+    "comprarla",
+    "hipoteca",
+    "mortgage",
+    "compar",
+    "conprar",
+];
+
+fn operation(words: &[&str], folded: &str) -> Option<Operation> {
+    let rent = words.iter().any(|w| RENT.contains(w))
+        || folded.contains("/mes")
+        || ["al mes", "por mes", "a month", "per month", "a mes"]
+            .iter()
+            .any(|phrase| contains_phrase(folded, phrase));
+    let sale = words.iter().any(|w| SALE.contains(w))
+        || contains_phrase(folded, "en propiedad")
+        || contains_phrase(folded, "for sale")
+        || contains_phrase(folded, "a venda");
+    match (rent, sale) {
+        (true, false) => Some(Operation::Rent),
+        (false, true) => Some(Operation::Sale),
+        _ => None,
+    }
+}
+
+fn kind(words: &[&str]) -> Option<PropertyType> {
+    use PropertyType::*;
+    words.iter().find_map(|w| {
+        Some(match *w {
+            "piso" | "pisos" | "apartamento" | "apartamentos" | "apartment" | "apartments"
+            | "flat" | "flats" | "apto" => Flat,
+            "atico" | "aticos" | "penthouse" | "penthouses" | "cobertura" => Penthouse,
+            "estudio" | "estudios" | "studio" | "studios" | "loft" | "kitchenette" => Studio,
+            "duplex" | "duplexes" => Duplex,
+            "chalet" | "chalets" | "chale" | "adosado" | "unifamiliar" | "house" | "houses"
+            | "villa" | "moradia" | "vivenda" => House,
+            "oficina" | "oficinas" | "office" | "offices" | "escritorio" => Office,
+            "local" | "locales" | "shop" | "loja" | "commercial" => Commercial,
+            _ => return None,
+        })
+    })
+}
+
+/// The data's amenity words, by what customers write.
+const AMENITIES: &[(&str, &[&str])] = &[
+    (
+        "terraza",
+        &[
+            "terraza", "terrazas", "terrace", "terraco", "balcon", "balcony",
+        ],
+    ),
+    ("ascensor", &["ascensor", "lift", "elevator", "elevador"]),
+    (
+        "garaje",
+        &["garaje", "garage", "parking", "garagem", "cochera"],
+    ),
+    ("piscina", &["piscina", "pool", "swimming"]),
+    ("trastero", &["trastero", "storage"]),
+    (
+        "amueblado",
+        &[
+            "amueblado",
+            "amueblada",
+            "furnished",
+            "mobilado",
+            "mobiliado",
+        ],
+    ),
+    ("jardín", &["jardin", "garden", "jardim"]),
+    (
+        "aire acondicionado",
+        &["acondicionado", "conditioning", "condicionado"],
+    ),
+];
+
+fn amenities(words: &[&str]) -> Vec<String> {
+    AMENITIES
+        .iter()
+        .filter(|(_, said)| words.iter().any(|w| said.contains(w)))
+        .map(|(name, _)| (*name).to_owned())
+        .collect()
+}
+
+const NEAR_ME: &[&str] = &[
+    "cerca de mi",
+    "cerca mio",
+    "cerca de donde estoy",
+    "cerca de aqui",
+    "por aqui cerca",
+    "aqui cerca",
+    "near me",
+    "nearby",
+    "close to me",
+    "around me",
+    "near here",
+    "perto de mim",
+    "perto daqui",
+    "aqui perto",
+    "proximo de mim",
+    "mi ubicacion",
+    "my location",
+    "minha localizacao",
+];
+
+/// Words of the criteria themselves: never read as a misspelt place.
+const VOCABULARY: &[&str] = &[
+    "alquiler",
+    "alquilar",
+    "comprar",
+    "compra",
+    "venta",
+    "busco",
+    "buscando",
+    "quiero",
+    "habitaciones",
+    "dormitorios",
+    "piso",
+    "pisos",
+    "apartamento",
+    "casa",
+    "centro",
+    "cerca",
+    "barrio",
+    "zona",
+    "ciudad",
+    "hasta",
+    "entre",
+    "desde",
+    "precio",
+    "euros",
+    "looking",
+    "rent",
+    "flat",
+    "house",
+    "bedrooms",
+    "apartment",
+    "procuro",
+    "alugar",
+    "quartos",
+    "quero",
+    "valor",
+    "vivienda",
+    "tengo",
+    "gracias",
+    "favor",
+    "hola",
+    "buenas",
+    "ciudades",
+    "sevillana",
+];
+
+/// The amounts of money in `text`, each with the few words before it («entrada de 60.000»):
+/// what a mortgage or an offer is read from. Bedrooms and areas are not amounts.
+pub fn amounts(text: &str) -> Vec<(u64, Vec<String>)> {
+    let folded = fold(text);
+    let mut tokens = lex(&folded);
+    bedrooms(&mut tokens);
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        match price_at(&tokens, i) {
+            Some((value, end, _)) => {
+                let before = tokens[i.saturating_sub(3)..i]
+                    .iter()
+                    .map(|t| t.text.clone())
+                    .collect();
+                found.push((value as u64, before));
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    found
+}
+
+/// A term in years («30 años», «25 years», «30 anos»).
+pub fn years(text: &str) -> Option<u32> {
+    static YEARS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\b(\d{1,2})\s*(?:anos|ano|years|year|yrs|a)\b").expect("valid")
+    });
+    YEARS.captures(&fold(text)).and_then(|c| c[1].parse().ok())
+}
+
+/// A rate in percent («al 2,95 %», «3.1%»).
+pub fn percent(text: &str) -> Option<f64> {
+    static RATE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(\d{1,2}(?:[.,]\d{1,2})?)\s*%").expect("valid"));
+    RATE.captures(text)
+        .and_then(|c| c[1].replace(',', ".").parse().ok())
+}

@@ -1,0 +1,881 @@
+//! The agency without a model: each assistant served deterministically from the same tools
+//! when no model answers (see [`crate::engine::offline`]). A search is read from the
+//! customer's words ([`criteria`]), a listing picked from the last list or named by its
+//! reference, a slot booked with the usual confirmation; what the tools return is worded for
+//! the customer, and what no tool can do goes to the staff.
+
+pub mod criteria;
+mod texts;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use regex::Regex;
+use serde_json::{Value, json};
+
+use crate::agents::AgentKind;
+use crate::domain::{MessageRole, Role, ToolCall};
+use crate::engine::attachments::ASK_PREFIX;
+use crate::engine::offline::{OfflineAnswer, OfflineAssistants, OfflineTurn};
+use crate::realestate::PropertyFilter;
+use crate::realestate::RealEstateStore;
+use crate::store::{Attachment, ListRow, ReplyButton, StoredMessage};
+
+pub use criteria::{Criteria, Places};
+use texts::Text;
+
+/// How long the place names read from the listings are used before they are read again.
+const PLACES_TTL: Duration = Duration::from_secs(300);
+/// Longest a read of the listings for their place names may take.
+const PLACES_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most customer messages a search's criteria are gathered from.
+const CRITERIA_MESSAGES: usize = 6;
+
+/// The offline engine over the agency's data.
+pub struct OfflineAgency {
+    store: Arc<dyn RealEstateStore>,
+    places: tokio::sync::Mutex<Option<(Instant, Arc<Places>)>>,
+}
+
+impl OfflineAgency {
+    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+        Self {
+            store,
+            places: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The place names of the available listings, read at most every [`PLACES_TTL`]; the
+    /// last ones read while the store does not answer.
+    async fn places(&self) -> Arc<Places> {
+        let mut cached = self.places.lock().await;
+        if let Some((at, places)) = cached.as_ref()
+            && at.elapsed() < PLACES_TTL
+        {
+            return places.clone();
+        }
+        let filter = PropertyFilter {
+            available_only: true,
+            ..PropertyFilter::default()
+        };
+        match tokio::time::timeout(PLACES_TIMEOUT, self.store.properties(&filter)).await {
+            Ok(Ok(properties)) => {
+                let places = Arc::new(Places::from_properties(&properties));
+                *cached = Some((Instant::now(), places.clone()));
+                places
+            }
+            outcome => {
+                let why = match outcome {
+                    Ok(Err(error)) => error.to_string(),
+                    _ => "timed out".to_owned(),
+                };
+                tracing::warn!("offline mode: the place names could not be read: {why}");
+                cached
+                    .as_ref()
+                    .map(|(_, places)| places.clone())
+                    .unwrap_or_default()
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl OfflineAssistants for OfflineAgency {
+    async fn answer(&self, turn: &OfflineTurn<'_>) -> Option<OfflineAnswer> {
+        let said = Said { turn };
+        let answer = match said.results() {
+            Some(results) => match word(&said, &results) {
+                Some(answer) => answer,
+                None => self.serve(&said).await?,
+            },
+            None => self.serve(&said).await?,
+        };
+        Some(match answer {
+            OfflineAnswer::Reply { text, attachments } if !said.told_limited_mode() => {
+                OfflineAnswer::Reply {
+                    text: format!("{}\n\n{text}", texts::LIMITED_MODE.in_lang(turn.lang)),
+                    attachments,
+                }
+            }
+            answer => answer,
+        })
+    }
+}
+
+impl OfflineAgency {
+    /// The customer's last message, served by the assistant it was routed to.
+    async fn serve(&self, said: &Said<'_>) -> Option<OfflineAnswer> {
+        let agent = said.turn.agent;
+        Some(match agent.name.as_str() {
+            "searcher_assistant" => self.search(said).await,
+            "property_assistant" => listing(said),
+            "appointment_assistant" => self.appointments(said).await,
+            "mortgage_loan_assistant" => mortgage(said),
+            "prospect_offer_assistant" => offers(said),
+            "owner_info_assistant" => owners(said),
+            "visit_tracker_assistant" => visits(said),
+            _ if agent.kind == AgentKind::Primary => menu(said),
+            _ => return None,
+        })
+    }
+
+    async fn search(&self, said: &Said<'_>) -> OfflineAnswer {
+        let lang = said.turn.lang;
+        if let Some(id) = said.picked_listing()
+            && let Some(calls) = said.calls(listing_calls(&id))
+        {
+            return OfflineAnswer::Calls(calls);
+        }
+        let places = self.places().await;
+        let (previous, since) = match said.last_call("search_properties") {
+            Some((index, call)) => (Criteria::from_args(&call.args), index),
+            None => (Criteria::default(), 0),
+        };
+        let mut wanted = previous.clone();
+        let mut new = false;
+        for text in said.human_texts_since(since, CRITERIA_MESSAGES) {
+            let read = criteria::read(text, &places);
+            new |= !read.is_empty();
+            wanted = wanted.refined(read);
+        }
+        if !new && said.last_call("search_properties").is_some() {
+            return reply(texts::REFINE.in_lang(lang));
+        }
+        if wanted.near_me && said.turn.location.is_none() {
+            return reply(texts::SHARE_LOCATION.in_lang(lang));
+        }
+        if !wanted.has_place() {
+            let cities = places.cities();
+            if cities.is_empty() {
+                return reply(texts::ASK_PLACE.in_lang(lang));
+            }
+            let rows = cities
+                .into_iter()
+                .take(crate::outbound::graph::MAX_LIST_ROWS)
+                .map(|city| ListRow {
+                    id: format!("city:{city}"),
+                    title: city.to_owned(),
+                    description: String::new(),
+                })
+                .collect();
+            return OfflineAnswer::Reply {
+                text: texts::ASK_PLACE.in_lang(lang).to_owned(),
+                attachments: vec![Attachment::List {
+                    text: texts::PICK_CITY.in_lang(lang).to_owned(),
+                    rows,
+                }],
+            };
+        }
+        if wanted.operation.is_none() {
+            return OfflineAnswer::Reply {
+                text: String::new(),
+                attachments: vec![Attachment::Buttons {
+                    text: texts::ASK_OPERATION.in_lang(lang).to_owned(),
+                    buttons: vec![
+                        ReplyButton::new("operation:sale", texts::BUY.in_lang(lang)),
+                        ReplyButton::new("operation:rent", texts::RENT.in_lang(lang)),
+                    ],
+                }],
+            };
+        }
+        match said.calls(vec![("search_properties", wanted.to_args())]) {
+            Some(calls) => OfflineAnswer::Calls(calls),
+            None => menu(said),
+        }
+    }
+
+    async fn appointments(&self, said: &Said<'_>) -> OfflineAnswer {
+        let lang = said.turn.lang;
+        let text = said.last_human().map_or("", |(_, text)| text);
+        let chosen = said.chosen_ref().or_else(|| find(&SLOT_ID, text));
+        if let Some(chosen) = chosen {
+            if let Some(id) = chosen.strip_prefix("cancel:") {
+                return said.call_or_menu("cancel_appointment", json!({ "appointment_id": id }));
+            }
+            if let Some(id) = chosen.strip_prefix("move:") {
+                let property = match self.store.appointment(id).await {
+                    Ok(Some(appointment)) => appointment.property_id,
+                    _ => return reply(texts::FAILED.in_lang(lang)),
+                };
+                return said
+                    .call_or_menu("list_available_slots", json!({ "property_id": property }));
+            }
+            if chosen.starts_with("S-") {
+                return match said.moving() {
+                    Some(appointment) => said.call_or_menu(
+                        "reschedule_appointment",
+                        json!({ "appointment_id": appointment, "slot_id": chosen }),
+                    ),
+                    None => said.call_or_menu("book_appointment", json!({ "slot_id": chosen })),
+                };
+            }
+        }
+        let words = criteria::fold(text);
+        if has_any(&words, CANCEL_WORDS)
+            || has_any(&words, MOVE_WORDS)
+            || (has_any(&words, MY_WORDS) && said.mentioned_listing().is_none())
+        {
+            return said.call_or_menu("list_my_appointments", json!({}));
+        }
+        match said.mentioned_listing() {
+            Some(id) => said.call_or_menu("list_available_slots", json!({ "property_id": id })),
+            None => reply(texts::WHICH_LISTING.in_lang(lang)),
+        }
+    }
+}
+
+/// Reads the conversation of an offline turn.
+struct Said<'a> {
+    turn: &'a OfflineTurn<'a>,
+}
+
+/// A tool's answer to one of the calls of the last step.
+struct Answered<'a> {
+    call: &'a ToolCall,
+    text: &'a str,
+    attachments: &'a [Attachment],
+}
+
+static LISTING_ID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bP-\d{1,9}\b").expect("valid"));
+static SLOT_ID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\bS-[A-Za-z0-9]+-\d{8,14}\b").expect("valid"));
+
+/// The first match of `pattern` in `text`, upper-cased as the data writes ids.
+fn find(pattern: &Regex, text: &str) -> Option<String> {
+    pattern.find(text).map(|m| m.as_str().to_uppercase())
+}
+
+impl<'a> Said<'a> {
+    fn messages(&self) -> &'a [StoredMessage] {
+        self.turn.messages
+    }
+
+    /// The customer's last message and where it is.
+    fn last_human(&self) -> Option<(usize, &'a str)> {
+        self.messages()
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, m)| m.message.role == MessageRole::Human)
+            .map(|(i, m)| (i, m.message.content.as_str()))
+    }
+
+    /// The customer's messages after message `since`, the last `most` of them, oldest first.
+    fn human_texts_since(&self, since: usize, most: usize) -> Vec<&'a str> {
+        let mut texts: Vec<&str> = self
+            .messages()
+            .iter()
+            .skip(since)
+            .filter(|m| m.message.role == MessageRole::Human)
+            .map(|m| m.message.content.as_str())
+            .collect();
+        let skip = texts.len().saturating_sub(most);
+        texts.drain(..skip);
+        texts
+    }
+
+    /// The results of the last step's calls, when the turn stands on them and they were
+    /// calls of a domain tool (not a handover between assistants).
+    fn results(&self) -> Option<Vec<Answered<'a>>> {
+        let messages = self.messages();
+        let last = messages.last()?;
+        if last.message.role != MessageRole::Tool {
+            return None;
+        }
+        let step = messages
+            .iter()
+            .rposition(|m| m.message.role == MessageRole::Ai && !m.message.tool_calls.is_empty())?;
+        let calls = &messages[step].message.tool_calls;
+        let handover = calls.iter().any(|call| {
+            call.name == crate::agents::COMPLETE_OR_ESCALATE || call.name.starts_with("To")
+        });
+        if handover {
+            return None;
+        }
+        let results: Vec<Answered<'a>> = messages[step + 1..]
+            .iter()
+            .filter(|m| m.message.role == MessageRole::Tool)
+            .filter_map(|m| {
+                let id = m.message.tool_call_id.as_deref()?;
+                let call = calls.iter().find(|c| c.id == id)?;
+                Some(Answered {
+                    call,
+                    text: &m.message.content,
+                    attachments: &m.message.attachments,
+                })
+            })
+            .collect();
+        (!results.is_empty()).then_some(results)
+    }
+
+    /// The last call of tool `name` in the window, and where it is.
+    fn last_call(&self, name: &str) -> Option<(usize, &'a ToolCall)> {
+        self.messages().iter().enumerate().rev().find_map(|(i, m)| {
+            m.message
+                .tool_calls
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| (i, c))
+        })
+    }
+
+    /// The rows of the last list shown before message `before`.
+    fn list_before(&self, before: usize) -> Option<&'a [ListRow]> {
+        self.messages()[..before].iter().rev().find_map(|m| {
+            m.message.attachments.iter().rev().find_map(|a| match a {
+                Attachment::List { rows, .. } => Some(rows.as_slice()),
+                _ => None,
+            })
+        })
+    }
+
+    /// What the customer's message at `index` picks from the list shown before it: a tapped
+    /// row (its words start with the row's title) or one named by its place («el segundo»).
+    /// The row's reference: what follows `ask:<agent>:`, or its id.
+    fn chosen_at(&self, index: usize) -> Option<String> {
+        let text = self.messages()[index].message.content.trim();
+        let rows = self.list_before(index)?;
+        let row = rows
+            .iter()
+            .find(|row| !row.title.is_empty() && text.starts_with(row.title.as_str()))
+            .or_else(|| ordinal(text, rows.len()).and_then(|i| rows.get(i)))?;
+        Some(match row.id.strip_prefix(ASK_PREFIX) {
+            Some(rest) => rest.split_once(':').map_or(rest, |(_, r)| r).to_owned(),
+            None => row.id.clone(),
+        })
+    }
+
+    /// What the customer's last message picks from the last list.
+    fn chosen_ref(&self) -> Option<String> {
+        let (index, _) = self.last_human()?;
+        self.chosen_at(index)
+    }
+
+    /// The listing the customer's last message names or picks.
+    fn picked_listing(&self) -> Option<String> {
+        let (_, text) = self.last_human()?;
+        find(&LISTING_ID, text).or_else(|| {
+            self.chosen_ref()
+                .filter(|r| LISTING_ID.is_match(r))
+                .and_then(|r| find(&LISTING_ID, &r))
+        })
+    }
+
+    /// The listing the conversation is about: picked or named last, or the last one a tool
+    /// was called for.
+    fn mentioned_listing(&self) -> Option<String> {
+        if let Some(id) = self.picked_listing() {
+            return Some(id);
+        }
+        self.messages()
+            .iter()
+            .rev()
+            .find_map(|m| match m.message.role {
+                MessageRole::Human => find(&LISTING_ID, &m.message.content),
+                MessageRole::Ai => m.message.tool_calls.iter().rev().find_map(|c| {
+                    c.args
+                        .get("property_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                }),
+                MessageRole::Tool => None,
+            })
+    }
+
+    /// The appointment being moved: the slots last listed were asked for by picking an
+    /// appointment to move.
+    fn moving(&self) -> Option<String> {
+        let (step, _) = self.last_call("list_available_slots")?;
+        let asked = self.messages()[..step]
+            .iter()
+            .rposition(|m| m.message.role == MessageRole::Human)?;
+        self.chosen_at(asked)?
+            .strip_prefix("move:")
+            .map(str::to_owned)
+    }
+
+    /// Whether a reply in this window already said that the mode is limited.
+    fn told_limited_mode(&self) -> bool {
+        let notices = [
+            texts::LIMITED_MODE.es,
+            texts::LIMITED_MODE.en,
+            texts::LIMITED_MODE.pt,
+        ];
+        self.messages().iter().any(|m| {
+            m.message.role == MessageRole::Ai
+                && notices.iter().any(|n| m.message.content.contains(n))
+        })
+    }
+
+    /// The calls, when this assistant has every tool they need.
+    fn calls(&self, calls: Vec<(&str, Value)>) -> Option<Vec<ToolCall>> {
+        let tools = &self.turn.agent.tools;
+        let usable: Vec<ToolCall> = calls
+            .into_iter()
+            .filter(|(name, _)| tools.iter().any(|t| t == name))
+            .map(|(name, args)| ToolCall {
+                id: crate::llm::new_call_id(),
+                name: name.to_owned(),
+                args,
+            })
+            .collect();
+        (!usable.is_empty()).then_some(usable)
+    }
+
+    /// One call, or the menu when this assistant does not have the tool.
+    fn call_or_menu(&self, name: &str, args: Value) -> OfflineAnswer {
+        match self.calls(vec![(name, args)]) {
+            Some(calls) => OfflineAnswer::Calls(calls),
+            None => menu(self),
+        }
+    }
+}
+
+/// «el primero», «la segunda», «the third», «o último», or a bare «2»: which of `len` rows.
+fn ordinal(text: &str, len: usize) -> Option<usize> {
+    let words = crate::agents::keywords::tokens(text);
+    if words.is_empty() || words.len() > 5 {
+        return None;
+    }
+    const PLACES: &[&[&str]] = &[
+        &[
+            "primero", "primera", "primer", "first", "primeiro", "1o", "1a", "1st",
+        ],
+        &["segundo", "segunda", "second", "2o", "2a", "2nd"],
+        &[
+            "tercero", "tercera", "tercer", "third", "terceiro", "terceira", "3o", "3a", "3rd",
+        ],
+        &[
+            "cuarto", "cuarta", "fourth", "quarto", "quarta", "4o", "4a", "4th",
+        ],
+        &["quinto", "quinta", "fifth", "5o", "5a", "5th"],
+    ];
+    const LAST: &[&str] = &["ultimo", "ultima", "last", "latest"];
+    for word in &words {
+        if LAST.contains(&word.as_str()) {
+            return len.checked_sub(1);
+        }
+        if let Some(i) = PLACES.iter().position(|w| w.contains(&word.as_str())) {
+            return (i < len).then_some(i);
+        }
+    }
+    // A number alone («2», «el 3», «opción 4») is a row only in a message of little else.
+    if words.len() <= 2 {
+        let n: usize = words.last()?.parse().ok()?;
+        return (1..=len).contains(&n).then(|| n - 1);
+    }
+    None
+}
+
+fn reply(text: &str) -> OfflineAnswer {
+    OfflineAnswer::Reply {
+        text: text.to_owned(),
+        attachments: Vec::new(),
+    }
+}
+
+fn has_any(folded: &str, words: &[&str]) -> bool {
+    crate::agents::keywords::tokens(folded)
+        .iter()
+        .any(|w| words.contains(&w.as_str()))
+}
+
+const CANCEL_WORDS: &[&str] = &[
+    "cancelar",
+    "cancela",
+    "cancelo",
+    "anular",
+    "anula",
+    "cancel",
+    "desmarcar",
+];
+const MOVE_WORDS: &[&str] = &[
+    "cambiar",
+    "cambia",
+    "cambio",
+    "mover",
+    "muevo",
+    "aplazar",
+    "retrasar",
+    "adelantar",
+    "reprogramar",
+    "move",
+    "reschedule",
+    "change",
+    "alterar",
+    "mudar",
+    "remarcar",
+];
+const MY_WORDS: &[&str] = &[
+    "mis", "mi", "my", "minhas", "minha", "meus", "tengo", "tenho",
+];
+
+/// The details and photos of listing `id`.
+fn listing_calls(id: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        ("get_property_details", json!({ "property_id": id })),
+        ("send_property_photos", json!({ "property_id": id })),
+    ]
+}
+
+/// The property assistant: the listing picked, named or talked about, with its photos.
+fn listing(said: &Said<'_>) -> OfflineAnswer {
+    match said.mentioned_listing() {
+        Some(id) => match said.calls(listing_calls(&id)) {
+            Some(calls) => OfflineAnswer::Calls(calls),
+            None => menu(said),
+        },
+        None => reply(texts::WHICH_LISTING.in_lang(said.turn.lang)),
+    }
+}
+
+/// Words before an amount that make it the down payment.
+const DOWN_PAYMENT: &[&str] = &[
+    "entrada",
+    "ahorros",
+    "ahorrado",
+    "ahorrados",
+    "aporto",
+    "aportar",
+    "down",
+    "deposit",
+    "savings",
+    "saved",
+    "poupanca",
+    "poupancas",
+    "tengo",
+    "tenho",
+    "have",
+];
+
+/// The mortgage assistant: a simulation from the numbers of the message, or of the listing
+/// talked about.
+fn mortgage(said: &Said<'_>) -> OfflineAnswer {
+    let text = said.last_human().map_or("", |(_, text)| text);
+    let mut args = json!({});
+    let mut price = None;
+    for (amount, before) in criteria::amounts(text) {
+        if before.iter().any(|w| DOWN_PAYMENT.contains(&w.as_str())) {
+            args["down_payment"] = json!(amount);
+        } else {
+            price = Some(price.map_or(amount, |p: u64| p.max(amount)));
+        }
+    }
+    match (price, said.mentioned_listing()) {
+        (Some(price), _) => args["price"] = json!(price),
+        (None, Some(id)) => args["property_id"] = json!(id),
+        (None, None) => return reply(texts::ASK_MORTGAGE.in_lang(said.turn.lang)),
+    }
+    if let Some(years) = criteria::years(text) {
+        args["years"] = json!(years);
+    }
+    if let Some(rate) = criteria::percent(text) {
+        args["annual_rate_percent"] = json!(rate);
+    }
+    said.call_or_menu("simulate_mortgage", args)
+}
+
+/// The offers assistant: an offer of the amount the message names for the listing talked
+/// about (confirmed first), or the customer's offers.
+fn offers(said: &Said<'_>) -> OfflineAnswer {
+    let lang = said.turn.lang;
+    let text = said.last_human().map_or("", |(_, text)| text);
+    let amount = criteria::amounts(text).into_iter().map(|(a, _)| a).max();
+    let listing = said.mentioned_listing();
+    match (listing, amount) {
+        (Some(id), Some(amount)) => said.call_or_menu(
+            "submit_offer",
+            json!({ "property_id": id, "amount": amount }),
+        ),
+        (Some(id), None) if !has_any(&criteria::fold(text), MY_WORDS) => {
+            reply(&texts::ASK_OFFER_AMOUNT.in_lang(lang).replace("{id}", &id))
+        }
+        _ if has_any(&criteria::fold(text), MY_WORDS) => {
+            said.call_or_menu("list_my_offers", json!({}))
+        }
+        _ => reply(texts::WHICH_LISTING.in_lang(lang)),
+    }
+}
+
+/// Words of an owner's request the staff must handle: a change to the listing, papers.
+const CHANGE_WORDS: &[&str] = &[
+    "cambiar",
+    "bajar",
+    "subir",
+    "precio",
+    "retirar",
+    "quitar",
+    "documento",
+    "documentos",
+    "contrato",
+    "firmar",
+    "change",
+    "lower",
+    "raise",
+    "price",
+    "withdraw",
+    "contract",
+    "mudar",
+    "baixar",
+    "preco",
+    "contrato",
+    "retirar",
+];
+
+/// The owners' assistant: how their listings are doing; a change goes to the staff.
+fn owners(said: &Said<'_>) -> OfflineAnswer {
+    let text = said.last_human().map_or("", |(_, text)| text);
+    if has_any(&criteria::fold(text), CHANGE_WORDS) {
+        return OfflineAnswer::Handoff {
+            reason: format!("{}: «{}»", texts::HANDOFF_REASON, short(text)),
+        };
+    }
+    said.call_or_menu("owner_listing_stats", json!({}))
+}
+
+/// The visits' follow-up: the visits made, or an owner's listing stats; an opinion to
+/// record goes to the staff, who note it.
+fn visits(said: &Said<'_>) -> OfflineAnswer {
+    let text = said.last_human().map_or("", |(_, text)| text);
+    if said.turn.role == Role::Owner {
+        return said.call_or_menu("owner_listing_stats", json!({}));
+    }
+    let asks = has_any(&criteria::fold(text), MY_WORDS) || text.trim_end().ends_with('?');
+    if asks {
+        return said.call_or_menu("list_my_visits", json!({}));
+    }
+    OfflineAnswer::Handoff {
+        reason: format!("{}: «{}»", texts::HANDOFF_REASON, short(text)),
+    }
+}
+
+fn short(text: &str) -> String {
+    text.chars().take(200).collect()
+}
+
+/// The primary assistant: what can be done now, as a list, and the contact lines.
+fn menu(said: &Said<'_>) -> OfflineAnswer {
+    let lang = said.turn.lang;
+    let reachable = |name: &str| said.turn.assistants.contains(&name);
+    let mut rows = Vec::new();
+    let mut row = |agent: &str, title: &Text| {
+        if reachable(agent) {
+            rows.push(ListRow {
+                id: format!("{ASK_PREFIX}{agent}:menu"),
+                title: title.in_lang(lang).to_owned(),
+                description: String::new(),
+            });
+        }
+    };
+    if said.turn.role == Role::Owner {
+        row("owner_info_assistant", &texts::MENU_OWNER);
+    }
+    row("searcher_assistant", &texts::MENU_SEARCH);
+    row("appointment_assistant", &texts::MENU_APPOINTMENTS);
+    row("mortgage_loan_assistant", &texts::MENU_MORTGAGE);
+    row("prospect_offer_assistant", &texts::MENU_OFFERS);
+    rows.push(ListRow {
+        id: "person".to_owned(),
+        title: texts::MENU_PERSON.in_lang(lang).to_owned(),
+        description: String::new(),
+    });
+    OfflineAnswer::Reply {
+        // The list says what it is; the words are how to reach a person.
+        text: said.turn.contact.unwrap_or_default().to_owned(),
+        attachments: vec![Attachment::List {
+            text: texts::MENU.in_lang(lang).to_owned(),
+            rows,
+        }],
+    }
+}
+
+/// The reply to the last step's results, in the customer's words; `None` when the turn
+/// should be served from the customer's message instead (an unclear answer to a
+/// confirmation).
+fn word(said: &Said<'_>, results: &[Answered<'_>]) -> Option<OfflineAnswer> {
+    let lang = said.turn.lang;
+    let mut lines: Vec<String> = Vec::new();
+    let mut attachments = Vec::new();
+    for result in results {
+        let text = result.text.trim();
+        let listed = result
+            .attachments
+            .iter()
+            .any(|a| matches!(a, Attachment::List { .. }));
+        if text.starts_with("Not executed: the user was asked to confirm") {
+            return None;
+        }
+        if text.starts_with(crate::engine::turn::AWAITING_CONFIRMATION) {
+            lines.push(texts::CONFIRM_FIRST.in_lang(lang).to_owned());
+            continue;
+        }
+        if text.starts_with("The user declined") {
+            lines.push(texts::DECLINED.in_lang(lang).to_owned());
+            continue;
+        }
+        if text.starts_with("Error:") {
+            let taken = text.contains("taken") || text.contains("no longer available");
+            let failed = if taken {
+                &texts::SLOT_TAKEN
+            } else if text.contains("location") {
+                &texts::SHARE_LOCATION
+            } else {
+                &texts::FAILED
+            };
+            lines.push(failed.in_lang(lang).to_owned());
+            continue;
+        }
+        let id = result
+            .call
+            .args
+            .get("property_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match result.call.name.as_str() {
+            "search_properties" if listed => {
+                let n: usize = text
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                let found = if n == 1 {
+                    texts::FOUND_ONE.in_lang(lang).to_owned()
+                } else {
+                    texts::FOUND.in_lang(lang).replace("{n}", &n.to_string())
+                };
+                lines.push(format!("{found} {}", texts::REFINE.in_lang(lang)));
+            }
+            "search_properties" => lines.push(texts::NONE_FOUND.in_lang(lang).to_owned()),
+            "get_property_details" => {
+                lines.push(for_customer(text));
+                let mut buttons = vec![ReplyButton::new(
+                    "offline:visit",
+                    texts::WANT_VISIT.in_lang(lang),
+                )];
+                if text.contains(" en venta ") {
+                    buttons.push(ReplyButton::new(
+                        "offline:mortgage",
+                        texts::MORTGAGE_BUTTON.in_lang(lang),
+                    ));
+                }
+                attachments.push(Attachment::Buttons {
+                    text: texts::VISIT_IT.in_lang(lang).to_owned(),
+                    buttons,
+                });
+            }
+            // The photos go as they are, after the words.
+            "send_property_photos" => {}
+            "list_available_slots" if listed => {
+                lines.push(texts::SLOTS.in_lang(lang).replace("{id}", id));
+            }
+            "list_available_slots" => {
+                lines.push(texts::NO_SLOTS.in_lang(lang).replace("{id}", id));
+            }
+            "list_my_appointments" => {
+                let (list, cancel) = appointments_to_pick(said, text);
+                match list {
+                    Some(rows) if !rows.is_empty() => {
+                        let ask = if cancel {
+                            &texts::PICK_TO_CANCEL
+                        } else {
+                            &texts::PICK_TO_MOVE
+                        };
+                        lines.push(ask.in_lang(lang).to_owned());
+                        attachments.push(Attachment::List {
+                            text: ask.in_lang(lang).to_owned(),
+                            rows,
+                        });
+                    }
+                    Some(_) => lines.push(texts::NO_APPOINTMENTS.in_lang(lang).to_owned()),
+                    None => lines.push(for_customer(text)),
+                }
+            }
+            "simulate_mortgage" => {
+                lines.push(format!(
+                    "{} {}",
+                    for_customer(text),
+                    texts::ESTIMATE.in_lang(lang)
+                ));
+            }
+            _ => lines.push(for_customer(text)),
+        }
+    }
+    let text = lines
+        .into_iter()
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Some(OfflineAnswer::Reply { text, attachments })
+}
+
+/// The customer's appointments as rows to cancel or move, when their last message asked to;
+/// `None` when it only asked to see them. The flag: cancelling.
+fn appointments_to_pick(said: &Said<'_>, listed: &str) -> (Option<Vec<ListRow>>, bool) {
+    let text = said.last_human().map_or("", |(_, text)| text);
+    let words = criteria::fold(text);
+    let cancel = has_any(&words, CANCEL_WORDS);
+    let intent = if cancel {
+        "cancel"
+    } else if has_any(&words, MOVE_WORDS) {
+        "move"
+    } else {
+        return (None, false);
+    };
+    static LINE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^- (A-[A-Za-z0-9-]+) · ([^·]+) · (.+)$").expect("valid"));
+    let rows = listed
+        .lines()
+        .filter_map(|line| LINE.captures(line.trim()))
+        .take(crate::outbound::graph::MAX_LIST_ROWS)
+        .map(|c| ListRow {
+            id: format!("{ASK_PREFIX}appointment_assistant:{intent}:{}", &c[1]),
+            title: c[2]
+                .trim()
+                .chars()
+                .take(crate::outbound::graph::MAX_ROW_TITLE)
+                .collect(),
+            description: c[3]
+                .trim()
+                .chars()
+                .take(crate::outbound::graph::MAX_ROW_DESCRIPTION)
+                .collect(),
+        })
+        .collect();
+    (Some(rows), cancel)
+}
+
+/// A tool's text without what it tells the model: the sentences that instruct it, the line
+/// that names another tool.
+fn for_customer(text: &str) -> String {
+    const FOR_THE_MODEL: &[&str] = &[
+        "recuérdale",
+        "no prometas",
+        "propón al usuario",
+        "el usuario recibe",
+        "se envían con",
+        "di en una frase",
+        "no pegues",
+        "dilo",
+        "say so",
+    ];
+    text.lines()
+        .filter(|line| !line.starts_with("Fotos: ") && !line.starts_with("Sin fotos"))
+        .map(|line| {
+            line.split_inclusive(". ")
+                .filter(|sentence| {
+                    let lower = sentence.to_lowercase();
+                    !FOR_THE_MODEL.iter().any(|m| lower.contains(m))
+                })
+                .collect::<String>()
+                .trim_end()
+                .to_owned()
+        })
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
