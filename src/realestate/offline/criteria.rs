@@ -216,6 +216,10 @@ impl Places {
             {
                 hoods.first()
             }
+            // Several neighbourhoods of one city («Lavapiés o Malasaña»): the city.
+            None if hoods.iter().all(|h| h.city == hoods[0].city) => {
+                return (hoods.first().map(|h| h.city.clone()), None);
+            }
             // The same name in several cities, and none named: ask rather than guess.
             None => None,
         };
@@ -310,7 +314,7 @@ fn contains_phrase(folded: &str, phrase: &str) -> bool {
 
 static WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[a-z0-9]+").expect("valid"));
 static TOKEN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\d+(?:[.,]\d+)*|[a-z]+|€|\$|-").expect("valid"));
+    LazyLock::new(|| Regex::new(r"\bt\d\b|\d+(?:[.,]\d+)*|[a-z]+|€|\$|-").expect("valid"));
 
 #[derive(Debug)]
 struct Token {
@@ -633,8 +637,6 @@ const SALE: &[&str] = &[
     "comprarlo",
     "comprala",
     "comprarla",
-    "hipoteca",
-    "mortgage",
     "compar",
     "conprar",
 ];
