@@ -332,9 +332,10 @@ fn chat_answers_each_line_through_the_engine_and_shows_the_dialog_state() {
         &["--role", "owner"],
         "hola\n¿cómo va la venta de mi piso?\n",
     );
-    // Offline mode: the owner's primary agent answers "hola" itself; the second message names
-    // the owners' assistant by its keywords, which answers with its own offline reply.
-    assert_eq!(stdout.matches("bot> ").count(), 2, "{stdout}");
+    // Offline mode: the owner's primary agent answers "hola" itself (its menu); the second
+    // message names the owners' assistant by its keywords, which answers from the data.
+    assert_eq!(stdout.matches("[dialog_state").count(), 2, "{stdout}");
+    assert!(stdout.contains("Cómo va mi inmueble"), "{stdout}");
     assert_eq!(stdout.matches("[dialog_state: []]").count(), 1, "{stdout}");
     assert_eq!(
         stdout
@@ -435,23 +436,97 @@ fn chat(args: &[&str], input: &str) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// The acceptance check of offline mode: no key at all, and the appointment assistant still
-/// answers an appointment request.
+/// No key at all: the appointment assistant still answers an appointment request, from the
+/// agency's data (it asks which listing), not with a refusal.
 #[test]
-fn chat_without_any_key_routes_by_keywords_to_the_offline_reply() {
-    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let registry =
-        zaguan::agents::AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
-    let offline = registry
-        .get("appointment_assistant")
-        .and_then(|a| a.offline_reply.clone())
-        .unwrap();
+fn chat_without_any_key_routes_by_keywords_to_the_offline_engine() {
     let stdout = chat(&[], "Quiero agendar una visita\n");
-    assert!(stdout.contains(&format!("bot> {offline}")), "{stdout}");
+    assert!(stdout.contains("¿Qué inmueble?"), "{stdout}");
+    assert!(stdout.contains("modo limitado"), "{stdout}");
     assert!(
         stdout.contains(r#"[dialog_state: ["appointment_assistant"]]"#),
         "{stdout}"
     );
+}
+
+/// What a newcomer types in the README's transcript.
+const README_CHAT: [&str; 5] = [
+    "busco piso de 2 habitaciones en Valencia para alquilar",
+    "1",
+    "1",
+    "1",
+    "1",
+];
+
+/// The README's first-minute transcript is what `zaguan chat` answers with no key: a search,
+/// a listing with its photos, slots and a booked visit.
+#[test]
+fn the_readme_transcript_is_what_chat_answers_without_a_model() {
+    let stdout = chat(
+        &["--wa-id", "34699000113"],
+        &(README_CHAT.join("\n") + "\n"),
+    );
+    let mut inputs = README_CHAT.iter();
+    let mut transcript = String::new();
+    for line in stdout.lines() {
+        if line.trim_start().starts_with("[dialog_state") || line.starts_with("tú> dialog_state") {
+            continue;
+        }
+        let line = match line.strip_prefix("tú> ") {
+            // The prompt after the last line typed.
+            Some("") => continue,
+            Some(rest) => {
+                transcript.push_str(&format!("tú> {}\n", inputs.next().unwrap()));
+                rest
+            }
+            None => line,
+        };
+        if !line.is_empty() || !transcript.ends_with("\n\n") {
+            transcript.push_str(line);
+            transcript.push('\n');
+        }
+    }
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let block = readme
+        .split("<!-- transcript: the_readme_transcript_is_what_chat_answers_without_a_model -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- /transcript -->").next())
+        .expect("the README has the transcript block");
+    let block = block
+        .trim()
+        .trim_start_matches("```text")
+        .trim_end_matches("```")
+        .trim();
+    assert_eq!(
+        stable(block),
+        stable(transcript.trim()),
+        "the README's transcript is out of date; today it reads:\n{transcript}"
+    );
+    assert!(transcript.contains("Visita reservada"), "{transcript}");
+}
+
+/// A transcript without what changes from day to day: the slots' days, hours and staff, the
+/// appointment's id, and the slots after the first (how many are left this week varies).
+fn stable(transcript: &str) -> String {
+    let rules = [
+        (
+            r"(lunes|martes|miércoles|jueves|viernes|sábado|domingo) \d{2}/\d{2}",
+            "DAY",
+        ),
+        (r"\d{2}:\d{2}", "HH:MM"),
+        (r"con [A-ZÁÉÍÓÚÑ][a-záéíóúñ]+", "con STAFF"),
+        (r"A-P\d+-\d+-[0-9a-f]+", "A-ID"),
+        (r"\n +[2-9]\) DAY · HH:MM — [^\n]*", ""),
+    ];
+    let mut text = transcript.to_owned();
+    for (pattern, with) in rules {
+        text = regex::Regex::new(pattern)
+            .unwrap()
+            .replace_all(&text, with)
+            .into_owned();
+    }
+    text
 }
 
 /// `zaguan chat` against a local OpenAI-compatible server: the configured model answers.

@@ -63,9 +63,9 @@ pub fn caption(text: &str) -> String {
     text.chars().take(MAX_CAPTION).collect()
 }
 
-/// The assistant a tapped list row asks for (`ask:<agent>:<ref>`).
+/// The assistant a tapped list row or reply button asks for (`ask:<agent>:<ref>`).
 pub fn asked_agent(content: &Content) -> Option<String> {
-    let Content::ListReply { id, .. } = content else {
+    let (Content::ListReply { id, .. } | Content::ButtonReply { id, .. }) = content else {
         return None;
     };
     let (agent, _) = id.strip_prefix(ASK_PREFIX)?.split_once(':')?;

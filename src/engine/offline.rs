@@ -51,6 +51,11 @@ pub enum OfflineAnswer {
 pub trait OfflineAssistants: Send + Sync + 'static {
     /// `None`: not an assistant this engine knows; its prompt's `offline_reply` answers.
     async fn answer(&self, turn: &OfflineTurn<'_>) -> Option<OfflineAnswer>;
+
+    /// Whether the assistant holding the conversation serves the customer's last message
+    /// itself, whatever the router reads in it: an answer to what it just asked (a city
+    /// picked, a button pressed) is its own even when the words alone look like small talk.
+    fn keeps(&self, turn: &OfflineTurn<'_>) -> bool;
 }
 
 /// Whether this process answers without a model, and since when: what the console shows. An

@@ -162,7 +162,12 @@ impl Engine {
                         Decision::Abstain(_) => false,
                     }
                 });
-            if leaves {
+            let kept = leaves
+                && self
+                    .offline
+                    .as_ref()
+                    .is_some_and(|offline| offline.keeps(&self.offline_turn(set, state, agent)));
+            if leaves && !kept {
                 tracing::info!(from = %agent.name, "offline: left by the router");
                 metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.clone())
                     .increment(1);
@@ -194,26 +199,7 @@ impl Engine {
         agent: &Agent,
     ) -> Result<NewMessage, EngineError> {
         let answer = match &self.offline {
-            Some(offline) => {
-                let role = state.user.role;
-                let assistants = set
-                    .agents
-                    .agents()
-                    .filter(|a| a.kind == AgentKind::Subgraph && a.roles.contains(&role))
-                    .map(|a| a.name.as_str())
-                    .collect();
-                let turn = OfflineTurn {
-                    agent,
-                    role,
-                    assistants,
-                    contact: set.business_contact.as_deref(),
-                    lang: state.lang.as_deref().unwrap_or("es"),
-                    location: state.location,
-                    messages: &state.messages,
-                    now: self.now(),
-                };
-                offline.answer(&turn).await
-            }
+            Some(offline) => offline.answer(&self.offline_turn(set, state, agent)).await,
             None => None,
         };
         let served = |how: &'static str| {
@@ -265,6 +251,31 @@ impl Engine {
                 self.ai_message(&state.wa_id, &text, &agent.name, Vec::new())
             }
         })
+    }
+
+    /// What the offline engine sees of `state`'s turn in `agent`.
+    fn offline_turn<'a>(
+        &self,
+        set: &'a Assistants,
+        state: &'a State,
+        agent: &'a Agent,
+    ) -> OfflineTurn<'a> {
+        let role = state.user.role;
+        OfflineTurn {
+            agent,
+            role,
+            assistants: set
+                .agents
+                .agents()
+                .filter(|a| a.kind == AgentKind::Subgraph && a.roles.contains(&role))
+                .map(|a| a.name.as_str())
+                .collect(),
+            contact: set.business_contact.as_deref(),
+            lang: state.lang.as_deref().unwrap_or("es"),
+            location: state.location,
+            messages: &state.messages,
+            now: self.now(),
+        }
     }
 
     pub(super) fn request_for(&self, set: &Assistants, agent: &Agent, state: &State) -> LlmRequest {

@@ -35,7 +35,12 @@ impl Engine {
     ) -> Result<(Vec<String>, Option<Vec<OutboxEntry>>), EngineError> {
         self.save(state).await?;
         let lang = state.lang.as_deref();
-        let shown = attachments::this_turn(state);
+        let mut shown = attachments::this_turn(state);
+        if asked.is_some() {
+            // The customer is asked to confirm: a list to pick from would only compete with
+            // the buttons (the slots the booking was chosen from, say).
+            shown.retain(|a| !matches!(a, Attachment::List { .. }));
+        }
         // Offline mode may say everything with what it shows (a question with buttons).
         let mut bodies = if text.trim().is_empty() && !shown.is_empty() {
             Vec::new()

@@ -784,8 +784,9 @@ const VOCABULARY: &[&str] = &[
     "sevillana",
 ];
 
-/// The amounts of money in `text`, each with the few words before it («entrada de 60.000»):
-/// what a mortgage or an offer is read from. Bedrooms and areas are not amounts.
+/// The amounts of money in `text`, each with the few words around it («entrada de 60.000»,
+/// «60.000 de entrada»): what a mortgage or an offer is read from. Bedrooms and areas are not
+/// amounts.
 pub fn amounts(text: &str) -> Vec<(u64, Vec<String>)> {
     let folded = fold(text);
     let mut tokens = lex(&folded);
@@ -795,11 +796,12 @@ pub fn amounts(text: &str) -> Vec<(u64, Vec<String>)> {
     while i < tokens.len() {
         match price_at(&tokens, i) {
             Some((value, end, _)) => {
-                let before = tokens[i.saturating_sub(3)..i]
+                let around = tokens[i.saturating_sub(3)..i]
                     .iter()
+                    .chain(tokens[end..(end + 2).min(tokens.len())].iter())
                     .map(|t| t.text.clone())
                     .collect();
-                found.push((value as u64, before));
+                found.push((value as u64, around));
                 i = end;
             }
             None => i += 1,

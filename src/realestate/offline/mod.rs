@@ -85,6 +85,36 @@ impl OfflineAgency {
 
 #[async_trait]
 impl OfflineAssistants for OfflineAgency {
+    fn keeps(&self, turn: &OfflineTurn<'_>) -> bool {
+        let said = Said { turn };
+        let Some((index, text)) = said.last_human() else {
+            return false;
+        };
+        // A pick from the list or a press of a button this assistant just showed.
+        let shown = said.messages()[..index]
+            .iter()
+            .rev()
+            .find_map(|m| (!m.message.attachments.is_empty()).then_some(&m.message.attachments));
+        let answers = shown.is_some_and(|shown| {
+            shown.iter().any(|attachment| match attachment {
+                Attachment::List { rows, .. } => rows
+                    .iter()
+                    .any(|r| !r.title.is_empty() && text.starts_with(&r.title)),
+                Attachment::Buttons { buttons, .. } => buttons.iter().any(|b| text == b.title),
+                Attachment::Image { .. } => false,
+            })
+        });
+        let places = self
+            .places
+            .try_lock()
+            .ok()
+            .and_then(|cached| cached.as_ref().map(|(_, places)| places.clone()))
+            .unwrap_or_default();
+        answers
+            || (turn.agent.name == "searcher_assistant"
+                && !criteria::read(text, &places).is_empty())
+    }
+
     async fn answer(&self, turn: &OfflineTurn<'_>) -> Option<OfflineAnswer> {
         let said = Said { turn };
         let answer = match said.results() {
@@ -559,8 +589,8 @@ fn mortgage(said: &Said<'_>) -> OfflineAnswer {
     let text = said.last_human().map_or("", |(_, text)| text);
     let mut args = json!({});
     let mut price = None;
-    for (amount, before) in criteria::amounts(text) {
-        if before.iter().any(|w| DOWN_PAYMENT.contains(&w.as_str())) {
+    for (amount, around) in criteria::amounts(text) {
+        if around.iter().any(|w| DOWN_PAYMENT.contains(&w.as_str())) {
             args["down_payment"] = json!(amount);
         } else {
             price = Some(price.map_or(amount, |p: u64| p.max(amount)));
@@ -722,6 +752,8 @@ fn word(said: &Said<'_>, results: &[Answered<'_>]) -> Option<OfflineAnswer> {
             let taken = text.contains("taken") || text.contains("no longer available");
             let failed = if taken {
                 &texts::SLOT_TAKEN
+            } else if text.contains("not registered as an owner") {
+                &texts::NOT_AN_OWNER
             } else if text.contains("location") {
                 &texts::SHARE_LOCATION
             } else {
@@ -753,13 +785,14 @@ fn word(said: &Said<'_>, results: &[Answered<'_>]) -> Option<OfflineAnswer> {
             "search_properties" => lines.push(texts::NONE_FOUND.in_lang(lang).to_owned()),
             "get_property_details" => {
                 lines.push(for_customer(text));
+                // Each button asks the assistant that serves it, whatever its words.
                 let mut buttons = vec![ReplyButton::new(
-                    "offline:visit",
+                    format!("{ASK_PREFIX}appointment_assistant:{id}"),
                     texts::WANT_VISIT.in_lang(lang),
                 )];
                 if text.contains(" en venta ") {
                     buttons.push(ReplyButton::new(
-                        "offline:mortgage",
+                        format!("{ASK_PREFIX}mortgage_loan_assistant:{id}"),
                         texts::MORTGAGE_BUTTON.in_lang(lang),
                     ));
                 }

@@ -123,9 +123,9 @@ pub const WHICH_LISTING: Text = Text {
 };
 
 pub const SLOTS: Text = Text {
-    es: "Estos son los huecos libres para visitar {id}: elige uno.",
-    en: "These are the free slots to visit {id}: pick one.",
-    pt: "Estes são os horários livres para visitar {id}: escolha um.",
+    es: "Estos son los huecos libres para visitar {id}.",
+    en: "These are the free slots to visit {id}.",
+    pt: "Estes são os horários livres para visitar {id}.",
 };
 
 pub const NO_SLOTS: Text = Text {
@@ -162,6 +162,15 @@ pub const FAILED: Text = Text {
          a person».",
     pt: "Não consegui fazê-lo agora. Se quiser ser atendido por uma pessoa, escreva «quero falar \
          com uma pessoa».",
+};
+
+pub const NOT_AN_OWNER: Text = Text {
+    es: "No encuentro inmuebles asociados a este número. Si quieres que te atienda una persona, \
+         escríbeme «quiero hablar con una persona».",
+    en: "I can't find any listings linked to this number. If you want a person to help you, \
+         write «I want to talk to a person».",
+    pt: "Não encontro imóveis associados a este número. Se quiser ser atendido por uma pessoa, \
+         escreva «quero falar com uma pessoa».",
 };
 
 pub const NO_APPOINTMENTS: Text = Text {

@@ -110,10 +110,7 @@ impl Tool for ListAvailableSlots {
         if free.len() > MAX_SLOTS {
             out.push_str(&format!("\n(y {} más)", free.len() - MAX_SLOTS));
         }
-        out.push_str(
-            "\nEl usuario recibe además los primeros huecos como una lista que puede tocar para \
-             reservar: no los repitas uno a uno; di en una frase cuándo hay huecos.",
-        );
+        // The words stay as recorded conversations know them; the list is shown besides.
         let rows = free
             .iter()
             .take(crate::outbound::graph::MAX_LIST_ROWS)
