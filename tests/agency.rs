@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use common::TestMongo;
 use common::service::{self, Options, Service, say};
 use zaguan::domain::phrases;
+use zaguan::store::EventStore as _;
 
 /// The demo's staff who take handoffs: Lucía, then (on MongoDB, where the test sets the staff
 /// up) Marta.
@@ -292,6 +293,182 @@ async fn on_mongodb_staff_are_told_escalated_and_customers_hear_the_truth() {
     saturday_hours_come_from_the_business_file(&mut service).await;
     nobody_taking_it_tells_the_next_one_after_the_sla(&mut service).await;
     after_hours_the_customer_hears_when_the_office_opens(&mut service).await;
+    drop(service);
+    db.drop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Without any model.
+
+/// `zaguan serve` with no model configured at all, on MongoDB: through signed webhooks and the
+/// fake Graph API, a customer finds flats (each with its price), sees one with its photos, gets
+/// its slots and books one; the appointment is in `appointments` and its event is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_any_model_a_customer_finds_a_flat_and_books_its_visit() {
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
+    realestate.ensure_indexes().await.unwrap();
+    common::seeded_demo(&realestate).await;
+    let unset = |name: &'static str| (name, String::new());
+    let mut service = Service::start(Options {
+        rules: rule_model,
+        business: None,
+        env: vec![
+            unset("LLM_PRIMARY"),
+            unset("LLM_FALLBACK"),
+            unset("OPENAI_API_KEY"),
+            unset("OPENAI_BASE_URL"),
+            unset("ANTHROPIC_API_KEY"),
+            ("ZAGUAN_FAST_ROUTE", "true".to_owned()),
+        ],
+        mongo: Some(&db),
+    })
+    .await;
+    let customer = "34611777001";
+    let wait = Duration::from_secs(15);
+    let interactive = |reply: Value| json!({"type": "interactive", "interactive": reply});
+    // The rows or buttons of the last message to the customer that had them.
+    let choices = |service: &Service, kind: &str| -> Vec<(String, String)> {
+        let messages = service.messages_to(customer);
+        let last = messages
+            .iter()
+            .rev()
+            .find(|m| m["interactive"]["type"] == json!(kind))
+            .unwrap_or_else(|| panic!("no {kind} message: {messages:#?}"));
+        let action = &last["interactive"]["action"];
+        let items: Vec<&Value> = if kind == "list" {
+            action["sections"][0]["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .collect()
+        } else {
+            action["buttons"].as_array().unwrap().iter().collect()
+        };
+        items
+            .into_iter()
+            .map(|item| {
+                let item = if kind == "list" { item } else { &item["reply"] };
+                (
+                    item["id"].as_str().unwrap().to_owned(),
+                    item["title"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+
+    service
+        .customer_says(
+            customer,
+            "Carmen",
+            "busco piso de 2 habitaciones en Valencia para alquilar",
+        )
+        .await;
+    service
+        .wait_for_message(customer, "ask:property_assistant:P-", wait)
+        .await;
+    let rows = choices(&service, "list");
+    assert!(
+        rows.iter().all(|(_, title)| title.contains("€/mes")),
+        "{rows:?}"
+    );
+    let (row, title) = rows[0].clone();
+    let listing_id = row.rsplit(':').next().unwrap().to_owned();
+
+    // Picking one: its details and photos.
+    service
+        .customer_sends(
+            customer,
+            "Carmen",
+            interactive(json!({"type": "list_reply", "list_reply": {"id": row, "title": title}})),
+            chrono::Duration::zero(),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "ask:appointment_assistant:P-", wait)
+        .await;
+    let listing = {
+        use zaguan::realestate::RealEstateStore as _;
+        realestate.property(&listing_id).await.unwrap().unwrap()
+    };
+    let images = service
+        .messages_to(customer)
+        .iter()
+        .filter(|m| m["type"] == json!("image"))
+        .count();
+    assert_eq!(images, listing.photos.len().min(3), "its photos");
+    assert!(service.mentions(customer, &listing.address) > 0);
+
+    // «Quiero visitarlo» → slots.
+    let (visit, visit_title) = choices(&service, "button")[0].clone();
+    service
+        .customer_sends(
+            customer,
+            "Carmen",
+            interactive(
+                json!({"type": "button_reply", "button_reply": {"id": visit, "title": visit_title}}),
+            ),
+            chrono::Duration::zero(),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "ask:appointment_assistant:S-", wait)
+        .await;
+    let (slot, slot_title) = choices(&service, "list")[0].clone();
+    let slot_id = slot.rsplit(':').next().unwrap().to_owned();
+
+    // Picking one and confirming.
+    service
+        .customer_sends(
+            customer,
+            "Carmen",
+            interactive(
+                json!({"type": "list_reply", "list_reply": {"id": slot, "title": slot_title}}),
+            ),
+            chrono::Duration::zero(),
+        )
+        .await;
+    service.wait_for_message(customer, "confirm:", wait).await;
+    let (confirm, confirm_title) = choices(&service, "button")
+        .into_iter()
+        .find(|(id, _)| id.starts_with("confirm:"))
+        .unwrap();
+    service
+        .customer_sends(
+            customer,
+            "Carmen",
+            interactive(
+                json!({"type": "button_reply", "button_reply": {"id": confirm, "title": confirm_title}}),
+            ),
+            chrono::Duration::zero(),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "Visita reservada", wait)
+        .await;
+    let booked = {
+        use zaguan::realestate::RealEstateStore as _;
+        realestate
+            .appointments_of(&zaguan::domain::WaId::parse(customer).unwrap())
+            .await
+            .unwrap()
+    };
+    assert_eq!(booked.len(), 1);
+    assert_eq!(booked[0].slot_id, slot_id);
+    assert_eq!(booked[0].property_id, listing_id);
+    let events = db
+        .store
+        .list_events(&zaguan::store::EventQuery {
+            kind: Some("appointment.booked".into()),
+            limit: 10,
+            ..zaguan::store::EventQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(service.model_calls(), 0, "no model was asked");
     drop(service);
     db.drop().await;
 }

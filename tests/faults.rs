@@ -1082,3 +1082,98 @@ async fn clock_skew_within_the_lease_margin_doubles_nothing() {
     send_all(&rig, 6, Duration::from_secs(10)).await;
     finish(rig, started).await;
 }
+
+/// Both models answer 500 while a customer is mid-conversation: the offline engine serves
+/// them from the agency's data (a search with its list), and once the breaker closes the
+/// model answers again. Each message is answered once; nothing is lost or sent twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_models_down_a_customer_is_served_offline_then_by_the_model_again() {
+    let _serial = SERIAL.lock().await;
+    let Some(rig) = Rig::new("offline_spell", true).await else {
+        return;
+    };
+    let realestate = zaguan::realestate::MongoRealEstate::new(rig.db.store.pool().clone());
+    realestate.ensure_indexes().await.unwrap();
+    common::seeded_demo(&realestate).await;
+    rig.launch(&[]).await;
+    let customer = "34650000777";
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let said = [
+        "Hola, buenas tardes",
+        "busco piso de 2 habitaciones en Valencia para alquilar",
+        "gracias",
+    ];
+    let wamids: Vec<String> = (0..said.len())
+        .map(|m| format!("wamid.offline_spell.{m}"))
+        .collect();
+    let bodies_to = |rig: &Rig| -> Vec<String> {
+        rig.graph
+            .received()
+            .into_iter()
+            .filter(|r| r.body["to"] == json!(customer) && r.body["type"] != Value::Null)
+            .map(|r| r.body.to_string())
+            .collect()
+    };
+    let wait_for = |needle: &'static str| {
+        let rig = &rig;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !bodies_to(rig).iter().any(|b| b.contains(needle)) {
+                assert!(
+                    Instant::now() < deadline,
+                    "no reply with «{needle}»: {:#?}",
+                    bodies_to(rig)
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    // The model answers.
+    let notification = |m: usize| common::text_notification(&[(&wamids[m], customer, said[m])]);
+    rig.deliver(&notification(0), &mut rng).await;
+    wait_for("Recibido: Hola, buenas tardes").await;
+    // Both models fail: the search is served from the data, with its list to tap.
+    rig.llm.set(LlmFault::ServerError, LlmFault::ServerError);
+    rig.deliver(&notification(1), &mut rng).await;
+    wait_for("modo limitado").await;
+    wait_for("ask:property_assistant:P-").await;
+    // The models are back; past the breaker's cooldown (1 s), the model answers again.
+    rig.llm.set(LlmFault::None, LlmFault::None);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    rig.deliver(&notification(2), &mut rng).await;
+    wait_for("Recibido: gracias").await;
+    rig.wait_drained().await;
+    rig.stop_all();
+    // Each message answered once, every part sent once.
+    let store = &rig.db.store;
+    let delivered = rig.graph.delivered();
+    let mut replies = 0;
+    for wamid in &wamids {
+        let id = WaMessageId::parse(wamid).unwrap();
+        let parts = store.outbox_in_reply_to(&id).await.unwrap();
+        assert_eq!(
+            parts.iter().filter(|p| p.part == 0).count(),
+            1,
+            "{wamid}: {parts:?}"
+        );
+        replies += parts.len();
+        for part in &parts {
+            let sent = part.wamid.as_ref().expect("every part was sent");
+            assert_eq!(
+                delivered
+                    .iter()
+                    .filter(|d| d.wamid == sent.as_str())
+                    .count(),
+                1,
+                "{wamid}: part {} delivered once",
+                part.part
+            );
+        }
+    }
+    assert_eq!(
+        delivered.iter().filter(|d| d.to == customer).count(),
+        replies,
+        "nothing but the replies was delivered"
+    );
+    rig.db.drop().await;
+}

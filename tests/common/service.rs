@@ -66,7 +66,7 @@ pub struct Options<'a> {
     pub rules: Rules,
     /// The business file; the shipped one when `None`.
     pub business: Option<String>,
-    /// Variables beyond the ones every run sets.
+    /// Variables beyond the ones every run sets; one given empty is unset.
     pub env: Vec<(&'static str, String)>,
     pub mongo: Option<&'a TestMongo>,
 }
@@ -146,7 +146,12 @@ impl Service {
             }
         }
         for (name, value) in &options.env {
-            command.env(name, value);
+            // An empty value unsets what every run sets (no model at all, say).
+            if value.is_empty() {
+                command.env_remove(name);
+            } else {
+                command.env(name, value);
+            }
         }
         if let Some(db) = options.mongo {
             command
