@@ -241,6 +241,22 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Replies answered with the agent's offline reply because every model failed [agent]",
     ),
     (
+        "zaguan_offline_turns_total",
+        Kind::Counter,
+        "Turns served without a model, per assistant: by the offline engine, handed to the \
+         staff, or with the prompt's offline reply [agent, how]",
+    ),
+    (
+        "zaguan_offline_calls_total",
+        Kind::Counter,
+        "Tool calls the offline engine made for an assistant [agent]",
+    ),
+    (
+        "zaguan_offline",
+        Kind::Gauge,
+        "1 while no model answers this instance's turns (offline mode), else 0",
+    ),
+    (
         "zaguan_delegations_refused_total",
         Kind::Counter,
         "Delegations to an assistant not available for the user's role",

@@ -304,10 +304,14 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         Arc::new(zaguan::engine::ToolRegistry::new()),
         EngineSettings::default(),
     ));
+    // No model answers this instance: the overview says so, and since when.
+    engine
+        .model_status()
+        .went_offline(Utc::now() - chrono::Duration::minutes(75));
     let reloader = Arc::new(PromptReloader::new(
         prompts,
         zaguan::startup::known_tools(),
-        engine,
+        engine.clone(),
     ));
     let config = zaguan::config::Config::from_vars(
         [(
@@ -366,7 +370,18 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         "1",
         "the last hour's answered message"
     );
+    let offline = text_of(&client, "#offline").await;
+    assert!(offline.contains("Offline since"), "{offline}");
+    assert!(offline.contains("1h 15m"), "{offline}");
     screenshot(&client, "overview").await;
+    // A model answers again: the banner is gone.
+    engine.model_status().answered();
+    client.refresh().await.unwrap();
+    wait_text(&client, "#stuck", "1").await;
+    assert!(
+        client.find(Locator::Css("#offline")).await.is_err(),
+        "no offline banner once a model answers"
+    );
 
     // Find it with the filter.
     client

@@ -1211,3 +1211,58 @@ async fn json_logs_carry_the_turn_masked_and_no_customer_data_at_info() {
     );
     assert!(debug.iter().any(|line| line["level"] == "DEBUG"));
 }
+
+/// Offline mode counts the turns it serves, per assistant, and says the instance is offline
+/// (`zaguan_offline`) until a model answers again.
+#[tokio::test]
+async fn offline_turns_are_counted_per_assistant() {
+    let _serial = SERIAL.lock().await;
+    let read = || Metrics(parse_exposition(&zaguan::telemetry::metrics_handle().render()).unwrap());
+    let served = |agent: &str| -> f64 {
+        read()
+            .samples(
+                "zaguan_offline_turns_total",
+                &[("agent", agent), ("how", "engine")],
+            )
+            .iter()
+            .map(|s| s.value)
+            .sum()
+    };
+    let (search_before, mortgage_before) = (
+        served("searcher_assistant"),
+        served("mortgage_loan_assistant"),
+    );
+    // No key at all: the engine `serve` and `chat` build, over the demo data.
+    let config =
+        Config::from_vars([("ZAGUAN_PROMPTS_DIR".to_owned(), PROMPTS.to_owned())].into()).unwrap();
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let realestate = zaguan::startup::open_realestate(&config, None)
+        .await
+        .unwrap();
+    let engine = zaguan::startup::build_engine(&config, store.clone(), realestate, None).unwrap();
+    let wa_id = zaguan::domain::WaId::parse("34611888001").unwrap();
+    let reply = common::say(
+        &engine,
+        &store,
+        &wa_id,
+        1,
+        "busco piso de 2 habitaciones en Valencia para alquilar",
+    )
+    .await
+    .unwrap();
+    assert!(reply.contains("He encontrado"), "{reply}");
+    let reply = common::say(
+        &engine,
+        &store,
+        &wa_id,
+        2,
+        "¿y cuánto pagaría de hipoteca por uno de 250.000 € con 60.000 de entrada?",
+    )
+    .await
+    .unwrap();
+    assert!(reply.contains("Hipoteca para"), "{reply}");
+    assert_eq!(served("searcher_assistant") - search_before, 1.0);
+    assert_eq!(served("mortgage_loan_assistant") - mortgage_before, 1.0);
+    assert_eq!(read().value("zaguan_offline", &[]), 1.0);
+    assert!(engine.model_status().offline_since().is_some());
+}

@@ -53,6 +53,11 @@ impl AgentKind {
     }
 }
 
+/// Offline, the least probability of a subgraph its keywords name alone to be routed to.
+const OFFLINE_KEYWORD_CONFIDENCE: f32 = 0.3;
+/// Offline, the least probability of a subgraph to be routed to on the model's reading alone.
+const OFFLINE_CONFIDENCE: f32 = 0.6;
+
 /// One assistant, as its prompt file declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Agent {
@@ -473,6 +478,23 @@ impl AgentRegistry {
             }
         }
         decision
+    }
+
+    /// Offline, where no model routes what the router is unsure of: the subgraph `text` most
+    /// likely asks for, when it is not `caller` and the reading is clear enough — its keywords
+    /// name it alone, or it wins by a wide margin. A wrong guess costs a reply from the wrong
+    /// assistant; no guess, a menu instead of an answer.
+    pub fn offline_route(&self, text: &str, caller: &Agent, role: Role) -> Option<&Agent> {
+        let reading = self.router.read_for(text, |name| {
+            self.get(name).is_some_and(|a| a.roles.contains(&role))
+        })?;
+        let agent = reading.agent?;
+        if agent == caller.name || reading.two_requests {
+            return None;
+        }
+        let clear = (reading.keywords_agree && reading.confidence >= OFFLINE_KEYWORD_CONFIDENCE)
+            || reading.confidence >= OFFLINE_CONFIDENCE;
+        clear.then(|| self.get(agent)).flatten()
     }
 
     /// How the fast path does on the subgraph agents' own example phrases: an example is a hit

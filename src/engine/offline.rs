@@ -53,9 +53,21 @@ pub trait OfflineAssistants: Send + Sync + 'static {
     async fn answer(&self, turn: &OfflineTurn<'_>) -> Option<OfflineAnswer>;
 
     /// Whether the assistant holding the conversation serves the customer's last message
-    /// itself, whatever the router reads in it: an answer to what it just asked (a city
-    /// picked, a button pressed) is its own even when the words alone look like small talk.
-    fn keeps(&self, turn: &OfflineTurn<'_>) -> bool;
+    /// itself, whatever the router reads in it.
+    fn keeps(&self, turn: &OfflineTurn<'_>) -> Keep;
+}
+
+/// How much an offline assistant holds on to the customer's last message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// It answers what the assistant just showed (a city picked, a button pressed): its own,
+    /// whatever the words alone read as.
+    Answer,
+    /// The assistant can serve it (a search's criteria): kept unless the router reads it as
+    /// another assistant's.
+    Own,
+    /// Nothing of its own: the router decides.
+    No,
 }
 
 /// Whether this process answers without a model, and since when: what the console shows. An

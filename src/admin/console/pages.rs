@@ -55,6 +55,18 @@ pub(super) async fn overview(
         .prompts
         .as_ref()
         .map(|p| serde_json::to_value(p.status()).unwrap_or_default());
+    // This instance's model: offline mode serves the assistants from the data meanwhile.
+    let offline = state
+        .prompts
+        .as_ref()
+        .and_then(|p| p.engine().model_status().offline_since())
+        .map(|since| {
+            let minutes = (Utc::now() - since).num_minutes().max(0);
+            json!({
+                "since": since.format("%d/%m %H:%M UTC").to_string(),
+                "for": format!("{}h {:02}m", minutes / 60, minutes % 60),
+            })
+        });
     let last_hour = store
         .inbox_outcomes_since(Utc::now() - chrono::Duration::hours(1))
         .await?;
@@ -80,6 +92,7 @@ pub(super) async fn overview(
                 "stuck": stuck, "stuck_after": STUCK_AFTER, "requested": requested,
                 "undelivered": undelivered,
                 "taken": taken, "prompts": prompts, "metrics": instance_metrics(),
+                "offline": offline,
                 "last_hour": last_hour,
             }),
         ),

@@ -12,7 +12,7 @@ use crate::domain::MessageRole;
 use crate::domain::ToolCall;
 use crate::domain::WaId;
 use crate::engine::history;
-use crate::engine::offline::{OfflineAnswer, OfflineTurn};
+use crate::engine::offline::{Keep, OfflineAnswer, OfflineTurn};
 use crate::engine::route::route_to_workflow;
 use crate::engine::state::State;
 use crate::engine::tools::ToolContext;
@@ -146,28 +146,31 @@ impl Engine {
             // new message is still this assistant's. It is not when the router reads it as
             // another assistant's or as the primary's (thanks, goodbye, small talk); then the
             // conversation goes back to the primary assistant, which routes it in the next node.
-            let leaves = state
-                .messages
-                .last()
-                .filter(|m| m.message.role == MessageRole::Human)
-                .is_some_and(|last| {
-                    match set
-                        .agents
-                        .fast_route_decision(&last.message.content, agent, role)
-                    {
-                        Decision::Route { .. } => true,
-                        Decision::Abstain(Abstention::Primary { confidence }) => {
-                            confidence >= OFFLINE_PRIMARY_CONFIDENCE
+            // A message may answer what this assistant just showed (a city picked, a button
+            // pressed): it stays, whatever its words read as. Otherwise the router decides,
+            // and where it is unsure, its best reading does: no model will.
+            let keep = self.offline.as_ref().map_or(Keep::No, |offline| {
+                offline.keeps(&self.offline_turn(set, state, agent))
+            });
+            let leaves = keep != Keep::Answer
+                && state
+                    .messages
+                    .last()
+                    .filter(|m| m.message.role == MessageRole::Human)
+                    .is_some_and(|last| {
+                        let text = &last.message.content;
+                        let elsewhere = || set.agents.offline_route(text, agent, role).is_some();
+                        match set.agents.fast_route_decision(text, agent, role) {
+                            Decision::Route { .. } => true,
+                            Decision::Abstain(Abstention::Primary { confidence }) => {
+                                (confidence >= OFFLINE_PRIMARY_CONFIDENCE && keep == Keep::No)
+                                    || elsewhere()
+                            }
+                            Decision::Abstain(Abstention::Holder) => false,
+                            Decision::Abstain(_) => elsewhere(),
                         }
-                        Decision::Abstain(_) => false,
-                    }
-                });
-            let kept = leaves
-                && self
-                    .offline
-                    .as_ref()
-                    .is_some_and(|offline| offline.keeps(&self.offline_turn(set, state, agent)));
-            if leaves && !kept {
+                    });
+            if leaves {
                 tracing::info!(from = %agent.name, "offline: left by the router");
                 metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.clone())
                     .increment(1);
@@ -176,7 +179,10 @@ impl Engine {
         }
         let message = match message {
             Some(message) => message,
-            None => match self.fast_delegation(set, state, agent) {
+            None => match self
+                .fast_delegation(set, state, agent)
+                .or_else(|| self.offline_delegation(set, state, agent))
+            {
                 // Offline, keywords still find the right subgraph, whose offline reply is more
                 // useful than the primary's general one.
                 Some((target, delegation)) => {

@@ -34,6 +34,26 @@ impl Engine {
         ))
     }
 
+    /// Offline, where the fast path is unsure and no model will decide: the primary
+    /// delegates to the subgraph the router reads as most likely, when clear enough.
+    pub(super) fn offline_delegation<'a>(
+        &self,
+        set: &'a Assistants,
+        state: &State,
+        agent: &Agent,
+    ) -> Option<(&'a Agent, NewMessage)> {
+        if agent.kind != AgentKind::Primary || !state.dialog_state.is_primary() {
+            return None;
+        }
+        let text = unanswered_user_text(state)?;
+        let target = set.agents.offline_route(text, agent, state.user.role)?;
+        let call = delegation_call(&target.name, text);
+        Some((
+            target,
+            self.ai_message(&state.wa_id, "", &agent.name, vec![call]),
+        ))
+    }
+
     /// A tapped list row asks a named assistant (the property assistant, for a search result):
     /// the primary delegates to it, or the subgraph holding the conversation hands back so the
     /// primary can, whatever the router or a model would read in the row's words.

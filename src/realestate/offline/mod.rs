@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::agents::AgentKind;
 use crate::domain::{MessageRole, Role, ToolCall};
 use crate::engine::attachments::ASK_PREFIX;
-use crate::engine::offline::{OfflineAnswer, OfflineAssistants, OfflineTurn};
+use crate::engine::offline::{Keep, OfflineAnswer, OfflineAssistants, OfflineTurn};
 use crate::realestate::PropertyFilter;
 use crate::realestate::RealEstateStore;
 use crate::store::{Attachment, ListRow, ReplyButton, StoredMessage};
@@ -85,10 +85,10 @@ impl OfflineAgency {
 
 #[async_trait]
 impl OfflineAssistants for OfflineAgency {
-    fn keeps(&self, turn: &OfflineTurn<'_>) -> bool {
+    fn keeps(&self, turn: &OfflineTurn<'_>) -> Keep {
         let said = Said { turn };
         let Some((index, text)) = said.last_human() else {
-            return false;
+            return Keep::No;
         };
         // A pick from the list or a press of a button this assistant just showed.
         let shown = said.messages()[..index]
@@ -110,9 +110,15 @@ impl OfflineAssistants for OfflineAgency {
             .ok()
             .and_then(|cached| cached.as_ref().map(|(_, places)| places.clone()))
             .unwrap_or_default();
-        answers
-            || (turn.agent.name == "searcher_assistant"
-                && !criteria::read(text, &places).is_empty())
+        if answers {
+            Keep::Answer
+        } else if turn.agent.name == "searcher_assistant"
+            && !criteria::read(text, &places).is_empty()
+        {
+            Keep::Own
+        } else {
+            Keep::No
+        }
     }
 
     async fn answer(&self, turn: &OfflineTurn<'_>) -> Option<OfflineAnswer> {
