@@ -6,8 +6,9 @@
 //!   merged into that one turn, so a flood costs one answer. The user is told once per episode
 //!   (a polite "slow down", not counted as an answer).
 //! - **Daily tokens per conversation** (`EngineSettings::daily_token_budget`, shared through the
-//!   store): once a conversation has used its budget since midnight UTC, its turns are answered
-//!   with [`BUDGET_REPLY`] without calling a model, and it is flagged for a person.
+//!   store): once a conversation has used its budget since midnight UTC, its turns are served
+//!   without calling a model — by the offline engine from the agency's data, or, without one,
+//!   with [`BUDGET_REPLY`] — and it is flagged for a person.
 
 use std::num::NonZeroU32;
 use std::sync::Mutex;

@@ -55,6 +55,10 @@ pub trait OfflineAssistants: Send + Sync + 'static {
     /// Whether the assistant holding the conversation serves the customer's last message
     /// itself, whatever the router reads in it.
     fn keeps(&self, turn: &OfflineTurn<'_>) -> Keep;
+
+    /// The assistant the customer's last message asks for by the domain's own words (a visit,
+    /// an offer, a mortgage, a listing's reference), where the router could not tell.
+    fn route(&self, turn: &OfflineTurn<'_>) -> Option<&'static str>;
 }
 
 /// How much an offline assistant holds on to the customer's last message.

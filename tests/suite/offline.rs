@@ -31,6 +31,21 @@ pub struct Visitor {
 
 /// An engine over the shipped prompts and every tool, with the offline engine and no model.
 pub fn offline_engine(store: &Arc<dyn Store>, realestate: &Arc<dyn RealEstateStore>) -> Engine {
+    engine_with(
+        store,
+        realestate,
+        Arc::new(OfflineLlm),
+        zaguan::engine::EngineSettings::default(),
+    )
+}
+
+/// The same with `llm` and `settings`.
+fn engine_with(
+    store: &Arc<dyn Store>,
+    realestate: &Arc<dyn RealEstateStore>,
+    llm: Arc<dyn zaguan::llm::Llm>,
+    settings: zaguan::engine::EngineSettings,
+) -> Engine {
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let registry =
         zaguan::agents::AgentRegistry::load(&prompts, &zaguan::startup::known_tools()).unwrap();
@@ -45,10 +60,10 @@ pub fn offline_engine(store: &Arc<dyn Store>, realestate: &Arc<dyn RealEstateSto
         .with(zaguan::engine::handoff::RequestHuman::new(desk.clone()));
     Engine::new(
         store.clone(),
-        Arc::new(OfflineLlm),
+        llm,
         Arc::new(registry),
         Arc::new(tools),
-        zaguan::engine::EngineSettings::default(),
+        settings,
     )
     .with_handoffs(desk)
     .with_offline(Arc::new(OfflineAgency::new(realestate.clone())))
@@ -259,4 +274,80 @@ async fn without_a_model_a_customer_finds_a_flat_and_books_a_visit() {
 #[tokio::test]
 async fn without_a_model_a_customer_finds_a_flat_and_books_a_visit_on_mongodb() {
     search_details_slots_and_a_booked_visit(Backend::Mongo).await;
+}
+
+/// A model that answers every call with the same words, and counts them.
+#[derive(Default)]
+struct Counting(std::sync::atomic::AtomicUsize);
+
+#[async_trait::async_trait]
+impl zaguan::llm::Llm for Counting {
+    async fn complete(
+        &self,
+        _request: &zaguan::llm::LlmRequest,
+    ) -> Result<zaguan::llm::LlmResponse, zaguan::llm::LlmError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(zaguan::llm::LlmResponse {
+            content: "Recibido.".into(),
+            ..Default::default()
+        })
+    }
+}
+
+/// A conversation past its daily token budget is served from the data without a model (and
+/// flagged for a person), not refused.
+#[tokio::test]
+async fn past_its_budget_a_conversation_is_served_offline() {
+    let stores = Stores::open(Backend::Memory).await.unwrap();
+    seeded_demo(stores.realestate.as_ref()).await;
+    let llm = Arc::new(Counting::default());
+    let engine = engine_with(
+        &stores.store,
+        &stores.realestate,
+        llm.clone(),
+        zaguan::engine::EngineSettings {
+            daily_token_budget: 1_000,
+            ..zaguan::engine::EngineSettings::default()
+        },
+    );
+    let visitor = Visitor::new(engine, stores.store.clone(), "34611999002");
+    assert_eq!(visitor.say("Hola").await.join(""), "Recibido.");
+    let calls = llm.0.load(Ordering::SeqCst);
+    stores
+        .store
+        .insert_llm_calls(&[zaguan::domain::LlmCall {
+            conversation: Some(visitor.wa_id.as_str().to_owned()),
+            agent: "primary_assistant".into(),
+            provider: "openai".into(),
+            model: "gpt-4.1-mini".into(),
+            outcome: zaguan::domain::CallOutcome::Ok,
+            input_tokens: 900,
+            output_tokens: 300,
+            latency: std::time::Duration::from_millis(800),
+            error: None,
+            at: Utc::now(),
+        }])
+        .await
+        .unwrap();
+    let reply = visitor
+        .say("busco piso de 2 habitaciones en Valencia para alquilar")
+        .await
+        .join("\n");
+    assert!(reply.contains("He encontrado"), "{reply}");
+    assert!(!visitor.last_list().await.is_empty());
+    assert_eq!(
+        llm.0.load(Ordering::SeqCst),
+        calls,
+        "no model call past the budget"
+    );
+    let flagged = visitor
+        .store
+        .conversation(&visitor.wa_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        flagged.handoff_requested.map(|r| r.reason).as_deref(),
+        Some(zaguan::engine::abuse::BUDGET_HANDOFF_REASON)
+    );
 }

@@ -159,7 +159,14 @@ impl Engine {
                     .filter(|m| m.message.role == MessageRole::Human)
                     .is_some_and(|last| {
                         let text = &last.message.content;
-                        let elsewhere = || set.agents.offline_route(text, agent, role).is_some();
+                        let elsewhere = || {
+                            set.agents.offline_route(text, agent, role).is_some()
+                                || self.offline.as_ref().is_some_and(|offline| {
+                                    offline
+                                        .route(&self.offline_turn(set, state, agent))
+                                        .is_some()
+                                })
+                        };
                         match set.agents.fast_route_decision(text, agent, role) {
                             Decision::Route { .. } => true,
                             Decision::Abstain(Abstention::Primary { confidence }) => {
@@ -260,7 +267,7 @@ impl Engine {
     }
 
     /// What the offline engine sees of `state`'s turn in `agent`.
-    fn offline_turn<'a>(
+    pub(super) fn offline_turn<'a>(
         &self,
         set: &'a Assistants,
         state: &'a State,

@@ -159,6 +159,22 @@ impl Engine {
         self.append(state, message).await
     }
 
+    /// A conversation past its daily token budget, served offline: flagged for a person once
+    /// a day (an operator sees why), the customer told nothing they are not given.
+    pub(super) async fn flag_over_budget(
+        &self,
+        set: &Assistants,
+        state: &mut State,
+    ) -> Result<(), EngineError> {
+        tracing::warn!("daily token budget used up: served offline, flagged for a person");
+        metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
+        let now = self.now();
+        let key = format!("budget:{}", now.date_naive());
+        self.hand_over(set, state, BUDGET_HANDOFF_REASON, &key, now)
+            .await?;
+        Ok(())
+    }
+
     /// Asks the staff on duty for a person for `state`'s customer (the step `key` names) and
     /// records the event; returns what the customer may truthfully be told.
     pub(super) async fn hand_over(

@@ -484,17 +484,23 @@ impl Engine {
             self.store.set_handoff(&state.wa_id, None).await?;
         }
         let _answering = answering();
+        // Once every provider failed in this turn (or the conversation's budget is spent), the
+        // remaining nodes answer offline at once instead of waiting for the same timeouts.
+        let mut llm_down = false;
         if !new.is_empty() {
             self.before_assistant(&set, &mut state, &new).await?;
             if matches!(next_step(&state), Next::Assistant) && self.over_budget(&state).await? {
-                self.answer_over_budget(&set, &mut state).await?;
+                if self.offline.is_some() {
+                    // Past its budget, the conversation is served without a model.
+                    self.flag_over_budget(&set, &mut state).await?;
+                    llm_down = true;
+                } else {
+                    self.answer_over_budget(&set, &mut state).await?;
+                }
             }
         }
         let reply_to = inbox.last();
         let mut transitions = 0;
-        // Once every provider failed in this turn, the remaining nodes answer offline at once
-        // instead of waiting for the same timeouts again.
-        let mut llm_down = false;
         let outcome = loop {
             match next_step(&state) {
                 Next::Deliver(text) => {

@@ -46,7 +46,16 @@ impl Engine {
             return None;
         }
         let text = unanswered_user_text(state)?;
-        let target = set.agents.offline_route(text, agent, state.user.role)?;
+        let target = set
+            .agents
+            .offline_route(text, agent, state.user.role)
+            .or_else(|| {
+                let name = self
+                    .offline
+                    .as_ref()?
+                    .route(&self.offline_turn(set, state, agent))?;
+                set.agents.get(name)
+            })?;
         let call = delegation_call(&target.name, text);
         Some((
             target,

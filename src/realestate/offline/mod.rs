@@ -49,6 +49,15 @@ impl OfflineAgency {
         }
     }
 
+    /// The place names last read, without waiting (none before the first read).
+    fn cached_places(&self) -> Arc<Places> {
+        self.places
+            .try_lock()
+            .ok()
+            .and_then(|cached| cached.as_ref().map(|(_, places)| places.clone()))
+            .unwrap_or_default()
+    }
+
     /// The place names of the available listings, read at most every [`PLACES_TTL`]; the
     /// last ones read while the store does not answer.
     async fn places(&self) -> Arc<Places> {
@@ -85,6 +94,29 @@ impl OfflineAgency {
 
 #[async_trait]
 impl OfflineAssistants for OfflineAgency {
+    fn route(&self, turn: &OfflineTurn<'_>) -> Option<&'static str> {
+        let said = Said { turn };
+        let (_, text) = said.last_human()?;
+        let words = crate::agents::keywords::tokens(text);
+        let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+        let agent = if has(OFFER_WORDS) {
+            "prospect_offer_assistant"
+        } else if has(MORTGAGE_WORDS) {
+            "mortgage_loan_assistant"
+        } else if has(VISIT_WORDS) || has(CANCEL_WORDS) && has(VISIT_NOUNS) {
+            "appointment_assistant"
+        } else if LISTING_ID.is_match(text) {
+            "property_assistant"
+        } else {
+            let places = self.cached_places();
+            if criteria::read(text, &places).is_empty() {
+                return None;
+            }
+            "searcher_assistant"
+        };
+        (agent != turn.agent.name && turn.assistants.contains(&agent)).then_some(agent)
+    }
+
     fn keeps(&self, turn: &OfflineTurn<'_>) -> Keep {
         let said = Said { turn };
         let Some((index, text)) = said.last_human() else {
@@ -104,12 +136,7 @@ impl OfflineAssistants for OfflineAgency {
                 Attachment::Image { .. } => false,
             })
         });
-        let places = self
-            .places
-            .try_lock()
-            .ok()
-            .and_then(|cached| cached.as_ref().map(|(_, places)| places.clone()))
-            .unwrap_or_default();
+        let places = self.cached_places();
         if answers {
             Keep::Answer
         } else if turn.agent.name == "searcher_assistant"
@@ -547,6 +574,51 @@ const MOVE_WORDS: &[&str] = &[
     "mudar",
     "remarcar",
 ];
+/// Words of a request for a visit (es, en, pt).
+const VISIT_WORDS: &[&str] = &[
+    "visitar",
+    "visitarlo",
+    "visitarla",
+    "visita",
+    "visitas",
+    "cita",
+    "citas",
+    "agendar",
+    "verlo",
+    "verla",
+    "visit",
+    "viewing",
+    "visita",
+    "marcar",
+    "visitalo",
+    "visitala",
+];
+const VISIT_NOUNS: &[&str] = &["visita", "cita", "visit", "appointment", "viewing"];
+/// Words of an offer.
+const OFFER_WORDS: &[&str] = &[
+    "oferta",
+    "ofertas",
+    "ofrezco",
+    "ofrecer",
+    "ofrecemos",
+    "offer",
+    "offers",
+    "proposta",
+    "ofereco",
+    "oferecer",
+];
+/// Words of a mortgage question.
+const MORTGAGE_WORDS: &[&str] = &[
+    "hipoteca",
+    "hipotecas",
+    "mortgage",
+    "financiacion",
+    "financiar",
+    "cuota",
+    "credito",
+    "prestamo",
+    "loan",
+];
 const MY_WORDS: &[&str] = &[
     "mis", "mi", "my", "minhas", "minha", "meus", "tengo", "tenho",
 ];
@@ -758,6 +830,8 @@ fn word(said: &Said<'_>, results: &[Answered<'_>]) -> Option<OfflineAnswer> {
             let taken = text.contains("taken") || text.contains("no longer available");
             let failed = if taken {
                 &texts::SLOT_TAKEN
+            } else if text.contains("the asking price") {
+                &texts::OFFER_OUT_OF_RANGE
             } else if text.contains("not registered as an owner") {
                 &texts::NOT_AN_OWNER
             } else if text.contains("location") {

@@ -173,6 +173,15 @@ pub const NOT_AN_OWNER: Text = Text {
          escreva «quero falar com uma pessoa».",
 };
 
+pub const OFFER_OUT_OF_RANGE: Text = Text {
+    es: "Esa cantidad está muy lejos del precio que se pide. Escríbeme otra cantidad, por \
+         ejemplo «ofrezco 240.000 €».",
+    en: "That amount is very far from the asking price. Write me another amount, for example \
+         «I offer €240,000».",
+    pt: "Esse valor está muito longe do preço pedido. Escreva outro valor, por exemplo \
+         «ofereço 240.000 €».",
+};
+
 pub const NO_APPOINTMENTS: Text = Text {
     es: "No tienes visitas reservadas próximamente.",
     en: "You have no upcoming visits booked.",
