@@ -179,8 +179,8 @@ pub fn outbound(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Outbou
 const HTTP_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
 
 /// `LLM_PRIMARY` then `LLM_FALLBACK`, each when it can be reached: a key, or a self-hosted base
-/// URL (such servers often need no key). With neither, offline mode: every turn answers with
-/// the agent's `offline_reply`.
+/// URL (such servers often need no key). With neither, offline mode: the offline engine
+/// serves the assistants from the agency's data (see [`crate::engine::offline`]).
 pub fn llm_chain(config: &Config, usage: Option<UsageRecorder>) -> anyhow::Result<Arc<dyn Llm>> {
     let mut providers: Vec<(String, Arc<dyn Llm>)> = Vec::new();
     for spec in [&config.llm.primary, &config.llm.fallback] {
@@ -191,8 +191,8 @@ pub fn llm_chain(config: &Config, usage: Option<UsageRecorder>) -> anyhow::Resul
     }
     if providers.is_empty() {
         tracing::warn!(
-            "no LLM API key: offline mode, every turn is routed by keywords and answered with \
-             the agent's offline reply (set OPENAI_API_KEY or ANTHROPIC_API_KEY)"
+            "no LLM API key: offline mode, the assistants are served from the agency's data \
+             without a model (set OPENAI_API_KEY or ANTHROPIC_API_KEY)"
         );
         return Ok(Arc::new(OfflineLlm));
     }

@@ -147,11 +147,16 @@ async fn the_recorder_records_replays_and_shows_what_a_prompt_edit_changed() {
     let cassette = tests.join("property.cassette.yaml");
     let path = tests.to_str().unwrap();
 
-    // Without a recording, a test that needs a model is not passed.
+    // Without a recording, a test that needs a model is not passed (the offline engine alone
+    // passes the others).
     let output = zaguan_test(&[path], None, &[]).await;
     let out = text(&output);
     assert!(!output.status.success(), "{out}");
-    assert_eq!(count(&out, "need recording"), 4, "{out}");
+    assert!(count(&out, "need recording") >= 1, "{out}");
+    assert!(
+        out.contains("REC? from a search to a booked visit"),
+        "{out}"
+    );
 
     // --record: every call goes to the model, and the answers are kept.
     let model = rule_model::serve().await;

@@ -120,6 +120,13 @@ pub async fn run(
                 continue;
             }
             let result = match options.mode {
+                _ if test.without_model => {
+                    let mut result = runner::run(&shared, test, Model::Offline).await;
+                    if result.outcome == Outcome::NeedsRecording {
+                        result.outcome = Outcome::Failed;
+                    }
+                    result
+                }
                 Mode::Replay => match cassette.tests.get(&test.name) {
                     Some(interactions) => {
                         let llm = Arc::new(CassetteLlm::replay(

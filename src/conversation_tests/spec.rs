@@ -32,6 +32,10 @@ pub struct TestCase {
     /// is laid out around that day.
     #[serde(default)]
     pub now: Option<DateTime<FixedOffset>>,
+    /// Always run with no model at all (offline mode), even with `--record` or `--live`: a
+    /// failure is a failure, never «needs recording».
+    #[serde(default)]
+    pub without_model: bool,
     pub steps: Vec<Step>,
 }
 

@@ -44,6 +44,9 @@ pub enum OfflineAnswer {
     },
     /// Put the customer through to the staff on duty, for `reason` (told to them).
     Handoff { reason: String },
+    /// Hand the customer's message to another assistant, which has the tools for it (a listing
+    /// picked in a search, whose photos only the property assistant sends).
+    Transfer { to: &'static str },
 }
 
 /// The assistants served without a model.

@@ -1,6 +1,6 @@
-//! The LLM of offline mode: every call is unavailable, so each turn answers with the agent's
-//! `offline_reply` (or a general apology). Used while no provider is configured, so the service
-//! still acknowledges every message and tells the user it will get back to them.
+//! The LLM of offline mode: every call is unavailable, so each turn is served by the offline
+//! engine from the agency's data (or, for an assistant it does not know, with the agent's
+//! `offline_reply`). Used while no provider is configured.
 
 use async_trait::async_trait;
 

@@ -232,6 +232,26 @@ impl Engine {
                 message.attachments = attachments;
                 message
             }
+            Some(OfflineAnswer::Transfer { to }) => {
+                tracing::info!(from = %agent.name, %to, "offline: handed to another assistant");
+                metrics::counter!("zaguan_offline_calls_total", "agent" => agent.name.clone())
+                    .increment(1);
+                // As a tapped row asking for `to`: a subgraph hands back, and the primary
+                // enters `to` with the customer's words in the next node.
+                state.asked_for = Some(to.to_owned());
+                let call = match agent.kind {
+                    AgentKind::Primary => {
+                        let text = super::router::unanswered_user_text(state)
+                            .unwrap_or_default()
+                            .to_owned();
+                        super::router::delegation_call(to, &text)
+                    }
+                    AgentKind::Subgraph => {
+                        super::router::leave_call(format!("the offline engine hands over to {to}"))
+                    }
+                };
+                self.ai_message(&state.wa_id, "", &agent.name, vec![call])
+            }
             Some(OfflineAnswer::Handoff { reason }) => {
                 served("handoff");
                 let key = state

@@ -188,10 +188,22 @@ impl OfflineAgency {
 
     async fn search(&self, said: &Said<'_>) -> OfflineAnswer {
         let lang = said.turn.lang;
-        if let Some(id) = said.picked_listing()
-            && let Some(calls) = said.calls(listing_calls(&id))
-        {
-            return OfflineAnswer::Calls(calls);
+        if let Some(id) = said.picked_listing() {
+            // Its details and photos: the property assistant's, when this one cannot send them.
+            let photos = said
+                .turn
+                .agent
+                .tools
+                .iter()
+                .any(|t| t == "send_property_photos");
+            if !photos && said.turn.assistants.contains(&"property_assistant") {
+                return OfflineAnswer::Transfer {
+                    to: "property_assistant",
+                };
+            }
+            if let Some(calls) = said.calls(listing_calls(&id)) {
+                return OfflineAnswer::Calls(calls);
+            }
         }
         let places = self.places().await;
         let (previous, since) = match said.last_call("search_properties") {
@@ -746,20 +758,71 @@ fn owners(said: &Said<'_>) -> OfflineAnswer {
     said.call_or_menu("owner_listing_stats", json!({}))
 }
 
-/// The visits' follow-up: the visits made, or an owner's listing stats; an opinion to
-/// record goes to the staff, who note it.
+/// The visits' follow-up, a short guided form: the customer's visits, the first without an
+/// opinion asked about with buttons, the answer recorded (confirmed first); an owner's
+/// listing stats.
 fn visits(said: &Said<'_>) -> OfflineAnswer {
-    let text = said.last_human().map_or("", |(_, text)| text);
     if said.turn.role == Role::Owner {
         return said.call_or_menu("owner_listing_stats", json!({}));
     }
-    let asks = has_any(&criteria::fold(text), MY_WORDS) || text.trim_end().ends_with('?');
-    if asks {
+    let Some((index, text)) = said.last_human() else {
         return said.call_or_menu("list_my_visits", json!({}));
+    };
+    let asked = said.messages()[..index].iter().rev().find_map(|m| {
+        m.message.attachments.iter().find_map(|a| match a {
+            Attachment::Buttons { buttons, .. }
+                if buttons.iter().any(|b| b.id.starts_with(FEEDBACK)) =>
+            {
+                Some(buttons)
+            }
+            _ => None,
+        })
+    });
+    if let Some(buttons) = asked {
+        let pressed = buttons.iter().find(|b| b.title == text.trim());
+        let id = pressed.unwrap_or(&buttons[0]).id.as_str();
+        let mut parts = id.trim_start_matches(FEEDBACK).splitn(2, ':');
+        let visit = parts.next().unwrap_or_default();
+        let mut args = json!({ "visit_id": visit, "feedback": short(text) });
+        if let (Some(_), Some(outcome)) = (pressed, parts.next()) {
+            args["outcome"] = json!(outcome);
+        }
+        return said.call_or_menu("record_visit_feedback", args);
     }
-    OfflineAnswer::Handoff {
-        reason: format!("{}: «{}»", texts::HANDOFF_REASON, short(text)),
-    }
+    said.call_or_menu("list_my_visits", json!({}))
+}
+
+/// The id prefix of a visit feedback button: `feedback:<visit>:<outcome>`.
+const FEEDBACK: &str = "feedback:";
+
+/// The visits listed, and one asked about with buttons: the first without an opinion, else
+/// the latest.
+fn ask_feedback(lang: &str, listed: &str) -> Option<(String, Attachment)> {
+    static LINE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^- (V-[A-Za-z0-9-]+) · (.+?) · ").expect("valid"));
+    let lines: Vec<&str> = listed.lines().map(str::trim).collect();
+    let line = lines
+        .iter()
+        .find(|line| line.ends_with("sin opinión todavía"))
+        .or_else(|| lines.iter().find(|line| LINE.is_match(line)))?;
+    let caps = LINE.captures(line)?;
+    let (visit, title) = (&caps[1], &caps[2]);
+    let question = texts::HOW_WAS_IT.in_lang(lang).replace("{title}", title);
+    let button = |outcome: &str, text: &Text| {
+        ReplyButton::new(format!("{FEEDBACK}{visit}:{outcome}"), text.in_lang(lang))
+    };
+    let buttons = vec![
+        button("interested", &texts::INTERESTED),
+        button("not_interested", &texts::NOT_INTERESTED),
+        button("wants_second_visit", &texts::SECOND_VISIT),
+    ];
+    Some((
+        for_customer(listed),
+        Attachment::Buttons {
+            text: question,
+            buttons,
+        },
+    ))
 }
 
 fn short(text: &str) -> String {
@@ -908,6 +971,13 @@ fn word(said: &Said<'_>, results: &[Answered<'_>]) -> Option<OfflineAnswer> {
                     None => lines.push(for_customer(text)),
                 }
             }
+            "list_my_visits" => match ask_feedback(lang, text) {
+                Some((listed, question)) => {
+                    lines.push(listed);
+                    attachments.push(question);
+                }
+                None => lines.push(for_customer(text)),
+            },
             "simulate_mortgage" => {
                 lines.push(format!(
                     "{} {}",

@@ -182,6 +182,28 @@ pub const OFFER_OUT_OF_RANGE: Text = Text {
          «ofereço 240.000 €».",
 };
 
+pub const HOW_WAS_IT: Text = Text {
+    es: "¿Qué te pareció la visita a {title}?",
+    en: "How did you find the visit to {title}?",
+    pt: "O que achou da visita a {title}?",
+};
+/// The answers to [`HOW_WAS_IT`], by the visit outcome they record.
+pub const INTERESTED: Text = Text {
+    es: "Me interesa",
+    en: "I'm interested",
+    pt: "Tenho interesse",
+};
+pub const NOT_INTERESTED: Text = Text {
+    es: "No me convence",
+    en: "Not for me",
+    pt: "Não me convence",
+};
+pub const SECOND_VISIT: Text = Text {
+    es: "Verlo otra vez",
+    en: "See it again",
+    pt: "Ver outra vez",
+};
+
 pub const NO_APPOINTMENTS: Text = Text {
     es: "No tienes visitas reservadas próximamente.",
     en: "You have no upcoming visits booked.",
