@@ -1,7 +1,8 @@
 //! `zaguan export leads|appointments|offers` and `GET /admin/export/{kind}`: for agencies
 //! without a CRM endpoint, what happened since a moment as CSV (RFC 4180 quoting, optionally
-//! with a UTF-8 byte-order mark so spreadsheets read the accents) or JSON lines. Leads come
-//! from the `lead.created` events, so `users forget` removes them here too.
+//! with a UTF-8 byte-order mark so spreadsheets read the accents; a cell that starts like a
+//! formula comes out as text) or JSON lines. Leads come from the `lead.created` events, so
+//! `users forget` removes them here too.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -167,7 +168,7 @@ pub fn render(kind: ExportKind, rows: &[Value], format: ExportFormat, bom: bool)
             for row in rows {
                 let record = columns.iter().map(|c| match &row[*c] {
                     Value::Null => String::new(),
-                    Value::String(text) => text.clone(),
+                    Value::String(text) => inert(text),
                     other => other.to_string(),
                 });
                 let _ = writer.write_record(record);
@@ -176,6 +177,17 @@ pub fn render(kind: ExportKind, rows: &[Value], format: ExportFormat, bom: bool)
             drop(writer);
             out
         }
+    }
+}
+
+/// A text cell a spreadsheet will not run: one that starts like a formula (`=`, `+`, `-`, `@`,
+/// or a tab or carriage return before one) gets a leading `'`, which spreadsheets read as
+/// «this is text». A customer's profile name is theirs to choose, `=HYPERLINK(…)` included.
+fn inert(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
     }
 }
 
@@ -204,6 +216,34 @@ mod tests {
         );
         assert!(parse_since("7w", now).is_err());
         assert!(parse_since("", now).is_err());
+    }
+
+    #[test]
+    fn a_cell_that_starts_like_a_formula_comes_out_as_text() {
+        let rows = vec![
+            json!({"at": "2026-11-26T10:00:00Z", "wa_id": "34600111222",
+                   "name": "=HYPERLINK(\"http://x.example\",\"Hola\")", "assistant": "@SUM(A1)",
+                   "opted_out_at": null}),
+            json!({"at": "2026-11-26T11:00:00Z", "wa_id": "34600111223", "name": "-2+3",
+                   "assistant": "+34 600", "opted_out_at": null}),
+            json!({"at": "2026-11-26T12:00:00Z", "wa_id": "34600111224", "name": "Lucía = Luz",
+                   "assistant": "\t=1", "opted_out_at": null}),
+        ];
+        let csv = String::from_utf8(render(ExportKind::Leads, &rows, ExportFormat::Csv, false))
+            .unwrap();
+        let cells: Vec<Vec<String>> = csv::Reader::from_reader(csv.as_bytes())
+            .records()
+            .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+            .collect();
+        assert_eq!(cells[0][2], "'=HYPERLINK(\"http://x.example\",\"Hola\")");
+        assert_eq!(cells[0][3], "'@SUM(A1)");
+        assert_eq!(cells[1][2], "'-2+3");
+        assert_eq!(cells[1][3], "'+34 600");
+        assert_eq!(cells[2][2], "Lucía = Luz", "only a cell's start matters");
+        assert_eq!(cells[2][3], "'\t=1");
+        for row in &cells {
+            assert!(!row.iter().any(|cell| cell.starts_with(['=', '+', '-', '@'])), "{row:?}");
+        }
     }
 
     #[test]
