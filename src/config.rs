@@ -96,6 +96,9 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_LOG_FORMAT",
 ];
 
+/// The shortest `ZAGUAN_ADMIN_TOKEN` taken: it opens the admin API and the console.
+pub const MIN_ADMIN_TOKEN: usize = 32;
+
 /// The service's whole configuration: the modules' settings, composed.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -279,6 +282,15 @@ impl Config {
             .then(|| env.url("ZAGUAN_PUBLIC_URL", ""))
             .flatten();
         let mongodb = env.mongo();
+        let admin_token = env.secret("ZAGUAN_ADMIN_TOKEN");
+        if admin_token.as_ref().is_some_and(|token| {
+            secrecy::ExposeSecret::expose_secret(token).chars().count() < MIN_ADMIN_TOKEN
+        }) {
+            env.problems.push(format!(
+                "ZAGUAN_ADMIN_TOKEN: at least {MIN_ADMIN_TOKEN} characters: it opens the admin \
+                 API and the console (`openssl rand -hex 24` makes one)"
+            ));
+        }
 
         if !env.problems.is_empty() {
             return Err(ConfigError(env.problems));
@@ -378,7 +390,7 @@ impl Config {
             },
             outreach,
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
-            admin_token: env.secret("ZAGUAN_ADMIN_TOKEN"),
+            admin_token,
             events,
             public_url: public_url.clone(),
             stuck_after: stuck_after.expect(checked),

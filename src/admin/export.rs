@@ -229,8 +229,8 @@ mod tests {
             json!({"at": "2026-11-26T12:00:00Z", "wa_id": "34600111224", "name": "Lucía = Luz",
                    "assistant": "\t=1", "opted_out_at": null}),
         ];
-        let csv = String::from_utf8(render(ExportKind::Leads, &rows, ExportFormat::Csv, false))
-            .unwrap();
+        let csv =
+            String::from_utf8(render(ExportKind::Leads, &rows, ExportFormat::Csv, false)).unwrap();
         let cells: Vec<Vec<String>> = csv::Reader::from_reader(csv.as_bytes())
             .records()
             .map(|r| r.unwrap().iter().map(str::to_owned).collect())
@@ -242,7 +242,11 @@ mod tests {
         assert_eq!(cells[2][2], "Lucía = Luz", "only a cell's start matters");
         assert_eq!(cells[2][3], "'\t=1");
         for row in &cells {
-            assert!(!row.iter().any(|cell| cell.starts_with(['=', '+', '-', '@'])), "{row:?}");
+            assert!(
+                !row.iter()
+                    .any(|cell| cell.starts_with(['=', '+', '-', '@'])),
+                "{row:?}"
+            );
         }
     }
 

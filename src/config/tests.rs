@@ -130,6 +130,7 @@ fn every_bad_value_is_reported_by_name() {
         ("ZAGUAN_LLM_BREAKER_COOLDOWN", "-1s"),
         ("ZAGUAN_LLM_MAX_TOKENS", "1"),
         ("ZAGUAN_FAST_ROUTE", "maybe"),
+        ("ZAGUAN_ADMIN_TOKEN", "short-token-for-everything"),
     ]))
     .unwrap_err();
     let text = err.to_string();
@@ -147,11 +148,16 @@ fn every_bad_value_is_reported_by_name() {
         "ZAGUAN_LLM_BREAKER_COOLDOWN",
         "ZAGUAN_LLM_MAX_TOKENS",
         "ZAGUAN_FAST_ROUTE",
+        "ZAGUAN_ADMIN_TOKEN",
     ] {
         assert!(text.contains(name), "{name} missing from:\n{text}");
     }
-    assert_eq!(err.0.len(), 13);
+    assert_eq!(err.0.len(), 14);
     assert!(!text.contains("hunter2"), "a secret was printed:\n{text}");
+    assert!(
+        !text.contains("short-token-for-everything"),
+        "a secret was printed:\n{text}"
+    );
 }
 
 #[test]
@@ -163,7 +169,7 @@ fn secrets_are_never_printed_by_debug() {
         ("OPENAI_API_KEY", "sk-openai-key"),
         ("ANTHROPIC_API_KEY", "sk-ant-key"),
         ("MONGODB_URI", "mongodb://u:pw-in-uri@localhost/"),
-        ("ZAGUAN_ADMIN_TOKEN", "admin-tok"),
+        ("ZAGUAN_ADMIN_TOKEN", "admin-tok-of-at-least-32-characters"),
     ]))
     .unwrap();
     let debug = format!("{config:?}");
@@ -174,7 +180,7 @@ fn secrets_are_never_printed_by_debug() {
         "sk-openai-key",
         "sk-ant-key",
         "pw-in-uri",
-        "admin-tok",
+        "admin-tok-of-at-least-32-characters",
     ] {
         assert!(!debug.contains(secret), "{secret} leaked in {debug}");
     }
