@@ -67,6 +67,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_PROMPTS_DIR",
     "ZAGUAN_ADMIN_TOKEN",
     "ZAGUAN_PUBLIC_URL",
+    "ZAGUAN_CLIENT_IP_HEADER",
     "ZAGUAN_EVENTS_URL",
     "ZAGUAN_EVENTS_SECRET",
     "ZAGUAN_EVENTS_TYPES",
@@ -120,6 +121,10 @@ pub struct Config {
     /// Where operators reach the service (`ZAGUAN_PUBLIC_URL`): https makes the console's
     /// cookie `Secure`.
     pub public_url: Option<Url>,
+    /// The header a proxy in front writes the client's address into (`ZAGUAN_CLIENT_IP_HEADER`,
+    /// e.g. `X-Forwarded-For`): the console's failed sign-ins are counted per client by it.
+    /// `None`: the connection's peer is the client.
+    pub client_ip_header: Option<String>,
     /// Where business events go (`ZAGUAN_EVENTS_URL`); `None`: they are only recorded.
     pub events: Option<EventSettings>,
     /// A conversation in an assistant idle this long counts as stuck (metrics, log).
@@ -282,6 +287,17 @@ impl Config {
             .then(|| env.url("ZAGUAN_PUBLIC_URL", ""))
             .flatten();
         let mongodb = env.mongo();
+        let client_ip_header = env
+            .get("ZAGUAN_CLIENT_IP_HEADER")
+            .is_some()
+            .then(|| {
+                env.parsed("ZAGUAN_CLIENT_IP_HEADER", "", |name| {
+                    axum::http::HeaderName::from_bytes(name.trim().as_bytes())
+                        .map(|name| name.as_str().to_owned())
+                        .map_err(|_| format!("`{name}` is not an HTTP header name"))
+                })
+            })
+            .flatten();
         let admin_token = env.secret("ZAGUAN_ADMIN_TOKEN");
         if admin_token.as_ref().is_some_and(|token| {
             secrecy::ExposeSecret::expose_secret(token).chars().count() < MIN_ADMIN_TOKEN
@@ -393,6 +409,7 @@ impl Config {
             admin_token,
             events,
             public_url: public_url.clone(),
+            client_ip_header,
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),
             handoffs: HandoffSettings {

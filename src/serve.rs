@@ -130,11 +130,14 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     // its requests while the workers finish their turns, side by side.
     let (stopping, mut stop_requested) = tokio::sync::watch::channel(false);
     let mut http = tokio::spawn(
-        axum::serve(listener, app::router(state))
-            .with_graceful_shutdown(async move {
-                let _ = stop_requested.changed().await;
-            })
-            .into_future(),
+        axum::serve(
+            listener,
+            app::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = stop_requested.changed().await;
+        })
+        .into_future(),
     );
     let mut starter = starter;
     let mut running: Option<Running> = None;

@@ -1001,3 +1001,55 @@ async fn a_user_is_forgotten_through_the_api() {
     assert_eq!(body["deleted"]["conversations"], 1);
     assert!(store.conversation(&wa_id).await.unwrap().is_none());
 }
+
+/// Ten wrong tokens for one operator from one address lock neither another operator from that
+/// address nor the same operator from another address (behind a proxy that names the client
+/// in `X-Forwarded-For`).
+#[tokio::test]
+async fn failed_sign_ins_lock_out_only_their_account_from_their_address() {
+    let config = zaguan::config::Config::from_vars(
+        [(
+            "ZAGUAN_CLIENT_IP_HEADER".to_owned(),
+            "X-Forwarded-For".to_owned(),
+        )]
+        .into(),
+    )
+    .unwrap();
+    let app = app(Arc::new(zaguan::store::MemoryStore::new()), Some(TOKEN))
+        .with_state(|state| state.with_config(config));
+    let sign_in = async |from: &str, operator: &str, token: &str| {
+        let request = axum::http::Request::post("/console/sign-in")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-forwarded-for", format!("10.1.2.3, {from}"))
+            .body(axum::body::Body::from(format!(
+                "operator={operator}&token={token}"
+            )))
+            .unwrap();
+        app.request(request).await.0
+    };
+    for _ in 0..10 {
+        let status = sign_in("203.0.113.70", "Marta", "not-the-token").await;
+        assert!(
+            matches!(
+                status,
+                StatusCode::UNAUTHORIZED | StatusCode::TOO_MANY_REQUESTS
+            ),
+            "{status}"
+        );
+    }
+    assert_eq!(
+        sign_in("203.0.113.70", "Marta", TOKEN).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "that account from that address waits"
+    );
+    assert_eq!(
+        sign_in("203.0.113.70", "Lucía", TOKEN).await,
+        StatusCode::SEE_OTHER,
+        "another account from the same address signs in"
+    );
+    assert_eq!(
+        sign_in("198.51.100.70", "Marta", TOKEN).await,
+        StatusCode::SEE_OTHER,
+        "the same account from another address signs in"
+    );
+}

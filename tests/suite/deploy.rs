@@ -546,11 +546,12 @@ fn configmap_and_secret_hold_exactly_the_documented_variables() {
         "configmap.yaml + secret.example.yaml should set every variable of .env.example"
     );
 
-    // The ConfigMap carries .env.example's defaults, but for what the image's layout and the
-    // cluster's log collector want.
+    // The ConfigMap carries .env.example's defaults, but for what the image's layout, the
+    // cluster's log collector and the Ingress in front want.
     let overrides = BTreeMap::from([
         ("ZAGUAN_PROMPTS_DIR", "/app/prompts"),
         ("ZAGUAN_LOG_FORMAT", "json"),
+        ("ZAGUAN_CLIENT_IP_HEADER", "X-Forwarded-For"),
     ]);
     for (name, value) in &config {
         let expected = overrides

@@ -10,13 +10,13 @@ pub mod session;
 mod actions;
 mod pages;
 mod sign_in;
+mod throttle;
 
 use actions::*;
 use pages::*;
 use sign_in::*;
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -32,9 +32,6 @@ use crate::admin::operations::AdminError;
 use crate::state::AppState;
 use session::{Session, Sessions};
 
-/// Failed sign-ins allowed before the form is closed for a while (all sources together).
-const FAILED_SIGN_INS: usize = 5;
-const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 /// A conversation counts as stuck on the overview after this long idle in an assistant.
 const STUCK_AFTER: &str = "30m";
 

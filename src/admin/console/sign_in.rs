@@ -8,10 +8,15 @@ use axum::response::{Html, IntoResponse, Response};
 use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
-use std::sync::{Mutex, OnceLock};
+use std::net::SocketAddr;
+use std::sync::OnceLock;
 use std::time::Instant;
+
+use axum::Extension;
+use axum::extract::ConnectInfo;
 use subtle::ConstantTimeEq;
 
+use super::throttle::{SignInThrottle, client_address};
 use super::*;
 
 pub(super) async fn sign_in_form(
@@ -27,25 +32,30 @@ pub(super) struct SignInForm {
     token: String,
 }
 
-/// Failed sign-ins of the last minute, all sources together.
-pub(super) fn failures() -> &'static Mutex<Vec<Instant>> {
-    static FAILURES: OnceLock<Mutex<Vec<Instant>>> = OnceLock::new();
-    FAILURES.get_or_init(Mutex::default)
+/// This process's failed sign-ins.
+pub(super) fn throttle() -> &'static SignInThrottle {
+    static THROTTLE: OnceLock<SignInThrottle> = OnceLock::new();
+    THROTTLE.get_or_init(SignInThrottle::default)
 }
 
 pub(super) async fn sign_in(
     State(state): State<AppState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, ConsoleError> {
     let sessions = sessions(&state)?;
     let Some(token) = state.admin_token.as_deref() else {
         return Err(ConsoleError::Off);
     };
+    let header = state
+        .config
+        .as_ref()
+        .and_then(|config| config.client_ip_header.as_deref());
+    let address = client_address(&headers, peer.map(|Extension(ConnectInfo(at))| at), header);
     {
-        let mut failed = failures().lock().unwrap_or_else(|e| e.into_inner());
-        failed.retain(|at| at.elapsed() < FAILURE_WINDOW);
-        if failed.len() >= FAILED_SIGN_INS {
-            tracing::warn!("console sign-in refused: too many failed attempts in the last minute");
+        if !throttle().allows(address, &form.operator, Instant::now()) {
+            tracing::warn!(%address, operator = %form.operator.trim(), "console sign-in refused: too many failed attempts in the last minute");
             metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "throttled")
                 .increment(1);
             return Ok((
@@ -70,10 +80,7 @@ pub(super) async fn sign_in(
             .ct_eq(token.expose_secret().as_bytes()),
     );
     if !right || operator.is_empty() {
-        failures()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Instant::now());
+        throttle().failed(address, &form.operator, Instant::now());
         tracing::warn!(operator = %operator, "console sign-in failed: wrong token or no name");
         metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "failed").increment(1);
         return Ok((
