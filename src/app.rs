@@ -29,6 +29,19 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(telemetry::render_metrics))
+        .merge(admin_routes(state.clone()))
+        .merge(admin::console::routes())
+        .layer(RequestBodyTimeoutLayer::new(BODY_TIMEOUT))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            REQUEST_TIMEOUT,
+        ))
+        .with_state(state)
+}
+
+/// The admin API, behind its token (wrong ones throttled per client address).
+fn admin_routes(state: AppState) -> Router<AppState> {
+    Router::new()
         .route("/admin/conversations", get(admin::api::list))
         .route(
             "/admin/users/{wa_id}/role",
@@ -68,16 +81,13 @@ pub fn router(state: AppState) -> Router {
             "/admin/users/{wa_id}/forget",
             axum::routing::post(admin::api::forget),
         )
-        .merge(admin::console::routes())
         .route("/admin/prompts", get(admin::api::prompts))
         .route(
             "/admin/prompts/reload",
             axum::routing::post(admin::api::reload_prompts),
         )
-        .layer(RequestBodyTimeoutLayer::new(BODY_TIMEOUT))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            REQUEST_TIMEOUT,
+        .route_layer(axum::middleware::from_fn_with_state(
+            state,
+            admin::api::throttle_bearer,
         ))
-        .with_state(state)
 }

@@ -241,6 +241,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Replies answered with the agent's offline reply because every model failed [agent]",
     ),
     (
+        "zaguan_admin_refusals_total",
+        Kind::Counter,
+        "Admin API requests refused before their route ran [reason: throttled]",
+    ),
+    (
         "zaguan_offline_turns_total",
         Kind::Counter,
         "Turns served without a model, per assistant: by the offline engine, handed to the \

@@ -75,6 +75,40 @@ pub(crate) fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), Adm
     }
 }
 
+/// The name wrong bearer tokens are counted under, per client address.
+const BEARER: &str = "admin API bearer token";
+
+/// Around every `/admin/…` route: a client address that sent wrong tokens too often waits
+/// (429), like the console's sign-ins; a guessing script is slowed, nobody else is.
+pub async fn throttle_bearer(
+    State(state): State<AppState>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use crate::admin::throttle::{client_of, throttle};
+    use axum::response::IntoResponse as _;
+    let peer = peer.map(|axum::Extension(axum::extract::ConnectInfo(at))| at);
+    let Some(address) = client_of(&state, request.headers(), peer) else {
+        return next.run(request).await;
+    };
+    let now = std::time::Instant::now();
+    if !throttle().allows(address, BEARER, now) {
+        tracing::warn!(%address, "admin API refused: too many wrong tokens in the last minute");
+        metrics::counter!("zaguan_admin_refusals_total", "reason" => "throttled").increment(1);
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            Json(serde_json::json!({"error": "too many wrong tokens from this address; wait a minute"})),
+        )
+            .into_response();
+    }
+    let response = next.run(request).await;
+    if response.status() == StatusCode::UNAUTHORIZED {
+        throttle().failed(address, BEARER, now);
+    }
+    response
+}
+
 /// `GET /admin/conversations?state=&idle_for=&page=&limit=`.
 pub async fn list(
     State(state): State<AppState>,

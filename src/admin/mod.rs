@@ -5,3 +5,4 @@ pub mod cli;
 pub mod console;
 pub mod export;
 pub mod operations;
+pub mod throttle;

@@ -1053,3 +1053,38 @@ async fn failed_sign_ins_lock_out_only_their_account_from_their_address() {
         "the same account from another address signs in"
     );
 }
+
+/// Wrong bearer tokens are limited per client address: the address that sent them waits (429,
+/// even with the right token, for a minute); another address is answered.
+#[tokio::test]
+async fn wrong_bearer_tokens_slow_down_only_their_address() {
+    let config = zaguan::config::Config::from_vars(
+        [(
+            "ZAGUAN_CLIENT_IP_HEADER".to_owned(),
+            "X-Forwarded-For".to_owned(),
+        )]
+        .into(),
+    )
+    .unwrap();
+    let app = app(Arc::new(zaguan::store::MemoryStore::new()), Some(TOKEN))
+        .with_state(|state| state.with_config(config));
+    let list = async |from: &str, token: &str| {
+        let request = axum::http::Request::get("/admin/conversations")
+            .header("authorization", format!("Bearer {token}"))
+            .header("x-forwarded-for", from)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        app.request(request).await.0
+    };
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(list("203.0.113.80", "guess").await);
+    }
+    assert_eq!(statuses[..5], [StatusCode::UNAUTHORIZED; 5], "{statuses:?}");
+    assert_eq!(statuses[5..], [StatusCode::TOO_MANY_REQUESTS; 3], "{statuses:?}");
+    assert_eq!(
+        list("203.0.113.80", TOKEN).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(list("198.51.100.80", TOKEN).await, StatusCode::OK);
+}

@@ -10,7 +10,6 @@ pub mod session;
 mod actions;
 mod pages;
 mod sign_in;
-mod throttle;
 
 use actions::*;
 use pages::*;

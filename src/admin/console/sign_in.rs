@@ -9,15 +9,14 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
 use std::net::SocketAddr;
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use axum::Extension;
 use axum::extract::ConnectInfo;
 use subtle::ConstantTimeEq;
 
-use super::throttle::{SignInThrottle, client_address};
 use super::*;
+use crate::admin::throttle::{client_of, throttle};
 
 pub(super) async fn sign_in_form(
     State(state): State<AppState>,
@@ -32,12 +31,6 @@ pub(super) struct SignInForm {
     token: String,
 }
 
-/// This process's failed sign-ins.
-pub(super) fn throttle() -> &'static SignInThrottle {
-    static THROTTLE: OnceLock<SignInThrottle> = OnceLock::new();
-    THROTTLE.get_or_init(SignInThrottle::default)
-}
-
 pub(super) async fn sign_in(
     State(state): State<AppState>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
@@ -48,22 +41,20 @@ pub(super) async fn sign_in(
     let Some(token) = state.admin_token.as_deref() else {
         return Err(ConsoleError::Off);
     };
-    let header = state
-        .config
-        .as_ref()
-        .and_then(|config| config.client_ip_header.as_deref());
-    let address = client_address(&headers, peer.map(|Extension(ConnectInfo(at))| at), header);
+    let address = client_of(&state, &headers, peer.map(|Extension(ConnectInfo(at))| at));
+    if let Some(address) = address
+        && !throttle().allows(address, &form.operator, Instant::now())
     {
-        if !throttle().allows(address, &form.operator, Instant::now()) {
-            tracing::warn!(%address, operator = %form.operator.trim(), "console sign-in refused: too many failed attempts in the last minute");
-            metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "throttled")
-                .increment(1);
-            return Ok((
-                StatusCode::TOO_MANY_REQUESTS,
-                render("sign_in.html", json!({"error": "Too many failed attempts; wait a minute.", "name": form.operator}))?,
-            )
-                .into_response());
-        }
+        tracing::warn!(%address, operator = %form.operator.trim(), "console sign-in refused: too many failed attempts in the last minute");
+        metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "throttled").increment(1);
+        return Ok((
+            StatusCode::TOO_MANY_REQUESTS,
+            render(
+                "sign_in.html",
+                json!({"error": "Too many failed attempts; wait a minute.", "name": form.operator}),
+            )?,
+        )
+            .into_response());
     }
     let operator: String = form
         .operator
@@ -80,7 +71,9 @@ pub(super) async fn sign_in(
             .ct_eq(token.expose_secret().as_bytes()),
     );
     if !right || operator.is_empty() {
-        throttle().failed(address, &form.operator, Instant::now());
+        if let Some(address) = address {
+            throttle().failed(address, &form.operator, Instant::now());
+        }
         tracing::warn!(operator = %operator, "console sign-in failed: wrong token or no name");
         metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "failed").increment(1);
         return Ok((

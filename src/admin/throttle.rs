@@ -1,9 +1,10 @@
-//! Failed sign-ins, limited where they come from: per client address, and per account from
-//! that address. Never globally, and never for an account from everywhere — either would let
-//! anyone lock the operators out by failing on purpose.
+//! Failed sign-ins (the console's form, the admin API's bearer token), limited where they come
+//! from: per client address, and per account from that address. Never globally, and never for
+//! an account from everywhere — either would let anyone lock the operators out by failing on
+//! purpose.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,25 @@ pub const PER_ACCOUNT: usize = 5;
 pub const WINDOW: Duration = Duration::from_secs(60);
 /// Most addresses and accounts remembered; past it, the quiet ones are forgotten first.
 const MAX_TRACKED: usize = 10_000;
+
+/// This process's failed sign-ins, the console's and the admin API's together.
+pub fn throttle() -> &'static SignInThrottle {
+    static THROTTLE: std::sync::OnceLock<SignInThrottle> = std::sync::OnceLock::new();
+    THROTTLE.get_or_init(SignInThrottle::default)
+}
+
+/// The client address of a request to this process: see [`client_address`].
+pub fn client_of(
+    state: &crate::state::AppState,
+    headers: &HeaderMap,
+    peer: Option<SocketAddr>,
+) -> Option<IpAddr> {
+    let header = state
+        .config
+        .as_ref()
+        .and_then(|config| config.client_ip_header.as_deref());
+    client_address(headers, peer, header)
+}
 
 /// The failures of the last [`WINDOW`], by address and by account from an address.
 #[derive(Default)]
@@ -103,20 +123,19 @@ fn key(account: &str) -> String {
 
 /// The client's address: the last one in `header` (what the proxy in front appended), when
 /// the deployment names such a header (`ZAGUAN_CLIENT_IP_HEADER`), else the connection's peer.
-/// Unknown (no peer, no header): the unspecified address, all such clients together.
+/// `None` only for a request that came through no connection (served in-process, in tests):
+/// such requests are not limited.
 pub fn client_address(
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
     header: Option<&str>,
-) -> IpAddr {
+) -> Option<IpAddr> {
     let from_header = header
         .and_then(|name| headers.get_all(name).iter().next_back())
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.rsplit(',').next())
         .and_then(|last| last.trim().parse::<IpAddr>().ok());
-    from_header
-        .or(peer.map(|peer| peer.ip()))
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+    from_header.or(peer.map(|peer| peer.ip()))
 }
 
 #[cfg(test)]
@@ -182,16 +201,16 @@ mod tests {
         let peer = Some("10.0.0.2:40000".parse().unwrap());
         assert_eq!(
             client_address(&headers, peer, Some("x-forwarded-for")),
-            ip("203.0.113.7")
+            Some(ip("203.0.113.7"))
         );
         assert_eq!(
             client_address(&headers, peer, None),
-            ip("10.0.0.2"),
+            Some(ip("10.0.0.2")),
             "a header nobody vouches for is ignored"
         );
         assert_eq!(
             client_address(&HeaderMap::new(), None, Some("x-forwarded-for")),
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+            None
         );
     }
 }
