@@ -54,6 +54,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A command piped into `head` stops quietly when the reader goes, as command-line tools
+    // do, instead of panicking on the closed pipe. The server keeps Rust's default (SIGPIPE
+    // ignored): a client gone is an error to handle, not a reason to exit.
+    #[cfg(unix)]
+    if !matches!(cli.command, Command::Serve(_)) {
+        // SAFETY: sets one signal's action back to the default, before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     // Before the configuration: a probe must not fail on variables it does not use.
     if let Command::Healthcheck(args) = &cli.command {
         return admin::cli::healthcheck::run(args);

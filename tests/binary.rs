@@ -747,3 +747,21 @@ fn chat_searches_books_and_cancels_a_visit_on_the_demo_data() {
         );
     }
 }
+
+/// `zaguan prompts check | head -1`: the command stops quietly when the reader goes, without a
+/// panic on the closed pipe.
+#[test]
+fn a_command_piped_into_a_reader_that_stops_early_exits_quietly() {
+    let mut child = zaguan()
+        .args(["prompts", "check"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes before reading anything.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+}

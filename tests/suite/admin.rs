@@ -1081,7 +1081,11 @@ async fn wrong_bearer_tokens_slow_down_only_their_address() {
         statuses.push(list("203.0.113.80", "guess").await);
     }
     assert_eq!(statuses[..5], [StatusCode::UNAUTHORIZED; 5], "{statuses:?}");
-    assert_eq!(statuses[5..], [StatusCode::TOO_MANY_REQUESTS; 3], "{statuses:?}");
+    assert_eq!(
+        statuses[5..],
+        [StatusCode::TOO_MANY_REQUESTS; 3],
+        "{statuses:?}"
+    );
     assert_eq!(
         list("203.0.113.80", TOKEN).await,
         StatusCode::TOO_MANY_REQUESTS
