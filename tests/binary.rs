@@ -507,7 +507,8 @@ fn the_readme_transcript_is_what_chat_answers_without_a_model() {
 }
 
 /// A transcript without what changes from day to day: the slots' days, hours and staff, the
-/// appointment's id, and the slots after the first (how many are left this week varies).
+/// appointment's id, how long ago the listing was published, and the slots after the first
+/// (how many are left this week varies).
 fn stable(transcript: &str) -> String {
     let rules = [
         (
@@ -517,6 +518,8 @@ fn stable(transcript: &str) -> String {
         (r"\d{2}:\d{2}", "HH:MM"),
         (r"con [A-ZÁÉÍÓÚÑ][a-záéíóúñ]+", "con STAFF"),
         (r"A-P\d+-\d+-[0-9a-f]+", "A-ID"),
+        // The demo's listings are dated from today, and the days since depend on the hour.
+        (r"hace \d+ días", "hace N días"),
         (r"\n +[2-9]\) DAY · HH:MM — [^\n]*", ""),
     ];
     let mut text = transcript.to_owned();
