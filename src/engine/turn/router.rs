@@ -22,40 +22,46 @@ impl Engine {
         state: &State,
         agent: &Agent,
     ) -> Option<(&'a Agent, NewMessage)> {
-        if agent.kind != AgentKind::Primary || !state.dialog_state.is_primary() {
-            return None;
-        }
-        let text = unanswered_user_text(state)?;
-        let target = set.agents.fast_route(text, agent, state.user.role)?;
-        let call = delegation_call(&target.name, text);
-        Some((
-            target,
-            self.ai_message(&state.wa_id, "", &agent.name, vec![call]),
-        ))
+        self.delegation(state, agent, |text| {
+            set.agents.fast_route(text, agent, state.user.role)
+        })
     }
 
     /// Offline, where the fast path is unsure and no model will decide: the primary
-    /// delegates to the subgraph the router reads as most likely, when clear enough.
+    /// delegates to the subgraph the router reads as most likely, when clear enough, else to
+    /// the one the offline engine names by the domain's words.
     pub(super) fn offline_delegation<'a>(
         &self,
         set: &'a Assistants,
         state: &State,
         agent: &Agent,
     ) -> Option<(&'a Agent, NewMessage)> {
+        self.delegation(state, agent, |text| {
+            set.agents
+                .offline_route(text, agent, state.user.role)
+                .or_else(|| {
+                    let name = self
+                        .offline
+                        .as_ref()?
+                        .route(&self.offline_turn(set, state, agent))?;
+                    set.agents.get(name)
+                })
+        })
+    }
+
+    /// The primary's `To<X>Assistant` call for the user's unanswered message, to the subgraph
+    /// `route` reads it as.
+    fn delegation<'a>(
+        &self,
+        state: &State,
+        agent: &Agent,
+        route: impl FnOnce(&str) -> Option<&'a Agent>,
+    ) -> Option<(&'a Agent, NewMessage)> {
         if agent.kind != AgentKind::Primary || !state.dialog_state.is_primary() {
             return None;
         }
         let text = unanswered_user_text(state)?;
-        let target = set
-            .agents
-            .offline_route(text, agent, state.user.role)
-            .or_else(|| {
-                let name = self
-                    .offline
-                    .as_ref()?
-                    .route(&self.offline_turn(set, state, agent))?;
-                set.agents.get(name)
-            })?;
+        let target = route(text)?;
         let call = delegation_call(&target.name, text);
         Some((
             target,

@@ -76,6 +76,17 @@ fn expected_spec(spec: &str) -> Criteria {
     c
 }
 
+/// The cases read wrong, each with what was wanted and what was read.
+fn misread(cases: &[(&str, Criteria)], places: &Places) -> Vec<String> {
+    cases
+        .iter()
+        .filter_map(|(text, want)| {
+            let got = read_sorted(text, places);
+            (got != *want).then(|| format!("{text}\n  want {want:?}\n  got  {got:?}"))
+        })
+        .collect()
+}
+
 fn read_sorted(text: &str, places: &Places) -> Criteria {
     let mut read = criteria::read(text, places);
     read.amenities.sort();
@@ -89,13 +100,7 @@ fn every_phrasing_of_a_search_yields_its_criteria() {
         "../../../tests/data/offline/search_phrasings.tsv"
     ));
     assert!(cases.len() >= 80, "{} phrasings", cases.len());
-    let wrong: Vec<String> = cases
-        .iter()
-        .filter_map(|(text, want)| {
-            let got = read_sorted(text, &places);
-            (got != *want).then(|| format!("{text}\n  want {want:?}\n  got  {got:?}"))
-        })
-        .collect();
+    let wrong = misread(&cases, &places);
     assert!(wrong.is_empty(), "{}\n{}", wrong.len(), wrong.join("\n"));
 }
 
@@ -106,13 +111,7 @@ fn most_held_out_phrasings_yield_their_criteria() {
     let cases = cases(include_str!(
         "../../../tests/data/offline/search_phrasings_held_out.tsv"
     ));
-    let wrong: Vec<String> = cases
-        .iter()
-        .filter_map(|(text, want)| {
-            let got = read_sorted(text, &places);
-            (got != *want).then(|| format!("{text}\n  want {want:?}\n  got  {got:?}"))
-        })
-        .collect();
+    let wrong = misread(&cases, &places);
     let right = cases.len() - wrong.len();
     eprintln!(
         "held-out phrasings: {right}/{} read right\n{}",
