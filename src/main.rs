@@ -46,6 +46,8 @@ enum Command {
     Conversations(admin::cli::conversations::ConversationsArgs),
     /// Erase what is stored about one WhatsApp contact (`forget WA_ID`).
     Users(admin::cli::users::UsersArgs),
+    /// The agency's team: named operators of the console and the admin API.
+    Operators(admin::cli::operators::OperatorsArgs),
     /// Run the conversation tests (`tests/conversations/`): replayed, recorded or live.
     Test(admin::cli::test::TestArgs),
     /// Exit 0 when the local `zaguan serve` answers `GET /healthz` with 200 (container probes).
@@ -109,6 +111,7 @@ fn main() -> ExitCode {
             Command::Export(args) => admin::cli::export::run(args, config).await,
             Command::Conversations(args) => admin::cli::conversations::run(args, config).await,
             Command::Users(args) => admin::cli::users::run(args, config).await,
+            Command::Operators(args) => admin::cli::operators::run(args, config).await,
             Command::Test(args) => admin::cli::test::run(args, config).await,
             Command::Healthcheck(_) => unreachable!("answered before the configuration is read"),
         }

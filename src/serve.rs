@@ -1,6 +1,6 @@
 //! `zaguan serve`: the HTTP server, with the embedded or MongoDB store.
 
-use crate::startup::{build_engine, open_pool, open_realestate, open_store, outbound};
+use crate::startup::{build_engine, open_pool, open_realestate, open_store, open_team, outbound};
 use std::future::IntoFuture as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,6 +98,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         config.whatsapp.app_secret.clone(),
     )
     .with_admin_token(config.admin_token.clone())
+    .with_team(open_team(pool.as_ref()))
     .with_realestate(realestate)
     .with_lease(config.workers.lease)
     .with_secure_cookies(

@@ -296,6 +296,23 @@ pub fn open_store(pool: Option<&MongoPool>) -> Arc<dyn Store> {
     Arc::new(store)
 }
 
+/// The team (operators, console sessions): MongoDB over `pool` (indexes created in the
+/// background), else memory.
+pub fn open_team(pool: Option<&MongoPool>) -> Arc<dyn crate::admin::team::TeamStore> {
+    use crate::admin::team::{MemoryTeam, MongoTeam};
+    let Some(pool) = pool else {
+        return Arc::new(MemoryTeam::default());
+    };
+    let team = MongoTeam::new(pool.clone());
+    let indexer = team.clone();
+    tokio::spawn(async move {
+        if let Err(error) = indexer.ensure_indexes().await {
+            tracing::error!("team indexes not created: {error}");
+        }
+    });
+    Arc::new(team)
+}
+
 /// The business's data: MongoDB over `pool` (indexes created in the background), else an
 /// in-memory store loaded with the demo data set, so a fresh machine has properties to talk
 /// about (nothing of it is kept).

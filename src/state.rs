@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::extract::FromRef;
 use secrecy::SecretString;
 
+use crate::admin::team::{MemoryTeam, Team, TeamStore};
 use crate::engine::{Arrivals, PromptReloader};
 use crate::realestate::RealEstateStore;
 use crate::store::{Store, StoreClock};
@@ -50,6 +51,8 @@ pub struct AppState {
     /// The service's configuration, for what rebuilds the engine on the side (the console's
     /// "Save as a test"); `None` outside `zaguan serve`.
     pub config: Option<Arc<crate::config::Config>>,
+    /// Where the named operators and their console sessions are kept.
+    pub team: Arc<dyn TeamStore>,
 }
 
 impl AppState {
@@ -74,6 +77,7 @@ impl AppState {
             lease: Duration::from_secs(30),
             secure_cookies: false,
             config: None,
+            team: Arc::new(MemoryTeam::default()),
         }
     }
 
@@ -134,6 +138,17 @@ impl AppState {
     pub fn with_realestate(mut self, realestate: Arc<dyn RealEstateStore>) -> Self {
         self.realestate = Some(realestate);
         self
+    }
+
+    /// Keeps the team (operators, sessions) in `team`.
+    pub fn with_team(mut self, team: Arc<dyn TeamStore>) -> Self {
+        self.team = team;
+        self
+    }
+
+    /// The named operators, with the admin token as the bootstrap admin.
+    pub fn team(&self) -> Team {
+        Team::new(self.team.clone(), self.admin_token.clone())
     }
 
     /// Opens the admin API to holders of `token`.

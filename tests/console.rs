@@ -17,6 +17,7 @@ use common::graph::FakeGraph;
 use fantoccini::{Client, ClientBuilder, Locator};
 use secrecy::SecretString;
 use serde_json::json;
+use zaguan::admin::team::OperatorRole;
 use zaguan::agents::AgentRegistry;
 use zaguan::app::{AppState, router};
 use zaguan::domain::MessageRole;
@@ -328,6 +329,11 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         .with_admin_token(Some(SecretString::from(TOKEN.to_owned())))
         .with_prompts(reloader)
         .with_config(config);
+    let marta = state
+        .team()
+        .add("marta", OperatorRole::Admin, "test", Utc::now())
+        .await
+        .unwrap();
     let base = common::serve_local(router(state)).await;
     let graph = Arc::new(FakeGraph::default());
     let graph_base = common::graph::serve(graph.clone()).await;
@@ -352,12 +358,18 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
     screenshot(&client, "sign-in").await;
     let form = client.form(Locator::Css("#sign-in")).await.unwrap();
     form.set_by_name("operator", "Marta").await.unwrap();
-    form.set_by_name("token", "not-the-token").await.unwrap();
+    form.set_by_name("password", "not-her-password")
+        .await
+        .unwrap();
     form.submit().await.unwrap();
-    assert!(text_of(&client, ".error").await.contains("Wrong token"));
+    assert!(
+        text_of(&client, ".error")
+            .await
+            .contains("Wrong name or password")
+    );
     let form = client.form(Locator::Css("#sign-in")).await.unwrap();
     form.set_by_name("operator", "Marta").await.unwrap();
-    form.set_by_name("token", TOKEN).await.unwrap();
+    form.set_by_name("password", &marta.password).await.unwrap();
     form.submit().await.unwrap();
     wait_path(&client, "/console").await;
     assert_eq!(
@@ -490,7 +502,7 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
     );
     let conversation = store.conversation(&stuck).await.unwrap().unwrap();
     assert!(conversation.dialog_state.is_primary());
-    assert_eq!(conversation.reset_by.as_deref(), Some("Marta"));
+    assert_eq!(conversation.reset_by.as_deref(), Some("marta"));
     element(&client, "#take").await.click().await.unwrap();
     element(&client, "#release").await;
     let handoff = store
@@ -500,7 +512,7 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         .unwrap()
         .handoff
         .unwrap();
-    assert_eq!(handoff.operator, "Marta");
+    assert_eq!(handoff.operator, "marta");
     let reply = client.form(Locator::Css("#reply")).await.unwrap();
     reply
         .set_by_name(

@@ -1,18 +1,20 @@
 //! The admin HTTP API (the README's endpoint table): operators find conversations stuck in a
-//! subgraph, look at one, and send it back to the primary agent. Bearer `ZAGUAN_ADMIN_TOKEN`,
-//! compared in constant time; without a configured token the routes do not exist (404), without the
-//! right token they answer 401. JSON with stable field names.
+//! subgraph, look at one, and send it back to the primary agent. Bearer `ZAGUAN_ADMIN_TOKEN` (the
+//! bootstrap admin, compared in constant time) or an operator's own token (`zaguan operators
+//! add`); without a configured admin token the routes do not exist (404), without a known token
+//! they answer 401, and 403 when the operator's role does not allow the call (viewers: none;
+//! operators: conversations, listings, prompts; admins: also exports and erasure). What is done
+//! is recorded under the token's operator. JSON with stable field names.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::json;
-use subtle::ConstantTimeEq;
 
+use crate::admin::team::{Identity, OperatorRole};
 use crate::engine::{PromptReloader, PromptStatus, Reloaded};
 use crate::realestate::listings::{self, Applied, ListingsError};
 use crate::state::AppState;
@@ -28,6 +30,7 @@ impl IntoResponse for AdminError {
                 StatusCode::UNAUTHORIZED,
                 "missing or wrong bearer token".to_owned(),
             ),
+            AdminError::Forbidden(why) => (StatusCode::FORBIDDEN, why),
             AdminError::BadRequest(why) => (StatusCode::BAD_REQUEST, why),
             AdminError::NotFound(what) => (StatusCode::NOT_FOUND, what),
             AdminError::Conflict(why) => (StatusCode::CONFLICT, why),
@@ -57,22 +60,36 @@ impl IntoResponse for AdminError {
     }
 }
 
-/// The caller holds the admin token.
-pub(crate) fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), AdminError> {
-    let Some(token) = &state.admin_token else {
+/// Who the bearer token belongs to (the bootstrap admin token or an operator's own), if their
+/// role allows at least `role`. Audit fields record this identity, never a name in the body.
+pub(crate) async fn authorize(
+    state: &AppState,
+    headers: &HeaderMap,
+    role: OperatorRole,
+) -> Result<Identity, AdminError> {
+    if state.admin_token.is_none() {
         return Err(AdminError::Disabled);
-    };
+    }
     let presented = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
-    let expected = token.expose_secret().as_bytes();
-    if presented.as_bytes().ct_eq(expected).into() {
-        Ok(())
-    } else {
-        Err(AdminError::Unauthorized)
+    let identity = state
+        .team()
+        .bearer(presented)
+        .await?
+        .ok_or(AdminError::Unauthorized)?;
+    if !identity.may(role) {
+        tracing::warn!(operator = %identity.name, role = identity.role.as_str(), needs = role.as_str(), "admin API refused for the operator's role");
+        return Err(AdminError::Forbidden(format!(
+            "{} is a {}; this needs an {}",
+            identity.name,
+            identity.role.as_str(),
+            role.as_str()
+        )));
     }
+    Ok(identity)
 }
 
 /// The name wrong bearer tokens are counted under, per client address.
@@ -115,7 +132,7 @@ pub async fn list(
     headers: HeaderMap,
     Query(params): Query<ListParams>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
-    authorize(&state, &headers)?;
+    authorize(&state, &headers, OperatorRole::Operator).await?;
     list_conversations(state.store.as_ref(), &params)
         .await
         .map(Json)
@@ -127,17 +144,14 @@ pub async fn show(
     headers: HeaderMap,
     Path(raw): Path<String>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
-    authorize(&state, &headers)?;
+    authorize(&state, &headers, OperatorRole::Operator).await?;
     show_conversation(state.store.as_ref(), &raw)
         .await
         .map(Json)
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct ResetBody {
-    /// Who resets it, for the record.
-    operator: Option<String>,
-}
+pub struct ResetBody {}
 
 /// `POST /admin/conversations/{wa_id}/reset`: back to the primary agent, history kept.
 pub async fn reset(
@@ -146,9 +160,9 @@ pub async fn reset(
     Path(raw): Path<String>,
     body: Option<Json<ResetBody>>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
-    authorize(&state, &headers)?;
-    let operator = body.and_then(|Json(b)| b.operator);
-    reset_conversation(state.store.as_ref(), &raw, operator.as_deref())
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    let _ = body;
+    reset_conversation(state.store.as_ref(), &raw, Some(&who.name))
         .await
         .map(Json)
 }
@@ -157,7 +171,6 @@ pub async fn reset(
 pub struct RoleBody {
     /// `owner`, `agent`, `prospect`, or `auto` (back to what the business data says).
     role: Option<String>,
-    operator: Option<String>,
 }
 
 /// `POST /admin/users/{wa_id}/role`: sets a contact's role by hand, recorded with who and when.
@@ -167,12 +180,12 @@ pub async fn role(
     Path(raw): Path<String>,
     body: Option<Json<RoleBody>>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
-    authorize(&state, &headers)?;
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
     let role = body
         .role
         .ok_or_else(|| AdminError::BadRequest("role is required".to_owned()))?;
-    set_role(state.store.as_ref(), &raw, &role, body.operator.as_deref())
+    set_role(state.store.as_ref(), &raw, &role, Some(&who.name))
         .await
         .map(Json)
 }
@@ -190,7 +203,7 @@ pub async fn prompts(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Json<PromptStatus>, AdminError> {
-    authorize(&state, &headers)?;
+    authorize(&state, &headers, OperatorRole::Operator).await?;
     Ok(Json(reloader(&state)?.status()))
 }
 
@@ -200,7 +213,8 @@ pub async fn reload_prompts(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Json<serde_json::Value>, AdminError> {
-    authorize(&state, &headers)?;
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    tracing::info!(operator = %who.name, "prompts reload asked through the admin API");
     let reloader = reloader(&state)?;
     let changed = match reloader.reload().await {
         Ok(Reloaded::Loaded { .. }) => true,
@@ -218,7 +232,6 @@ pub async fn reload_prompts(
 
 #[derive(Debug, Default, Deserialize)]
 pub struct TakeBody {
-    operator: Option<String>,
     /// `30m`, `2h`…: how long before it returns to the bot by itself (default
     /// `ZAGUAN_HANDOFF_TTL`).
     #[serde(rename = "for")]
@@ -233,12 +246,12 @@ pub async fn take(
     Path(raw): Path<String>,
     body: Option<Json<TakeBody>>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
-    authorize(&state, &headers)?;
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
     take_conversation(
         state.store.as_ref(),
         &raw,
-        body.operator.as_deref(),
+        Some(&who.name),
         body.for_.as_deref(),
         state.handoff_ttl,
     )
@@ -246,28 +259,20 @@ pub async fn take(
     .map(Json)
 }
 
-#[derive(Debug, Default, Deserialize)]
-pub struct OperatorBody {
-    operator: Option<String>,
-}
-
 /// `POST /admin/conversations/{wa_id}/release`: back to the bot.
 pub async fn release(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(raw): Path<String>,
-    body: Option<Json<OperatorBody>>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
-    authorize(&state, &headers)?;
-    let operator = body.and_then(|Json(b)| b.operator);
-    release_conversation(state.store.as_ref(), &raw, operator.as_deref())
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    release_conversation(state.store.as_ref(), &raw, Some(&who.name))
         .await
         .map(Json)
 }
 
 #[derive(Debug, Default, Deserialize)]
 pub struct MessageBody {
-    operator: Option<String>,
     text: Option<String>,
 }
 
@@ -280,12 +285,12 @@ pub async fn send_message(
     Path(raw): Path<String>,
     body: Option<Json<MessageBody>>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), AdminError> {
-    authorize(&state, &headers)?;
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
     let queued = operator_message(
         state.store.as_ref(),
         &raw,
-        body.operator.as_deref(),
+        Some(&who.name),
         body.text.as_deref().unwrap_or_default(),
     )
     .await?;
@@ -300,17 +305,16 @@ pub async fn send_follow_up(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(raw): Path<String>,
-    body: Option<Json<MessageBody>>,
+    _body: Option<Json<MessageBody>>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), AdminError> {
-    authorize(&state, &headers)?;
-    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
     let (templates, business) = state.templates_and_name();
     let queued = crate::admin::operations::operator_follow_up(
         state.store.as_ref(),
         &templates,
         &business,
         &raw,
-        body.operator.as_deref(),
+        Some(&who.name),
     )
     .await?;
     state.arrivals.wake();
@@ -343,10 +347,11 @@ pub async fn add_listings(
     headers: HeaderMap,
     body: String,
 ) -> Result<(StatusCode, Json<Applied>), AdminError> {
-    authorize(&state, &headers)?;
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
     let store = realestate(&state)?;
     let applied = listings::add(store, listings::parse(&body)?, Utc::now()).await?;
     tracing::info!(
+        operator = %who.name,
         added = applied.added.len(),
         "listings added through the admin API"
     );
@@ -361,7 +366,7 @@ pub async fn update_listing(
     Path(id): Path<String>,
     body: String,
 ) -> Result<Json<Applied>, AdminError> {
-    authorize(&state, &headers)?;
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
     let store = realestate(&state)?;
     let mut items = listings::parse(&body)?;
     let [patch] = items.as_mut_slice() else {
@@ -388,7 +393,7 @@ pub async fn update_listing(
                 }
                 other => other.into(),
             })?;
-    tracing::info!(listing = %id, cheaper = !applied.price_drops.is_empty(), "listing updated through the admin API");
+    tracing::info!(operator = %who.name, listing = %id, cheaper = !applied.price_drops.is_empty(), "listing updated through the admin API");
     Ok(Json(applied))
 }
 
@@ -408,7 +413,7 @@ pub async fn export(
     Query(query): Query<ExportQuery>,
 ) -> Result<Response, AdminError> {
     use crate::admin::export::{self, ExportFormat, ExportKind};
-    authorize(&state, &headers)?;
+    let who = authorize(&state, &headers, OperatorRole::Admin).await?;
     let kind = ExportKind::parse(&kind).ok_or_else(|| {
         AdminError::NotFound(format!("no export `{kind}`: leads, appointments or offers"))
     })?;
@@ -422,7 +427,7 @@ pub async fn export(
         ExportFormat::Csv => "text/csv; charset=utf-8",
         ExportFormat::Jsonl => "application/x-ndjson",
     };
-    tracing::info!(rows = rows.len(), "export served through the admin API");
+    tracing::info!(operator = %who.name, rows = rows.len(), "export served through the admin API");
     Ok(([(axum::http::header::CONTENT_TYPE, content_type)], body).into_response())
 }
 
@@ -432,7 +437,8 @@ pub async fn forget(
     headers: HeaderMap,
     Path(raw): Path<String>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
-    authorize(&state, &headers)?;
+    let who = authorize(&state, &headers, OperatorRole::Admin).await?;
     let counts = forget_user(state.store.as_ref(), &raw, state.lease).await?;
+    tracing::info!(operator = %who.name, deleted = counts.total(), "user forgotten through the admin API");
     Ok(Json(json!({"wa_id": raw, "deleted": counts})))
 }

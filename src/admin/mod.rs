@@ -5,4 +5,5 @@ pub mod cli;
 pub mod console;
 pub mod export;
 pub mod operations;
+pub mod team;
 pub mod throttle;

@@ -24,6 +24,8 @@ pub enum AdminError {
     /// No admin token configured: the admin API does not exist.
     Disabled,
     Unauthorized,
+    /// The caller's role does not allow it (403).
+    Forbidden(String),
     BadRequest(String),
     NotFound(String),
     /// The request is well formed but cannot be done as things are (409).
@@ -39,6 +41,7 @@ impl AdminError {
         match self {
             AdminError::Disabled | AdminError::NotFound(_) => StatusCode::NOT_FOUND,
             AdminError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AdminError::Forbidden(_) => StatusCode::FORBIDDEN,
             AdminError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AdminError::Conflict(_) => StatusCode::CONFLICT,
             AdminError::InvalidPrompts(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -53,9 +56,10 @@ impl std::fmt::Display for AdminError {
         match self {
             AdminError::Disabled => f.write_str("the admin API is off (no ZAGUAN_ADMIN_TOKEN)"),
             AdminError::Unauthorized => f.write_str("missing or wrong bearer token"),
-            AdminError::BadRequest(why) | AdminError::NotFound(why) | AdminError::Conflict(why) => {
-                f.write_str(why)
-            }
+            AdminError::BadRequest(why)
+            | AdminError::Forbidden(why)
+            | AdminError::NotFound(why)
+            | AdminError::Conflict(why) => f.write_str(why),
             AdminError::InvalidPrompts(problems) => f.write_str(&problems.join("\n")),
             AdminError::Store(error) => write!(f, "{error}"),
         }

@@ -36,6 +36,19 @@ pub fn bearer() -> String {
     format!("Bearer {ADMIN_TOKEN}")
 }
 
+/// The `Authorization` header of `name`'s API token, added to `app`'s team as an operator on
+/// first use: what a test's `"operator"` acts as, since the API records the token's owner.
+pub async fn operator_token(app: &TestApp, name: &str) -> String {
+    use zaguan::admin::team::OperatorRole;
+    let team = app.state.team();
+    if team.store().operator(name).await.unwrap().is_some() {
+        // A fresh token for a known name (the old one is not kept in clear anywhere).
+        let issued = team.reset(name, "test", chrono::Utc::now()).await.unwrap();
+        return format!("Bearer {}", issued.token);
+    }
+    app.operator(name, OperatorRole::Operator).await.1
+}
+
 /// A database of its own on the MongoDB of `MONGODB_URI`, dropped by [`TestMongo::drop`].
 pub struct TestMongo {
     pub store: MongoStore,
@@ -93,6 +106,8 @@ pub enum Backend {
 pub struct Stores {
     pub store: Arc<dyn Store>,
     pub realestate: Arc<dyn zaguan::realestate::RealEstateStore>,
+    /// The team's operators and console sessions.
+    pub team: Arc<dyn zaguan::admin::team::TeamStore>,
     mongo: Option<TestMongo>,
 }
 
@@ -104,15 +119,19 @@ impl Stores {
             Backend::Memory => Some(Self {
                 store: Arc::new(MemoryStore::new()),
                 realestate: Arc::new(zaguan::realestate::MemoryRealEstate::new()),
+                team: Arc::new(zaguan::admin::team::MemoryTeam::default()),
                 mongo: None,
             }),
             Backend::Mongo => {
                 let db = TestMongo::new().await?;
                 let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
                 realestate.ensure_indexes().await.unwrap();
+                let team = zaguan::admin::team::MongoTeam::new(db.store.pool().clone());
+                team.ensure_indexes().await.unwrap();
                 Some(Self {
                     store: Arc::new(db.store.clone()),
                     realestate: Arc::new(realestate),
+                    team: Arc::new(team),
                     mongo: Some(db),
                 })
             }
@@ -134,6 +153,13 @@ impl Stores {
                 .unwrap();
         }
         self.store.clone()
+    }
+
+    /// The MongoDB database's name (for the binary's `MONGODB_DATABASE`); `None` in memory.
+    pub fn database_name(&self) -> Option<String> {
+        self.mongo
+            .as_ref()
+            .map(|db| db.store.database().name().to_owned())
     }
 
     pub async fn close(self) {
@@ -252,6 +278,22 @@ impl TestApp {
         self.with_state(|state| {
             state.with_admin_token(token.map(|t| SecretString::from(t.to_owned())))
         })
+    }
+
+    /// A named operator of this app's team, and the `Authorization` header of their token.
+    pub async fn operator(
+        &self,
+        name: &str,
+        role: zaguan::admin::team::OperatorRole,
+    ) -> (zaguan::admin::team::Issued, String) {
+        let issued = self
+            .state
+            .team()
+            .add(name, role, "test", chrono::Utc::now())
+            .await
+            .unwrap();
+        let auth = format!("Bearer {}", issued.token);
+        (issued, auth)
     }
 
     /// An admin API call: status and JSON body (`Null` when the body is not JSON).

@@ -18,6 +18,7 @@ use zaguan::store::{InboxStatus, NewMessage, Store};
 
 const TOKEN: &str = common::ADMIN_TOKEN;
 use common::bearer;
+use zaguan::admin::team::OperatorRole;
 
 /// The real binary against the test's MongoDB database, logging errors only.
 fn cli_on(database: &str) -> std::process::Command {
@@ -216,8 +217,8 @@ async fn a_stuck_conversation_is_found_shown_and_reset(store: Arc<dyn Store>) {
         &app,
         "POST",
         "/admin/conversations/34600000101/reset",
-        Some(&auth),
-        Some(r#"{"operator": "lucia"}"#),
+        Some(&common::operator_token(&app, "lucia").await),
+        Some(r#"{"operator": "someone else"}"#),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -534,21 +535,30 @@ async fn an_operator_sets_a_role_through_the_api(store: Arc<dyn Store>) {
         .admin("POST", uri, None, Some(r#"{"role": "owner"}"#))
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // A viewer reads the console only; the API refuses them whatever they ask.
+    let (_, viewer) = app.operator("pablo", OperatorRole::Viewer).await;
+    let (status, _) = app
+        .admin("POST", uri, Some(&viewer), Some(r#"{"role": "owner"}"#))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(store.user(&wa_id).await.unwrap().is_none(), "nothing set");
+    // The record names the token's operator, never a name typed in the body.
+    let (_, ana) = app.operator("ana", OperatorRole::Operator).await;
     let (status, body) = app
         .admin(
             "POST",
             uri,
-            Some(&auth),
-            Some(r#"{"role": "owner", "operator": "Ana"}"#),
+            Some(&ana),
+            Some(r#"{"role": "owner", "operator": "Someone Else"}"#),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["role"], "owner");
     assert_eq!(body["source"], "operator");
-    assert_eq!(body["set_by"], "Ana");
+    assert_eq!(body["set_by"], "ana");
     let user = store.user(&wa_id).await.unwrap().unwrap();
     assert_eq!(user.role, zaguan::domain::Role::Owner);
-    assert_eq!(user.role_set_by.as_deref(), Some("Ana"));
+    assert_eq!(user.role_set_by.as_deref(), Some("ana"));
     assert!(user.role_set_at.is_some());
     assert!(!user.role_follows_data());
     let conversation = store.conversation(&wa_id).await.unwrap().unwrap();
@@ -1002,7 +1012,7 @@ async fn a_user_is_forgotten_through_the_api() {
     assert!(store.conversation(&wa_id).await.unwrap().is_none());
 }
 
-/// Ten wrong tokens for one operator from one address lock neither another operator from that
+/// Ten wrong passwords for one operator from one address lock neither another operator from that
 /// address nor the same operator from another address (behind a proxy that names the client
 /// in `X-Forwarded-For`).
 #[tokio::test]
@@ -1017,18 +1027,22 @@ async fn failed_sign_ins_lock_out_only_their_account_from_their_address() {
     .unwrap();
     let app = app(Arc::new(zaguan::store::MemoryStore::new()), Some(TOKEN))
         .with_state(|state| state.with_config(config));
-    let sign_in = async |from: &str, operator: &str, token: &str| {
+    let (marta, _) = app.operator("marta", OperatorRole::Operator).await;
+    let (lucia, _) = app.operator("lucia", OperatorRole::Viewer).await;
+    let sign_in = async |from: &str, operator: &str, password: &str| {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("operator", operator)
+            .append_pair("password", password)
+            .finish();
         let request = axum::http::Request::post("/console/sign-in")
             .header("content-type", "application/x-www-form-urlencoded")
             .header("x-forwarded-for", format!("10.1.2.3, {from}"))
-            .body(axum::body::Body::from(format!(
-                "operator={operator}&token={token}"
-            )))
+            .body(axum::body::Body::from(body))
             .unwrap();
         app.request(request).await.0
     };
     for _ in 0..10 {
-        let status = sign_in("203.0.113.70", "Marta", "not-the-token").await;
+        let status = sign_in("203.0.113.70", "marta", "not-her-password").await;
         assert!(
             matches!(
                 status,
@@ -1038,17 +1052,17 @@ async fn failed_sign_ins_lock_out_only_their_account_from_their_address() {
         );
     }
     assert_eq!(
-        sign_in("203.0.113.70", "Marta", TOKEN).await,
+        sign_in("203.0.113.70", "marta", &marta.password).await,
         StatusCode::TOO_MANY_REQUESTS,
         "that account from that address waits"
     );
     assert_eq!(
-        sign_in("203.0.113.70", "Lucía", TOKEN).await,
+        sign_in("203.0.113.70", "lucia", &lucia.password).await,
         StatusCode::SEE_OTHER,
         "another account from the same address signs in"
     );
     assert_eq!(
-        sign_in("198.51.100.70", "Marta", TOKEN).await,
+        sign_in("198.51.100.70", "Marta", &marta.password).await,
         StatusCode::SEE_OTHER,
         "the same account from another address signs in"
     );

@@ -188,10 +188,16 @@ impl Desk {
         }
     }
 
+    /// An admin API call, with the token of the body's `operator` (added to the team on first
+    /// use), else the bootstrap admin's.
     async fn admin(&self, method: &str, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let auth = match body.as_ref().and_then(|b| b["operator"].as_str()) {
+            Some(name) => common::operator_token(&self.app, name).await,
+            None => bearer(),
+        };
         let body = body.map(|b| b.to_string());
         self.app
-            .admin(method, uri, Some(&bearer()), body.as_deref())
+            .admin(method, uri, Some(&auth), body.as_deref())
             .await
     }
 

@@ -38,4 +38,5 @@ mod reminders;
 mod requests;
 mod routing;
 mod store;
+mod team;
 mod voice;

@@ -8,6 +8,7 @@ pub mod events;
 pub mod export;
 pub mod healthcheck;
 pub mod listings;
+pub mod operators;
 pub mod prompts;
 pub mod templates;
 pub mod test;

@@ -30,8 +30,9 @@ pub(super) async fn reset(
     Path(raw): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
-    let who = checked(&state, &headers, &form.csrf)?;
-    operations::reset_conversation(state.store.as_ref(), &raw, Some(&who.session.operator)).await?;
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Operator).await?;
+    let raw = resolve(&state, &raw)?;
+    operations::reset_conversation(state.store.as_ref(), &raw, Some(&who.identity.name)).await?;
     Ok(done(&raw, "Sent back to the primary assistant."))
 }
 
@@ -41,11 +42,12 @@ pub(super) async fn take(
     Path(raw): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
-    let who = checked(&state, &headers, &form.csrf)?;
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Operator).await?;
+    let raw = resolve(&state, &raw)?;
     operations::take_conversation(
         state.store.as_ref(),
         &raw,
-        Some(&who.session.operator),
+        Some(&who.identity.name),
         None,
         state.handoff_ttl,
     )
@@ -62,9 +64,9 @@ pub(super) async fn release(
     Path(raw): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
-    let who = checked(&state, &headers, &form.csrf)?;
-    operations::release_conversation(state.store.as_ref(), &raw, Some(&who.session.operator))
-        .await?;
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Operator).await?;
+    let raw = resolve(&state, &raw)?;
+    operations::release_conversation(state.store.as_ref(), &raw, Some(&who.identity.name)).await?;
     Ok(done(&raw, "Released: the bot answers again."))
 }
 
@@ -82,11 +84,12 @@ pub(super) async fn reply(
     Path(raw): Path<String>,
     Form(form): Form<ReplyForm>,
 ) -> Result<Response, ConsoleError> {
-    let who = checked(&state, &headers, &form.csrf)?;
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Operator).await?;
+    let raw = resolve(&state, &raw)?;
     operations::operator_message(
         state.store.as_ref(),
         &raw,
-        Some(&who.session.operator),
+        Some(&who.identity.name),
         &form.text,
     )
     .await?;
@@ -102,14 +105,15 @@ pub(super) async fn follow_up(
     Path(raw): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
-    let who = checked(&state, &headers, &form.csrf)?;
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Operator).await?;
+    let raw = resolve(&state, &raw)?;
     let (templates, business) = state.templates_and_name();
     operations::operator_follow_up(
         state.store.as_ref(),
         &templates,
         &business,
         &raw,
-        Some(&who.session.operator),
+        Some(&who.identity.name),
     )
     .await?;
     state.arrivals.wake();
@@ -121,7 +125,14 @@ pub(super) async fn forget_form(
     headers: HeaderMap,
     Path(raw): Path<String>,
 ) -> Result<Html<String>, ConsoleError> {
-    let who = signed_in(&state, &headers)?;
+    let who = signed_in(&state, &headers).await?;
+    if !who.identity.may(OperatorRole::Admin) {
+        return Err(ConsoleError::NotAllowed(
+            who.identity.role,
+            OperatorRole::Admin,
+        ));
+    }
+    let raw = resolve(&state, &raw)?;
     render(
         "forget.html",
         who.context("conversations", json!({"wa_id": raw})),
@@ -134,9 +145,10 @@ pub(super) async fn forget(
     Path(raw): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
-    let who = checked(&state, &headers, &form.csrf)?;
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Admin).await?;
+    let raw = resolve(&state, &raw)?;
     let counts = operations::forget_user(state.store.as_ref(), &raw, state.lease).await?;
-    tracing::info!(operator = %who.session.operator, deleted = counts.total(), "user forgotten from the console");
+    tracing::info!(operator = %who.identity.name, deleted = counts.total(), "user forgotten from the console");
     Ok(redirect("/console/conversations"))
 }
 
@@ -145,7 +157,7 @@ pub(super) async fn reload(
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
-    let who = checked(&state, &headers, &form.csrf)?;
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Operator).await?;
     let reloader = state
         .prompts
         .as_ref()
@@ -155,6 +167,6 @@ pub(super) async fn reload(
         Ok(crate::engine::Reloaded::Unchanged { .. }) => "No change in the prompts folder.",
         Err(_) => "Refused: the running set stays (problems below).",
     };
-    tracing::info!(operator = %who.session.operator, "prompts reloaded from the console");
+    tracing::info!(operator = %who.identity.name, "prompts reloaded from the console");
     Ok(with_notice("/console/prompts", said))
 }

@@ -1,13 +1,19 @@
 //! The operators' console at `/console`: server-rendered pages over the same functions the
 //! admin API and the CLI call ([`crate::admin::operations`]) — a third face of them, never a second
-//! implementation. Off (404) without `ZAGUAN_ADMIN_TOKEN`; signed in with that token and the
-//! operator's name, then a signed session cookie ([`session`]). Every form that changes
-//! something carries the session's CSRF token. The only script keeps an open conversation's
+//! implementation. Off (404) without `ZAGUAN_ADMIN_TOKEN`. Named operators sign in with their
+//! password ([`crate::admin::team`]; the token signs in the bootstrap `admin`); the cookie names
+//! a server-side session, so signing out or disabling someone ends it at once. What a page offers
+//! follows the operator's role: viewers read with masked numbers, operators act, admins also
+//! manage the team and export. Every form that changes something carries the session's CSRF
+//! token. The only script keeps an open conversation's
 //! transcript current; every page works without it.
 
 pub mod session;
 
+mod refs;
+
 mod actions;
+mod operators;
 mod pages;
 mod sign_in;
 
@@ -28,8 +34,11 @@ use minijinja::Environment;
 use serde_json::{Value, json};
 
 use crate::admin::operations::AdminError;
+use crate::admin::team::{Identity, OperatorRole};
+use crate::domain::WaId;
 use crate::state::AppState;
-use session::{Session, Sessions};
+use refs::Refs;
+use subtle::ConstantTimeEq;
 
 /// A conversation counts as stuck on the overview after this long idle in an assistant.
 const STUCK_AFTER: &str = "30m";
@@ -57,6 +66,15 @@ pub fn routes() -> Router<AppState> {
             "/console/conversations/{wa_id}/forget",
             get(forget_form).post(forget),
         )
+        .route(
+            "/console/operators",
+            get(operators::operators).post(operators::add),
+        )
+        .route("/console/operators/{name}/reset", post(operators::reset))
+        .route(
+            "/console/operators/{name}/disable",
+            post(operators::disable),
+        )
         .route("/console/prompts", get(prompts))
         .route("/console/prompts/reload", post(reload))
 }
@@ -80,6 +98,7 @@ fn templates() -> &'static Environment<'static> {
             ("transcript.html", include_str!("templates/transcript.html")),
             ("forget.html", include_str!("templates/forget.html")),
             ("prompts.html", include_str!("templates/prompts.html")),
+            ("operators.html", include_str!("templates/operators.html")),
         ] {
             env.add_template(name, source)
                 .expect("the console's templates parse");
@@ -96,6 +115,8 @@ enum ConsoleError {
     SignIn,
     /// A form without this session's CSRF token.
     Forbidden,
+    /// The operator's role (first) does not allow what needs the second.
+    NotAllowed(OperatorRole, OperatorRole),
     Admin(AdminError),
     Render(String),
 }
@@ -122,6 +143,22 @@ impl IntoResponse for ConsoleError {
                 (
                     StatusCode::FORBIDDEN,
                     "refused: this form is stale or not ours; reload the page",
+                )
+                    .into_response()
+            }
+            ConsoleError::NotAllowed(has, needs) => {
+                tracing::warn!(
+                    role = has.as_str(),
+                    needs = needs.as_str(),
+                    "console action refused for the operator's role"
+                );
+                (
+                    StatusCode::FORBIDDEN,
+                    Html(format!(
+                        "<p>Refused: a {} cannot do this; it needs an {}.</p><p><a href=\"/console\">Back</a></p>",
+                        has.as_str(),
+                        needs.as_str()
+                    )),
                 )
                     .into_response()
             }
@@ -166,50 +203,118 @@ fn render(name: &str, context: Value) -> Result<Html<String>, ConsoleError> {
         .map_err(|e| ConsoleError::Render(format!("{name}: {e:#}")))
 }
 
-fn sessions(state: &AppState) -> Result<Sessions, ConsoleError> {
+/// The console exists only with an admin token (its bootstrap admin).
+fn console_on(state: &AppState) -> Result<(), ConsoleError> {
     state
         .admin_token
-        .as_deref()
-        .map(Sessions::new)
+        .as_ref()
+        .map(drop)
         .ok_or(ConsoleError::Off)
 }
 
 /// The signed-in operator, and what every page shows of them.
 struct SignedIn {
-    session: Session,
+    identity: Identity,
+    /// The session record's id, ended by signing out.
+    session: String,
     csrf: String,
+    refs: Refs,
 }
 
 impl SignedIn {
     fn context(&self, page: &str, mut extra: Value) -> Value {
-        extra["operator"] = json!(self.session.operator);
+        extra["operator"] = json!(self.identity.name);
+        extra["operator_role"] = json!(self.identity.role.as_str());
+        extra["can_act"] = json!(self.identity.may(OperatorRole::Operator));
+        extra["is_admin"] = json!(self.identity.may(OperatorRole::Admin));
         extra["csrf"] = json!(self.csrf);
         extra["nav"] = json!(page);
         extra
     }
-}
 
-fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<SignedIn, ConsoleError> {
-    let sessions = sessions(state)?;
-    let session = session::cookie_value(headers)
-        .and_then(|value| sessions.read(&value, Utc::now()))
-        .ok_or(ConsoleError::SignIn)?;
-    let csrf = sessions.csrf(&session);
-    Ok(SignedIn { session, csrf })
-}
+    /// Viewers see numbers masked, and link to conversations by sealed references.
+    fn masked(&self) -> bool {
+        !self.identity.may(OperatorRole::Operator)
+    }
 
-/// A state-changing form: signed in, and carrying this session's CSRF token.
-fn checked(state: &AppState, headers: &HeaderMap, csrf: &str) -> Result<SignedIn, ConsoleError> {
-    let who = signed_in(state, headers)?;
-    if sessions(state)?.csrf_ok(&who.session, csrf) {
-        Ok(who)
-    } else {
-        Err(ConsoleError::Forbidden)
+    /// How the page links to a conversation (`ref`) and shows its number (`shown`).
+    fn link(&self, wa_id: &str) -> (String, String) {
+        if self.masked() {
+            let shown = WaId::parse(wa_id).map_or_else(|_| "…".to_owned(), |w| w.masked());
+            (self.refs.seal(wa_id), shown)
+        } else {
+            (wa_id.to_owned(), wa_id.to_owned())
+        }
+    }
+
+    /// Adds `ref` and `shown` beside a row's `wa_id` (replaced by `shown` for viewers).
+    fn linked(&self, row: &mut Value) {
+        let wa_id = row["wa_id"].as_str().unwrap_or_default().to_owned();
+        let (reference, shown) = self.link(&wa_id);
+        row["ref"] = json!(reference);
+        row["shown"] = json!(shown);
+        if self.masked() {
+            row["wa_id"] = json!(shown);
+        }
     }
 }
 
+fn refs(state: &AppState) -> Result<Refs, ConsoleError> {
+    state
+        .admin_token
+        .as_deref()
+        .map(Refs::new)
+        .ok_or(ConsoleError::Off)
+}
+
+/// The number a page's path names: a number, or a viewer's sealed reference.
+fn resolve(state: &AppState, raw: &str) -> Result<String, ConsoleError> {
+    if Refs::is_sealed(raw) {
+        refs(state)?
+            .open(raw)
+            .ok_or_else(|| AdminError::NotFound(format!("no conversation {raw}")).into())
+    } else {
+        Ok(raw.to_owned())
+    }
+}
+
+async fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<SignedIn, ConsoleError> {
+    let refs = refs(state)?;
+    let Some(cookie) = session::cookie_value(headers) else {
+        return Err(ConsoleError::SignIn);
+    };
+    let signed = state
+        .team()
+        .session(&cookie, Utc::now())
+        .await?
+        .ok_or(ConsoleError::SignIn)?;
+    Ok(SignedIn {
+        identity: signed.identity,
+        session: signed.id,
+        csrf: signed.csrf,
+        refs,
+    })
+}
+
+/// A state-changing form: signed in with at least `role`, and carrying the session's CSRF token.
+async fn checked(
+    state: &AppState,
+    headers: &HeaderMap,
+    csrf: &str,
+    role: OperatorRole,
+) -> Result<SignedIn, ConsoleError> {
+    let who = signed_in(state, headers).await?;
+    if !bool::from(who.csrf.as_bytes().ct_eq(csrf.as_bytes())) {
+        return Err(ConsoleError::Forbidden);
+    }
+    if !who.identity.may(role) {
+        return Err(ConsoleError::NotAllowed(who.identity.role, role));
+    }
+    Ok(who)
+}
+
 async fn stylesheet(State(state): State<AppState>) -> Result<Response, ConsoleError> {
-    sessions(&state)?;
+    console_on(&state)?;
     Ok((
         [(CONTENT_TYPE, "text/css; charset=utf-8")],
         include_str!("templates/console.css"),

@@ -17,7 +17,7 @@ pub(super) async fn overview(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Html<String>, ConsoleError> {
-    let who = signed_in(&state, &headers)?;
+    let who = signed_in(&state, &headers).await?;
     let store = state.store.as_ref();
     let count = |params: ListParams| async move {
         operations::list_conversations(store, &params)
@@ -75,13 +75,15 @@ pub(super) async fn overview(
         .await?
         .iter()
         .map(|o| {
-            json!({
+            let mut row = json!({
                 "wa_id": o.wa_id.as_str(),
                 "at": o.at.format("%d/%m %H:%M UTC").to_string(),
                 "status": o.status.as_str(),
                 "kind": if o.template.is_some() { "template" } else if o.media.is_some() { "media" } else { "text" },
                 "why": o.error.as_ref().map(ToString::to_string).unwrap_or_default(),
-            })
+            });
+            who.linked(&mut row);
+            row
         })
         .collect();
     render(
@@ -187,7 +189,7 @@ pub(super) async fn conversations(
     headers: HeaderMap,
     Query(filters): Query<ListFilters>,
 ) -> Result<Html<String>, ConsoleError> {
-    let who = signed_in(&state, &headers)?;
+    let who = signed_in(&state, &headers).await?;
     let page = filters.page.unwrap_or(1).max(1);
     let narrowing = !(filters.role.is_empty() && filters.lang.is_empty() && filters.q.is_empty());
     // Role, language and name are read per conversation: with one of them, a wider page is
@@ -226,6 +228,7 @@ pub(super) async fn conversations(
         }
         row["name"] = json!(name);
         row["idle"] = json!(c["idle_seconds"].as_i64().map(idle).unwrap_or_default());
+        who.linked(&mut row);
         rows.push(row);
     }
     // A full page may have more behind it (a last page of exactly PAGE shows an empty next).
@@ -344,9 +347,11 @@ pub(super) async fn conversation(
     Path(raw): Path<String>,
     Query(notice): Query<NoticeQuery>,
 ) -> Result<Html<String>, ConsoleError> {
-    let who = signed_in(&state, &headers)?;
+    let who = signed_in(&state, &headers).await?;
+    let raw = resolve(&state, &raw)?;
     let mut view = conversation_view(&state, &raw).await?;
     view["notice"] = json!(notice.done);
+    who.linked(&mut view);
     render("conversation.html", who.context("conversations", view))
 }
 
@@ -361,7 +366,8 @@ pub(super) async fn transcript(
     headers: HeaderMap,
     Path(raw): Path<String>,
 ) -> Result<Html<String>, ConsoleError> {
-    signed_in(&state, &headers)?;
+    signed_in(&state, &headers).await?;
+    let raw = resolve(&state, &raw)?;
     let view = conversation_view(&state, &raw).await?;
     render("transcript.html", view)
 }
@@ -371,7 +377,7 @@ pub(super) async fn prompts(
     headers: HeaderMap,
     Query(notice): Query<NoticeQuery>,
 ) -> Result<Html<String>, ConsoleError> {
-    let who = signed_in(&state, &headers)?;
+    let who = signed_in(&state, &headers).await?;
     let reloader = state
         .prompts
         .as_ref()
@@ -405,7 +411,14 @@ pub(super) async fn export_test(
     Path((raw, file)): Path<(String, String)>,
 ) -> Result<axum::response::Response, ConsoleError> {
     use axum::response::IntoResponse as _;
-    signed_in(&state, &headers)?;
+    let who = signed_in(&state, &headers).await?;
+    if !who.identity.may(OperatorRole::Operator) {
+        return Err(ConsoleError::NotAllowed(
+            who.identity.role,
+            OperatorRole::Operator,
+        ));
+    }
+    let raw = resolve(&state, &raw)?;
     let wa_id = WaId::parse(&raw).map_err(|e| AdminError::BadRequest(format!("{raw}: {e}")))?;
     let (Some(config), Some(prompts)) = (state.config.as_ref(), state.prompts.as_ref()) else {
         return Err(AdminError::NotFound("no engine runs in this process".into()).into());

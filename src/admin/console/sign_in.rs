@@ -1,7 +1,8 @@
-//! Signing in and out: the token form, its failures' limit, the session cookie.
+//! Signing in and out: the name-and-password form, its failures' limit (per client address, and
+//! per account from that address, never for an account from everywhere), the session cookie.
 
 use crate::state::AppState;
-use axum::extract::{Form, State};
+use axum::extract::{Form, Query, State};
 use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -13,22 +14,31 @@ use std::time::Instant;
 
 use axum::Extension;
 use axum::extract::ConnectInfo;
-use subtle::ConstantTimeEq;
 
 use super::*;
 use crate::admin::throttle::{client_of, throttle};
 
+#[derive(Deserialize, Default)]
+pub(super) struct SignInQuery {
+    #[serde(default)]
+    operator: String,
+}
+
 pub(super) async fn sign_in_form(
     State(state): State<AppState>,
+    Query(query): Query<SignInQuery>,
 ) -> Result<Html<String>, ConsoleError> {
-    sessions(&state)?;
-    render("sign_in.html", json!({"name": ""}))
+    console_on(&state)?;
+    let name: String = query.operator.chars().take(40).collect();
+    render("sign_in.html", json!({"name": name}))
 }
 
 #[derive(Deserialize)]
 pub(super) struct SignInForm {
+    #[serde(default)]
     operator: String,
-    token: String,
+    #[serde(default)]
+    password: String,
 }
 
 pub(super) async fn sign_in(
@@ -37,56 +47,50 @@ pub(super) async fn sign_in(
     headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, ConsoleError> {
-    let sessions = sessions(&state)?;
-    let Some(token) = state.admin_token.as_deref() else {
-        return Err(ConsoleError::Off);
-    };
-    let address = client_of(&state, &headers, peer.map(|Extension(ConnectInfo(at))| at));
-    if let Some(address) = address
-        && !throttle().allows(address, &form.operator, Instant::now())
-    {
-        tracing::warn!(%address, operator = %form.operator.trim(), "console sign-in refused: too many failed attempts in the last minute");
-        metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "throttled").increment(1);
-        return Ok((
-            StatusCode::TOO_MANY_REQUESTS,
-            render(
-                "sign_in.html",
-                json!({"error": "Too many failed attempts; wait a minute.", "name": form.operator}),
-            )?,
-        )
-            .into_response());
-    }
-    let operator: String = form
+    console_on(&state)?;
+    let name: String = form
         .operator
         .trim()
         .chars()
         .filter(|c| !c.is_control())
         .take(40)
-        .collect();
-    use secrecy::ExposeSecret as _;
-    let right = bool::from(
-        form.token
-            .trim()
-            .as_bytes()
-            .ct_eq(token.expose_secret().as_bytes()),
-    );
-    if !right || operator.is_empty() {
+        .collect::<String>()
+        .to_lowercase();
+    let address = client_of(&state, &headers, peer.map(|Extension(ConnectInfo(at))| at));
+    if let Some(address) = address
+        && !throttle().allows(address, &name, Instant::now())
+    {
+        tracing::warn!(%address, operator = %name, "console sign-in refused: too many failed attempts in the last minute");
+        metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "throttled").increment(1);
+        return Ok((
+            StatusCode::TOO_MANY_REQUESTS,
+            render(
+                "sign_in.html",
+                json!({"error": "Too many failed attempts; wait a minute.", "name": name}),
+            )?,
+        )
+            .into_response());
+    }
+    let signed = state
+        .team()
+        .sign_in(&name, &form.password, Utc::now())
+        .await?;
+    let Some((signed, cookie)) = signed else {
         if let Some(address) = address {
-            throttle().failed(address, &form.operator, Instant::now());
+            throttle().failed(address, &name, Instant::now());
         }
-        tracing::warn!(operator = %operator, "console sign-in failed: wrong token or no name");
+        tracing::warn!(operator = %name, "console sign-in failed: wrong name or password, or disabled");
         metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "failed").increment(1);
         return Ok((
             StatusCode::UNAUTHORIZED,
             render(
                 "sign_in.html",
-                json!({"error": "Wrong token, or no name given.", "name": operator}),
+                json!({"error": "Wrong name or password.", "name": name}),
             )?,
         )
             .into_response());
-    }
-    let (_, cookie) = sessions.open(&operator, Utc::now());
-    tracing::info!(operator = %operator, "console sign-in");
+    };
+    tracing::info!(operator = %signed.identity.name, role = signed.identity.role.as_str(), "console sign-in");
     metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "ok").increment(1);
     Ok((
         StatusCode::SEE_OTHER,
@@ -107,13 +111,15 @@ pub(super) struct CsrfForm {
     pub(super) csrf: String,
 }
 
+/// Ends the session on the server (a copied cookie stops working too) and clears the cookie.
 pub(super) async fn sign_out(
     State(state): State<AppState>,
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, ConsoleError> {
-    let who = checked(&state, &headers, &form.csrf)?;
-    tracing::info!(operator = %who.session.operator, "console sign-out");
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Viewer).await?;
+    state.team().sign_out(&who.session).await?;
+    tracing::info!(operator = %who.identity.name, "console sign-out");
     Ok((
         StatusCode::SEE_OTHER,
         [

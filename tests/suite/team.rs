@@ -1,0 +1,307 @@
+//! The agency's team through the real router and the real binary: named operators sign in to the
+//! console and call the API with their own tokens; sign-out and disabling end a session on the
+//! server; viewers read with masked numbers and cannot act. On memory and on MongoDB.
+
+use crate::common::{self, Backend, Stores, TestApp};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use chrono::Utc;
+use zaguan::admin::team::OperatorRole;
+use zaguan::domain::WaId;
+use zaguan::store::{ContactSeen, HandoffReason};
+
+fn instance(stores: &Stores) -> TestApp {
+    let team = stores.team.clone();
+    TestApp::with_store(stores.store.clone())
+        .with_admin(Some(common::ADMIN_TOKEN))
+        .with_state(|state| state.with_team(team))
+}
+
+/// Signs in through the form: the session cookie (`name=value`), or the refusal's status.
+async fn sign_in(app: &TestApp, name: &str, password: &str) -> Result<String, StatusCode> {
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("operator", name)
+        .append_pair("password", password)
+        .finish();
+    let response = tower::ServiceExt::oneshot(
+        app.router.clone(),
+        Request::post("/console/sign-in")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(body))
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    if response.status() != StatusCode::SEE_OTHER {
+        return Err(response.status());
+    }
+    let cookie = response.headers()["set-cookie"].to_str().unwrap();
+    Ok(cookie.split(';').next().unwrap().to_owned())
+}
+
+async fn get(app: &TestApp, uri: &str, cookie: &str) -> (StatusCode, String) {
+    app.request(
+        Request::get(uri)
+            .header("cookie", cookie)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+}
+
+async fn post(app: &TestApp, uri: &str, cookie: &str, form: &str) -> (StatusCode, String) {
+    app.request(
+        Request::post(uri)
+            .header("cookie", cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(form.to_owned()))
+            .unwrap(),
+    )
+    .await
+}
+
+/// The CSRF token a page's forms carry.
+fn csrf_of(html: &str) -> String {
+    let at = html
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a CSRF token")
+        + 19;
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+async fn a_session_ends_at_sign_out_and_when_the_operator_is_disabled(backend: Backend) {
+    let Some(stores) = Stores::open(backend).await else {
+        return;
+    };
+    let app = instance(&stores);
+    let (marta, token) = app.operator("marta", OperatorRole::Operator).await;
+    assert_eq!(
+        sign_in(&app, "marta", "not-her-password").await,
+        Err(StatusCode::UNAUTHORIZED)
+    );
+    let cookie = sign_in(&app, "Marta", &marta.password).await.unwrap();
+    let (status, page) = get(&app, "/console", &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("marta"), "signed in as herself");
+    // The stored session is keyed by a digest: the cookie's value is nowhere in the database.
+    let value = cookie.split_once('=').unwrap().1;
+    assert!(stores.team.session(value).await.unwrap().is_none());
+
+    let (status, _) = post(&app, "/console/sign-out", &cookie, "csrf=wrong").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let csrf = csrf_of(&page);
+    let (status, _) = post(&app, "/console/sign-out", &cookie, &format!("csrf={csrf}")).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, _) = get(&app, "/console", &cookie).await;
+    assert_eq!(
+        status,
+        StatusCode::SEE_OTHER,
+        "a cookie is refused after sign-out"
+    );
+
+    // Disabled: her open session and her token stop at once, on every instance.
+    let cookie = sign_in(&app, "marta", &marta.password).await.unwrap();
+    let other_instance = instance(&stores);
+    assert_eq!(
+        get(&other_instance, "/console", &cookie).await.0,
+        StatusCode::OK
+    );
+    let (status, _) = app
+        .admin("GET", "/admin/conversations", Some(&token), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    app.state
+        .team()
+        .disable("marta", "test", Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        get(&other_instance, "/console", &cookie).await.0,
+        StatusCode::SEE_OTHER
+    );
+    let (status, _) = app
+        .admin("GET", "/admin/conversations", Some(&token), None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        sign_in(&app, "marta", &marta.password).await,
+        Err(StatusCode::UNAUTHORIZED)
+    );
+    stores.close().await;
+}
+
+#[tokio::test]
+async fn memory_a_session_ends_at_sign_out_and_when_the_operator_is_disabled() {
+    a_session_ends_at_sign_out_and_when_the_operator_is_disabled(Backend::Memory).await;
+}
+
+#[tokio::test]
+async fn mongo_a_session_ends_at_sign_out_and_when_the_operator_is_disabled() {
+    a_session_ends_at_sign_out_and_when_the_operator_is_disabled(Backend::Mongo).await;
+}
+
+async fn a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself(backend: Backend) {
+    let Some(stores) = Stores::open(backend).await else {
+        return;
+    };
+    let app = instance(&stores);
+    let wa_id = WaId::parse("34600111222").unwrap();
+    let now = Utc::now();
+    stores
+        .store
+        .record_contact(&ContactSeen {
+            wa_id: wa_id.clone(),
+            phone: Some("34600111222".into()),
+            user_id: None,
+            name: Some("Lucía".into()),
+            username: None,
+            seen_at: now,
+        })
+        .await
+        .unwrap();
+    stores
+        .store
+        .request_handoff(
+            &wa_id,
+            &HandoffReason {
+                at: now,
+                reason: "Quiere hablar con una persona".into(),
+                key: "test".into(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+
+    let (pablo, _) = app.operator("pablo", OperatorRole::Viewer).await;
+    let viewer = sign_in(&app, "pablo", &pablo.password).await.unwrap();
+    let (status, list) = get(&app, "/console/conversations", &viewer).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!list.contains("34600111222"), "no full number for a viewer");
+    assert!(list.contains("…1222"), "{list}");
+    let link = list
+        .split("href=\"/console/conversations/v")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a sealed link to the conversation");
+    let (status, page) = get(&app, &format!("/console/conversations/v{link}"), &viewer).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!page.contains("34600111222"));
+    assert!(page.contains("id=\"read-only\""));
+    assert!(
+        !page.contains("id=\"take\""),
+        "no action offered to a viewer"
+    );
+    let csrf = csrf_of(&page);
+    let (status, _) = post(
+        &app,
+        "/console/conversations/34600111222/take",
+        &viewer,
+        &format!("csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a viewer cannot act");
+    let conversation = stores.store.conversation(&wa_id).await.unwrap().unwrap();
+    assert!(conversation.handoff.is_none());
+
+    let (lucia, _) = app.operator("lucia", OperatorRole::Operator).await;
+    let operator = sign_in(&app, "lucia", &lucia.password).await.unwrap();
+    let (_, page) = get(&app, "/console/conversations/34600111222", &operator).await;
+    assert!(page.contains("34600111222"), "operators see the number");
+    let (status, _) = post(
+        &app,
+        "/console/conversations/34600111222/take",
+        &operator,
+        &format!("csrf={}", csrf_of(&page)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let conversation = stores.store.conversation(&wa_id).await.unwrap().unwrap();
+    assert_eq!(
+        conversation.handoff.map(|h| h.operator),
+        Some("lucia".to_owned()),
+        "recorded under the signed-in identity"
+    );
+    // Only admins manage the team.
+    let (status, _) = get(&app, "/console/operators", &operator).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    stores.close().await;
+}
+
+#[tokio::test]
+async fn memory_a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself() {
+    a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself(Backend::Memory).await;
+}
+
+#[tokio::test]
+async fn mongo_a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself() {
+    a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself(Backend::Mongo).await;
+}
+
+/// `zaguan operators add|list|disable|reset` against MongoDB: the password and token are
+/// printed once and stored only as hashes.
+#[tokio::test]
+async fn the_cli_manages_operators_on_mongodb() {
+    let Some(stores) = Stores::open(Backend::Mongo).await else {
+        return;
+    };
+    let database = stores.database_name().unwrap();
+    let run = |args: &[&str]| {
+        let output = common::zaguan()
+            .env("MONGODB_URI", std::env::var("MONGODB_URI").unwrap())
+            .env("MONGODB_DATABASE", &database)
+            .env("RUST_LOG", "error")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = run(&["operators", "add", "Ana", "--role", "operator"]);
+    assert!(ok, "{err}");
+    let field = |out: &str, name: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let password = field(&out, "password:");
+    let token = field(&out, "API token:");
+    let stored = stores.team.operator("ana").await.unwrap().unwrap();
+    assert_eq!(stored.role, OperatorRole::Operator);
+    assert!(stored.password_hash.starts_with("$argon2id$"));
+    assert!(!stored.password_hash.contains(&password));
+    assert_ne!(stored.token_hash, token);
+
+    let (ok, _, err) = run(&["operators", "add", "ana", "--role", "viewer"]);
+    assert!(!ok && err.contains("already exists"), "{err}");
+    let (ok, _, err) = run(&["operators", "add", "admin", "--role", "admin"]);
+    assert!(!ok && err.contains("bootstrap"), "{err}");
+
+    let app = instance(&stores);
+    assert!(sign_in(&app, "ana", &password).await.is_ok());
+    let (ok, out, _) = run(&["operators", "disable", "ana"]);
+    assert!(ok && out.contains("1 session(s) ended"), "{out}");
+    let (_, out, _) = run(&["operators", "list"]);
+    assert!(out.contains("ana") && out.contains("disabled"), "{out}");
+    assert!(sign_in(&app, "ana", &password).await.is_err());
+
+    let (ok, out, _) = run(&["operators", "reset", "ana"]);
+    assert!(ok);
+    let again = field(&out, "password:");
+    assert!(
+        sign_in(&app, "ana", &password).await.is_err(),
+        "the old password"
+    );
+    assert!(sign_in(&app, "ana", &again).await.is_ok());
+    let (_, out, _) = run(&["operators", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(listed["enabled"], true);
+    assert!(listed["last_sign_in_at"].is_string());
+    stores.close().await;
+}
