@@ -305,3 +305,94 @@ async fn the_cli_manages_operators_on_mongodb() {
     assert!(listed["last_sign_in_at"].is_string());
     stores.close().await;
 }
+
+async fn the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_there(backend: Backend) {
+    let Some(stores) = Stores::open(backend).await else {
+        return;
+    };
+    let app = instance(&stores);
+    let now = Utc::now();
+    // Three customers asked for a person 5, 40 and 20 minutes ago (the SLA is 15 minutes).
+    for (number, minutes, reason) in [
+        ("34600000501", 5, "Quiere negociar el precio"),
+        ("34600000502", 40, "Pregunta por una reforma"),
+        ("34600000503", 20, "Quiere hablar con una persona"),
+    ] {
+        let wa_id = WaId::parse(number).unwrap();
+        stores
+            .store
+            .record_contact(&ContactSeen {
+                wa_id: wa_id.clone(),
+                phone: Some(number.into()),
+                user_id: None,
+                name: None,
+                username: None,
+                seen_at: now - chrono::Duration::minutes(minutes),
+            })
+            .await
+            .unwrap();
+        stores
+            .store
+            .request_handoff(
+                &wa_id,
+                &HandoffReason {
+                    at: now - chrono::Duration::minutes(minutes),
+                    reason: reason.into(),
+                    key: number.into(),
+                },
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    let (lucia, _) = app.operator("lucia", OperatorRole::Operator).await;
+    let cookie = sign_in(&app, "lucia", &lucia.password).await.unwrap();
+    let (status, page) = get(&app, "/console/queue", &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    let order: Vec<usize> = ["34600000502", "34600000503", "34600000501"]
+        .iter()
+        .map(|n| page.find(&format!("data-wa=\"{n}\"")).expect(n))
+        .collect();
+    assert!(order[0] < order[1] && order[1] < order[2], "oldest first");
+    let late_rows = page.matches("class=\"late\"").count();
+    assert_eq!(late_rows, 2, "40 and 20 minutes are past a 15-minute SLA");
+    assert!(page.contains("Pregunta por una reforma"));
+
+    // Take the oldest from the queue: back to the queue, now under "With an operator".
+    let (status, answer) = app
+        .request(
+            Request::post("/console/conversations/34600000502/take")
+                .header("cookie", &cookie)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(Body::from(format!("csrf={}&back=queue", csrf_of(&page))))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{answer}");
+    let (_, rows) = get(&app, "/console/queue?rows=1", &cookie).await;
+    assert!(!rows.contains("<html"), "the table alone, for the refresh");
+    let taken = rows.split("id=\"taken\"").nth(1).unwrap();
+    assert!(
+        taken.contains("34600000502") && taken.contains("lucia (you)"),
+        "{taken}"
+    );
+    assert!(
+        !rows
+            .split("id=\"taken\"")
+            .next()
+            .unwrap()
+            .contains("34600000502"),
+        "no longer waiting"
+    );
+    stores.close().await;
+}
+
+#[tokio::test]
+async fn memory_the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_there() {
+    the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_there(Backend::Memory).await;
+}
+
+#[tokio::test]
+async fn mongo_the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_there() {
+    the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_there(Backend::Mongo).await;
+}

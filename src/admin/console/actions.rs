@@ -19,9 +19,14 @@ pub(super) fn with_notice(path: &str, what: &str) -> Response {
     redirect(&format!("{path}?{query}"))
 }
 
-/// After an action: back to the conversation, saying what was done.
-pub(super) fn done(raw: &str, what: &str) -> Response {
-    with_notice(&format!("/console/conversations/{raw}"), what)
+/// After an action: back to the queue when it came from there, else to the conversation,
+/// saying what was done.
+pub(super) fn done(raw: &str, what: &str, back: &str) -> Response {
+    if back == "queue" {
+        with_notice("/console/queue", what)
+    } else {
+        with_notice(&format!("/console/conversations/{raw}"), what)
+    }
 }
 
 pub(super) async fn reset(
@@ -33,7 +38,11 @@ pub(super) async fn reset(
     let who = checked(&state, &headers, &form.csrf, OperatorRole::Operator).await?;
     let raw = resolve(&state, &raw)?;
     operations::reset_conversation(state.store.as_ref(), &raw, Some(&who.identity.name)).await?;
-    Ok(done(&raw, "Sent back to the primary assistant."))
+    Ok(done(
+        &raw,
+        "Sent back to the primary assistant.",
+        &form.back,
+    ))
 }
 
 pub(super) async fn take(
@@ -55,6 +64,7 @@ pub(super) async fn take(
     Ok(done(
         &raw,
         "You have the conversation: the bot is silent until you release it.",
+        &form.back,
     ))
 }
 
@@ -67,13 +77,15 @@ pub(super) async fn release(
     let who = checked(&state, &headers, &form.csrf, OperatorRole::Operator).await?;
     let raw = resolve(&state, &raw)?;
     operations::release_conversation(state.store.as_ref(), &raw, Some(&who.identity.name)).await?;
-    Ok(done(&raw, "Released: the bot answers again."))
+    Ok(done(&raw, "Released: the bot answers again.", &form.back))
 }
 
 #[derive(Deserialize)]
 pub(super) struct ReplyForm {
     #[serde(default)]
     csrf: String,
+    #[serde(default)]
+    back: String,
     #[serde(default)]
     text: String,
 }
@@ -94,7 +106,7 @@ pub(super) async fn reply(
     )
     .await?;
     state.arrivals.wake();
-    Ok(done(&raw, "Reply queued for WhatsApp."))
+    Ok(done(&raw, "Reply queued for WhatsApp.", &form.back))
 }
 
 /// The follow-up template to a customer whose window closed: what the console offers when a
@@ -117,7 +129,11 @@ pub(super) async fn follow_up(
     )
     .await?;
     state.arrivals.wake();
-    Ok(done(&raw, "Follow-up template queued for WhatsApp."))
+    Ok(done(
+        &raw,
+        "Follow-up template queued for WhatsApp.",
+        &form.back,
+    ))
 }
 
 pub(super) async fn forget_form(

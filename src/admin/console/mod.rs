@@ -15,6 +15,7 @@ mod refs;
 mod actions;
 mod operators;
 mod pages;
+mod queue;
 mod sign_in;
 
 use actions::*;
@@ -50,6 +51,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/console.css", get(stylesheet))
         .route("/console/sign-in", get(sign_in_form).post(sign_in))
         .route("/console/sign-out", post(sign_out))
+        .route("/console/queue", get(queue::queue))
         .route("/console/conversations", get(conversations))
         .route("/console/conversations/{wa_id}", get(conversation))
         .route("/console/conversations/{wa_id}/transcript", get(transcript))
@@ -99,6 +101,8 @@ fn templates() -> &'static Environment<'static> {
             ("forget.html", include_str!("templates/forget.html")),
             ("prompts.html", include_str!("templates/prompts.html")),
             ("operators.html", include_str!("templates/operators.html")),
+            ("queue.html", include_str!("templates/queue.html")),
+            ("queue_rows.html", include_str!("templates/queue_rows.html")),
         ] {
             env.add_template(name, source)
                 .expect("the console's templates parse");

@@ -109,6 +109,9 @@ pub(super) async fn sign_in(
 pub(super) struct CsrfForm {
     #[serde(default)]
     pub(super) csrf: String,
+    /// `queue` when the form was on the queue page: the answer goes back there.
+    #[serde(default)]
+    pub(super) back: String,
 }
 
 /// Ends the session on the server (a copied cookie stops working too) and clears the cookie.

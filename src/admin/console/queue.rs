@@ -1,0 +1,132 @@
+//! `/console/queue`: the conversations waiting for a person, oldest first, with how long each
+//! has waited (past `ZAGUAN_HANDOFF_SLA` marked), the reason, the language and the assistant;
+//! then the ones an operator has, and who. Operators take, reply and release from here; the
+//! table refreshes itself every few seconds (`?rows=1` is the table alone).
+
+use crate::admin::operations::{self, ListParams};
+use crate::state::AppState;
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::Html;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::pages::idle;
+use super::*;
+
+/// The most conversations each part of the queue shows (the store's largest page).
+const SHOWN: usize = 200;
+
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct QueueQuery {
+    #[serde(default)]
+    rows: Option<u8>,
+    done: Option<String>,
+}
+
+fn at_of(value: &Value) -> Option<DateTime<Utc>> {
+    value
+        .as_str()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+pub(super) async fn queue(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<QueueQuery>,
+) -> Result<Html<String>, ConsoleError> {
+    let who = signed_in(&state, &headers).await?;
+    let now = Utc::now();
+    let sla = state
+        .config
+        .as_ref()
+        .map_or(crate::engine::handoff::DEFAULT_HANDOFF_SLA, |c| {
+            c.handoffs.sla
+        });
+    let sla = chrono::Duration::from_std(sla).unwrap_or(chrono::Duration::MAX);
+    let listed = |handoff: &'static str| {
+        let store = state.store.as_ref();
+        async move {
+            operations::list_conversations(
+                store,
+                &ListParams {
+                    handoff: Some(handoff.to_owned()),
+                    limit: Some(SHOWN),
+                    ..ListParams::default()
+                },
+            )
+            .await
+            .map(|page| {
+                page["conversations"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+        }
+    };
+    let mut waiting = Vec::new();
+    for c in listed("requested").await? {
+        let since = at_of(&c["handoff_requested"]["at"]).unwrap_or(now);
+        waiting.push((since, c));
+    }
+    waiting.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut rows = Vec::new();
+    for (since, c) in waiting {
+        let waited = (now - since).num_seconds().max(0);
+        let mut row = row_of(&state, &who, &c).await?;
+        row["waited"] = json!(idle(waited));
+        row["since"] = json!(since.format("%d/%m %H:%M UTC").to_string());
+        row["late"] = json!(now - since > sla);
+        row["reason"] = c["handoff_requested"]["reason"].clone();
+        rows.push(row);
+    }
+    let mut taken = Vec::new();
+    for c in listed("active").await? {
+        let mut row = row_of(&state, &who, &c).await?;
+        row["operator"] = c["handoff"]["operator"].clone();
+        row["until"] =
+            json!(at_of(&c["handoff"]["until"]).map(|t| t.format("%d/%m %H:%M UTC").to_string()));
+        row["mine"] = json!(c["handoff"]["operator"].as_str() == Some(&who.identity.name));
+        taken.push(row);
+    }
+    let context = who.context(
+        "queue",
+        json!({
+            "waiting": rows, "taken": taken, "notice": query.done,
+            "sla": idle(sla.num_seconds()), "shown": SHOWN,
+            "late": rows.iter().filter(|r| r["late"] == json!(true)).count(),
+            "now": now.format("%H:%M:%S UTC").to_string(),
+        }),
+    );
+    if query.rows == Some(1) {
+        render("queue_rows.html", context)
+    } else {
+        render("queue.html", context)
+    }
+}
+
+/// What the queue shows of a conversation besides its place: the link, the number (masked for
+/// viewers), the customer's name, language, assistant, and whether a reply can go out now.
+async fn row_of(state: &AppState, who: &SignedIn, c: &Value) -> Result<Value, ConsoleError> {
+    let mut row = json!({
+        "wa_id": c["wa_id"],
+        "lang": c["lang"],
+        "assistant": c["dialog_state"].as_array().and_then(|s| s.last()).cloned()
+            .unwrap_or(json!("primary_assistant")),
+    });
+    if let Ok(wa_id) = crate::domain::WaId::parse(c["wa_id"].as_str().unwrap_or_default()) {
+        row["name"] = json!(state.store.user(&wa_id).await?.and_then(|u| u.name));
+        let last = state
+            .store
+            .conversation(&wa_id)
+            .await?
+            .and_then(|c| c.last_inbound_at);
+        row["window_open"] = json!(
+            last.is_some_and(|at| Utc::now() - at < crate::outbound::governor::SERVICE_WINDOW)
+        );
+    }
+    who.linked(&mut row);
+    Ok(row)
+}
