@@ -71,7 +71,7 @@ pub(super) async fn queue(
         let since = at_of(&c["handoff_requested"]["at"]).unwrap_or(now);
         waiting.push((since, c));
     }
-    waiting.sort_by(|a, b| a.0.cmp(&b.0));
+    waiting.sort_by_key(|(since, _)| *since);
     let mut rows = Vec::new();
     for (since, c) in waiting {
         let waited = (now - since).num_seconds().max(0);
