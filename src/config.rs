@@ -68,6 +68,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_ADMIN_TOKEN",
     "ZAGUAN_PUBLIC_URL",
     "ZAGUAN_CLIENT_IP_HEADER",
+    "ZAGUAN_LLM_PRICES",
     "ZAGUAN_EVENTS_URL",
     "ZAGUAN_EVENTS_SECRET",
     "ZAGUAN_EVENTS_TYPES",
@@ -125,6 +126,9 @@ pub struct Config {
     /// e.g. `X-Forwarded-For`): the console's failed sign-ins are counted per client by it.
     /// `None`: the connection's peer is the client.
     pub client_ip_header: Option<String>,
+    /// What each model costs (`ZAGUAN_LLM_PRICES`, USD per million input/output tokens): the
+    /// console's reports turn tokens into money with it.
+    pub llm_prices: crate::admin::reports::Prices,
     /// Where business events go (`ZAGUAN_EVENTS_URL`); `None`: they are only recorded.
     pub events: Option<EventSettings>,
     /// A conversation in an assistant idle this long counts as stuck (metrics, log).
@@ -287,6 +291,11 @@ impl Config {
             .then(|| env.url("ZAGUAN_PUBLIC_URL", ""))
             .flatten();
         let mongodb = env.mongo();
+        let llm_prices = env.parsed(
+            "ZAGUAN_LLM_PRICES",
+            "",
+            crate::admin::reports::Prices::parse,
+        );
         let client_ip_header = env
             .get("ZAGUAN_CLIENT_IP_HEADER")
             .is_some()
@@ -410,6 +419,7 @@ impl Config {
             events,
             public_url: public_url.clone(),
             client_ip_header,
+            llm_prices: llm_prices.expect(checked),
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),
             handoffs: HandoffSettings {

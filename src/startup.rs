@@ -43,6 +43,7 @@ pub fn build_engine(
     usage: Option<UsageRecorder>,
 ) -> anyhow::Result<Engine> {
     let registry = load_prompts(config)?;
+    let decisions = usage.clone();
     let llm = llm_chain(config, usage)?;
     let engine = assemble_engine(
         config.engine.clone(),
@@ -52,6 +53,10 @@ pub fn build_engine(
         llm,
         Arc::new(registry),
     );
+    let engine = match decisions {
+        Some(log) => engine.with_call_log(Arc::new(log)),
+        None => engine,
+    };
     Ok(match voice_notes(config)? {
         Some(voice) => engine.with_voice_notes(Arc::new(voice)),
         None => engine,

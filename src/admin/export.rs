@@ -183,7 +183,7 @@ pub fn render(kind: ExportKind, rows: &[Value], format: ExportFormat, bom: bool)
 /// A text cell a spreadsheet will not run: one that starts like a formula (`=`, `+`, `-`, `@`,
 /// or a tab or carriage return before one) gets a leading `'`, which spreadsheets read as
 /// «this is text». A customer's profile name is theirs to choose, `=HYPERLINK(…)` included.
-fn inert(text: &str) -> String {
+pub(crate) fn inert(text: &str) -> String {
     if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{text}")
     } else {

@@ -5,5 +5,6 @@ pub mod cli;
 pub mod console;
 pub mod export;
 pub mod operations;
+pub mod reports;
 pub mod team;
 pub mod throttle;

@@ -55,6 +55,11 @@ impl CallOutcome {
     }
 }
 
+/// `llm_calls.provider` of a step an assistant took without a model: keywords or a tapped row.
+pub const FAST_PATH: &str = "fast_path";
+/// `llm_calls.provider` of a step served from the agency's data while no model answered.
+pub const OFFLINE: &str = "offline";
+
 /// One call to one provider (a retry or a fallback is a call of its own).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmCall {

@@ -6,7 +6,7 @@ mod clock;
 mod conversation;
 mod geo;
 mod ids;
-mod llm_call;
+pub mod llm_call;
 mod message;
 pub mod phrases;
 

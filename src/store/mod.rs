@@ -161,6 +161,9 @@ pub trait UserStore: Send + Sync + 'static {
     /// `prospect` on first sight) and `last_inbound_at` into `conversations`.
     async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()>;
 
+    /// How many contacts opted out (BAJA/STOP) in `[from, to)` and are still out.
+    async fn opt_outs_between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> StoreResult<u64>;
+
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>>;
 
     /// Gives a user a role (`users.role`, with who and when), copied onto the conversation
@@ -282,6 +285,15 @@ pub trait HistoryStore: Send + Sync + 'static {
         messages: Vec<NewMessage>,
         after: i64,
     ) -> StoreResult<Vec<StoredMessage>>;
+
+    /// The customers' and assistants' messages (not tool results) of every conversation in
+    /// `[from, to)`, oldest first, at most `limit`: what the agency's reports count.
+    async fn messages_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>>;
 }
 
 /// `outbox`: replies on their way to the Graph API, and their delivery statuses.
@@ -370,6 +382,15 @@ pub trait UsageStore: Send + Sync + 'static {
     /// Tokens (input and output) of a conversation's LLM calls since `since`: what its daily
     /// budget is measured against.
     async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64>;
+
+    /// Every conversation's LLM calls (and steps taken without a model) in `[from, to)`, at
+    /// most `limit`.
+    async fn llm_calls_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<LlmCall>>;
 }
 
 /// `leases` and `instances`: which process holds which conversation, and which processes are alive.

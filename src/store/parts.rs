@@ -101,6 +101,10 @@ impl InboxStore for StoreParts {
 
 #[async_trait]
 impl UserStore for StoreParts {
+    async fn opt_outs_between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> StoreResult<u64> {
+        self.users.opt_outs_between(from, to).await
+    }
+
     async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()> {
         self.users.record_contact(contact).await
     }
@@ -234,6 +238,15 @@ impl HistoryStore for StoreParts {
     ) -> StoreResult<Vec<StoredMessage>> {
         self.history.append_messages(messages, after).await
     }
+
+    async fn messages_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        self.history.messages_between(from, to, limit).await
+    }
 }
 
 #[async_trait]
@@ -317,6 +330,15 @@ impl UsageStore for StoreParts {
 
     async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64> {
         self.usage.llm_tokens_since(conversation, since).await
+    }
+
+    async fn llm_calls_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<LlmCall>> {
+        self.usage.llm_calls_between(from, to, limit).await
     }
 }
 

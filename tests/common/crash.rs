@@ -213,6 +213,15 @@ impl HistoryStore for CrashStore {
         self.crash.write()?;
         self.inner.append_messages(messages, after).await
     }
+
+    async fn messages_between(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        self.inner.messages_between(from, to, limit).await
+    }
 }
 
 #[async_trait]

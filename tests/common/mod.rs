@@ -12,6 +12,7 @@ pub mod proxy;
 pub mod rule_model;
 pub mod service;
 pub mod spec;
+pub mod traffic;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1163,6 +1163,15 @@ impl HistoryStore for CrashingStore {
         self.write().await?;
         self.inner.append_messages(m, after).await
     }
+
+    async fn messages_between(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        self.inner.messages_between(from, to, limit).await
+    }
 }
 
 #[async_trait]

@@ -35,6 +35,7 @@ mod prompt_reload;
 mod prompts;
 mod realestate_store;
 mod reminders;
+mod reports;
 mod requests;
 mod routing;
 mod store;

@@ -16,6 +16,7 @@ mod actions;
 mod operators;
 mod pages;
 mod queue;
+mod reports;
 mod sign_in;
 
 use actions::*;
@@ -52,6 +53,8 @@ pub fn routes() -> Router<AppState> {
         .route("/console/sign-in", get(sign_in_form).post(sign_in))
         .route("/console/sign-out", post(sign_out))
         .route("/console/queue", get(queue::queue))
+        .route("/console/reports", get(reports::page))
+        .route("/console/reports/{file}", get(reports::download))
         .route("/console/conversations", get(conversations))
         .route("/console/conversations/{wa_id}", get(conversation))
         .route("/console/conversations/{wa_id}/transcript", get(transcript))
@@ -102,6 +105,7 @@ fn templates() -> &'static Environment<'static> {
             ("prompts.html", include_str!("templates/prompts.html")),
             ("operators.html", include_str!("templates/operators.html")),
             ("queue.html", include_str!("templates/queue.html")),
+            ("reports.html", include_str!("templates/reports.html")),
             ("queue_rows.html", include_str!("templates/queue_rows.html")),
         ] {
             env.add_template(name, source)

@@ -11,6 +11,7 @@ use crate::agents::{Agent, AgentKind, PromptContext};
 use crate::domain::MessageRole;
 use crate::domain::ToolCall;
 use crate::domain::WaId;
+use crate::domain::llm_call::{FAST_PATH, OFFLINE};
 use crate::engine::history;
 use crate::engine::offline::{Keep, OfflineAnswer, OfflineTurn};
 use crate::engine::route::route_to_workflow;
@@ -89,6 +90,7 @@ impl Engine {
         metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
 
         if let Some(message) = self.tapped_route(set, state, agent) {
+            self.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
             return self.append(state, message).await;
         }
         if self.settings.fast_route
@@ -97,6 +99,7 @@ impl Engine {
             metrics::counter!("zaguan_fast_route_total", "agent" => target.name.clone())
                 .increment(1);
             tracing::info!(to = %target.name, "fast path: entered by the router");
+            self.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
             return self.append(state, message).await;
         }
         if self.settings.fast_route
@@ -107,6 +110,7 @@ impl Engine {
             metrics::counter!("zaguan_fast_leaves_total", "agent" => agent.name.clone())
                 .increment(1);
             tracing::info!(from = %agent.name, to = %target.name, "fast path: left for another assistant");
+            self.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
             return self.append(state, message).await;
         }
 
@@ -183,6 +187,9 @@ impl Engine {
                     .increment(1);
                 return self.set_dialog_state(state, DialogState::primary()).await;
             }
+        }
+        if message.is_none() {
+            self.decided_without_model(&state.wa_id, &agent.name, OFFLINE);
         }
         let message = match message {
             Some(message) => message,

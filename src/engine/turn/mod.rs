@@ -79,6 +79,9 @@ pub struct Engine {
     offline: Option<Arc<dyn OfflineAssistants>>,
     /// Whether a model answers, for the console.
     model_status: Arc<ModelStatus>,
+    /// Where steps taken without a model are recorded beside the model calls (`llm_calls`,
+    /// provider `fast_path` or `offline`), so reports can tell the shares apart.
+    decisions: Option<Arc<dyn crate::llm::CallLog>>,
 }
 
 /// The windows the last turns left, per conversation held (see [`TurnOptions::hold`]),
@@ -266,6 +269,32 @@ impl Engine {
             voice: None,
             offline: None,
             model_status: Arc::default(),
+            decisions: None,
+        }
+    }
+
+    /// Records the steps taken without a model in `log` (the model calls' own log).
+    pub fn with_call_log(mut self, log: Arc<dyn crate::llm::CallLog>) -> Self {
+        self.decisions = Some(log);
+        self
+    }
+
+    /// A step `agent` took without a model: `how` is `fast_path` (keywords, a tapped row) or
+    /// `offline` (the agency's data).
+    pub(crate) fn decided_without_model(&self, wa_id: &WaId, agent: &str, how: &'static str) {
+        if let Some(log) = &self.decisions {
+            log.record(crate::domain::LlmCall {
+                conversation: Some(wa_id.as_str().to_owned()),
+                agent: agent.to_owned(),
+                provider: how.to_owned(),
+                model: "-".to_owned(),
+                outcome: crate::domain::CallOutcome::Ok,
+                input_tokens: 0,
+                output_tokens: 0,
+                latency: std::time::Duration::ZERO,
+                error: None,
+                at: self.now(),
+            });
         }
     }
 

@@ -9,6 +9,35 @@ use crate::store::HistoryStore;
 
 #[async_trait]
 impl HistoryStore for MemoryStore {
+    async fn messages_between(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let inner = self.lock();
+        let mut found: Vec<StoredMessage> = inner
+            .messages
+            .values()
+            .flat_map(|history| history.iter())
+            .filter(|(_, m)| {
+                m.at >= from
+                    && m.at < to
+                    && matches!(
+                        m.role,
+                        crate::domain::MessageRole::Human | crate::domain::MessageRole::Ai
+                    )
+            })
+            .map(|(seq, message)| StoredMessage {
+                seq: *seq,
+                message: message.clone(),
+            })
+            .collect();
+        found.sort_by_key(|m| m.message.at);
+        found.truncate(limit);
+        Ok(found)
+    }
+
     async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage> {
         let mut inner = self.lock();
         let history = inner.messages.entry(message.wa_id.clone()).or_default();

@@ -37,4 +37,20 @@ impl UsageStore for MemoryStore {
             .map(|c| c.input_tokens + c.output_tokens)
             .sum())
     }
+
+    async fn llm_calls_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<LlmCall>> {
+        Ok(self
+            .lock()
+            .llm_calls
+            .iter()
+            .filter(|c| c.at >= from && c.at < to)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
 }

@@ -9,6 +9,19 @@ use crate::store::UserStore;
 
 #[async_trait]
 impl UserStore for MemoryStore {
+    async fn opt_outs_between(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<u64> {
+        Ok(self
+            .lock()
+            .users
+            .values()
+            .filter(|u| u.opted_out_at.is_some_and(|at| at >= from && at < to))
+            .count() as u64)
+    }
+
     async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()> {
         let mut inner = self.lock();
         let user = inner

@@ -11,6 +11,27 @@ use crate::store::HistoryStore;
 
 #[async_trait]
 impl HistoryStore for MongoStore {
+    async fn messages_between(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "messages",
+                doc! {
+                    "at": {"$gte": date(from), "$lt": date(to)},
+                    "role": {"$in": ["human", "ai"]},
+                },
+                Find::sorted(doc! {"at": 1}).limit(limit),
+            )
+            .await?;
+        docs.iter().map(stored_message).collect()
+    }
+
     async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage> {
         // Next seq = last + 1, claimed by the insert itself: the unique `{wa_id, seq}` index
         // lets exactly one writer have each number. (A read-modify-write counter is not atomic

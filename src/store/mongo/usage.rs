@@ -53,6 +53,24 @@ impl UsageStore for MongoStore {
         docs.iter().rev().map(llm_call).collect()
     }
 
+    async fn llm_calls_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<LlmCall>> {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "llm_calls",
+                doc! {"at": {"$gte": date(from), "$lt": date(to)}},
+                Find::sorted(doc! {"at": 1}).limit(limit),
+            )
+            .await?;
+        docs.iter().map(llm_call).collect()
+    }
+
     async fn llm_tokens_since(&self, conversation: &str, since: DateTime<Utc>) -> StoreResult<u64> {
         // Summed here rather than by `$group`: a day's calls of one conversation are few, and
         // every MongoDB-compatible server answers a plain find.

@@ -12,6 +12,20 @@ use crate::store::UserStore;
 
 #[async_trait]
 impl UserStore for MongoStore {
+    async fn opt_outs_between(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<u64> {
+        self.pool
+            .count(
+                Lane::Work,
+                "users",
+                doc! {"opted_out_at": {"$gte": date(from), "$lt": date(to)}},
+            )
+            .await
+    }
+
     async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()> {
         let key = contact.wa_id.as_str();
         let seen = date(contact.seen_at);
