@@ -420,15 +420,26 @@ pub async fn export(
     let since = export::parse_since(query.since.as_deref().unwrap_or("7d"), Utc::now())
         .map_err(AdminError::BadRequest)?;
     let realestate = realestate(&state)?;
-    let rows = export::rows(kind, since, state.store.as_ref(), realestate).await?;
+    let export = export::rows(kind, since, state.store.as_ref(), realestate).await?;
     let format = query.format.unwrap_or_default();
-    let body = export::render(kind, &rows, format, query.bom);
+    let body = export::render(kind, &export.rows, format, query.bom);
     let content_type = match format {
         ExportFormat::Csv => "text/csv; charset=utf-8",
         ExportFormat::Jsonl => "application/x-ndjson",
     };
-    tracing::info!(operator = %who.name, rows = rows.len(), "export served through the admin API");
-    Ok(([(axum::http::header::CONTENT_TYPE, content_type)], body).into_response())
+    tracing::info!(operator = %who.name, rows = export.rows.len(), cut = export.next.is_some(), "export served through the admin API");
+    let mut response = ([(axum::http::header::CONTENT_TYPE, content_type)], body).into_response();
+    // A cut export says so, and where the next page starts (`?since=`).
+    if let Some(next) = export.next {
+        let headers = response.headers_mut();
+        headers.insert("x-zaguan-export-cut", export.rows.len().into());
+        if let Ok(value) = axum::http::HeaderValue::from_str(
+            &next.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        ) {
+            headers.insert("x-zaguan-export-next-since", value);
+        }
+    }
+    Ok(response)
 }
 
 /// `POST /admin/users/{wa_id}/forget`: like `zaguan users forget`.

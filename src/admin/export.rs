@@ -1,8 +1,9 @@
 //! `zaguan export leads|appointments|offers` and `GET /admin/export/{kind}`: for agencies
 //! without a CRM endpoint, what happened since a moment as CSV (RFC 4180 quoting, optionally
 //! with a UTF-8 byte-order mark so spreadsheets read the accents; a cell that starts like a
-//! formula comes out as text) or JSON lines. Leads come from the `lead.created` events, so
-//! `users forget` removes them here too.
+//! formula comes out as text) or JSON lines. Leads come from the contacts' profiles
+//! (`users.lead_at`), so they outlive the events' retention and `users forget` removes them.
+//! An export past [`MAX_ROWS`] is cut, and says where its next page starts.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -83,33 +84,85 @@ pub fn parse_since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Stri
     Ok(now - span)
 }
 
+/// One export: its rows, oldest first, and, when it was cut, where the next page starts.
+#[derive(Debug, Default)]
+pub struct Export {
+    pub rows: Vec<Value>,
+    /// The `since` of the next page: the export held more than [`MAX_ROWS`] rows.
+    pub next: Option<DateTime<Utc>>,
+}
+
 /// The rows of `kind` since `since`, each an object with [`ExportKind::columns`].
 pub async fn rows(
     kind: ExportKind,
     since: DateTime<Utc>,
     store: &dyn Store,
     realestate: &dyn RealEstateStore,
-) -> Result<Vec<Value>, StoreError> {
-    let mut rows: Vec<Value> = match kind {
+) -> Result<Export, StoreError> {
+    page(kind, since, store, realestate, MAX_ROWS).await
+}
+
+/// At most `max` rows of `kind` since `since`: a page never splits an instant, so the next one
+/// (`since` = [`Export::next`]) starts where this one stopped, without a gap or a repeat.
+pub async fn page(
+    kind: ExportKind,
+    since: DateTime<Utc>,
+    store: &dyn Store,
+    realestate: &dyn RealEstateStore,
+    max: usize,
+) -> Result<Export, StoreError> {
+    // A source that gave `max + 1` records was cut by the store: past its last instant (which
+    // may hold more records than it gave) nothing of it is known.
+    let mut horizon: Option<DateTime<Utc>> = None;
+    let mut cut_source = |last: Option<DateTime<Utc>>, count: usize| {
+        if count > max
+            && let Some(last) = last
+        {
+            horizon = Some(horizon.map_or(last, |h| h.min(last)));
+        }
+    };
+    let mut dated: Vec<(DateTime<Utc>, Value)> = match kind {
         ExportKind::Leads => {
-            let mut events = store
+            // From the contacts' profiles, kept as long as the contact is: not from the
+            // events, which go after their retention.
+            let mut leads = Vec::new();
+            let mut recorded = std::collections::HashSet::new();
+            let users = store.leads_since(since, max.saturating_add(1)).await?;
+            cut_source(users.last().and_then(|u| u.lead_at), users.len());
+            for user in users {
+                let Some(at) = user.lead_at else { continue };
+                recorded.insert(user.wa_id.clone());
+                leads.push((
+                    at,
+                    json!({
+                        "at": at, "wa_id": user.wa_id.as_str(), "name": user.name,
+                        "assistant": user.lead_assistant, "opted_out_at": user.opted_out_at,
+                    }),
+                ));
+            }
+            // Leads from before profiles recorded them exist only as events (while kept).
+            let events = store
                 .list_events(&EventQuery {
                     since: Some(since),
                     kind: Some("lead.created".to_owned()),
-                    limit: MAX_ROWS,
+                    limit: max.saturating_add(1),
                     ..EventQuery::default()
                 })
                 .await?;
-            events.reverse();
-            let mut leads = Vec::with_capacity(events.len());
+            cut_source(events.iter().map(|e| e.at).max(), events.len());
             for e in events {
+                if recorded.contains(&e.wa_id) {
+                    continue;
+                }
                 if let BusinessEvent::LeadCreated { name, assistant } = e.event {
-                    // Whether the agency may write to them first (BAJA / STOP).
                     let opted_out_at = store.user(&e.wa_id).await?.and_then(|u| u.opted_out_at);
-                    leads.push(json!({
-                        "at": e.at, "wa_id": e.wa_id.as_str(), "name": name, "assistant": assistant,
-                        "opted_out_at": opted_out_at,
-                    }));
+                    leads.push((
+                        e.at,
+                        json!({
+                            "at": e.at, "wa_id": e.wa_id.as_str(), "name": name,
+                            "assistant": assistant, "opted_out_at": opted_out_at,
+                        }),
+                    ));
                 }
             }
             leads
@@ -119,10 +172,13 @@ pub async fn rows(
             .await?
             .into_iter()
             .map(|a| {
-                json!({
-                    "id": a.id, "created_at": a.created_at, "wa_id": a.wa_id.as_str(),
-                    "property_id": a.property_id, "starts_at": a.starts_at, "status": a.status.as_str(),
-                })
+                (
+                    a.created_at,
+                    json!({
+                        "id": a.id, "created_at": a.created_at, "wa_id": a.wa_id.as_str(),
+                        "property_id": a.property_id, "starts_at": a.starts_at, "status": a.status.as_str(),
+                    }),
+                )
             })
             .collect(),
         ExportKind::Offers => realestate
@@ -130,16 +186,40 @@ pub async fn rows(
             .await?
             .into_iter()
             .map(|o| {
-                json!({
-                    "id": o.id, "created_at": o.created_at, "wa_id": o.wa_id.as_str(),
-                    "property_id": o.property_id, "amount": o.amount, "currency": o.currency,
-                    "conditions": o.conditions, "status": o.status.as_str(),
-                })
+                (
+                    o.created_at,
+                    json!({
+                        "id": o.id, "created_at": o.created_at, "wa_id": o.wa_id.as_str(),
+                        "property_id": o.property_id, "amount": o.amount, "currency": o.currency,
+                        "conditions": o.conditions, "status": o.status.as_str(),
+                    }),
+                )
             })
             .collect(),
     };
-    rows.truncate(MAX_ROWS);
-    Ok(rows)
+    dated.sort_by_key(|(at, _)| *at);
+    // The page ends before the first instant it cannot hold whole; the next starts there.
+    let mut boundary = horizon;
+    if dated.len() > max {
+        let first_left = dated[max].0;
+        boundary = Some(boundary.map_or(first_left, |b| b.min(first_left)));
+    }
+    let mut next = None;
+    if let Some(boundary) = boundary {
+        if dated.iter().any(|(at, _)| *at < boundary) {
+            dated.retain(|(at, _)| *at < boundary);
+            next = Some(boundary);
+        } else {
+            // More than a page at one instant: given whole as far as read, then past it.
+            tracing::warn!(rows = dated.len(), %boundary, "export page: more rows than a page share one instant");
+            dated.retain(|(at, _)| *at <= boundary);
+            next = Some(boundary + chrono::Duration::milliseconds(1));
+        }
+    }
+    Ok(Export {
+        rows: dated.into_iter().map(|(_, row)| row).collect(),
+        next,
+    })
 }
 
 /// `rows` written as `format`; `bom` starts a CSV with the UTF-8 byte-order mark.

@@ -161,6 +161,17 @@ pub trait UserStore: Send + Sync + 'static {
     /// `prospect` on first sight) and `last_inbound_at` into `conversations`.
     async fn record_contact(&self, contact: &ContactSeen) -> StoreResult<()>;
 
+    /// Records the contact as a lead at `at`, led to `assistant`; the first record stays.
+    async fn record_lead(
+        &self,
+        wa_id: &WaId,
+        at: DateTime<Utc>,
+        assistant: &str,
+    ) -> StoreResult<()>;
+
+    /// The contacts who became leads at or after `since`, oldest first, at most `limit`.
+    async fn leads_since(&self, since: DateTime<Utc>, limit: usize) -> StoreResult<Vec<User>>;
+
     /// How many contacts opted out (BAJA/STOP) in `[from, to)` and are still out.
     async fn opt_outs_between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> StoreResult<u64>;
 

@@ -101,6 +101,19 @@ impl InboxStore for StoreParts {
 
 #[async_trait]
 impl UserStore for StoreParts {
+    async fn record_lead(
+        &self,
+        wa_id: &WaId,
+        at: DateTime<Utc>,
+        assistant: &str,
+    ) -> StoreResult<()> {
+        self.users.record_lead(wa_id, at, assistant).await
+    }
+
+    async fn leads_since(&self, since: DateTime<Utc>, limit: usize) -> StoreResult<Vec<User>> {
+        self.users.leads_since(since, limit).await
+    }
+
     async fn opt_outs_between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> StoreResult<u64> {
         self.users.opt_outs_between(from, to).await
     }

@@ -295,7 +295,8 @@ async fn every_change_writes_its_event_and_nothing_else_does(
         realestate.as_ref(),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .rows;
     let stored = realestate.offers_created_since(since).await.unwrap();
     assert_eq!(offers.len(), stored.len());
     assert_eq!(offers[0]["id"], stored[0].id.as_str());
@@ -307,7 +308,8 @@ async fn every_change_writes_its_event_and_nothing_else_does(
         realestate.as_ref(),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .rows;
     assert_eq!(appointments.len(), 1);
     assert_eq!(appointments[0]["status"], "cancelled");
     let leads = export::rows(
@@ -317,7 +319,8 @@ async fn every_change_writes_its_event_and_nothing_else_does(
         realestate.as_ref(),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .rows;
     assert_eq!(leads.len(), 2);
     let csv = String::from_utf8(export::render(
         ExportKind::Leads,

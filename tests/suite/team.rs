@@ -396,3 +396,168 @@ async fn memory_the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_t
 async fn mongo_the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_there() {
     the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_there(Backend::Mongo).await;
 }
+
+/// Exports are for admins; leads come from the contacts' profiles (an old lead whose event is
+/// gone is still there); a cut export says where the next page starts, and the pages join up
+/// without a gap or a repeat.
+async fn exports_are_for_admins_from_the_records_and_page_when_cut(backend: Backend) {
+    use zaguan::admin::export::{self, ExportKind};
+    let Some(stores) = Stores::open(backend).await else {
+        return;
+    };
+    let app = instance(&stores).with_state({
+        let realestate = stores.realestate.clone();
+        |state| state.with_realestate(realestate)
+    });
+    let now = Utc::now();
+    // Seven leads; three of them at the same instant. The first has no event at all (its
+    // event went with the retention), the last one an event too.
+    let instants = [40, 30, 20, 20, 20, 10, 5];
+    for (i, minutes) in instants.iter().enumerate() {
+        let wa_id = WaId::parse(&format!("3460020000{i}")).unwrap();
+        stores
+            .store
+            .record_contact(&ContactSeen {
+                wa_id: wa_id.clone(),
+                phone: None,
+                user_id: None,
+                name: Some(if i == 0 {
+                    "=HYPERLINK(\"x\")".into()
+                } else {
+                    format!("Cliente {i}")
+                }),
+                username: None,
+                seen_at: now,
+            })
+            .await
+            .unwrap();
+        let at = chrono::DateTime::from_timestamp_millis(
+            (now - chrono::Duration::minutes(*minutes)).timestamp_millis(),
+        )
+        .unwrap();
+        stores
+            .store
+            .record_lead(&wa_id, at, "property_search_assistant")
+            .await
+            .unwrap();
+        // A replayed turn does not move a lead.
+        stores
+            .store
+            .record_lead(&wa_id, now, "primary_assistant")
+            .await
+            .unwrap();
+    }
+    let since = now - chrono::Duration::hours(1);
+    let all = export::rows(
+        ExportKind::Leads,
+        since,
+        stores.store.as_ref(),
+        stores.realestate.as_ref(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(all.rows.len(), 7);
+    assert!(all.next.is_none());
+    assert!(
+        all.rows
+            .iter()
+            .all(|r| r["assistant"] == "property_search_assistant")
+    );
+
+    // Pages of 3: the instant shared by three leads is not split.
+    let first = export::page(
+        ExportKind::Leads,
+        since,
+        stores.store.as_ref(),
+        stores.realestate.as_ref(),
+        3,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        first.rows.len(),
+        2,
+        "the third row's instant, shared by three, waits"
+    );
+    let mut next = first
+        .next
+        .expect("a cut export says where the next page starts");
+    let mut rows = first.rows.clone();
+    let mut pages = 1;
+    loop {
+        let page = export::page(
+            ExportKind::Leads,
+            next,
+            stores.store.as_ref(),
+            stores.realestate.as_ref(),
+            3,
+        )
+        .await
+        .unwrap();
+        pages += 1;
+        rows.extend(page.rows);
+        match page.next {
+            Some(after) => next = after,
+            None => break,
+        }
+        assert!(pages < 10, "the pages end");
+    }
+    assert_eq!(rows.len(), 7, "{rows:?}");
+    let mut seen: Vec<String> = rows
+        .iter()
+        .map(|r| r["wa_id"].as_str().unwrap().to_owned())
+        .collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 7, "no lead lost or repeated across pages");
+
+    // Over HTTP: an operator's token is refused, an admin's gets the CSV, formula made text.
+    let (_, operator) = app.operator("lucia", OperatorRole::Operator).await;
+    let (_, admin) = app.operator("marta", OperatorRole::Admin).await;
+    let (status, _) = app
+        .admin("GET", "/admin/export/leads?since=1h", Some(&operator), None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, csv) = app
+        .request(
+            Request::get("/admin/export/leads?since=1h")
+                .header("authorization", &admin)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(csv.contains("'=HYPERLINK"), "{csv}");
+    assert_eq!(csv.lines().count(), 8, "{csv}");
+    // The console's download, for admins only.
+    let (lucia, _) = (
+        app.state.team().reset("lucia", "test", now).await.unwrap(),
+        (),
+    );
+    let cookie = sign_in(&app, "lucia", &lucia.password).await.unwrap();
+    assert_eq!(
+        get(&app, "/console/export/leads.csv?days=1", &cookie)
+            .await
+            .0,
+        StatusCode::FORBIDDEN
+    );
+    let marta = app.state.team().reset("marta", "test", now).await.unwrap();
+    let cookie = sign_in(&app, "marta", &marta.password).await.unwrap();
+    let (status, csv) = get(&app, "/console/export/leads.csv?days=1", &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        csv.starts_with('\u{feff}') && csv.contains("Cliente 6"),
+        "{csv}"
+    );
+    stores.close().await;
+}
+
+#[tokio::test]
+async fn memory_exports_are_for_admins_from_the_records_and_page_when_cut() {
+    exports_are_for_admins_from_the_records_and_page_when_cut(Backend::Memory).await;
+}
+
+#[tokio::test]
+async fn mongo_exports_are_for_admins_from_the_records_and_page_when_cut() {
+    exports_are_for_admins_from_the_records_and_page_when_cut(Backend::Mongo).await;
+}

@@ -28,11 +28,18 @@ pub async fn run(args: ExportArgs, config: Config) -> anyhow::Result<()> {
     let pool = open_pool(&config).await?;
     let store = open_store(pool.as_ref());
     let realestate = open_realestate(&config, pool.as_ref()).await?;
-    let rows = export::rows(args.kind, since, store.as_ref(), realestate.as_ref())
+    let export = export::rows(args.kind, since, store.as_ref(), realestate.as_ref())
         .await
         .context("reading the store")?;
-    let out = export::render(args.kind, &rows, args.format, args.bom);
+    let out = export::render(args.kind, &export.rows, args.format, args.bom);
     std::io::stdout().write_all(&out)?;
-    eprintln!("{} row(s)", rows.len());
+    eprintln!("{} row(s)", export.rows.len());
+    if let Some(next) = export.next {
+        eprintln!(
+            "cut at {} rows: more follow; the next page is `--since {}`",
+            export.rows.len(),
+            next.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        );
+    }
     Ok(())
 }

@@ -55,6 +55,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/queue", get(queue::queue))
         .route("/console/reports", get(reports::page))
         .route("/console/reports/{file}", get(reports::download))
+        .route("/console/export/{file}", get(reports::export))
         .route("/console/conversations", get(conversations))
         .route("/console/conversations/{wa_id}", get(conversation))
         .route("/console/conversations/{wa_id}/transcript", get(transcript))

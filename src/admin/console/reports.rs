@@ -192,6 +192,7 @@ pub(super) async fn page(
                 "offline_share": percent(report.steps.offline_share),
                 "cost_rows": cost_rows,
                 "priced": priced,
+                "max_rows": crate::admin::export::MAX_ROWS,
                 "svg": {
                     "funnel": funnel_svg, "conversations": conversations_svg, "cost": cost_svg,
                     "assistants": assistants_svg, "steps": steps_svg,
@@ -231,4 +232,69 @@ pub(super) async fn download(
         body,
     )
         .into_response())
+}
+
+/// `/console/export/{kind}.csv?from=&to=` (admins): leads, appointments or offers of the
+/// period as CSV for a spreadsheet (byte-order mark, formula cells neutralised); a cut export
+/// says where its next page starts.
+pub(super) async fn export(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(file): Path<String>,
+    Query(query): Query<PeriodQuery>,
+) -> Result<Response, ConsoleError> {
+    use crate::admin::export::{self, ExportFormat, ExportKind};
+    let who = signed_in(&state, &headers).await?;
+    if !who.identity.may(OperatorRole::Admin) {
+        return Err(ConsoleError::NotAllowed(
+            who.identity.role,
+            OperatorRole::Admin,
+        ));
+    }
+    let kind = ExportKind::parse(file.strip_suffix(".csv").unwrap_or(&file))
+        .ok_or_else(|| AdminError::NotFound(format!("no export {file}")))?;
+    let period = query.period(&state)?;
+    let realestate = state
+        .realestate
+        .as_deref()
+        .ok_or_else(|| AdminError::NotFound("no real-estate store in this process".into()))?;
+    let mut export = export::rows(kind, period.from(), state.store.as_ref(), realestate).await?;
+    // The period's end bounds it too (the rows are oldest first).
+    let to = period.to();
+    let before = export.rows.len();
+    export.rows.retain(|row| {
+        let at = row["at"].as_str().or(row["created_at"].as_str());
+        at.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .is_none_or(|t| t.to_utc() < to)
+    });
+    if export.rows.len() < before {
+        export.next = None;
+    }
+    tracing::info!(operator = %who.identity.name, rows = export.rows.len(), "export downloaded from the console");
+    let body = export::render(kind, &export.rows, ExportFormat::Csv, true);
+    let name = file.strip_suffix(".csv").unwrap_or(&file);
+    let mut response = (
+        [
+            (CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+            (
+                CONTENT_DISPOSITION,
+                format!(
+                    "attachment; filename=\"{name}-{}-{}.csv\"",
+                    period.first, period.last
+                ),
+            ),
+        ],
+        body,
+    )
+        .into_response();
+    if let Some(next) = export.next
+        && let Ok(value) = axum::http::HeaderValue::from_str(
+            &next.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        )
+    {
+        response
+            .headers_mut()
+            .insert("x-zaguan-export-next-since", value);
+    }
+    Ok(response)
 }

@@ -560,6 +560,11 @@ impl Engine {
                             .unwrap_or_else(|| {
                                 set.agents.primary_for(state.user.role).name.clone()
                             });
+                        // On the profile too: exports read leads from there, so they outlive
+                        // the events' retention.
+                        self.store
+                            .record_lead(wa_id, self.now(), &assistant)
+                            .await?;
                         let lead = BusinessEvent::LeadCreated {
                             name: state.user.name.clone(),
                             assistant,

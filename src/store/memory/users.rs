@@ -9,6 +9,41 @@ use crate::store::UserStore;
 
 #[async_trait]
 impl UserStore for MemoryStore {
+    async fn record_lead(
+        &self,
+        wa_id: &WaId,
+        at: chrono::DateTime<chrono::Utc>,
+        assistant: &str,
+    ) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let user = inner
+            .users
+            .entry(wa_id.clone())
+            .or_insert_with(|| User::new(wa_id.clone()));
+        if user.lead_at.is_none() {
+            user.lead_at = Some(at);
+            user.lead_assistant = Some(assistant.to_owned());
+        }
+        Ok(())
+    }
+
+    async fn leads_since(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<User>> {
+        let mut leads: Vec<User> = self
+            .lock()
+            .users
+            .values()
+            .filter(|u| u.lead_at.is_some_and(|at| at >= since))
+            .cloned()
+            .collect();
+        leads.sort_by(|a, b| (a.lead_at, &a.wa_id).cmp(&(b.lead_at, &b.wa_id)));
+        leads.truncate(limit);
+        Ok(leads)
+    }
+
     async fn opt_outs_between(
         &self,
         from: chrono::DateTime<chrono::Utc>,

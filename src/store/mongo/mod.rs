@@ -69,11 +69,13 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 17] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 19] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             // The cleanup job's deletes by age.
             ("messages", doc! {"at": 1}, None),
             ("llm_calls", doc! {"at": 1}, None),
+            ("users", doc! {"lead_at": 1}, None),
+            ("users", doc! {"opted_out_at": 1}, None),
             ("leases", doc! {"until": 1}, None),
             ("webhook_rejects", doc! {"at": 1}, None),
             ("inbox", doc! {"status": 1, "received_at": 1}, None),

@@ -12,6 +12,41 @@ use crate::store::UserStore;
 
 #[async_trait]
 impl UserStore for MongoStore {
+    async fn record_lead(
+        &self,
+        wa_id: &WaId,
+        at: chrono::DateTime<chrono::Utc>,
+        assistant: &str,
+    ) -> StoreResult<()> {
+        // Only where none is recorded: a replayed turn does not move the first.
+        self.pool
+            .update_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": wa_id.as_str(), "lead_at": {"$exists": false}},
+                doc! {"$set": {"lead_at": date(at), "lead_assistant": assistant}},
+            )
+            .await
+            .map(drop)
+    }
+
+    async fn leads_since(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<User>> {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "users",
+                doc! {"lead_at": {"$gte": date(since)}},
+                Find::sorted(doc! {"lead_at": 1, "_id": 1}).limit(limit),
+            )
+            .await?;
+        Ok(docs.iter().filter_map(user_of).collect())
+    }
+
     async fn opt_outs_between(
         &self,
         from: chrono::DateTime<chrono::Utc>,
@@ -73,19 +108,7 @@ impl UserStore for MongoStore {
         else {
             return Ok(None);
         };
-        let f = Fields(&doc);
-        Ok(Some(User {
-            wa_id: wa_id.clone(),
-            name: f.str("name"),
-            username: f.str("username"),
-            role: f.str("role").map_or(Role::Prospect, |r| Role::parse(&r)),
-            lang: f.str("lang"),
-            role_source: f.str("role_source").and_then(|s| RoleSource::parse(&s)),
-            role_set_by: f.str("role_set_by"),
-            role_set_at: f.date("role_set_at"),
-            opted_out_at: f.date("opted_out_at"),
-            opt_out_source: f.str("opt_out_source"),
-        }))
+        Ok(user_of(&doc))
     }
 
     async fn set_opt_out(&self, wa_id: &WaId, opt_out: Option<&OptOut>) -> StoreResult<()> {
@@ -128,4 +151,23 @@ impl UserStore for MongoStore {
         )
         .await
     }
+}
+
+/// A `users` document; `None` without a readable `_id`.
+fn user_of(doc: &bson::Document) -> Option<User> {
+    let f = Fields(doc);
+    Some(User {
+        wa_id: f.wa_id("_id").ok()?,
+        name: f.str("name"),
+        username: f.str("username"),
+        role: f.str("role").map_or(Role::Prospect, |r| Role::parse(&r)),
+        lang: f.str("lang"),
+        role_source: f.str("role_source").and_then(|s| RoleSource::parse(&s)),
+        role_set_by: f.str("role_set_by"),
+        role_set_at: f.date("role_set_at"),
+        opted_out_at: f.date("opted_out_at"),
+        opt_out_source: f.str("opt_out_source"),
+        lead_at: f.date("lead_at"),
+        lead_assistant: f.str("lead_assistant"),
+    })
 }

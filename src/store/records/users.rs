@@ -83,6 +83,11 @@ pub struct User {
     pub opted_out_at: Option<DateTime<Utc>>,
     /// How they asked (`users.opt_out_source`): `keyword:BAJA`, `operator:lucia`…
     pub opt_out_source: Option<String>,
+    /// When they first wrote and were answered (`users.lead_at`): a lead, kept as long as the
+    /// profile, whatever the events' retention.
+    pub lead_at: Option<DateTime<Utc>>,
+    /// The assistant their first message led to (`users.lead_assistant`).
+    pub lead_assistant: Option<String>,
 }
 
 /// A contact's wish not to be written to first (`users.opted_out_at`, `opt_out_source`).
@@ -111,6 +116,8 @@ impl User {
             role_set_at: None,
             opted_out_at: None,
             opt_out_source: None,
+            lead_at: None,
+            lead_assistant: None,
         }
     }
 
