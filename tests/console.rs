@@ -1,9 +1,12 @@
 //! The operators' console in a real headless Chromium, driven over WebDriver (Debian's
-//! `chromium` and `chromium-driver`, installed by `scripts/test` when missing): sign in (a wrong
-//! token refused), find a conversation stuck in `appointment_assistant` with the filter, open
-//! it, reset it, take it over, reply (the fake Graph API receives it), release it; a form
-//! without its CSRF token is refused. Screenshots of each page go to the target directory, and
-//! to `docs/console/` with `UPDATE_SCREENSHOTS=1`.
+//! `chromium` and `chromium-driver`, installed by `scripts/test` when missing). One operator
+//! unsticks a conversation: signs in (a wrong password refused), finds it stuck in
+//! `appointment_assistant` with the filter, opens it, resets it, takes it over, replies (the
+//! fake Graph API receives it), releases it; a form without its CSRF token is refused. Then a
+//! team at work, on the memory store and on FerretDB: a viewer reads the queue with masked
+//! numbers and cannot act, and reads the funnel of a scripted week; an operator takes the
+//! oldest handoff from the queue and answers it there; an admin adds an operator. Screenshots of
+//! each page go to the target directory, and to `docs/console/` with `UPDATE_SCREENSHOTS=1`.
 
 mod common;
 
@@ -592,6 +595,251 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         client.current_url().await.unwrap().path(),
         "/console/sign-in"
     );
+    client.close().await.unwrap();
+}
+
+/// Signs in through the form and waits for the overview.
+async fn sign_in_as(client: &Client, base: &str, name: &str, password: &str) {
+    client
+        .goto(&format!("{base}/console/sign-in"))
+        .await
+        .unwrap();
+    let form = client.form(Locator::Css("#sign-in")).await.unwrap();
+    form.set_by_name("operator", name).await.unwrap();
+    form.set_by_name("password", password).await.unwrap();
+    form.submit().await.unwrap();
+    wait_path(client, "/console").await;
+    assert!(text_of(client, "#who").await.contains(name));
+}
+
+async fn sign_out(client: &Client) {
+    element(client, "header button")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_path(client, "/console/sign-in").await;
+}
+
+/// A team at work, in the browser, on one backend: a viewer reads the queue with masked
+/// numbers and cannot act, then the funnel of a scripted week; an operator takes the oldest
+/// handoff from the queue and answers it there; an admin adds an operator.
+async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: bool) {
+    use zaguan::store::HandoffReason;
+    let Some(stores) = common::Stores::open(backend).await else {
+        return;
+    };
+    let today = Utc::now().date_naive();
+    let expected =
+        common::traffic::week(stores.store.as_ref(), stores.realestate.as_ref(), today).await;
+    // Two customers wait for a person: one for 40 minutes (past the 15-minute SLA), one for 5.
+    let now = Utc::now();
+    for (number, minutes, reason) in [
+        ("34600300001", 40, "Quiere negociar el precio del P-1021"),
+        ("34600300002", 5, "Pregunta por la reforma de la cocina"),
+    ] {
+        let wa_id = WaId::parse(number).unwrap();
+        stores
+            .store
+            .record_contact(&ContactSeen {
+                wa_id: wa_id.clone(),
+                phone: Some(number.into()),
+                user_id: None,
+                name: Some("Carmen Ruiz".into()),
+                username: None,
+                seen_at: now - chrono::Duration::minutes(minutes),
+            })
+            .await
+            .unwrap();
+        stores
+            .store
+            .insert_inbox(&[common::inbox_entry(
+                &format!("wamid.QUEUE{number}"),
+                &wa_id,
+                reason,
+                zaguan::store::InboxStatus::Done,
+            )])
+            .await
+            .unwrap();
+        stores
+            .store
+            .request_handoff(
+                &wa_id,
+                &HandoffReason {
+                    at: now - chrono::Duration::minutes(minutes),
+                    reason: reason.into(),
+                    key: number.into(),
+                },
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    let state = AppState::new(stores.store.clone(), None, None)
+        .with_admin_token(Some(SecretString::from(TOKEN.to_owned())))
+        .with_realestate(stores.realestate.clone())
+        .with_team(stores.team.clone());
+    let team = state.team();
+    let pablo = team
+        .add("pablo", OperatorRole::Viewer, "test", now)
+        .await
+        .unwrap();
+    let lucia = team
+        .add("lucia", OperatorRole::Operator, "test", now)
+        .await
+        .unwrap();
+    let marta = team
+        .add("marta", OperatorRole::Admin, "test", now)
+        .await
+        .unwrap();
+    let base = common::serve_local(router(state)).await;
+
+    // The viewer: the queue, numbers masked, nothing to press; a forged take is refused.
+    sign_in_as(client, &base, "pablo", &pablo.password).await;
+    client.goto(&format!("{base}/console/queue")).await.unwrap();
+    let queue = text_of(client, "#waiting").await;
+    assert!(
+        queue.contains("…0001") && queue.contains("…0002"),
+        "{queue}"
+    );
+    assert!(!client.source().await.unwrap().contains("34600300001"));
+    assert!(client.find(Locator::Css("button.take")).await.is_err());
+    let status = client
+        .execute(
+            "var csrf = document.querySelector('input[name=csrf]').value; \
+             var x = new XMLHttpRequest(); x.open('POST', '/console/conversations/34600300001/take', false); \
+             x.setRequestHeader('Content-Type', 'application/x-www-form-urlencoded'); x.send('csrf=' + csrf); return x.status;",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, json!(403), "a viewer cannot act");
+    // The funnel of the scripted week, as the records hold it.
+    let period = format!("from={}&to={}", today - chrono::Duration::days(6), today);
+    client
+        .goto(&format!("{base}/console/reports?{period}"))
+        .await
+        .unwrap();
+    for (step, count) in [
+        ("inquiry", expected.inquiry),
+        ("qualified", expected.qualified),
+        ("visit_booked", expected.visit_booked),
+        ("visit_attended", expected.visit_attended),
+        ("offer", expected.offer),
+    ] {
+        assert_eq!(
+            text_of(client, &format!("tr[data-step={step}] .count")).await,
+            count.to_string(),
+            "{step}"
+        );
+    }
+    assert_eq!(text_of(client, "#to-person").await, "5m 00s");
+    element(client, "#funnel-chart").await;
+    if screenshots {
+        screenshot(client, "reports").await;
+    }
+    sign_out(client).await;
+
+    // The operator takes the oldest from the queue, and answers from there.
+    sign_in_as(client, &base, "lucia", &lucia.password).await;
+    client.goto(&format!("{base}/console/queue")).await.unwrap();
+    let rows = client
+        .find_all(Locator::Css("#waiting tbody tr"))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    let first = rows[0].text().await.unwrap();
+    assert!(
+        first.contains("34600300001") && first.contains("past SLA"),
+        "oldest first, marked: {first}"
+    );
+    if screenshots {
+        screenshot(client, "queue").await;
+    }
+    element(client, "#waiting tbody tr button.take")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_text(client, ".notice", "You have the conversation").await;
+    let taken = text_of(client, "#taken").await;
+    assert!(
+        taken.contains("34600300001") && taken.contains("lucia (you)"),
+        "{taken}"
+    );
+    let handoff = stores
+        .store
+        .conversation(&WaId::parse("34600300001").unwrap())
+        .await
+        .unwrap()
+        .unwrap()
+        .handoff
+        .unwrap();
+    assert_eq!(handoff.operator, "lucia");
+    let reply = client
+        .form(Locator::Css("#taken form.inline-reply"))
+        .await
+        .unwrap();
+    reply
+        .set_by_name("text", "Hola Carmen, soy Lucía: hablamos del precio ahora.")
+        .await
+        .unwrap();
+    reply.submit().await.unwrap();
+    wait_text(client, ".notice", "queued").await;
+    let history = stores
+        .store
+        .recent_messages(&WaId::parse("34600300001").unwrap(), 5)
+        .await
+        .unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|m| m.message.content.contains("hablamos del precio")),
+        "{history:?}"
+    );
+    sign_out(client).await;
+
+    // The admin: the team, and a new operator whose password is shown once.
+    sign_in_as(client, &base, "marta", &marta.password).await;
+    client
+        .goto(&format!("{base}/console/operators"))
+        .await
+        .unwrap();
+    let listed = text_of(client, "#operators").await;
+    assert!(
+        listed.contains("pablo") && listed.contains("viewer"),
+        "{listed}"
+    );
+    let form = client.form(Locator::Css("#add-operator")).await.unwrap();
+    form.set_by_name("name", "jorge").await.unwrap();
+    form.submit().await.unwrap();
+    let password = text_of(client, "#issued-password").await;
+    assert_eq!(password.len(), 24, "{password}");
+    assert!(
+        stores
+            .team
+            .operator("jorge")
+            .await
+            .unwrap()
+            .is_some_and(
+                |o| o.role == OperatorRole::Operator && !o.password_hash.contains(&password)
+            )
+    );
+    if screenshots {
+        screenshot(client, "operators").await;
+    }
+    sign_out(client).await;
+    stores.close().await;
+}
+
+/// The team's pages on the memory store and on MongoDB (FerretDB), one browser for both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_works_the_queue_and_reads_the_funnel_in_the_browser() {
+    let Some((_driver, client)) = browser().await else {
+        return;
+    };
+    a_team_at_work(&client, common::Backend::Memory, false).await;
+    a_team_at_work(&client, common::Backend::Mongo, true).await;
     client.close().await.unwrap();
 }
 
