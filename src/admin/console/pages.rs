@@ -70,6 +70,34 @@ pub(super) async fn overview(
     let last_hour = store
         .inbox_outcomes_since(Utc::now() - chrono::Duration::hours(1))
         .await?;
+    // Today, for every instance: the reports' figures, read from the records.
+    let tz = state
+        .config
+        .as_ref()
+        .map_or(chrono_tz::UTC, |c| c.engine.timezone);
+    let period = crate::admin::reports::Period::last_days(1, Utc::now(), tz)
+        .map_err(AdminError::BadRequest)?;
+    let inputs = crate::admin::reports::gather(store, state.realestate.as_deref(), &period).await?;
+    let report =
+        crate::admin::reports::compute(&inputs, &period, &crate::admin::reports::Prices::default());
+    let seconds = |s: Option<i64>| {
+        s.map_or("—".to_owned(), |s| {
+            if s < 60 {
+                format!("{s}s")
+            } else {
+                format!("{}m {:02}s", s / 60, s % 60)
+            }
+        })
+    };
+    let today = json!({
+        "conversations": report.days.iter().map(|d| d.conversations).sum::<u64>(),
+        "first_reply": seconds(report.first_reply_median),
+        "to_person": seconds(report.person_median),
+        "model": report.steps.model,
+        "fast_path": report.steps.fast_path,
+        "offline": report.steps.offline,
+        "failed": report.failed_deliveries,
+    });
     let undelivered: Vec<Value> = store
         .undelivered_since(Utc::now() - chrono::Duration::hours(24), 20)
         .await?
@@ -93,76 +121,12 @@ pub(super) async fn overview(
             json!({
                 "stuck": stuck, "stuck_after": STUCK_AFTER, "requested": requested,
                 "undelivered": undelivered,
-                "taken": taken, "prompts": prompts, "metrics": instance_metrics(),
+                "taken": taken, "prompts": prompts, "today": today,
                 "offline": offline,
                 "last_hour": last_hour,
             }),
         ),
     )
-}
-
-/// Figures of this process's metrics registry (cumulative since it started).
-pub(super) fn instance_metrics() -> Value {
-    let text = crate::telemetry::metrics_handle().render();
-    let sum = |family: &str, label: Option<(&str, &str)>| -> u64 {
-        let total: f64 = text
-            .lines()
-            .filter(|line| {
-                line.starts_with(family)
-                    && line[family.len()..].starts_with(['{', ' '])
-                    && label.is_none_or(|(k, v)| line.contains(&format!("{k}=\"{v}\"")))
-            })
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-            .fold(0.0, |a, b| a + b);
-        total.max(0.0).round() as u64
-    };
-    let buckets: Vec<(f64, f64)> = text
-        .lines()
-        .filter(|l| l.starts_with("zaguan_turn_duration_seconds_bucket{"))
-        .filter_map(|l| {
-            let le = l.split("le=\"").nth(1)?.split('"').next()?;
-            let le = if le == "+Inf" {
-                f64::INFINITY
-            } else {
-                le.parse().ok()?
-            };
-            Some((le, l.rsplit(' ').next()?.parse().ok()?))
-        })
-        .collect();
-    let quantile = |q: f64| -> String {
-        let total = buckets.iter().map(|b| b.1).fold(0.0, f64::max);
-        if total == 0.0 {
-            return "—".to_owned();
-        }
-        buckets
-            .iter()
-            .find(|(_, count)| *count >= q * total)
-            .map_or("—".to_owned(), |(le, _)| {
-                if le.is_finite() {
-                    format!("≤ {le} s")
-                } else {
-                    "over the largest bucket".to_owned()
-                }
-            })
-    };
-    let breakers: Vec<Value> = text
-        .lines()
-        .filter(|l| l.starts_with("zaguan_llm_breaker_open{"))
-        .filter_map(|l| {
-            let provider = l.split("provider=\"").nth(1)?.split('"').next()?;
-            Some(json!({"provider": provider, "open": l.ends_with(" 1")}))
-        })
-        .collect();
-    json!({
-        "turns_answered": sum("zaguan_turns_total", Some(("outcome", "answered"))),
-        "turns_failed": sum("zaguan_turns_total", Some(("outcome", "failed"))),
-        "turn_p50": quantile(0.5),
-        "turn_p99": quantile(0.99),
-        "llm_fallbacks": sum("zaguan_llm_fallbacks_total", None),
-        "breakers": breakers,
-        "outbox_failed": sum("zaguan_outbound_sends_total", Some(("status", "failed"))),
-        "outbox_retry": sum("zaguan_outbound_sends_total", Some(("status", "retry"))),
-    })
 }
 
 #[derive(Debug, Default, Deserialize)]
