@@ -283,6 +283,21 @@ async fn the_cli_manages_operators_on_mongodb() {
     let (ok, _, err) = run(&["operators", "add", "admin", "--role", "admin"]);
     assert!(!ok && err.contains("bootstrap"), "{err}");
 
+    // With a team, the CLI's --operator must name an enabled member of it.
+    let (ok, _, err) = run(&[
+        "conversations",
+        "reset",
+        "34600111222",
+        "--operator",
+        "nobody",
+    ]);
+    assert!(!ok && err.contains("no operator named nobody"), "{err}");
+    let (ok, _, err) = run(&["conversations", "reset", "34600111222", "--operator", "Ana"]);
+    assert!(
+        !ok && err.contains("no conversation"),
+        "past the name check: {err}"
+    );
+
     let app = instance(&stores);
     assert!(sign_in(&app, "ana", &password).await.is_ok());
     let (ok, out, _) = run(&["operators", "disable", "ana"]);
@@ -290,6 +305,15 @@ async fn the_cli_manages_operators_on_mongodb() {
     let (_, out, _) = run(&["operators", "list"]);
     assert!(out.contains("ana") && out.contains("disabled"), "{out}");
     assert!(sign_in(&app, "ana", &password).await.is_err());
+    let (ok, _, err) = run(&[
+        "users",
+        "set-role",
+        "34600111222",
+        "owner",
+        "--operator",
+        "ana",
+    ]);
+    assert!(!ok && err.contains("ana is disabled"), "{err}");
 
     let (ok, out, _) = run(&["operators", "reset", "ana"]);
     assert!(ok);

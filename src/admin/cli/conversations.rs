@@ -87,7 +87,11 @@ pub enum ConversationsCommand {
 }
 
 pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> {
-    let store = open_store(open_pool(&config).await?.as_ref());
+    let pool = open_pool(&config).await?;
+    let store = open_store(pool.as_ref());
+    let team = crate::admin::team::Team::new(crate::startup::open_team(pool.as_ref()), None);
+    // The name an action is recorded under: a member of the team once there is one.
+    let acting = async |name: &str| -> anyhow::Result<String> { Ok(team.acting(name).await?) };
     if let ConversationsCommand::ExportTest { wa_id, out, name } = &args.command {
         return export_test(store.as_ref(), config, wa_id, out.clone(), name.clone()).await;
     }
@@ -111,17 +115,19 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
         }
         ConversationsCommand::Show { wa_id } => operations::show_conversation(store, wa_id).await,
         ConversationsCommand::Reset { wa_id, operator } => {
-            operations::reset_conversation(store, wa_id, Some(operator)).await
+            let operator = acting(operator).await?;
+            operations::reset_conversation(store, wa_id, Some(&operator)).await
         }
         ConversationsCommand::Take {
             wa_id,
             operator,
             for_,
         } => {
+            let operator = acting(operator).await?;
             operations::take_conversation(
                 store,
                 wa_id,
-                Some(operator),
+                Some(&operator),
                 for_.as_deref(),
                 config.handoff_ttl,
             )
@@ -131,9 +137,13 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
             wa_id,
             operator,
             text,
-        } => operations::operator_message(store, wa_id, Some(operator), text).await,
+        } => {
+            let operator = acting(operator).await?;
+            operations::operator_message(store, wa_id, Some(&operator), text).await
+        }
         ConversationsCommand::Release { wa_id, operator } => {
-            operations::release_conversation(store, wa_id, Some(operator)).await
+            let operator = acting(operator).await?;
+            operations::release_conversation(store, wa_id, Some(&operator)).await
         }
         ConversationsCommand::ExportTest { .. } => unreachable!("answered above"),
     }

@@ -50,6 +50,9 @@ pub async fn run(args: UsersArgs, config: Config) -> anyhow::Result<()> {
         } => {
             let pool = open_pool(&config).await?;
             let store = open_store(pool.as_ref());
+            let team =
+                crate::admin::team::Team::new(crate::startup::open_team(pool.as_ref()), None);
+            let operator = team.acting(&operator).await?;
             let set =
                 crate::admin::operations::set_role(store.as_ref(), &wa_id, &role, Some(&operator))
                     .await

@@ -17,6 +17,7 @@ impl From<TeamError> for ConsoleError {
         match error {
             TeamError::Store(error) => ConsoleError::Admin(AdminError::Store(error)),
             TeamError::Unknown(_) => ConsoleError::Admin(AdminError::NotFound(error.to_string())),
+            TeamError::Disabled(_) => ConsoleError::Admin(AdminError::Conflict(error.to_string())),
             TeamError::BadName(_) | TeamError::Exists(_) => {
                 ConsoleError::Admin(AdminError::BadRequest(error.to_string()))
             }

@@ -137,8 +137,10 @@ pub enum TeamError {
     BadName(String),
     #[error("an operator named {0} already exists")]
     Exists(String),
-    #[error("no operator named {0}")]
+    #[error("no operator named {0} (zaguan operators list)")]
     Unknown(String),
+    #[error("{0} is disabled (zaguan operators reset {0} enables them again)")]
+    Disabled(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -272,6 +274,20 @@ impl Team {
         let ended = self.store.delete_sessions_of(&operator.name).await?;
         tracing::info!(operator = %operator.name, by, sessions_ended = ended, "operator disabled");
         Ok(ended)
+    }
+
+    /// Who a command line run records as acting (`--operator NAME`): once the agency has a
+    /// team, an enabled member of it, so the audit trail names real people; before the first
+    /// operator is added, the name as given.
+    pub async fn acting(&self, name: &str) -> Result<String, TeamError> {
+        if self.store.operators().await?.is_empty() {
+            return Ok(name.trim().to_owned());
+        }
+        let operator = self.known(name).await?;
+        if operator.disabled_at.is_some() {
+            return Err(TeamError::Disabled(operator.name));
+        }
+        Ok(operator.name)
     }
 
     pub async fn list(&self) -> Result<Vec<Operator>, TeamError> {
