@@ -136,6 +136,9 @@ struct Args {
     /// ZAGUAN_WORKER_CONCURRENCY and ZAGUAN_LLM_MAX_CONCURRENCY of the service started.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     concurrency: u32,
+    /// Speak HTTP/1.1 to the fake LLM (one connection per call waiting), not HTTP/2.
+    #[arg(long)]
+    llm_http1: bool,
     /// The fake LLM's latency per call, in milliseconds.
     #[arg(long, default_value_t = 0)]
     llm_latency_ms: u64,
@@ -1052,6 +1055,17 @@ async fn main() -> Result<(), BoxError> {
             ("ZAGUAN_DAILY_TOKEN_BUDGET", "0".to_owned()),
             ("ZAGUAN_WORKER_CONCURRENCY", concurrency.clone()),
             ("ZAGUAN_LLM_MAX_CONCURRENCY", concurrency),
+            // The fake LLM speaks HTTP/2 without TLS: the calls waiting on it share connections,
+            // as they do with a provider over TLS (`--llm-http1`: one connection per call).
+            (
+                "LLM_HTTP2",
+                if args.llm_http1 {
+                    "off"
+                } else {
+                    "prior-knowledge"
+                }
+                .to_owned(),
+            ),
             ("ZAGUAN_PROMPTS_DIR", prompts.to_owned()),
             ("RUST_LOG", "warn".to_owned()),
             ("NO_COLOR", "1".to_owned()),

@@ -58,6 +58,7 @@ pub const VARIABLES: &[&str] = &[
     "ANTHROPIC_BASE_URL",
     "ZAGUAN_LLM_TIMEOUT",
     "ZAGUAN_LLM_MAX_CONCURRENCY",
+    "LLM_HTTP2",
     "ZAGUAN_LLM_BREAKER_FAILURES",
     "ZAGUAN_LLM_BREAKER_COOLDOWN",
     "ZAGUAN_LLM_MAX_TOKENS",
@@ -235,6 +236,7 @@ impl Config {
         // How often the reminder and alert loops look for work.
         let outreach_every = env.duration("ZAGUAN_OUTREACH_EVERY", "1m");
         let llm_timeout = env.duration("ZAGUAN_LLM_TIMEOUT", "30s");
+        let llm_http2 = env.parsed("LLM_HTTP2", "auto", crate::llm::Http2::parse);
         let max_concurrency = env.count("ZAGUAN_LLM_MAX_CONCURRENCY", 64, 1..=10_000, "calls");
         let breaker_failures = env.count("ZAGUAN_LLM_BREAKER_FAILURES", 3, 1..=1000, "failures");
         let breaker_cooldown = env.duration("ZAGUAN_LLM_BREAKER_COOLDOWN", "30s");
@@ -393,6 +395,7 @@ impl Config {
                 max_tokens: max_tokens.expect(checked),
                 transcribe: transcribe.expect(checked),
                 transcribe_timeout: transcribe_timeout.expect(checked),
+                http2: llm_http2.expect(checked),
             },
             engine: EngineSettings {
                 dialog_idle_ttl: dialog_idle_ttl.expect(checked),

@@ -220,24 +220,38 @@ pub fn provider(
             if llm.openai_api_key.is_some()
                 || llm.openai_base_url.as_str() != "https://api.openai.com/v1" =>
         {
-            Some(Arc::new(OpenAiClient::new(
-                llm.openai_base_url.clone(),
-                llm.openai_api_key.clone(),
-                spec.model.clone(),
-                http_timeout,
-            )?))
+            Some(Arc::new(
+                OpenAiClient::new(
+                    llm.openai_base_url.clone(),
+                    llm.openai_api_key.clone(),
+                    spec.model.clone(),
+                    http_timeout,
+                )?
+                .with_transport(
+                    llm.http2,
+                    llm.policy.max_concurrency,
+                    http_timeout,
+                )?,
+            ))
         }
         LlmProvider::Anthropic
             if llm.anthropic_api_key.is_some()
                 || llm.anthropic_base_url.as_str() != "https://api.anthropic.com/" =>
         {
-            Some(Arc::new(AnthropicClient::new(
-                llm.anthropic_base_url.clone(),
-                llm.anthropic_api_key.clone(),
-                spec.model.clone(),
-                llm.max_tokens,
-                http_timeout,
-            )?))
+            Some(Arc::new(
+                AnthropicClient::new(
+                    llm.anthropic_base_url.clone(),
+                    llm.anthropic_api_key.clone(),
+                    spec.model.clone(),
+                    llm.max_tokens,
+                    http_timeout,
+                )?
+                .with_transport(
+                    llm.http2,
+                    llm.policy.max_concurrency,
+                    http_timeout,
+                )?,
+            ))
         }
         _ => {
             tracing::warn!(llm = %spec, "no API key for this model: not used");

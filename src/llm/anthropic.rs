@@ -41,7 +41,7 @@ pub const API_VERSION: &str = "2023-06-01";
 /// A Messages API client for one model; build it once and share it.
 pub struct AnthropicClient {
     /// One pooled client for every call, so connections (and TLS sessions) are reused.
-    http: reqwest::Client,
+    http: http::Clients,
     /// `{base_url}/v1/messages`, computed once.
     endpoint: Url,
     /// `None` when a proxy in front adds the key.
@@ -63,7 +63,7 @@ impl AnthropicClient {
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let endpoint = http::endpoint(base_url, &["v1", "messages"])?;
-        let http = http::client(timeout)?;
+        let http = http::Clients::single(http::client(timeout)?);
         Ok(Self {
             http,
             endpoint,
@@ -74,6 +74,19 @@ impl AnthropicClient {
         })
     }
 
+    /// Speaks HTTP/2 as `http2` says, over enough connections for `in_flight` calls at once
+    /// (see [`http::STREAMS_PER_CONNECTION`]); `timeout` as in `new`.
+    pub fn with_transport(
+        mut self,
+        http2: http::Http2,
+        in_flight: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        self.http = http::Clients::new(timeout, http2, in_flight)?;
+        tracing::debug!(clients = self.http.len(), ?http2, "LLM HTTP clients");
+        Ok(self)
+    }
+
     #[tracing::instrument(
         name = "llm.anthropic",
         skip_all,
@@ -82,6 +95,7 @@ impl AnthropicClient {
     async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let mut builder = self
             .http
+            .get()
             .post(self.endpoint.clone())
             .header("anthropic-version", API_VERSION);
         if let Some(key) = &self.api_key {

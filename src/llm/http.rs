@@ -33,12 +33,93 @@ pub(crate) fn endpoint(mut base: Url, segments: &[&str]) -> anyhow::Result<Url> 
 
 /// One pooled client per provider; `timeout` bounds each whole call (connect, send, read).
 pub(crate) fn client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
-    reqwest::Client::builder()
+    client_with(timeout, Http2::Auto)
+}
+
+fn client_with(timeout: Duration, http2: Http2) -> anyhow::Result<reqwest::Client> {
+    let builder = reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout)
-        .pool_max_idle_per_host(crate::transport::IDLE_CONNECTIONS)
+        .pool_max_idle_per_host(crate::transport::IDLE_CONNECTIONS);
+    let builder = match http2 {
+        // https: HTTP/2 when the server offers it (ALPN), else HTTP/1.1; http: HTTP/1.1.
+        Http2::Auto => builder,
+        Http2::PriorKnowledge => builder.http2_prior_knowledge(),
+        Http2::Off => builder.http1_only(),
+    };
+    builder
+        .http2_keep_alive_interval(Some(Duration::from_secs(30)))
+        .http2_keep_alive_while_idle(true)
         .build()
         .context("building an LLM HTTP client")
+}
+
+/// How the model clients speak HTTP (`LLM_HTTP2`). On HTTP/2 the calls waiting on a model share
+/// a few connections instead of holding one each (with its buffers and task): the memory of a
+/// waiting turn is then mostly its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Http2 {
+    /// HTTP/2 where the server offers it over TLS (OpenAI's and Anthropic's APIs do), HTTP/1.1
+    /// otherwise.
+    #[default]
+    Auto,
+    /// HTTP/2 without asking, also over plain `http://` (h2c): for a local gateway that speaks it.
+    PriorKnowledge,
+    /// HTTP/1.1 only.
+    Off,
+}
+
+impl Http2 {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "" | "auto" => Ok(Self::Auto),
+            "prior-knowledge" => Ok(Self::PriorKnowledge),
+            "off" => Ok(Self::Off),
+            other => Err(format!("`{other}`: auto, prior-knowledge or off")),
+        }
+    }
+}
+
+/// Calls one HTTP/2 connection carries at once, at most: servers cap a connection's streams
+/// (100 to 250), and past the cap a call would wait for a stream rather than open another
+/// connection. So calls are spread over one client (one connection) per this many calls the
+/// policy lets run at once.
+pub(crate) const STREAMS_PER_CONNECTION: usize = 100;
+
+/// The clients a provider's calls are spread over, round robin.
+pub(crate) struct Clients {
+    clients: Box<[reqwest::Client]>,
+    next: AtomicU64,
+}
+
+impl Clients {
+    /// Enough clients for `in_flight` calls at once, at most [`STREAMS_PER_CONNECTION`] each.
+    pub(crate) fn new(timeout: Duration, http2: Http2, in_flight: usize) -> anyhow::Result<Self> {
+        let count = in_flight.div_ceil(STREAMS_PER_CONNECTION).max(1);
+        let clients = (0..count)
+            .map(|_| client_with(timeout, http2))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Self {
+            clients: clients.into_boxed_slice(),
+            next: AtomicU64::new(0),
+        })
+    }
+
+    pub(crate) fn single(client: reqwest::Client) -> Self {
+        Self {
+            clients: Box::new([client]),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn get(&self) -> &reqwest::Client {
+        let n = self.next.fetch_add(1, Ordering::Relaxed) as usize;
+        &self.clients[n % self.clients.len()]
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.clients.len()
+    }
 }
 
 /// Sends the JSON `body` with `request` and reads a JSON answer of type `T`. `api_key` is only

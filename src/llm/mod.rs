@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 pub use anthropic::AnthropicClient;
+pub use http::Http2;
 pub(crate) use http::new_call_id;
 pub use offline::OfflineLlm;
 pub use openai::OpenAiClient;

@@ -22,7 +22,7 @@ use crate::domain::ToolCall;
 /// A Chat Completions client for one model; build it once and share it.
 pub struct OpenAiClient {
     /// One pooled client for every call, so connections (and TLS sessions) are reused.
-    http: reqwest::Client,
+    http: http::Clients,
     /// `{base_url}/chat/completions`, computed once.
     endpoint: Url,
     /// `None` for local servers that need no key.
@@ -41,7 +41,7 @@ impl OpenAiClient {
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let endpoint = http::endpoint(base_url, &["chat", "completions"])?;
-        let http = http::client(timeout)?;
+        let http = http::Clients::single(http::client(timeout)?);
         Ok(Self {
             http,
             endpoint,
@@ -51,13 +51,26 @@ impl OpenAiClient {
         })
     }
 
+    /// Speaks HTTP/2 as `http2` says, over enough connections for `in_flight` calls at once
+    /// (see [`http::STREAMS_PER_CONNECTION`]); `timeout` as in `new`.
+    pub fn with_transport(
+        mut self,
+        http2: http::Http2,
+        in_flight: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        self.http = http::Clients::new(timeout, http2, in_flight)?;
+        tracing::debug!(clients = self.http.len(), ?http2, "LLM HTTP clients");
+        Ok(self)
+    }
+
     #[tracing::instrument(
         name = "llm.openai",
         skip_all,
         fields(llm.provider = "openai", llm.model = %self.model, llm.agent = %request.agent)
     )]
     async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let mut builder = self.http.post(self.endpoint.clone());
+        let mut builder = self.http.get().post(self.endpoint.clone());
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose_secret());
         }

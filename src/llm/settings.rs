@@ -28,6 +28,8 @@ pub struct LlmSettings {
     pub transcribe: Option<String>,
     /// Bounds each media download and each transcription call.
     pub transcribe_timeout: Duration,
+    /// HTTP/2 to the models (`LLM_HTTP2`).
+    pub http2: super::http::Http2,
 }
 
 /// Which wire format a model is spoken to in.

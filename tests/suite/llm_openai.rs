@@ -446,3 +446,79 @@ fn tools_encoded_once_give_the_same_body() {
         zaguan::llm::openai::encode_request(MODEL, &plain)
     );
 }
+
+// ---- HTTP/2 ---------------------------------------------------------------------------------
+
+/// With `LLM_HTTP2=prior-knowledge` the calls go over HTTP/2 (h2c here), many at once on few
+/// connections: one per 100 calls the policy lets run at once, round robin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_share_http2_connections_one_per_hundred_in_flight() {
+    use std::collections::HashSet;
+    use std::net::SocketAddr;
+    use std::sync::{Arc, Mutex};
+    type Seen = Arc<Mutex<Vec<(axum::http::Version, SocketAddr)>>>;
+    let seen: Seen = Arc::default();
+    let app = axum::Router::new()
+        .route(
+            "/v1/chat/completions",
+            axum::routing::post(
+                |axum::extract::State(seen): axum::extract::State<Seen>,
+                 axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<SocketAddr>,
+                 request: axum::extract::Request| async move {
+                    seen.lock().unwrap().push((request.version(), peer));
+                    // Long enough for every call to be in flight at once.
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    axum::Json(text_answer())
+                },
+            ),
+        )
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap()
+    });
+    let base = Url::parse(&format!("http://{addr}/v1")).unwrap();
+    let client = Arc::new(
+        client(&base)
+            .with_transport(
+                zaguan::llm::Http2::PriorKnowledge,
+                250,
+                Duration::from_secs(5),
+            )
+            .unwrap(),
+    );
+    let calls: Vec<_> = (0..30)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.complete(&plain_request()).await })
+        })
+        .collect();
+    for call in calls {
+        let answer = call.await.unwrap().unwrap();
+        assert_eq!(answer.content, "¡Hola! ¿En qué te ayudo?");
+    }
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 30);
+        assert!(
+            seen.iter().all(|(v, _)| *v == axum::http::Version::HTTP_2),
+            "{seen:?}"
+        );
+        let connections: HashSet<SocketAddr> = seen.iter().map(|(_, peer)| *peer).collect();
+        assert_eq!(connections.len(), 3, "250 in flight: three connections");
+    }
+
+    // `off`: HTTP/1.1.
+    let client = client_with(&base, Some(KEY), Duration::from_secs(5))
+        .with_transport(zaguan::llm::Http2::Off, 250, Duration::from_secs(5))
+        .unwrap();
+    client.complete(&plain_request()).await.unwrap();
+    let last = seen.lock().unwrap().last().copied().unwrap();
+    assert_eq!(last.0, axum::http::Version::HTTP_11);
+}
