@@ -82,6 +82,7 @@ pub(crate) async fn authorize(
         .ok_or(AdminError::Unauthorized)?;
     if !identity.may(role) {
         tracing::warn!(operator = %identity.name, role = identity.role.as_str(), needs = role.as_str(), "admin API refused for the operator's role");
+        metrics::counter!("zaguan_admin_refusals_total", "reason" => "role").increment(1);
         return Err(AdminError::Forbidden(format!(
             "{} is a {}; this needs an {}",
             identity.name,

@@ -9,7 +9,9 @@ use axum::response::{Html, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::*;
+use super::sign_in::CsrfForm;
+use super::{ConsoleError, checked, redirect, render, resolve, signed_in};
+use crate::admin::team::OperatorRole;
 
 /// `path` with a notice of what was done (shown by the page).
 pub(super) fn with_notice(path: &str, what: &str) -> Response {

@@ -19,10 +19,6 @@ mod queue;
 mod reports;
 mod sign_in;
 
-use actions::*;
-use pages::*;
-use sign_in::*;
-
 use std::sync::OnceLock;
 
 use axum::Router;
@@ -47,30 +43,42 @@ const STUCK_AFTER: &str = "30m";
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/console", get(overview))
-        .route("/console/", get(overview))
+        .route("/console", get(pages::overview))
+        .route("/console/", get(pages::overview))
         .route("/console/console.css", get(stylesheet))
-        .route("/console/sign-in", get(sign_in_form).post(sign_in))
-        .route("/console/sign-out", post(sign_out))
+        .route(
+            "/console/sign-in",
+            get(sign_in::sign_in_form).post(sign_in::sign_in),
+        )
+        .route("/console/sign-out", post(sign_in::sign_out))
         .route("/console/queue", get(queue::queue))
         .route("/console/reports", get(reports::page))
         .route("/console/reports/{file}", get(reports::download))
         .route("/console/export/{file}", get(reports::export))
-        .route("/console/conversations", get(conversations))
-        .route("/console/conversations/{wa_id}", get(conversation))
-        .route("/console/conversations/{wa_id}/transcript", get(transcript))
+        .route("/console/conversations", get(pages::conversations))
+        .route("/console/conversations/{wa_id}", get(pages::conversation))
+        .route(
+            "/console/conversations/{wa_id}/transcript",
+            get(pages::transcript),
+        )
         .route(
             "/console/conversations/{wa_id}/export/{file}",
-            get(export_test),
+            get(pages::export_test),
         )
-        .route("/console/conversations/{wa_id}/reset", post(reset))
-        .route("/console/conversations/{wa_id}/take", post(take))
-        .route("/console/conversations/{wa_id}/release", post(release))
-        .route("/console/conversations/{wa_id}/reply", post(reply))
-        .route("/console/conversations/{wa_id}/follow-up", post(follow_up))
+        .route("/console/conversations/{wa_id}/reset", post(actions::reset))
+        .route("/console/conversations/{wa_id}/take", post(actions::take))
+        .route(
+            "/console/conversations/{wa_id}/release",
+            post(actions::release),
+        )
+        .route("/console/conversations/{wa_id}/reply", post(actions::reply))
+        .route(
+            "/console/conversations/{wa_id}/follow-up",
+            post(actions::follow_up),
+        )
         .route(
             "/console/conversations/{wa_id}/forget",
-            get(forget_form).post(forget),
+            get(actions::forget_form).post(actions::forget),
         )
         .route(
             "/console/operators",
@@ -81,8 +89,8 @@ pub fn routes() -> Router<AppState> {
             "/console/operators/{name}/disable",
             post(operators::disable),
         )
-        .route("/console/prompts", get(prompts))
-        .route("/console/prompts/reload", post(reload))
+        .route("/console/prompts", get(pages::prompts))
+        .route("/console/prompts/reload", post(actions::reload))
 }
 
 fn templates() -> &'static Environment<'static> {
@@ -161,6 +169,7 @@ impl IntoResponse for ConsoleError {
                     needs = needs.as_str(),
                     "console action refused for the operator's role"
                 );
+                metrics::counter!("zaguan_admin_refusals_total", "reason" => "role").increment(1);
                 (
                     StatusCode::FORBIDDEN,
                     Html(format!(

@@ -10,7 +10,8 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::*;
+use super::{ConsoleError, SignedIn, checked, render, signed_in};
+use crate::admin::operations::AdminError;
 
 impl From<TeamError> for ConsoleError {
     fn from(error: TeamError) -> Self {

@@ -10,7 +10,9 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::*;
+use super::STUCK_AFTER;
+use super::{ConsoleError, render, resolve, signed_in};
+use crate::admin::team::OperatorRole;
 
 /// Overview: what needs a person now, and how this instance is doing.
 pub(super) async fn overview(

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::pages::idle;
-use super::*;
+use super::{ConsoleError, SignedIn, render, signed_in};
 
 /// The most conversations each part of the queue shows (the store's largest page).
 const SHOWN: usize = 200;

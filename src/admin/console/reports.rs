@@ -12,7 +12,9 @@ use chrono::{NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::*;
+use super::{ConsoleError, render, signed_in};
+use crate::admin::operations::AdminError;
+use crate::admin::team::OperatorRole;
 
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct PeriodQuery {

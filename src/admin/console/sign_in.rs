@@ -15,7 +15,9 @@ use std::time::Instant;
 use axum::Extension;
 use axum::extract::ConnectInfo;
 
-use super::*;
+use super::session;
+use super::{ConsoleError, checked, console_on, render};
+use crate::admin::team::OperatorRole;
 use crate::admin::throttle::{client_of, throttle};
 
 #[derive(Deserialize, Default)]
