@@ -22,21 +22,28 @@ use crate::store::StoreError;
 
 use super::operations::*;
 
+/// The HTTP status an [`AdminError`] answers with, for the API and the console alike (the
+/// CLI shares the errors, not HTTP).
+pub(crate) fn status_of(error: &AdminError) -> StatusCode {
+    match error {
+        AdminError::Disabled | AdminError::NotFound(_) => StatusCode::NOT_FOUND,
+        AdminError::Unauthorized => StatusCode::UNAUTHORIZED,
+        AdminError::Forbidden(_) => StatusCode::FORBIDDEN,
+        AdminError::BadRequest(_) => StatusCode::BAD_REQUEST,
+        AdminError::Conflict(_) => StatusCode::CONFLICT,
+        AdminError::InvalidPrompts(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        AdminError::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
+        AdminError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
 impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
-        let (status, message) = match self {
-            AdminError::Disabled => (StatusCode::NOT_FOUND, "not found".to_owned()),
-            AdminError::Unauthorized => (
-                StatusCode::UNAUTHORIZED,
-                "missing or wrong bearer token".to_owned(),
-            ),
-            AdminError::Forbidden(why) => (StatusCode::FORBIDDEN, why),
-            AdminError::BadRequest(why) => (StatusCode::BAD_REQUEST, why),
-            AdminError::NotFound(what) => (StatusCode::NOT_FOUND, what),
-            AdminError::Conflict(why) => (StatusCode::CONFLICT, why),
+        let status = status_of(&self);
+        let message = match self {
             AdminError::InvalidPrompts(problems) => {
                 return (
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    status,
                     Json(json!({
                         "error": format!(
                             "{} problem(s) in the prompts folder; the running set stays",
@@ -47,14 +54,14 @@ impl IntoResponse for AdminError {
                 )
                     .into_response();
             }
-            AdminError::Store(StoreError::Unavailable(why)) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("store unavailable: {why}"),
-            ),
+            // Without the admin token the API does not exist: nothing says what it would be.
+            AdminError::Disabled => "not found".to_owned(),
+            AdminError::Store(StoreError::Unavailable(why)) => format!("store unavailable: {why}"),
             AdminError::Store(error) => {
                 tracing::error!("admin request failed: {error:#}");
-                (StatusCode::INTERNAL_SERVER_ERROR, "store error".to_owned())
+                "store error".to_owned()
             }
+            other => other.to_string(),
         };
         (status, Json(json!({"error": message}))).into_response()
     }

@@ -8,7 +8,6 @@ use crate::engine::handoff::{self, HandoffError};
 use crate::store::{
     Conversation, ConversationQuery, HandoffFilter, RoleAssignment, RoleSource, Store, StoreError,
 };
-use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -33,22 +32,6 @@ pub enum AdminError {
     /// A prompt set with problems, each as `file:line: message` (422).
     InvalidPrompts(Vec<String>),
     Store(StoreError),
-}
-
-impl AdminError {
-    /// The HTTP status it answers with.
-    pub fn status(&self) -> StatusCode {
-        match self {
-            AdminError::Disabled | AdminError::NotFound(_) => StatusCode::NOT_FOUND,
-            AdminError::Unauthorized => StatusCode::UNAUTHORIZED,
-            AdminError::Forbidden(_) => StatusCode::FORBIDDEN,
-            AdminError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            AdminError::Conflict(_) => StatusCode::CONFLICT,
-            AdminError::InvalidPrompts(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            AdminError::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
-            AdminError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
 }
 
 impl std::fmt::Display for AdminError {

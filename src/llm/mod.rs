@@ -1,7 +1,9 @@
 //! The LLM behind one trait, with one provider-neutral message and tool model. Conversion to a
 //! provider's wire format happens only at the provider boundary (`openai.rs`, `anthropic.rs`);
 //! the engine, the history hygiene and the store all speak these types. `policy.rs` wraps the
-//! providers in the fallback chain, `usage.rs` accounts for every call.
+//! providers in the fallback chain and reports each call to a `usage::CallLog` (the engine
+//! keeps the records); `http.rs` is the transport every provider shares (HTTP/2, timeouts,
+//! error texts without keys).
 
 pub mod anthropic;
 mod http;

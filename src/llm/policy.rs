@@ -109,7 +109,8 @@ impl FallbackChain {
     }
 
     /// One call to one provider: a slot, then the call, both within the timeout; measured and
-    /// reported. `Err(None)` means no slot freed up in time (nothing was sent).
+    /// reported. The outer `Err` means no slot freed up in time (nothing was sent, nothing is
+    /// reported); the inner result is the call's own.
     async fn attempt(
         &self,
         provider: &Provider,

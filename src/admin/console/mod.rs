@@ -181,7 +181,7 @@ impl IntoResponse for ConsoleError {
                     .into_response()
             }
             ConsoleError::Admin(error) => {
-                let status = error.status();
+                let status = crate::admin::api::status_of(&error);
                 (
                     status,
                     Html(format!(
