@@ -146,6 +146,8 @@ pub async fn page(
                     since: Some(since),
                     kind: Some("lead.created".to_owned()),
                     limit: max.saturating_add(1),
+                    // Cut like the records, past its last instant: a page never skips one.
+                    oldest_first: true,
                     ..EventQuery::default()
                 })
                 .await?;

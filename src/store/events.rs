@@ -243,6 +243,8 @@ pub struct EventQuery {
     /// Only events of this type (`lead.created`…).
     pub kind: Option<String>,
     pub limit: usize,
+    /// The oldest `limit` events rather than the newest (an export pages forward from `since`).
+    pub oldest_first: bool,
 }
 
 impl Event {

@@ -422,8 +422,8 @@ async fn mongo_the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_th
 }
 
 /// Exports are for admins; leads come from the contacts' profiles (an old lead whose event is
-/// gone is still there); a cut export says where the next page starts, and the pages join up
-/// without a gap or a repeat.
+/// gone is still there), and older ones from their events; a cut export says where the next
+/// page starts, and the pages join up without a gap or a repeat.
 async fn exports_are_for_admins_from_the_records_and_page_when_cut(backend: Backend) {
     use zaguan::admin::export::{self, ExportKind};
     let Some(stores) = Stores::open(backend).await else {
@@ -471,6 +471,27 @@ async fn exports_are_for_admins_from_the_records_and_page_when_cut(backend: Back
             .await
             .unwrap();
     }
+    // Five leads from before profiles recorded them: only their events (newer than every
+    // record but two), more than a page of them.
+    for (i, minutes) in [15, 12, 9, 8, 7].iter().enumerate() {
+        let wa_id = WaId::parse(&format!("3460020010{i}")).unwrap();
+        let at = chrono::DateTime::from_timestamp_millis(
+            (now - chrono::Duration::minutes(*minutes)).timestamp_millis(),
+        )
+        .unwrap();
+        stores
+            .store
+            .insert_events(&[zaguan::store::Event::new(
+                &wa_id,
+                zaguan::store::BusinessEvent::LeadCreated {
+                    name: Some(format!("Antiguo {i}")),
+                    assistant: "property_search_assistant".into(),
+                },
+                at,
+            )])
+            .await
+            .unwrap();
+    }
     let since = now - chrono::Duration::hours(1);
     let all = export::rows(
         ExportKind::Leads,
@@ -480,7 +501,7 @@ async fn exports_are_for_admins_from_the_records_and_page_when_cut(backend: Back
     )
     .await
     .unwrap();
-    assert_eq!(all.rows.len(), 7);
+    assert_eq!(all.rows.len(), 12);
     assert!(all.next.is_none());
     assert!(
         all.rows
@@ -526,14 +547,14 @@ async fn exports_are_for_admins_from_the_records_and_page_when_cut(backend: Back
         }
         assert!(pages < 10, "the pages end");
     }
-    assert_eq!(rows.len(), 7, "{rows:?}");
+    assert_eq!(rows.len(), 12, "{rows:?}");
     let mut seen: Vec<String> = rows
         .iter()
         .map(|r| r["wa_id"].as_str().unwrap().to_owned())
         .collect();
     seen.sort();
     seen.dedup();
-    assert_eq!(seen.len(), 7, "no lead lost or repeated across pages");
+    assert_eq!(seen.len(), 12, "no lead lost or repeated across pages");
 
     // Over HTTP: an operator's token is refused, an admin's gets the CSV, formula made text.
     let (_, operator) = app.operator("lucia", OperatorRole::Operator).await;
@@ -552,7 +573,7 @@ async fn exports_are_for_admins_from_the_records_and_page_when_cut(backend: Back
         .await;
     assert_eq!(status, StatusCode::OK);
     assert!(csv.contains("'=HYPERLINK"), "{csv}");
-    assert_eq!(csv.lines().count(), 8, "{csv}");
+    assert_eq!(csv.lines().count(), 13, "{csv}");
     // The console's download, for admins only.
     let (lucia, _) = (
         app.state.team().reset("lucia", "test", now).await.unwrap(),

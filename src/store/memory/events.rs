@@ -69,6 +69,9 @@ impl EventStore for MemoryStore {
             .cloned()
             .collect();
         events.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+        if query.oldest_first {
+            events.reverse();
+        }
         events.truncate(query.limit);
         Ok(events)
     }

@@ -165,7 +165,12 @@ impl EventStore for MongoStore {
                 Lane::Work,
                 "events",
                 filter,
-                Find::sorted(doc! {"at": -1, "_id": -1}).limit(query.limit),
+                Find::sorted(if query.oldest_first {
+                    doc! {"at": 1, "_id": 1}
+                } else {
+                    doc! {"at": -1, "_id": -1}
+                })
+                .limit(query.limit),
             )
             .await?;
         documents.iter().map(event).collect()
