@@ -37,6 +37,32 @@ pub fn bearer() -> String {
     format!("Bearer {ADMIN_TOKEN}")
 }
 
+/// Signs in through the form: the session cookie (`name=value`), or the refusal's status.
+pub async fn console_sign_in(
+    app: &TestApp,
+    name: &str,
+    password: &str,
+) -> Result<String, axum::http::StatusCode> {
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("operator", name)
+        .append_pair("password", password)
+        .finish();
+    let response = tower::ServiceExt::oneshot(
+        app.router.clone(),
+        axum::http::Request::post("/console/sign-in")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(axum::body::Body::from(body))
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    if response.status() != axum::http::StatusCode::SEE_OTHER {
+        return Err(response.status());
+    }
+    let cookie = response.headers()["set-cookie"].to_str().unwrap();
+    Ok(cookie.split(';').next().unwrap().to_owned())
+}
+
 /// The `Authorization` header of `name`'s API token, added to `app`'s team as an operator on
 /// first use: what a test's `"operator"` acts as, since the API records the token's owner.
 pub async fn operator_token(app: &TestApp, name: &str) -> String {

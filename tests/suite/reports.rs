@@ -43,22 +43,6 @@ async fn instance(stores: &Stores) -> TestApp {
         .with_state(|state| state.with_realestate(realestate).with_team(team))
 }
 
-async fn sign_in(app: &TestApp, name: &str, password: &str) -> String {
-    let body = format!("operator={name}&password={password}");
-    let response = tower::ServiceExt::oneshot(
-        app.router.clone(),
-        Request::post("/console/sign-in")
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(Body::from(body))
-            .unwrap(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let cookie = response.headers()["set-cookie"].to_str().unwrap();
-    cookie.split(';').next().unwrap().to_owned()
-}
-
 async fn csv(app: &TestApp, cookie: &str, chart: &str) -> String {
     let (status, body) = app
         .request(
@@ -89,7 +73,9 @@ async fn three_instances_show_the_funnel_the_records_hold(backend: Backend) {
     for _ in 0..3 {
         let app = instance(&stores).await;
         // Signed in on this instance; the session is in the shared database.
-        let cookie = sign_in(&app, "pablo", &viewer.password).await;
+        let cookie = common::console_sign_in(&app, "pablo", &viewer.password)
+            .await
+            .unwrap();
         funnels.push(csv(&app, &cookie, "funnel").await);
         outcomes.push(csv(&app, &cookie, "outcomes").await);
         let steps = csv(&app, &cookie, "steps").await;
@@ -134,7 +120,9 @@ async fn three_instances_show_the_funnel_the_records_hold(backend: Backend) {
     assert!(outcomes[0].contains("first_reply_median_seconds,30\n"));
 
     // The page draws the charts with the numbers beside them.
-    let cookie = sign_in(&first, "pablo", &viewer.password).await;
+    let cookie = common::console_sign_in(&first, "pablo", &viewer.password)
+        .await
+        .unwrap();
     let (status, page) = first
         .request(
             Request::get("/console/reports")

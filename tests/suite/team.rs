@@ -18,28 +18,6 @@ fn instance(stores: &Stores) -> TestApp {
         .with_state(|state| state.with_team(team))
 }
 
-/// Signs in through the form: the session cookie (`name=value`), or the refusal's status.
-async fn sign_in(app: &TestApp, name: &str, password: &str) -> Result<String, StatusCode> {
-    let body = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("operator", name)
-        .append_pair("password", password)
-        .finish();
-    let response = tower::ServiceExt::oneshot(
-        app.router.clone(),
-        Request::post("/console/sign-in")
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(Body::from(body))
-            .unwrap(),
-    )
-    .await
-    .unwrap();
-    if response.status() != StatusCode::SEE_OTHER {
-        return Err(response.status());
-    }
-    let cookie = response.headers()["set-cookie"].to_str().unwrap();
-    Ok(cookie.split(';').next().unwrap().to_owned())
-}
-
 async fn get(app: &TestApp, uri: &str, cookie: &str) -> (StatusCode, String) {
     app.request(
         Request::get(uri)
@@ -77,10 +55,12 @@ async fn a_session_ends_at_sign_out_and_when_the_operator_is_disabled(backend: B
     let app = instance(&stores);
     let (marta, token) = app.operator("marta", OperatorRole::Operator).await;
     assert_eq!(
-        sign_in(&app, "marta", "not-her-password").await,
+        common::console_sign_in(&app, "marta", "not-her-password").await,
         Err(StatusCode::UNAUTHORIZED)
     );
-    let cookie = sign_in(&app, "Marta", &marta.password).await.unwrap();
+    let cookie = common::console_sign_in(&app, "Marta", &marta.password)
+        .await
+        .unwrap();
     let (status, page) = get(&app, "/console", &cookie).await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("marta"), "signed in as herself");
@@ -101,7 +81,9 @@ async fn a_session_ends_at_sign_out_and_when_the_operator_is_disabled(backend: B
     );
 
     // Disabled: her open session and her token stop at once, on every instance.
-    let cookie = sign_in(&app, "marta", &marta.password).await.unwrap();
+    let cookie = common::console_sign_in(&app, "marta", &marta.password)
+        .await
+        .unwrap();
     let other_instance = instance(&stores);
     assert_eq!(
         get(&other_instance, "/console", &cookie).await.0,
@@ -125,7 +107,7 @@ async fn a_session_ends_at_sign_out_and_when_the_operator_is_disabled(backend: B
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(
-        sign_in(&app, "marta", &marta.password).await,
+        common::console_sign_in(&app, "marta", &marta.password).await,
         Err(StatusCode::UNAUTHORIZED)
     );
     stores.close().await;
@@ -175,7 +157,9 @@ async fn a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself(backend: 
         .unwrap();
 
     let (pablo, _) = app.operator("pablo", OperatorRole::Viewer).await;
-    let viewer = sign_in(&app, "pablo", &pablo.password).await.unwrap();
+    let viewer = common::console_sign_in(&app, "pablo", &pablo.password)
+        .await
+        .unwrap();
     let (status, list) = get(&app, "/console/conversations", &viewer).await;
     assert_eq!(status, StatusCode::OK);
     assert!(!list.contains("34600111222"), "no full number for a viewer");
@@ -206,7 +190,9 @@ async fn a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself(backend: 
     assert!(conversation.handoff.is_none());
 
     let (lucia, _) = app.operator("lucia", OperatorRole::Operator).await;
-    let operator = sign_in(&app, "lucia", &lucia.password).await.unwrap();
+    let operator = common::console_sign_in(&app, "lucia", &lucia.password)
+        .await
+        .unwrap();
     let (_, page) = get(&app, "/console/conversations/34600111222", &operator).await;
     assert!(page.contains("34600111222"), "operators see the number");
     let (status, _) = post(
@@ -299,12 +285,20 @@ async fn the_cli_manages_operators_on_mongodb() {
     );
 
     let app = instance(&stores);
-    assert!(sign_in(&app, "ana", &password).await.is_ok());
+    assert!(
+        common::console_sign_in(&app, "ana", &password)
+            .await
+            .is_ok()
+    );
     let (ok, out, _) = run(&["operators", "disable", "ana"]);
     assert!(ok && out.contains("1 session(s) ended"), "{out}");
     let (_, out, _) = run(&["operators", "list"]);
     assert!(out.contains("ana") && out.contains("disabled"), "{out}");
-    assert!(sign_in(&app, "ana", &password).await.is_err());
+    assert!(
+        common::console_sign_in(&app, "ana", &password)
+            .await
+            .is_err()
+    );
     let (ok, _, err) = run(&[
         "users",
         "set-role",
@@ -319,10 +313,12 @@ async fn the_cli_manages_operators_on_mongodb() {
     assert!(ok);
     let again = field(&out, "password:");
     assert!(
-        sign_in(&app, "ana", &password).await.is_err(),
+        common::console_sign_in(&app, "ana", &password)
+            .await
+            .is_err(),
         "the old password"
     );
-    assert!(sign_in(&app, "ana", &again).await.is_ok());
+    assert!(common::console_sign_in(&app, "ana", &again).await.is_ok());
     let (_, out, _) = run(&["operators", "list", "--json"]);
     let listed: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     assert_eq!(listed["enabled"], true);
@@ -370,7 +366,9 @@ async fn the_queue_lists_the_oldest_first_marks_the_late_and_takes_from_there(ba
             .unwrap();
     }
     let (lucia, _) = app.operator("lucia", OperatorRole::Operator).await;
-    let cookie = sign_in(&app, "lucia", &lucia.password).await.unwrap();
+    let cookie = common::console_sign_in(&app, "lucia", &lucia.password)
+        .await
+        .unwrap();
     let (status, page) = get(&app, "/console/queue", &cookie).await;
     assert_eq!(status, StatusCode::OK);
     let order: Vec<usize> = ["34600000502", "34600000503", "34600000501"]
@@ -579,7 +577,9 @@ async fn exports_are_for_admins_from_the_records_and_page_when_cut(backend: Back
         app.state.team().reset("lucia", "test", now).await.unwrap(),
         (),
     );
-    let cookie = sign_in(&app, "lucia", &lucia.password).await.unwrap();
+    let cookie = common::console_sign_in(&app, "lucia", &lucia.password)
+        .await
+        .unwrap();
     assert_eq!(
         get(&app, "/console/export/leads.csv?days=1", &cookie)
             .await
@@ -587,7 +587,9 @@ async fn exports_are_for_admins_from_the_records_and_page_when_cut(backend: Back
         StatusCode::FORBIDDEN
     );
     let marta = app.state.team().reset("marta", "test", now).await.unwrap();
-    let cookie = sign_in(&app, "marta", &marta.password).await.unwrap();
+    let cookie = common::console_sign_in(&app, "marta", &marta.password)
+        .await
+        .unwrap();
     let (status, csv) = get(&app, "/console/export/leads.csv?days=1", &cookie).await;
     assert_eq!(status, StatusCode::OK);
     assert!(

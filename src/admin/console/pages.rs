@@ -82,15 +82,7 @@ pub(super) async fn overview(
     let inputs = crate::admin::reports::gather(store, state.realestate.as_deref(), &period).await?;
     let report =
         crate::admin::reports::compute(&inputs, &period, &crate::admin::reports::Prices::default());
-    let seconds = |s: Option<i64>| {
-        s.map_or("—".to_owned(), |s| {
-            if s < 60 {
-                format!("{s}s")
-            } else {
-                format!("{}m {:02}s", s / 60, s % 60)
-            }
-        })
-    };
+    let seconds = super::reports::duration;
     let today = json!({
         "conversations": report.days.iter().map(|d| d.conversations).sum::<u64>(),
         "first_reply": seconds(report.first_reply_median),

@@ -63,7 +63,7 @@ fn percent(rate: Option<f64>) -> String {
 }
 
 /// `2m 05s`, `45s`, `—`.
-fn duration(seconds: Option<i64>) -> String {
+pub(super) fn duration(seconds: Option<i64>) -> String {
     match seconds {
         None => "—".to_owned(),
         Some(s) if s < 60 => format!("{s}s"),
