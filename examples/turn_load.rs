@@ -542,6 +542,11 @@ impl Shared {
         }
         if user == 0 && pending.seq == 0 {
             figures.first_answer = Some(e2e);
+            // At once, not only in the summary: a long backlog can be stopped here.
+            eprintln!(
+                "turn_load: first sender answered after {:.2} s",
+                e2e.as_secs_f64()
+            );
         }
         let micros = |d: Duration| d.as_micros() as u64;
         figures

@@ -6,8 +6,13 @@
 //! (doubling while far below the last limit that strained the store, then a tenth at a time).
 //! Turns waiting on the LLM do not touch the store, so with a healthy database the limit
 //! climbs to `ZAGUAN_WORKER_CONCURRENCY`.
+//!
+//! "Slow" is the calls' mean time, not only their slowest: a database that answers one call at
+//! a time answers every call late once many turns run, and each turn's next call queues behind
+//! all the others'. Then the oldest conversation, taken first, waits as long as the newest; with
+//! fewer at once it is answered first and in seconds, and the database does the same work.
 
-use crate::store::Pressure;
+use crate::store::{Pressure, SLOW_CALL, STRAINED_MEAN};
 
 /// The fewest conversations served at once, however slow the database.
 pub const MIN_CONCURRENCY: usize = 2;
@@ -49,11 +54,17 @@ impl AdaptiveLimit {
             return self.get() != before;
         };
         let strained = pressure.unavailable > 0
-            || (pressure.calls > 0 && pressure.slow as f64 > pressure.calls as f64 * SLOW_SHARE);
+            || (pressure.calls > 0 && pressure.slow as f64 > pressure.calls as f64 * SLOW_SHARE)
+            || (pressure.calls > 0 && pressure.mean > STRAINED_MEAN);
+        // Growing takes finished calls well under the strained mean, and none long unanswered
+        // (they show nowhere else until they end); between the two, the limit holds.
+        let quick = pressure.calls > 0
+            && pressure.mean <= STRAINED_MEAN / 2
+            && pressure.in_flight_age <= SLOW_CALL;
         if strained {
             self.ceiling = self.limit;
             self.limit = (self.limit * 2.0 / 3.0).max(MIN_CONCURRENCY as f64);
-        } else if busy {
+        } else if busy && quick {
             let step = if self.limit * 2.0 <= self.ceiling {
                 self.limit
             } else {
@@ -71,14 +82,54 @@ impl AdaptiveLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn window(calls: u64, slow: u64, unavailable: u64) -> Pressure {
         Pressure {
             calls,
             slow,
             unavailable,
-            waiting: 0,
+            mean: Duration::from_millis(5),
+            ..Pressure::default()
         }
+    }
+
+    #[test]
+    fn calls_queueing_on_average_shrink_it_though_none_is_slow_alone() {
+        let mut limit = AdaptiveLimit::new(32, 256);
+        let queueing = Pressure {
+            mean: STRAINED_MEAN + Duration::from_millis(1),
+            ..window(100, 0, 0)
+        };
+        limit.adjust(Some(&queueing), true);
+        assert_eq!(limit.get(), 21);
+    }
+
+    #[test]
+    fn it_holds_between_quick_and_strained_and_while_calls_hang() {
+        let mut limit = AdaptiveLimit::new(32, 256);
+        let middling = Pressure {
+            mean: STRAINED_MEAN * 3 / 4,
+            ..window(100, 0, 0)
+        };
+        assert!(!limit.adjust(Some(&middling), true));
+        let hanging = Pressure {
+            in_flight: 32,
+            in_flight_age: SLOW_CALL * 2,
+            ..window(10, 0, 0)
+        };
+        assert!(
+            !limit.adjust(Some(&hanging), true),
+            "unfinished calls hold it"
+        );
+        let nothing_finished = Pressure {
+            in_flight: 32,
+            ..window(0, 0, 0)
+        };
+        assert!(!limit.adjust(Some(&nothing_finished), true));
+        assert_eq!(limit.get(), 32);
+        limit.adjust(Some(&window(100, 0, 0)), true);
+        assert_eq!(limit.get(), 64, "quick again: it grows");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use super::abuse::UserLimits;
-use super::concurrency::AdaptiveLimit;
+use super::concurrency::{AdaptiveLimit, MIN_CONCURRENCY};
 use super::instances::Membership;
 use super::turn::Engine;
 use crate::domain::{WaId, WaMessageId};
@@ -39,6 +39,8 @@ const DEBOUNCE: Duration = Duration::from_millis(5);
 pub const IDLE_RELEASE: Duration = Duration::from_secs(30);
 /// How often the concurrency follows the database.
 const ADJUST_EVERY: Duration = Duration::from_millis(500);
+/// Conversations served at once at start on a database (see `spawn_in`).
+const START_CONCURRENCY: usize = MIN_CONCURRENCY;
 /// After failing to claim a conversation (another live instance has it), leave it alone this
 /// long: its holder serves it.
 const ELSEWHERE_FOR: Duration = Duration::from_secs(2);
@@ -165,9 +167,15 @@ impl Workers {
     ) -> Self {
         settings.owner = membership.id().to_owned();
         let (stop, stopped) = watch::channel(false);
-        // A database is eased in (doubling every half second while it keeps up); a store
-        // that cannot strain gets the maximum at the first adjustment.
-        let start = settings.concurrency.min(32);
+        // A database is eased in, from the fewest conversations at once (doubling every half
+        // second while its calls stay quick): a backlog found at start-up must not flood a slow
+        // one before its first answers show how slow it is. A store that cannot strain starts
+        // at the maximum.
+        let start = if engine.store().pressure().is_some() {
+            settings.concurrency.min(START_CONCURRENCY)
+        } else {
+            settings.concurrency
+        };
         let dispatcher = Arc::new(Dispatcher {
             limit: Mutex::new(AdaptiveLimit::new(start, settings.concurrency)),
             limits: UserLimits::new(settings.user_turns),

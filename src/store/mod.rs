@@ -26,7 +26,7 @@ pub use events::{BusinessEvent, Event, EventQuery, EventStatus, EventUpdate, hea
 pub use memory::MemoryStore;
 pub use mongo::MongoStore;
 pub use parts::StoreParts;
-pub use pool::{Lane, MongoConfig, MongoPool, Pressure};
+pub use pool::{Lane, MongoConfig, MongoPool, Pressure, SLOW_CALL, STRAINED_MEAN};
 pub use records::*;
 
 use crate::domain::LlmCall;

@@ -52,6 +52,9 @@ const SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(3);
 const ABANDON_AFTER: Duration = Duration::from_secs(60);
 /// A call slower than this (waiting included) counts as a sign of a loaded database.
 pub const SLOW_CALL: Duration = Duration::from_millis(250);
+/// Calls taking this long on average (waiting included) mean the database is queueing them:
+/// more at once would only lengthen the queue, and every turn's wait with it.
+pub const STRAINED_MEAN: Duration = Duration::from_millis(100);
 
 /// Which share of the connections a call waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +110,13 @@ pub struct Pressure {
     pub unavailable: u64,
     /// Calls waiting for a connection right now.
     pub waiting: u64,
+    /// The mean time of the calls finished, waiting included.
+    pub mean: Duration,
+    /// Calls asked and not finished yet (waiting or with the database).
+    pub in_flight: u64,
+    /// How long, on average, the calls in flight have been going: a database that has not
+    /// answered yet shows here before it shows in `mean`.
+    pub in_flight_age: Duration,
 }
 
 #[derive(Default)]
@@ -115,6 +125,11 @@ struct Counters {
     slow: AtomicU64,
     unavailable: AtomicU64,
     waiting: AtomicU64,
+    /// Sum of the finished calls' times, µs.
+    micros: AtomicU64,
+    in_flight: AtomicU64,
+    /// Sum of the calls in flight's start times, ms since the pool's epoch.
+    started_ms: AtomicU64,
 }
 
 /// One MongoDB client for the process (shared by the conversation store and the agency's
@@ -132,6 +147,8 @@ struct Inner {
     adjust: Option<Adjust>,
     sizes: [usize; 3],
     work: Counters,
+    /// What the calls' start times are counted from.
+    epoch: Instant,
     rebuilds: AtomicU64,
 }
 
@@ -152,6 +169,7 @@ impl MongoPool {
                 adjust,
                 sizes,
                 work: Counters::default(),
+                epoch: Instant::now(),
                 rebuilds: AtomicU64::new(0),
             }),
         })
@@ -202,7 +220,9 @@ impl MongoPool {
     {
         let asked = Instant::now();
         let counters = (lane == Lane::Work).then_some(&self.inner.work);
+        let in_flight = counters.map(|c| InFlightGuard::enter(c, self.millis_since_epoch(asked)));
         let result = self.gated(lane, op).await;
+        drop(in_flight);
         let elapsed = asked.elapsed();
         let outcome = match &result {
             Ok(_) => "ok",
@@ -215,6 +235,8 @@ impl MongoPool {
             .record(elapsed.as_secs_f64());
         if let Some(counters) = counters {
             counters.calls.fetch_add(1, Ordering::Relaxed);
+            let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+            counters.micros.fetch_add(micros, Ordering::Relaxed);
             if elapsed > SLOW_CALL {
                 counters.slow.fetch_add(1, Ordering::Relaxed);
             }
@@ -273,12 +295,31 @@ impl MongoPool {
     /// How the work lane fared since the last call (counters reset), and how many wait now.
     pub fn pressure(&self) -> Pressure {
         let work = &self.inner.work;
+        let calls = work.calls.swap(0, Ordering::Relaxed);
+        let micros = work.micros.swap(0, Ordering::Relaxed);
+        let in_flight = work.in_flight.load(Ordering::Acquire);
+        let started_ms = work.started_ms.load(Ordering::Acquire);
+        let now_ms = self.millis_since_epoch(Instant::now());
+        // The loads are not one snapshot: when a call started or ended between them, the age
+        // is not known this time (it only holds growth back, so zero is the safe answer).
+        let settled = work.in_flight.load(Ordering::Acquire) == in_flight;
+        let in_flight_age = match started_ms.checked_div(in_flight) {
+            Some(mean_start) if settled => Duration::from_millis(now_ms.saturating_sub(mean_start)),
+            _ => Duration::ZERO,
+        };
         Pressure {
-            calls: work.calls.swap(0, Ordering::Relaxed),
+            calls,
             slow: work.slow.swap(0, Ordering::Relaxed),
             unavailable: work.unavailable.swap(0, Ordering::Relaxed),
             waiting: work.waiting.load(Ordering::Relaxed),
+            mean: Duration::from_micros(micros.checked_div(calls).unwrap_or(0)),
+            in_flight,
+            in_flight_age,
         }
+    }
+
+    fn millis_since_epoch(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.inner.epoch).as_millis()).unwrap_or(0)
     }
 
     /// Replaces the client by a new one built from the same configuration; calls in flight on
@@ -351,6 +392,33 @@ impl Client {
 }
 
 /// Counts a caller as waiting for a connection while it exists.
+/// A work call asked and not finished: counted in flight, with its start, until dropped (its
+/// caller may stop waiting at any point).
+struct InFlightGuard<'a> {
+    counters: &'a Counters,
+    started_ms: u64,
+}
+
+impl<'a> InFlightGuard<'a> {
+    fn enter(counters: &'a Counters, started_ms: u64) -> Self {
+        counters.in_flight.fetch_add(1, Ordering::Relaxed);
+        counters.started_ms.fetch_add(started_ms, Ordering::Relaxed);
+        Self {
+            counters,
+            started_ms,
+        }
+    }
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.counters
+            .started_ms
+            .fetch_sub(self.started_ms, Ordering::Relaxed);
+        self.counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 struct WaitingGuard<'a>(&'a Counters);
 
 impl<'a> WaitingGuard<'a> {

@@ -1378,6 +1378,61 @@ async fn a_status_lands_on_an_outbox_document_written_by_hand() {
     db.drop().await;
 }
 
+/// What the workers' concurrency follows: a database answering every call 300 ms late shows
+/// as calls in flight for that long before any has finished, then as a mean of 300 ms; a fast
+/// one as a mean well under the strained mark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_pressure_shows_calls_in_flight_and_their_mean_time() {
+    use common::proxy::{Mode, MongoProxy};
+    use std::time::Duration;
+
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let upstream = MongoProxy::host_of(&std::env::var("MONGODB_URI").unwrap());
+    let proxy = MongoProxy::start(upstream).await;
+    let store = Arc::new(
+        MongoStore::connect(&zaguan::store::pool::MongoConfig {
+            uri: secrecy::SecretString::from(proxy.uri("")),
+            database: db.store.database().name().to_owned(),
+        })
+        .await
+        .unwrap(),
+    );
+    let missing = WaMessageId::parse("wamid.NOT_THERE").unwrap();
+    store.pressure(); // what connecting asked
+    store.inbox_entry(&missing).await.unwrap();
+    let fast = store.pressure().unwrap();
+    assert_eq!(fast.calls, 1);
+    assert!(fast.mean < STRAINED_MEAN / 2, "{fast:?}");
+    assert_eq!(fast.in_flight, 0);
+
+    proxy.set(Mode::Slow(Duration::from_millis(300)));
+    let calls: Vec<_> = (0..4)
+        .map(|_| {
+            let (store, missing) = (store.clone(), missing.clone());
+            tokio::spawn(async move { store.inbox_entry(&missing).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let waiting = store.pressure().unwrap();
+    assert_eq!(waiting.calls, 0, "{waiting:?}");
+    assert_eq!(waiting.in_flight, 4, "{waiting:?}");
+    assert!(
+        waiting.in_flight_age >= Duration::from_millis(150),
+        "{waiting:?}"
+    );
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    let slow = store.pressure().unwrap();
+    assert_eq!((slow.calls, slow.in_flight), (4, 0), "{slow:?}");
+    assert!(slow.mean >= Duration::from_millis(290), "{slow:?}");
+    assert_eq!(slow.in_flight_age, Duration::ZERO);
+    proxy.set(Mode::Pass);
+    db.drop().await;
+}
+
 /// The wedge of a slow database: a burst of calls far beyond the client's connections while
 /// every answer is slow, then the database is fast again. The client must serve again within
 /// seconds — before the fix, calls that gave up left their places in the driver's wait queue,
