@@ -20,7 +20,10 @@ use crate::realestate::listings::{self, Applied, ListingsError};
 use crate::state::AppState;
 use crate::store::StoreError;
 
-use super::operations::*;
+use crate::admin::operations::{
+    AdminError, ListParams, forget_user, list_conversations, operator_message,
+    release_conversation, reset_conversation, set_role, show_conversation, take_conversation,
+};
 
 /// The HTTP status an [`AdminError`] answers with, for the API and the console alike (the
 /// CLI shares the errors, not HTTP).

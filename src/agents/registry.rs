@@ -6,7 +6,9 @@
 mod checks;
 mod promises;
 
-use checks::*;
+use crate::agents::registry::checks::{
+    check_examples, prompt_paths, read_business, read_templates, tools_promised,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,10 +23,10 @@ use sha2::{Digest, Sha256};
 use super::fast_route::{Abstention, Decision, FastRouter};
 pub use super::prompt::PromptProblem;
 use super::prompt::{self, PromptFile, PromptKind};
-use crate::business::{self, BUSINESS_FILE, Business};
+use crate::business::Business;
 use crate::domain::Role;
 use crate::llm::ToolSpec;
-use crate::templates::{self, TEMPLATES_FILE, Templates};
+use crate::templates::Templates;
 
 /// The tool a subgraph agent calls to hand the conversation back to the primary agent.
 pub const COMPLETE_OR_ESCALATE: &str = "CompleteOrEscalate";

@@ -48,7 +48,7 @@ mod special;
 
 mod tags;
 
-use tags::*;
+use crate::guard::format::tags::{is_line_break_tag, tag_name};
 
 use std::ops::Range;
 

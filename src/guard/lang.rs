@@ -56,8 +56,8 @@
 mod lexicon;
 mod words;
 
-use lexicon::*;
-use words::*;
+use crate::guard::lang::lexicon::build_lexicon;
+use crate::guard::lang::words::{fold, is_laughter, looks_like_street_address, squeeze, words};
 
 use std::collections::HashMap;
 

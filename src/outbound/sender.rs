@@ -15,8 +15,10 @@ mod part;
 
 mod record;
 
+use crate::outbound::sender::record::{
+    count_template, local_error, record_with_patience, send_entry, status_label,
+};
 pub use record::outbound_message;
-use record::*;
 
 use std::collections::HashSet;
 use std::sync::Arc;

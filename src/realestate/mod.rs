@@ -16,6 +16,10 @@ pub mod store;
 pub mod tools;
 
 pub use memory::MemoryRealEstate;
-pub use model::*;
+pub use model::{
+    Alert, AlertCriteria, Appointment, AppointmentStatus, CallbackRequest, ListingChange,
+    ListingRequest, ListingStatus, MovedFrom, Offer, OfferStatus, Operation, Owner, Property,
+    PropertyType, Slot, StaffMember, Visit, VisitOutcome,
+};
 pub use mongo::MongoRealEstate;
 pub use store::{PropertyFilter, RealEstateStore};

@@ -27,7 +27,14 @@ pub use memory::MemoryStore;
 pub use mongo::MongoStore;
 pub use parts::StoreParts;
 pub use pool::{Lane, MongoConfig, MongoPool, Pressure, SLOW_CALL, STRAINED_MEAN};
-pub use records::*;
+pub use records::{
+    Attachment, ContactSeen, Conversation, ConversationQuery, Fallback, ForgetCounts,
+    HandoffFilter, HandoffReason, HandoffRequest, HandoffStep, InboxBacklog, InboxEntry,
+    InboxInsert, InboxOutcomes, InboxStatus, InstanceRecord, LeaseView, ListRow, Media, NewMessage,
+    NewOutbox, OptOut, OutboxEntry, OutboxStatus, OutboxUpdate, PurgeBefore, PurgeCounts,
+    RejectedEntry, ReplyButton, RoleAssignment, RoleSource, StatusOutcome, StoredMessage, Template,
+    TemplateStatus, User, reply_parts,
+};
 
 use crate::domain::LlmCall;
 use crate::domain::{StatusUpdate, WaId, WaMessageId};

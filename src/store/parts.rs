@@ -8,9 +8,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::domain::{
     Handoff, LlmCall, OutboxId, PendingAction, Role, StatusUpdate, WaId, WaMessageId,
+};
+use crate::store::{
+    ContactSeen, Conversation, ConversationQuery, ConversationStore, Event, EventQuery, EventStore,
+    EventUpdate, Fallback, ForgetCounts, HandoffReason, HandoffRequest, HandoffStep, HistoryStore,
+    InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatus, InboxStore, InstanceRecord,
+    LeaseStore, LeaseView, MaintenanceStore, NewMessage, NewOutbox, OptOut, OutboxEntry,
+    OutboxStore, OutboxUpdate, Pressure, PurgeBefore, PurgeCounts, RejectedEntry, RoleAssignment,
+    StatusOutcome, Store, StoreResult, StoredMessage, TemplateStatus, UsageStore, User, UserStore,
 };
 
 /// One trait object per collection.

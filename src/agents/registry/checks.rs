@@ -5,7 +5,11 @@ use super::super::prompt::{PromptFile, PromptKind};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::*;
+use crate::agents::PromptProblem;
+use crate::business::{BUSINESS_FILE, Business};
+use crate::templates::{TEMPLATES_FILE, Templates};
+use crate::{business, templates};
+use sha2::{Digest, Sha256};
 
 /// The prompt files of `dir`, sorted: `*.md`, not `README.md`, not hidden.
 pub(super) fn prompt_paths(dir: &Path) -> Result<Vec<PathBuf>, PromptProblem> {

@@ -1,17 +1,14 @@
 //! The assistant node: one model call for the agent `route_to_workflow` names, with its tools
 //! and the conversation's context, or the fast path's decision instead of the call.
 
-use crate::domain::DialogState;
-use crate::domain::phrases;
+use crate::domain::{DialogState, phrases};
 
 use chrono::Utc;
 
 use crate::agents::fast_route::{Abstention, Decision};
 use crate::agents::{Agent, AgentKind, PromptContext};
-use crate::domain::MessageRole;
-use crate::domain::ToolCall;
-use crate::domain::WaId;
 use crate::domain::llm_call::{FAST_PATH, OFFLINE};
+use crate::domain::{MessageRole, ToolCall, WaId};
 use crate::engine::history;
 use crate::engine::offline::{Keep, OfflineAnswer, OfflineTurn};
 use crate::engine::route::route_to_workflow;
@@ -20,7 +17,8 @@ use crate::engine::tools::ToolContext;
 use crate::llm::LlmRequest;
 use crate::store::{BusinessEvent, Event, NewMessage};
 
-use super::*;
+use crate::engine::turn::Assistants;
+use crate::engine::{Engine, EngineError};
 
 /// Offline, a subgraph hands back a message the router reads as the primary assistant's with at
 /// least this probability (a thanks, a goodbye); below it, the subgraph keeps the conversation.

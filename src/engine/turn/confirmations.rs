@@ -13,7 +13,8 @@ use crate::engine::state::State;
 use crate::engine::tools::ToolOutput;
 use crate::store::{InboxEntry, NewMessage, OptOut};
 
-use super::*;
+use crate::engine::turn::{Assistants, is_unreadable_media};
+use crate::engine::{Engine, EngineError};
 
 /// Why a conversation was handed over when the customer asked for a person in so many words.
 const PERSON_ASKED: &str = "El cliente ha pedido hablar con una persona";

@@ -4,19 +4,18 @@
 
 use chrono::Utc;
 
-use crate::domain::OutboxId;
-use crate::domain::WaId;
 use crate::domain::{MessageRole, PendingAction};
-use crate::engine::attachments;
-use crate::engine::confirm::{self};
+use crate::domain::{OutboxId, WaId};
 use crate::engine::state::State;
+use crate::engine::{attachments, confirm};
 use crate::outbound::governor::{self, Form, Skip};
 use crate::store::{
     Attachment, InboxEntry, Media, NewMessage, NewOutbox, OutboxEntry, ReplyButton, reply_parts,
 };
 use crate::templates::Purpose;
 
-use super::*;
+use crate::engine::turn::{Assistants, Delivery};
+use crate::engine::{Engine, EngineError};
 
 impl Engine {
     /// guard_translator, then the reply: for the caller to send now, or queued in the outbox.

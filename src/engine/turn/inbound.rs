@@ -16,8 +16,9 @@ use crate::outbound::governor::{self, Form, SERVICE_WINDOW, Skip};
 use crate::store::{BusinessEvent, InboxEntry, NewMessage, NewOutbox, RoleAssignment, RoleSource};
 use crate::templates::Purpose;
 
-use super::*;
 use crate::domain::WaMessageId;
+use crate::engine::turn::Assistants;
+use crate::engine::{Engine, EngineError};
 
 impl Engine {
     /// Appends the inbox messages not yet in the history as one human message, voice notes

@@ -5,12 +5,13 @@
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE};
 use crate::domain::ToolCall;
 use crate::domain::{MessageRole, PendingAction};
-use crate::engine::confirm::{self};
+use crate::engine::confirm;
 use crate::engine::state::State;
 use crate::engine::tools::ToolOutput;
 use crate::store::NewMessage;
 
-use super::*;
+use crate::engine::turn::{Assistants, DialogState, Plan};
+use crate::engine::{Engine, EngineError};
 
 impl Engine {
     /// The `To<X>Assistant` call the primary agent would make for the user's new message, when

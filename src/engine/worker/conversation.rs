@@ -9,7 +9,7 @@ use crate::store::{InboxStatus, StoreError};
 use chrono::Utc;
 use std::time::{Duration, Instant};
 
-use super::*;
+use crate::engine::worker::{Dispatcher, ELSEWHERE_FOR, HOLDS, Held};
 
 impl Dispatcher {
     /// Claims the conversation unless held, then serves it for as long as the instance is

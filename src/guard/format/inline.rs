@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use super::*;
+use crate::guard::format::{CharClass, LAZY, MarkerRun, OpenSpan, SpanKind, Writer};
 
 impl<'a> Writer<'a> {
     /// Called before any visible character: starts the line and writes the opening markers of

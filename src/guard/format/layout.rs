@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::*;
+use crate::guard::format::{Container, LAZY, Writer};
 
 impl<'a> Writer<'a> {
     /// Blocks inside a list item are tight; elsewhere they are separated by a blank line.

@@ -1,6 +1,7 @@
 //! Code, links, tables and HTML: what WhatsApp has no markup for, written as plain text.
 
-use super::*;
+use crate::guard::format::tags::{is_block_tag, is_line_break_tag, same_target};
+use crate::guard::format::{HtmlState, SpanKind, Writer};
 
 impl<'a> Writer<'a> {
     pub(super) fn code_text(&mut self, text: &str) {

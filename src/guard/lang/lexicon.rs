@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::*;
+use crate::guard::lang::words::fold;
+use crate::guard::lang::{Entry, LANGUAGES, Role, SUPPORTED};
 
 /// Words that carry no evidence of a language (laughter is recognised by [`is_laughter`]).
 pub(super) const NEUTRAL: &str = "ok okay okey oki okis okk k kk super top ciao chao info wifi whatsapp \

@@ -8,7 +8,11 @@ use chrono::{DateTime, Utc};
 use rand::Rng as _;
 use std::time::Duration;
 
-use super::*;
+use crate::outbound::Outbound;
+use crate::outbound::sender::PartOutcome;
+use crate::outbound::sender::record::{
+    count_template, local_error, record_sent, send_entry, status_label,
+};
 
 impl Outbound {
     /// Sends one part, retrying in place while the wait is short. `fresh`: stored `sending`

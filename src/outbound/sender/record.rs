@@ -6,7 +6,7 @@ use crate::domain::{GraphError, WaMessageId};
 use crate::store::{Media, OutboxEntry, OutboxUpdate, Store, StoreError};
 use std::time::Duration;
 
-use super::*;
+use crate::outbound::sender::RECORD_PATIENCE;
 
 /// Records a delivered part as `sent`. While the store is unavailable it keeps trying, for up
 /// to [`RECORD_PATIENCE`], the part still in flight so this process does not send it again:

@@ -3,7 +3,13 @@
 
 use super::neighbourhoods::{CITIES, NEIGHBOURHOODS, Neighbourhood};
 use super::people::{OWNERS, OwnerSeed};
-use super::*;
+use crate::realestate::PropertyType::{
+    self, Commercial, Duplex, Flat, House, Office, Penthouse, Studio,
+};
+use crate::realestate::demo::{AMENITIES, GeoPoint, LISTING_DAYS, SplitMix64, at_local, round6};
+use crate::realestate::{ListingStatus, Operation, Property};
+use chrono::{Days, NaiveDate};
+use chrono_tz::Tz;
 
 /// Each listing draws from its own stream, so adding a listing never changes the others.
 const PROPERTY_SEED: u64 = 0x5A67_7561_6E00_0000;

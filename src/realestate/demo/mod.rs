@@ -35,19 +35,14 @@ mod visits;
 
 use std::collections::BTreeSet;
 
-use chrono::{DateTime, Datelike, Days, NaiveDate, TimeZone, Utc, Weekday};
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
 
-use super::model::{
-    ListingStatus, Offer, OfferStatus, Operation, Owner, Property, PropertyType, Slot, StaffMember,
-    Visit, VisitOutcome,
-};
+use super::model::{Offer, Owner, Property, Slot, StaffMember, Visit};
 
 use super::store::RealEstateStore;
-use crate::domain::GeoPoint;
-use crate::domain::WaId;
+use crate::domain::{GeoPoint, WaId};
 use crate::store::StoreResult;
-use PropertyType::{Commercial, Duplex, Flat, House, Office, Penthouse, Studio};
 
 use listings::properties;
 use people::{owners, staff};

@@ -1,7 +1,9 @@
 //! The demo's markets: a data table of the neighbourhoods listings are drawn in, with their
 //! streets, prices per m², the kinds of home listed there and a line about each.
 
-use super::*;
+use crate::realestate::PropertyType;
+use crate::realestate::PropertyType::{Commercial, Duplex, Flat, House, Office, Penthouse, Studio};
+use crate::realestate::demo::GeoPoint;
 
 /// The cities of the portfolio.
 pub(super) const CITIES: [&str; 4] = ["Madrid", "Valencia", "Sevilla", "Málaga"];

@@ -1,6 +1,7 @@
 //! The demo's people: the twelve owners (three of them on WhatsApp) and the agency's staff.
 
-use super::*;
+use crate::realestate::demo::{AGENT_WA_IDS, AGENTS, demo_wa_id};
+use crate::realestate::{Owner, StaffMember};
 
 /// A demo owner: id, name, city, WhatsApp.
 pub(super) struct OwnerSeed {

@@ -5,7 +5,11 @@ use chrono::Timelike;
 use super::neighbourhoods::{NEIGHBOURHOODS, Neighbourhood};
 use super::*;
 use crate::realestate::MemoryRealEstate;
+use crate::realestate::PropertyType;
+use crate::realestate::PropertyType::Penthouse;
 use crate::realestate::store::PropertyFilter;
+use crate::realestate::{ListingStatus, OfferStatus, Operation, VisitOutcome};
+use chrono::{Datelike, Days, Weekday};
 
 const MADRID: Tz = chrono_tz::Europe::Madrid;
 

@@ -1,7 +1,15 @@
 //! The demo's calendar: visit slots in the weeks ahead, and last month's visits with the offers
 //! that followed.
 
-use super::*;
+use crate::realestate::PropertyType::{Commercial, Office};
+use crate::realestate::demo::{
+    AGENTS, DEMO_CUSTOMERS, SLOT_DAYS, SLOT_MINUTES, SplitMix64, VISIT_TIMES, at_local, demo_wa_id,
+};
+use crate::realestate::{
+    ListingStatus, Offer, OfferStatus, Operation, Property, Slot, Visit, VisitOutcome,
+};
+use chrono::{DateTime, Datelike, Days, NaiveDate, Utc, Weekday};
+use chrono_tz::Tz;
 
 /// Offers draw from their own stream, apart from the listings'.
 const OFFER_SEED: u64 = 0x5A67_7561_6E0F_0000;

@@ -17,7 +17,12 @@
 
 mod codec;
 
-use codec::*;
+use crate::realestate::mongo::codec::{
+    alert, alert_doc, appointment, appointment_doc, by_start, callback_request,
+    callback_request_doc, date, listing_request, listing_request_doc, newest_first, offer,
+    offer_doc, owner, owner_doc, property, property_doc, slot, slot_doc, staff_doc, staff_member,
+    visit, visit_doc,
+};
 use std::collections::HashSet;
 
 use async_trait::async_trait;

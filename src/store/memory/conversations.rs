@@ -1,14 +1,15 @@
 //! MemoryStore's `conversations`: where each conversation stands (`dialog_state`, a pending action,
 //! a handoff, its language).
 
-use crate::domain::DialogState;
-use crate::domain::WaId;
+use crate::domain::{DialogState, WaId};
 use crate::domain::{Handoff, PendingAction};
-use crate::store::*;
+use crate::store::{
+    Conversation, ConversationQuery, HandoffReason, HandoffRequest, HandoffStep, MemoryStore,
+    StoreResult, page_of_conversations,
+};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::ConversationStore;
 
 #[async_trait]

@@ -1,10 +1,9 @@
 //! MemoryStore's `events`: business events waiting for (or done with) delivery.
 
-use crate::store::*;
+use crate::store::{Event, EventQuery, EventStatus, EventUpdate, MemoryStore, StoreResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::EventStore;
 
 #[async_trait]

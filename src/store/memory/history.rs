@@ -1,10 +1,9 @@
 //! MemoryStore's `messages`: each conversation's history, numbered.
 
 use crate::domain::WaId;
-use crate::store::*;
+use crate::store::{MemoryStore, NewMessage, StoreResult, StoredMessage};
 use async_trait::async_trait;
 
-use super::*;
 use crate::store::HistoryStore;
 
 #[async_trait]

@@ -1,11 +1,13 @@
 //! MemoryStore's `inbox` (and `rejected`): what customers sent, until a turn answers it.
 
 use crate::domain::{WaId, WaMessageId};
-use crate::store::*;
+use crate::store::{
+    InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatus, MemoryStore, RejectedEntry,
+    StoreResult, first_distinct,
+};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::InboxStore;
 
 #[async_trait]

@@ -2,11 +2,11 @@
 //! processes are alive.
 
 use crate::domain::WaId;
-use crate::store::*;
+use crate::store::memory::LeaseRecord;
+use crate::store::{InstanceRecord, LeaseView, MemoryStore, StoreResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::LeaseStore;
 
 #[async_trait]

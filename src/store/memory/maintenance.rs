@@ -1,10 +1,11 @@
 //! MemoryStore's the database as a whole: is it there, how strained, and what it forgets or purges.
 
 use crate::domain::{WaId, WaMessageId};
-use crate::store::*;
+use crate::store::{
+    EventStatus, ForgetCounts, InboxStatus, MemoryStore, PurgeBefore, PurgeCounts, StoreResult,
+};
 use async_trait::async_trait;
 
-use super::*;
 use crate::store::MaintenanceStore;
 
 #[async_trait]

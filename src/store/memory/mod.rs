@@ -19,7 +19,10 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
-use crate::store::*;
+use crate::store::{
+    Conversation, Event, InboxEntry, InstanceRecord, LlmCall, NewMessage, NewOutbox, OutboxEntry,
+    OutboxStatus, RejectedEntry, StatusOutcome, TemplateStatus, User,
+};
 
 #[derive(Default)]
 pub struct MemoryStore {

@@ -2,11 +2,14 @@
 
 use crate::domain::OutboxId;
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
-use crate::store::*;
+use crate::store::memory::early_status;
+use crate::store::{
+    Fallback, MemoryStore, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, StatusOutcome,
+    StoreResult, TemplateStatus, first_distinct,
+};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::OutboxStore;
 
 #[async_trait]

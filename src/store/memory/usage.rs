@@ -1,10 +1,9 @@
 //! MemoryStore's `llm_calls`: what each model call cost.
 
-use crate::store::*;
+use crate::store::{LlmCall, MemoryStore, StoreResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::UsageStore;
 
 #[async_trait]

@@ -1,10 +1,9 @@
 //! MemoryStore's `users`: who wrote, and the role the business gives them.
 
 use crate::domain::WaId;
-use crate::store::*;
+use crate::store::{ContactSeen, MemoryStore, OptOut, RoleAssignment, StoreResult, User};
 use async_trait::async_trait;
 
-use super::*;
 use crate::store::UserStore;
 
 #[async_trait]

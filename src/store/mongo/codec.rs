@@ -1,11 +1,14 @@
 //! The BSON form of the store's records: one function per direction and record, so a field's
 //! name is spelled in one place (`docs/operators.md`, what each collection holds).
 
-use crate::domain::CallOutcome;
-use crate::domain::DialogState;
+use crate::domain::{CallOutcome, DialogState};
 use crate::domain::{Content, Handoff, MessageRole, OutboxId, PendingAction, Role, ToolCall};
 use crate::domain::{GraphError, WaId, WaMessageId};
-use crate::store::*;
+use crate::store::{
+    Attachment, BusinessEvent, Conversation, Event, EventStatus, HandoffReason, HandoffRequest,
+    InboxEntry, InboxStatus, LlmCall, Media, NewMessage, OutboxEntry, OutboxStatus, ReplyButton,
+    RoleSource, StoreError, StoreResult, StoredMessage, Template,
+};
 use anyhow::Context as _;
 use bson::{Bson, Document, doc, oid::ObjectId};
 use chrono::{DateTime, Utc};

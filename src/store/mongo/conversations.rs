@@ -1,17 +1,19 @@
 //! MongoStore's `conversations`: where each conversation stands (`dialog_state`, a pending action,
 //! a handoff, its language).
 
-use crate::domain::DialogState;
-use crate::domain::WaId;
+use crate::domain::{DialogState, WaId};
 use crate::domain::{Handoff, PendingAction};
+use crate::store::mongo::codec::{conversation, date, handoff_reason_doc, handoff_request_doc};
 use crate::store::pool::{Find, Lane};
-use crate::store::*;
+use crate::store::{
+    Conversation, ConversationQuery, HandoffFilter, HandoffReason, HandoffRequest, HandoffStep,
+    MongoStore, StoreResult, page_of_conversations,
+};
 use anyhow::Context as _;
 use async_trait::async_trait;
 use bson::{Bson, doc};
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::ConversationStore;
 
 #[async_trait]

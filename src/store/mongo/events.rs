@@ -1,12 +1,12 @@
 //! MongoStore's `events`: business events waiting for (or done with) delivery.
 
+use crate::store::mongo::codec::{Fields, date, event, event_doc};
 use crate::store::pool::{Find, Lane};
-use crate::store::*;
+use crate::store::{Event, EventQuery, EventUpdate, MongoStore, StoreResult, heads_due};
 use async_trait::async_trait;
 use bson::{Bson, doc};
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::EventStore;
 
 #[async_trait]

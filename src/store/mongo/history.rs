@@ -1,12 +1,13 @@
 //! MongoStore's `messages`: each conversation's history, numbered.
 
 use crate::domain::WaId;
+use crate::store::mongo::MAX_INSERT_RACES;
+use crate::store::mongo::codec::{Fields, date, message_doc, stored_message};
 use crate::store::pool::{self, Find, Lane, classify};
-use crate::store::*;
+use crate::store::{MongoStore, NewMessage, StoreResult, StoredMessage};
 use async_trait::async_trait;
 use bson::{Document, doc};
 
-use super::*;
 use crate::store::HistoryStore;
 
 #[async_trait]

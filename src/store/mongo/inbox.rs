@@ -1,13 +1,17 @@
 //! MongoStore's `inbox` (and `rejected`): what customers sent, until a turn answers it.
 
 use crate::domain::{WaId, WaMessageId};
+use crate::store::mongo::OPEN_INBOX;
+use crate::store::mongo::codec::{Fields, by_ids, date, inbox_doc, inbox_entry};
 use crate::store::pool::{DUPLICATE_KEY, Find, Lane, classify};
-use crate::store::*;
+use crate::store::{
+    InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatus, MongoStore, RejectedEntry,
+    StoreResult, first_distinct,
+};
 use async_trait::async_trait;
 use bson::{Document, doc};
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::InboxStore;
 
 #[async_trait]

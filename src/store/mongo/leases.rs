@@ -2,13 +2,13 @@
 //! processes are alive.
 
 use crate::domain::WaId;
+use crate::store::mongo::codec::{Fields, date};
 use crate::store::pool::{Find, Lane};
-use crate::store::*;
+use crate::store::{InboxStatus, InstanceRecord, LeaseView, MongoStore, StoreResult};
 use async_trait::async_trait;
 use bson::{Document, doc};
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::LeaseStore;
 
 #[async_trait]

@@ -1,12 +1,15 @@
 //! MongoStore's the database as a whole: is it there, how strained, and what it forgets or purges.
 
 use crate::domain::WaId;
+use crate::store::mongo::codec::date;
 use crate::store::pool::Lane;
-use crate::store::*;
+use crate::store::{
+    ForgetCounts, InboxStatus, LeaseStore, MongoStore, OutboxStatus, Pressure, PurgeBefore,
+    PurgeCounts, StoreResult,
+};
 use async_trait::async_trait;
 use bson::{Document, doc};
 
-use super::*;
 use crate::store::MaintenanceStore;
 
 #[async_trait]

@@ -17,7 +17,8 @@ mod outbox;
 mod usage;
 mod users;
 
-use codec::*;
+use crate::store::mongo::codec::{date, outbox_doc, outbox_id};
+use crate::store::{InboxStatus, OutboxEntry, StoreError, StoreResult};
 
 use bson::{Document, doc};
 use chrono::{DateTime, Utc};
@@ -27,7 +28,6 @@ use mongodb::options::IndexOptions;
 use crate::domain::WaId;
 use crate::store::MongoConfig;
 use crate::store::pool::{Adjust, Lane, MongoPool};
-use crate::store::*;
 
 /// Inbox statuses of entries not yet answered.
 const OPEN_INBOX: [&str; 2] = ["pending", "processing"];

@@ -2,14 +2,19 @@
 
 use crate::domain::OutboxId;
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
+use crate::store::mongo::codec::{
+    Fields, date, opt_date, outbox_doc, outbox_entry, outbox_id, statuses, template_doc,
+};
 use crate::store::pool::{self, Find, Lane, classify};
-use crate::store::*;
+use crate::store::{
+    Fallback, MongoStore, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, StatusOutcome,
+    StoreResult, TemplateStatus, first_distinct,
+};
 use anyhow::Context as _;
 use async_trait::async_trait;
 use bson::{Bson, Document, doc, oid::ObjectId};
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::OutboxStore;
 
 #[async_trait]

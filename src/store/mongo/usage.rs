@@ -1,12 +1,12 @@
 //! MongoStore's `llm_calls`: what each model call cost.
 
+use crate::store::mongo::codec::{Fields, date, llm_call};
 use crate::store::pool::{Find, Lane};
-use crate::store::*;
+use crate::store::{LlmCall, MongoStore, StoreResult};
 use async_trait::async_trait;
 use bson::doc;
 use chrono::{DateTime, Utc};
 
-use super::*;
 use crate::store::UsageStore;
 
 #[async_trait]

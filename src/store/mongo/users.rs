@@ -1,13 +1,14 @@
 //! MongoStore's `users`: who wrote, and the role the business gives them.
 
-use crate::domain::Role;
-use crate::domain::WaId;
+use crate::domain::{Role, WaId};
+use crate::store::mongo::codec::{Fields, date};
 use crate::store::pool::{Find, Lane};
-use crate::store::*;
+use crate::store::{
+    ContactSeen, MongoStore, OptOut, RoleAssignment, RoleSource, StoreResult, User,
+};
 use async_trait::async_trait;
 use bson::doc;
 
-use super::*;
 use crate::store::UserStore;
 
 #[async_trait]

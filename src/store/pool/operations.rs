@@ -4,7 +4,8 @@ use super::super::StoreResult;
 use bson::Document;
 use mongodb::results::UpdateResult;
 
-use super::*;
+use crate::store::pool::{classify, is_duplicate_key};
+use crate::store::{Lane, MongoPool};
 
 /// How a find sorts, projects and limits its documents.
 #[derive(Debug, Clone, Default)]

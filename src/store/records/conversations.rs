@@ -4,7 +4,7 @@ use crate::domain::DialogState;
 use crate::domain::{GeoPoint, Handoff, PendingAction, Role, WaId};
 use chrono::{DateTime, Utc};
 
-use super::*;
+use crate::store::RoleSource;
 
 /// A `conversations` document (the fields this version reads).
 #[derive(Debug, Clone, PartialEq)]

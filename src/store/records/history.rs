@@ -4,7 +4,7 @@ use crate::domain::{MessageRole, ToolCall, WaId, WaMessageId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::*;
+use crate::store::{ListRow, ReplyButton};
 
 /// A message to append to a conversation's history.
 #[derive(Debug, Clone, PartialEq)]

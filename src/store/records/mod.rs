@@ -8,9 +8,15 @@ mod maintenance;
 mod outbox;
 mod users;
 
-pub use conversations::*;
-pub use history::*;
-pub use inbox::*;
-pub use maintenance::*;
-pub use outbox::*;
-pub use users::*;
+pub use conversations::{
+    Conversation, ConversationQuery, HandoffFilter, HandoffReason, HandoffRequest, HandoffStep,
+    LeaseView,
+};
+pub use history::{Attachment, NewMessage, StoredMessage};
+pub use inbox::{InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatus, RejectedEntry};
+pub use maintenance::{ForgetCounts, InstanceRecord, PurgeBefore, PurgeCounts};
+pub use outbox::{
+    Fallback, ListRow, Media, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, ReplyButton,
+    StatusOutcome, Template, TemplateStatus, reply_parts,
+};
+pub use users::{ContactSeen, OptOut, RoleAssignment, RoleSource, User};
