@@ -646,11 +646,28 @@ async fn mongo_the_workers_concurrency_follows_the_database() {
         }
     };
 
-    // Every answer of the database takes 400 ms: the limit comes down.
-    proxy.set(Mode::Slow(Duration::from_millis(400)));
+    // A database starts at the fewest conversations at once; fast, with more to do than the
+    // limit allows, the limit grows.
+    assert_eq!(started, 2);
     assert_eq!(app.post_webhook(batch(0)).await, axum::http::StatusCode::OK);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while workers.concurrency() >= started {
+    while workers.concurrency() <= started {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the limit stayed at {started} with the database fast"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    all_answered(0).await;
+    let grown = workers.concurrency();
+
+    // Every answer of the database takes 400 ms: the limit comes down, to a few at once. (Where
+    // it was, the database may already have been queueing: then, fast again, it would rightly
+    // hold there rather than grow.)
+    proxy.set(Mode::Slow(Duration::from_millis(400)));
+    assert_eq!(app.post_webhook(batch(1)).await, axum::http::StatusCode::OK);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while workers.concurrency() > (2 * started).min(grown - 1) {
         assert!(
             std::time::Instant::now() < deadline,
             "the limit stayed at {}",
@@ -660,9 +677,9 @@ async fn mongo_the_workers_concurrency_follows_the_database() {
     }
     let eased = workers.concurrency();
     proxy.set(Mode::Pass);
-    all_answered(0).await;
+    all_answered(1).await;
     // Fast again, with more to do than the limit allows: it grows back.
-    assert_eq!(app.post_webhook(batch(1)).await, axum::http::StatusCode::OK);
+    assert_eq!(app.post_webhook(batch(2)).await, axum::http::StatusCode::OK);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while workers.concurrency() <= eased {
         assert!(
@@ -671,7 +688,7 @@ async fn mongo_the_workers_concurrency_follows_the_database() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    all_answered(1).await;
+    all_answered(2).await;
     let failed = db
         .store
         .database()
