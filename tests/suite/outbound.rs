@@ -805,10 +805,11 @@ async fn the_rate_limiter_holds_the_configured_rate() {
     let first = received.iter().map(|r| r.at).min().unwrap();
     let mut times: Vec<Duration> = received.iter().map(|r| r.at - first).collect();
     times.sort();
-    let after_burst = times[SENDS - 1] - times[RATE as usize];
-    let floor =
-        Duration::from_secs_f64((SENDS - RATE as usize - 1) as f64 / f64::from(RATE) * 0.95);
-    assert!(after_burst >= floor, "{after_burst:?} < {floor:?}");
+    // Measured from the first send, not from the first after the burst: on a loaded machine
+    // that one can be seen late while the rest keep to the schedule, which shortened the span.
+    let span = times[SENDS - 1];
+    let floor = Duration::from_secs_f64((SENDS - RATE as usize) as f64 / f64::from(RATE) * 0.95);
+    assert!(span >= floor, "{span:?} < {floor:?}");
     let rate = (SENDS as f64 - f64::from(RATE)) / (elapsed.as_secs_f64());
     eprintln!("300 sends in {elapsed:?}: {rate:.0}/s after the burst (limit {RATE}/s)");
 }
