@@ -19,6 +19,7 @@ pub mod health;
 pub mod llm;
 pub mod outbound;
 pub mod realestate;
+pub mod runtime;
 pub mod serve;
 pub mod startup;
 pub mod state;

@@ -17,6 +17,7 @@ use secrecy::{ExposeSecret, SecretString};
 use sha2::Sha256;
 use url::Url;
 
+use crate::runtime::{PeriodicJob, spawn_every};
 use crate::store::{Event, EventUpdate, Store, StoreError};
 
 /// Signature header: `sha256=` and the hex HMAC-SHA256 of `{timestamp}.{raw body}`.
@@ -77,6 +78,16 @@ pub struct EventDelivery {
     settings: EventSettings,
 }
 
+impl PeriodicJob for EventDelivery {
+    const DONE: Option<&'static str> = None;
+    const FAILED: &'static str = "events not delivered this round";
+    type Error = StoreError;
+
+    async fn round(&self, now: DateTime<Utc>) -> Result<usize, StoreError> {
+        self.tick(now).await
+    }
+}
+
 /// How one receiver answered.
 enum Answer {
     Accepted,
@@ -97,15 +108,10 @@ impl EventDelivery {
         })
     }
 
+    /// Delivers every `settings.every` until the process stops.
     pub fn spawn(self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            loop {
-                if let Err(error) = self.tick(Utc::now()).await {
-                    tracing::warn!("events not delivered this round: {error}");
-                }
-                tokio::time::sleep(self.settings.every).await;
-            }
-        })
+        let every = self.settings.every;
+        spawn_every(self, every)
     }
 
     /// Sends the events due at `now` (the oldest of each conversation); returns how many were

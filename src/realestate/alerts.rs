@@ -16,6 +16,7 @@ use super::{Alert, AlertCriteria, ListingStatus, Property, PropertyFilter, RealE
 use crate::agents::keywords::tokens;
 use crate::engine::{Engine, EngineError, Notified};
 use crate::outbound::governor;
+use crate::runtime::{PeriodicJob, spawn_every};
 use crate::templates::Purpose;
 
 /// The `agent` of alert notices in the history.
@@ -94,6 +95,16 @@ pub struct Alerts {
     settings: AlertSettings,
 }
 
+impl PeriodicJob for Alerts {
+    const DONE: Option<&'static str> = Some("saved-search notices queued");
+    const FAILED: &'static str = "saved searches not checked";
+    type Error = EngineError;
+
+    async fn round(&self, now: DateTime<Utc>) -> Result<usize, EngineError> {
+        self.tick(now).await
+    }
+}
+
 impl Alerts {
     pub fn new(
         realestate: Arc<dyn RealEstateStore>,
@@ -109,16 +120,8 @@ impl Alerts {
 
     /// Looks every `settings.every` until the process stops.
     pub fn spawn(self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            loop {
-                match self.tick(Utc::now()).await {
-                    Ok(0) => {}
-                    Ok(queued) => tracing::info!(queued, "saved-search notices queued"),
-                    Err(error) => tracing::warn!("saved searches not checked: {error}"),
-                }
-                tokio::time::sleep(self.settings.every).await;
-            }
-        })
+        let every = self.settings.every;
+        spawn_every(self, every)
     }
 
     /// Queues the notices due at `now`; returns how many.

@@ -16,6 +16,7 @@ use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use super::RealEstateStore;
 use crate::engine::{Engine, EngineError, Notified};
 use crate::outbound::governor;
+use crate::runtime::{PeriodicJob, spawn_every};
 use crate::templates::Purpose;
 
 /// The `agent` of reminders in the history.
@@ -41,6 +42,16 @@ pub struct Reminders {
     settings: ReminderSettings,
 }
 
+impl PeriodicJob for Reminders {
+    const DONE: Option<&'static str> = Some("visit reminders queued");
+    const FAILED: &'static str = "visit reminders not checked";
+    type Error = EngineError;
+
+    async fn round(&self, now: DateTime<Utc>) -> Result<usize, EngineError> {
+        self.tick(now).await
+    }
+}
+
 impl Reminders {
     pub fn new(
         realestate: Arc<dyn RealEstateStore>,
@@ -56,16 +67,8 @@ impl Reminders {
 
     /// Looks every `settings.every` until the process stops.
     pub fn spawn(self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            loop {
-                match self.tick(Utc::now()).await {
-                    Ok(0) => {}
-                    Ok(queued) => tracing::info!(queued, "visit reminders queued"),
-                    Err(error) => tracing::warn!("visit reminders not checked: {error}"),
-                }
-                tokio::time::sleep(self.settings.every).await;
-            }
-        })
+        let every = self.settings.every;
+        spawn_every(self, every)
     }
 
     /// Queues the reminders due at `now`; returns how many.
