@@ -2,6 +2,7 @@
 //! conversation's state, a place, an LLM call. It imports nothing from the crate; everything
 //! else imports downward from it.
 
+mod business_event;
 mod clock;
 mod conversation;
 mod geo;
@@ -10,6 +11,7 @@ pub mod llm_call;
 mod message;
 pub mod phrases;
 
+pub use business_event::BusinessEvent;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use conversation::{AgentName, DialogState, Handoff, MessageRole, PendingAction, Role};
 pub use geo::GeoPoint;
