@@ -225,8 +225,15 @@ enum Next {
 
 /// What one tool call of an AI message becomes.
 enum Plan<'a> {
-    Enter { target: &'a Agent, query: String },
-    Leave { reason: String },
+    /// A `To<X>Assistant` call: the subgraph `target` takes over.
+    Enter {
+        target: &'a Agent,
+        query: String,
+    },
+    /// The seed's `leave_skill`: a subgraph's `CompleteOrEscalate` hands back to the primary.
+    LeaveSkill {
+        reason: String,
+    },
     Run,
     Refuse(String),
 }

@@ -156,7 +156,7 @@ impl Engine {
             .collect();
         let winner = plans
             .iter()
-            .position(|p| matches!(p, Plan::Enter { .. } | Plan::Leave { .. }));
+            .position(|p| matches!(p, Plan::Enter { .. } | Plan::LeaveSkill { .. }));
 
         let results: Vec<ToolOutput> = match winner {
             Some(w) => {
@@ -172,14 +172,14 @@ impl Engine {
                         ),
                         format!("{} took over", calls[w].name),
                     ),
-                    Plan::Leave { reason } => (
-                        DialogState::primary(),
-                        format!(
-                            "Back with the primary assistant ({reason}). Reflect on the \
-                             conversation and keep helping the user."
-                        ),
-                        format!("{COMPLETE_OR_ESCALATE} returned control"),
-                    ),
+                    Plan::LeaveSkill { reason } => {
+                        let (state, text) = leave_skill(reason);
+                        (
+                            state,
+                            text,
+                            format!("{COMPLETE_OR_ESCALATE} returned control"),
+                        )
+                    }
                     _ => unreachable!("the winner is a transition"),
                 };
                 // dialog_state first: a crash before the tool messages replays the transition.
@@ -324,7 +324,7 @@ impl Engine {
                     .and_then(|r| r.as_str())
                     .unwrap_or("task finished")
                     .to_owned();
-                Plan::Leave { reason }
+                Plan::LeaveSkill { reason }
             } else {
                 Plan::Refuse(format!(
                     "Error: {COMPLETE_OR_ESCALATE} is only for specialised assistants."
@@ -418,4 +418,16 @@ pub(super) fn unanswered_user_text(state: &State) -> Option<&str> {
         }
     }
     None
+}
+
+/// The seed's `leave_skill` node: the dialog state pops back to the primary assistant, and the
+/// tool message tells the primary why, so it carries on with the user.
+fn leave_skill(reason: &str) -> (DialogState, String) {
+    (
+        DialogState::primary(),
+        format!(
+            "Back with the primary assistant ({reason}). Reflect on the conversation and keep \
+             helping the user."
+        ),
+    )
 }
