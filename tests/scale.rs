@@ -562,21 +562,13 @@ async fn mongo_store_round_trips_of_a_turn() {
 /// failed either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongo_the_workers_concurrency_follows_the_database() {
-    use common::proxy::{Mode, MongoProxy};
+    use common::proxy::Mode;
 
     let Some(db) = common::TestMongo::new().await else {
         return;
     };
-    let proxy =
-        MongoProxy::start(MongoProxy::host_of(&std::env::var("MONGODB_URI").unwrap())).await;
-    let store: Arc<dyn Store> = Arc::new(
-        zaguan::store::MongoStore::connect(&zaguan::store::pool::MongoConfig {
-            uri: secrecy::SecretString::from(proxy.uri("")),
-            database: db.store.database().name().to_owned(),
-        })
-        .await
-        .unwrap(),
-    );
+    let (proxy, store) = db.behind_proxy().await;
+    let store: Arc<dyn Store> = store;
     let app = common::TestApp::with_store(store.clone());
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
     let engine = Engine::new(
@@ -646,18 +638,22 @@ async fn mongo_the_workers_concurrency_follows_the_database() {
         }
     };
 
-    // A database starts at the fewest conversations at once; fast, with more to do than the
-    // limit allows, the limit grows.
+    // With the database fast and more to do than the limit allows, it grows past `from`.
+    let grows_past = async |from: usize| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while workers.concurrency() <= from {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the limit stayed at {from} with the database fast"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+
+    // A database starts at the fewest conversations at once; fast, the limit grows.
     assert_eq!(started, 2);
     assert_eq!(app.post_webhook(batch(0)).await, axum::http::StatusCode::OK);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while workers.concurrency() <= started {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the limit stayed at {started} with the database fast"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    grows_past(started).await;
     all_answered(0).await;
     let grown = workers.concurrency();
 
@@ -678,16 +674,9 @@ async fn mongo_the_workers_concurrency_follows_the_database() {
     let eased = workers.concurrency();
     proxy.set(Mode::Pass);
     all_answered(1).await;
-    // Fast again, with more to do than the limit allows: it grows back.
+    // Fast again: it grows back.
     assert_eq!(app.post_webhook(batch(2)).await, axum::http::StatusCode::OK);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while workers.concurrency() <= eased {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the limit stayed at {eased} with the database fast"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    grows_past(eased).await;
     all_answered(2).await;
     let failed = db
         .store

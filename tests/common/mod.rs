@@ -113,6 +113,20 @@ impl TestMongo {
         Some(Self { store })
     }
 
+    /// A second store on this database, through a [`proxy::MongoProxy`] in front of
+    /// `MONGODB_URI`'s server, for a test to make the database unkind.
+    pub async fn behind_proxy(&self) -> (proxy::MongoProxy, Arc<MongoStore>) {
+        let uri = std::env::var("MONGODB_URI").expect("a TestMongo has a MONGODB_URI");
+        let proxy = proxy::MongoProxy::start(proxy::MongoProxy::host_of(&uri)).await;
+        let store = MongoStore::connect(&MongoConfig {
+            uri: SecretString::from(proxy.uri("")),
+            database: self.store.database().name().to_owned(),
+        })
+        .await
+        .expect("the proxy's URI parses");
+        (proxy, Arc::new(store))
+    }
+
     pub async fn drop(self) {
         self.store
             .drop_database()

@@ -1383,22 +1383,13 @@ async fn a_status_lands_on_an_outbox_document_written_by_hand() {
 /// one as a mean well under the strained mark.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongo_pressure_shows_calls_in_flight_and_their_mean_time() {
-    use common::proxy::{Mode, MongoProxy};
+    use common::proxy::Mode;
     use std::time::Duration;
 
     let Some(db) = common::TestMongo::new().await else {
         return;
     };
-    let upstream = MongoProxy::host_of(&std::env::var("MONGODB_URI").unwrap());
-    let proxy = MongoProxy::start(upstream).await;
-    let store = Arc::new(
-        MongoStore::connect(&zaguan::store::pool::MongoConfig {
-            uri: secrecy::SecretString::from(proxy.uri("")),
-            database: db.store.database().name().to_owned(),
-        })
-        .await
-        .unwrap(),
-    );
+    let (proxy, store) = db.behind_proxy().await;
     let missing = WaMessageId::parse("wamid.NOT_THERE").unwrap();
     store.pressure(); // what connecting asked
     store.inbox_entry(&missing).await.unwrap();
@@ -1440,22 +1431,13 @@ async fn mongo_pressure_shows_calls_in_flight_and_their_mean_time() {
 /// too: the process never recovered without a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mongo_a_slow_database_never_wedges_the_client() {
-    use common::proxy::{Mode, MongoProxy};
+    use common::proxy::Mode;
     use std::time::{Duration, Instant};
 
     let Some(db) = common::TestMongo::new().await else {
         return;
     };
-    let upstream = MongoProxy::host_of(&std::env::var("MONGODB_URI").unwrap());
-    let proxy = MongoProxy::start(upstream).await;
-    let store = Arc::new(
-        MongoStore::connect(&zaguan::store::pool::MongoConfig {
-            uri: secrecy::SecretString::from(proxy.uri("")),
-            database: db.store.database().name().to_owned(),
-        })
-        .await
-        .unwrap(),
-    );
+    let (proxy, store) = db.behind_proxy().await;
     store.ping().await.unwrap();
     let missing = WaMessageId::parse("wamid.NOT_THERE").unwrap();
 
