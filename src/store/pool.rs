@@ -301,7 +301,8 @@ impl MongoPool {
         let started_ms = work.started_ms.load(Ordering::Acquire);
         let now_ms = self.millis_since_epoch(Instant::now());
         // The loads are not one snapshot: when a call started or ended between them, the age
-        // is not known this time (it only holds growth back, so zero is the safe answer).
+        // is not known this time, and zero leaves the window to the finished calls alone (the
+        // age only ever holds growth back).
         let settled = work.in_flight.load(Ordering::Acquire) == in_flight;
         let in_flight_age = match started_ms.checked_div(in_flight) {
             Some(mean_start) if settled => Duration::from_millis(now_ms.saturating_sub(mean_start)),
