@@ -7,19 +7,30 @@
 //! not answer while a fresh probe does, `/healthz` fails so the orchestrator restarts the
 //! process.
 
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use crate::state::AppState;
-use crate::store::MongoPool;
+use crate::store::{MaintenanceStore, MongoPool};
+
+/// What the probes read: the service's state composes it (`FromRef`). Of the store, only its
+/// ping.
+#[derive(Clone)]
+pub struct HealthState {
+    pub store: Arc<dyn MaintenanceStore>,
+    /// The workers run; until then `/readyz` answers 503.
+    pub started: Arc<AtomicBool>,
+    /// The store client works ([`StoreDoctor`]); `/healthz` answers 503 otherwise.
+    pub healthy: Arc<AtomicBool>,
+}
 
 /// A ready check that takes longer than this counts as not ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub async fn healthz(State(state): State<AppState>) -> (StatusCode, &'static str) {
+pub async fn healthz(State(state): State<HealthState>) -> (StatusCode, &'static str) {
     if state.healthy.load(Ordering::SeqCst) {
         (StatusCode::OK, "ok")
     } else {
@@ -30,7 +41,7 @@ pub async fn healthz(State(state): State<AppState>) -> (StatusCode, &'static str
     }
 }
 
-pub async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
+pub async fn readyz(State(state): State<HealthState>) -> (StatusCode, &'static str) {
     if !state.started.load(Ordering::SeqCst) {
         return (StatusCode::SERVICE_UNAVAILABLE, "starting");
     }
@@ -52,7 +63,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str)
 /// the rebuilt one still does not answer within as long again, marks the process unhealthy.
 pub struct StoreDoctor {
     pool: MongoPool,
-    state: AppState,
+    state: HealthState,
     settings: DoctorSettings,
 }
 
@@ -77,7 +88,7 @@ impl Default for DoctorSettings {
 }
 
 impl StoreDoctor {
-    pub fn new(pool: MongoPool, state: AppState) -> Self {
+    pub fn new(pool: MongoPool, state: HealthState) -> Self {
         Self {
             pool,
             state,

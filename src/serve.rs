@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use axum::extract::FromRef;
 use clap::Args;
 
 use crate::app::{self, AppState};
@@ -17,7 +18,7 @@ use crate::engine::monitor::Monitor;
 use crate::engine::retention::Cleanup;
 use crate::engine::{Engine, PromptReloader, Workers};
 use crate::events::EventDelivery;
-use crate::health::StoreDoctor;
+use crate::health::{HealthState, StoreDoctor};
 use crate::outbound::Outbound;
 use crate::realestate::alerts::Alerts;
 use crate::realestate::reminders::Reminders;
@@ -121,7 +122,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     ));
     let doctor = pool
         .clone()
-        .map(|pool| StoreDoctor::new(pool, state.clone()).spawn());
+        .map(|pool| StoreDoctor::new(pool, HealthState::from_ref(&state)).spawn());
     let cleanup = Cleanup::new(state.store.clone(), config.retention).spawn(CLEANUP_EVERY);
     let listener = tokio::net::TcpListener::bind(config.bind_addr)
         .await

@@ -1,5 +1,6 @@
-//! What every HTTP handler can reach, composed at start-up. The webhook sees only its part
-//! ([`WebhookState`]), so it does not depend on the rest of the service.
+//! What every HTTP handler can reach, composed at start-up. The webhook and the probes see only
+//! their parts ([`WebhookState`], [`HealthState`]), so they do not depend on the rest of the
+//! service.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +11,7 @@ use secrecy::SecretString;
 
 use crate::admin::team::{MemoryTeam, Team, TeamStore};
 use crate::engine::{Arrivals, PromptReloader};
+use crate::health::HealthState;
 use crate::realestate::RealEstateStore;
 use crate::store::{Store, StoreClock};
 use crate::webhook::{self, WebhookState};
@@ -155,6 +157,16 @@ impl AppState {
     pub fn with_admin_token(mut self, token: Option<SecretString>) -> Self {
         self.admin_token = token.map(Arc::new);
         self
+    }
+}
+
+impl FromRef<AppState> for HealthState {
+    fn from_ref(state: &AppState) -> Self {
+        HealthState {
+            store: state.store.clone(),
+            started: state.started.clone(),
+            healthy: state.healthy.clone(),
+        }
     }
 }
 

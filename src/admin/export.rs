@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::realestate::RealEstateStore;
-use crate::store::{BusinessEvent, EventQuery, Store, StoreError};
+use crate::store::{BusinessEvent, EventQuery, EventStore, StoreError, UserStore};
 
 /// Most rows one export holds.
 pub const MAX_ROWS: usize = 100_000;
@@ -96,7 +96,7 @@ pub struct Export {
 pub async fn rows(
     kind: ExportKind,
     since: DateTime<Utc>,
-    store: &dyn Store,
+    store: &(impl UserStore + EventStore + ?Sized),
     realestate: &dyn RealEstateStore,
 ) -> Result<Export, StoreError> {
     page(kind, since, store, realestate, MAX_ROWS).await
@@ -107,7 +107,7 @@ pub async fn rows(
 pub async fn page(
     kind: ExportKind,
     since: DateTime<Utc>,
-    store: &dyn Store,
+    store: &(impl UserStore + EventStore + ?Sized),
     realestate: &dyn RealEstateStore,
     max: usize,
 ) -> Result<Export, StoreError> {

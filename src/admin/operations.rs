@@ -6,7 +6,11 @@ use crate::domain::Role;
 use crate::domain::WaId;
 use crate::engine::handoff::{self, HandoffError};
 use crate::store::{
-    Conversation, ConversationQuery, HandoffFilter, RoleAssignment, RoleSource, Store, StoreError,
+    Conversation, ConversationQuery, HandoffFilter, RoleAssignment, RoleSource, StoreError,
+};
+use crate::store::{
+    ConversationStore, EventStore, HistoryStore, InboxStore, LeaseStore, MaintenanceStore,
+    OutboxStore, UserStore,
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -137,7 +141,7 @@ pub struct ListParams {
 
 /// The conversations `params` asks for, as the API and `zaguan conversations list` show them.
 pub async fn list_conversations(
-    store: &dyn Store,
+    store: &(impl ConversationStore + ?Sized),
     params: &ListParams,
 ) -> Result<serde_json::Value, AdminError> {
     let now = Utc::now();
@@ -183,7 +187,7 @@ pub(crate) fn wa_id(raw: &str) -> Result<WaId, AdminError> {
 
 /// One conversation in full, as the API and `zaguan conversations show` show it.
 pub async fn show_conversation(
-    store: &dyn Store,
+    store: &(impl ConversationStore + HistoryStore + OutboxStore + UserStore + ?Sized),
     raw: &str,
 ) -> Result<serde_json::Value, AdminError> {
     let wa_id = wa_id(raw)?;
@@ -241,7 +245,7 @@ pub async fn show_conversation(
 /// `prospect` stay until an operator changes them; `auto` hands the role back to the business
 /// data (a prospect until the next message finds the number among owners or staff).
 pub async fn set_role(
-    store: &dyn Store,
+    store: &(impl UserStore + ?Sized),
     raw: &str,
     role: &str,
     operator: Option<&str>,
@@ -292,7 +296,7 @@ pub(crate) fn operator_name(operator: Option<&str>) -> String {
 
 /// Sends a conversation back to the primary agent, for the API and `zaguan conversations reset`.
 pub async fn reset_conversation(
-    store: &dyn Store,
+    store: &(impl ConversationStore + ?Sized),
     raw: &str,
     operator: Option<&str>,
 ) -> Result<serde_json::Value, AdminError> {
@@ -314,7 +318,7 @@ pub async fn reset_conversation(
 
 /// Takes a conversation for an operator, for the API and `zaguan conversations take`.
 pub async fn take_conversation(
-    store: &dyn Store,
+    store: &(impl ConversationStore + EventStore + ?Sized),
     raw: &str,
     operator: Option<&str>,
     for_: Option<&str>,
@@ -339,7 +343,7 @@ pub async fn take_conversation(
 
 /// Gives a conversation back to the bot, for the API and `zaguan conversations release`.
 pub async fn release_conversation(
-    store: &dyn Store,
+    store: &(impl ConversationStore + EventStore + ?Sized),
     raw: &str,
     operator: Option<&str>,
 ) -> Result<serde_json::Value, AdminError> {
@@ -350,7 +354,7 @@ pub async fn release_conversation(
 
 /// Queues an operator's reply, for the API and `zaguan conversations reply`.
 pub async fn operator_message(
-    store: &dyn Store,
+    store: &(impl ConversationStore + HistoryStore + InboxStore + LeaseStore + OutboxStore + ?Sized),
     raw: &str,
     operator: Option<&str>,
     text: &str,
@@ -362,7 +366,15 @@ pub async fn operator_message(
 
 /// Sends the follow-up template to a customer whose window closed (the API, the console).
 pub async fn operator_follow_up(
-    store: &dyn Store,
+    store: &(
+         impl ConversationStore
+         + HistoryStore
+         + InboxStore
+         + LeaseStore
+         + OutboxStore
+         + UserStore
+         + ?Sized
+     ),
     templates: &crate::templates::Templates,
     business: &str,
     raw: &str,
@@ -388,7 +400,7 @@ const FORGETTER: &str = "zaguan-users-forget";
 /// the conversation is first taken like a worker would (409 while a turn runs), so no turn
 /// writes it back meanwhile.
 pub async fn forget_user(
-    store: &dyn Store,
+    store: &(impl LeaseStore + MaintenanceStore + ?Sized),
     raw: &str,
     lease: std::time::Duration,
 ) -> Result<crate::store::ForgetCounts, AdminError> {

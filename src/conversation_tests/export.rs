@@ -22,7 +22,8 @@ use super::spec;
 use crate::domain::{MessageRole, Role, WaId};
 use crate::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use crate::realestate::demo::DEMO_CUSTOMERS;
-use crate::store::{EventQuery, InboxEntry, Store, StoredMessage};
+use crate::store::{ConversationStore, EventStore, HistoryStore, InboxStore, UserStore};
+use crate::store::{EventQuery, InboxEntry, StoredMessage};
 
 /// A test written from a conversation, with its cassette.
 pub struct Exported {
@@ -329,7 +330,7 @@ fn expectations(
 /// Writes `wa_id`'s conversation as a test named `name` (by default, after the number's last
 /// digits), records its cassette from the history and replays it once.
 pub async fn export(
-    store: &dyn Store,
+    store: &(impl ConversationStore + HistoryStore + UserStore + EventStore + InboxStore + ?Sized),
     shared: &Shared,
     wa_id: &WaId,
     name: Option<String>,

@@ -24,6 +24,7 @@ use crate::domain::{Clock, ManualClock, Role, WaId, WaMessageId};
 use crate::engine::EngineSettings;
 use crate::llm::{ChatMessage, Llm, LlmRequest};
 use crate::realestate::{MemoryRealEstate, demo};
+use crate::store::{ConversationStore, EventStore, HistoryStore, OutboxStore};
 use crate::store::{
     EventQuery, InboxEntry, InboxStatus, MemoryStore, OutboxUpdate, RoleAssignment, RoleSource,
     Store,
@@ -577,7 +578,11 @@ fn entry(
 
 /// The fake Graph API: every part queued for `wa_id` is "sent" (its exact body rendered) and
 /// given a wamid.
-async fn deliver(store: &dyn Store, wa_id: &WaId, count: &mut usize) -> Result<Vec<Sent>, String> {
+async fn deliver(
+    store: &(impl OutboxStore + ?Sized),
+    wa_id: &WaId,
+    count: &mut usize,
+) -> Result<Vec<Sent>, String> {
     let mut sent = Vec::new();
     let queued = store
         .unsent_outbox(wa_id)
@@ -604,7 +609,7 @@ async fn deliver(store: &dyn Store, wa_id: &WaId, count: &mut usize) -> Result<V
 
 /// What the bot did in the step: its messages, and what the store says now.
 async fn observe(
-    store: &dyn Store,
+    store: &(impl ConversationStore + HistoryStore + EventStore + ?Sized),
     wa_id: &WaId,
     sent: &[Sent],
     history_before: i64,

@@ -34,7 +34,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use crate::outbound::Limiters;
-use crate::store::{InstanceRecord, Store, StoreClock, StoreError};
+use crate::store::{InstanceRecord, LeaseStore, StoreClock, StoreError};
 
 /// The default lease: an instance silent this long is taken over.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
@@ -53,7 +53,7 @@ pub enum IdentityError {
 
 /// This process as an instance: its id, its heartbeat and what it knows of the others.
 pub struct Membership {
-    store: Arc<dyn Store>,
+    store: Arc<dyn LeaseStore>,
     id: String,
     /// Tells this process from another one started under the same id.
     nonce: String,
@@ -87,7 +87,7 @@ impl Membership {
     /// still be going (at most two beats), refuses if it goes on, then takes the id, gives back
     /// every lease the previous process held, and confirms a first heartbeat.
     pub async fn establish(
-        store: Arc<dyn Store>,
+        store: Arc<dyn LeaseStore>,
         id: String,
         lease: Duration,
         limiters: Option<Arc<Limiters>>,
@@ -99,7 +99,7 @@ impl Membership {
     }
 
     /// A process alone with its store (tests, `zaguan chat`): always valid, nobody else alive.
-    pub fn solo(store: Arc<dyn Store>, id: String, lease: Duration) -> Arc<Self> {
+    pub fn solo(store: Arc<dyn LeaseStore>, id: String, lease: Duration) -> Arc<Self> {
         Arc::new(Self::unregistered(
             store,
             id,
@@ -111,7 +111,7 @@ impl Membership {
     }
 
     fn unregistered(
-        store: Arc<dyn Store>,
+        store: Arc<dyn LeaseStore>,
         id: String,
         lease: Duration,
         limiters: Option<Arc<Limiters>>,

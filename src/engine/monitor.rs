@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 
 use super::instances::Membership;
 use crate::domain::WaId;
-use crate::store::{ConversationQuery, HandoffFilter, Store, StoreError};
+use crate::store::{ConversationQuery, ConversationStore, HandoffFilter, InboxStore, LeaseStore};
+use crate::store::{Store, StoreError};
 
 /// Most stuck conversations looked at per check.
 const MAX_STUCK: usize = 10_000;
@@ -30,8 +31,9 @@ pub struct Health {
     pub handoffs_requested: u64,
 }
 
-pub struct Monitor {
-    store: Arc<dyn Store>,
+/// Reads the inbox's backlog, the leases and the conversations.
+pub struct Monitor<S: ?Sized = dyn Store> {
+    store: Arc<S>,
     /// A conversation in an assistant idle this long is stuck.
     stuck_after: Duration,
     /// Already logged as stuck; forgotten once it is not.
@@ -40,8 +42,8 @@ pub struct Monitor {
     membership: Option<Arc<Membership>>,
 }
 
-impl Monitor {
-    pub fn new(store: Arc<dyn Store>, stuck_after: Duration) -> Self {
+impl<S: InboxStore + LeaseStore + ConversationStore + ?Sized> Monitor<S> {
+    pub fn new(store: Arc<S>, stuck_after: Duration) -> Self {
         Self {
             store,
             stuck_after,

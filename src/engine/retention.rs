@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::store::{PurgeBefore, PurgeCounts, Store, StoreError};
+use crate::store::{MaintenanceStore, PurgeBefore, PurgeCounts, StoreError};
 
 /// How long finished records are kept (`None`: forever). The cleanup job deletes older ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,12 +28,12 @@ pub struct Retention {
 const LEASE_RECORDS_KEPT: chrono::Duration = chrono::Duration::days(1);
 
 pub struct Cleanup {
-    store: Arc<dyn Store>,
+    store: Arc<dyn MaintenanceStore>,
     retention: Retention,
 }
 
 impl Cleanup {
-    pub fn new(store: Arc<dyn Store>, retention: Retention) -> Self {
+    pub fn new(store: Arc<dyn MaintenanceStore>, retention: Retention) -> Self {
         Self { store, retention }
     }
 

@@ -12,7 +12,9 @@ use crate::domain::GeoPoint;
 use crate::domain::{Handoff, MessageRole, PendingAction};
 use crate::domain::{WaId, WaMessageId};
 use crate::llm::ChatMessage;
-use crate::store::{HandoffRequest, Store, StoreResult, StoredMessage, User};
+use crate::store::{
+    ConversationStore, HandoffRequest, HistoryStore, StoreResult, StoredMessage, User, UserStore,
+};
 
 /// Messages loaded per turn: hygiene keeps a window of 50 out of these.
 pub const LOADED_MESSAGES: usize = 120;
@@ -100,7 +102,10 @@ fn to_chat(message: &crate::store::NewMessage) -> ChatMessage {
 }
 
 /// Loads the state of `wa_id`'s conversation. A user never seen is a prospect.
-pub async fn context_extractor(store: &dyn Store, wa_id: &WaId) -> StoreResult<State> {
+pub async fn context_extractor(
+    store: &(impl UserStore + ConversationStore + HistoryStore + ?Sized),
+    wa_id: &WaId,
+) -> StoreResult<State> {
     let user = store.user(wa_id).await?;
     context_for(store, wa_id, user).await
 }
@@ -108,7 +113,7 @@ pub async fn context_extractor(store: &dyn Store, wa_id: &WaId) -> StoreResult<S
 /// [`context_extractor`] for a user already known (`None`: never seen, a prospect): the
 /// conversation and its window, in one read each.
 pub async fn context_for(
-    store: &dyn Store,
+    store: &(impl ConversationStore + HistoryStore + ?Sized),
     wa_id: &WaId,
     user: Option<User>,
 ) -> StoreResult<State> {
@@ -119,7 +124,7 @@ pub async fn context_for(
 /// while this process held the conversation's lease without a break, and nobody else wrote
 /// to the history since (`history_at` unchanged).
 pub async fn context_with(
-    store: &dyn Store,
+    store: &(impl ConversationStore + HistoryStore + ?Sized),
     wa_id: &WaId,
     user: Option<User>,
     window: Option<Window>,
@@ -194,7 +199,11 @@ impl Default for UserCache {
 
 impl UserCache {
     /// The user of `wa_id`, from the cache while fresh, else from the store.
-    pub async fn user(&self, store: &dyn Store, wa_id: &WaId) -> StoreResult<Option<User>> {
+    pub async fn user(
+        &self,
+        store: &(impl UserStore + ?Sized),
+        wa_id: &WaId,
+    ) -> StoreResult<Option<User>> {
         if let Some((user, read)) = self.lock().get(wa_id)
             && read.elapsed() < USER_TTL
         {

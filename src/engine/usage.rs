@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::LlmCall;
 use crate::llm::CallLog;
-use crate::store::Store;
+use crate::store::UsageStore;
 
 /// Records waiting to be written; beyond this, new records are dropped (and counted).
 const QUEUE: usize = 4096;
@@ -32,7 +32,7 @@ pub struct UsageRecorder {
 
 impl UsageRecorder {
     /// Starts the writer task; it ends when the last clone is dropped.
-    pub fn spawn(store: Arc<dyn Store>) -> Self {
+    pub fn spawn(store: Arc<dyn UsageStore>) -> Self {
         let (queue, mut commands) = mpsc::channel(QUEUE);
         tokio::spawn(async move {
             let mut received = Vec::with_capacity(BATCH);
@@ -66,7 +66,7 @@ impl UsageRecorder {
 }
 
 /// One batch, tried twice: usage is worth a retry, not a stuck queue.
-async fn write(store: &dyn Store, calls: &[LlmCall]) {
+async fn write(store: &dyn UsageStore, calls: &[LlmCall]) {
     for attempt in 1..=2 {
         match store.insert_llm_calls(calls).await {
             Ok(()) => return,

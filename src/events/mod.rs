@@ -18,7 +18,7 @@ use sha2::Sha256;
 use url::Url;
 
 use crate::runtime::{PeriodicJob, spawn_every};
-use crate::store::{Event, EventUpdate, Store, StoreError};
+use crate::store::{Event, EventStore, EventUpdate, StoreError};
 
 /// Signature header: `sha256=` and the hex HMAC-SHA256 of `{timestamp}.{raw body}`.
 pub const SIGNATURE_HEADER: &str = "X-Zaguan-Signature-256";
@@ -73,7 +73,7 @@ pub fn sign(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
 
 /// The delivery loop of one process.
 pub struct EventDelivery {
-    store: Arc<dyn Store>,
+    store: Arc<dyn EventStore>,
     http: reqwest::Client,
     settings: EventSettings,
 }
@@ -96,7 +96,7 @@ enum Answer {
 }
 
 impl EventDelivery {
-    pub fn new(store: Arc<dyn Store>, settings: EventSettings) -> anyhow::Result<Self> {
+    pub fn new(store: Arc<dyn EventStore>, settings: EventSettings) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)

@@ -14,7 +14,9 @@
 use chrono::{DateTime, Utc};
 
 use crate::domain::{GraphError, OutboxId, StatusUpdate, WaId};
-use crate::store::{Fallback, HandoffReason, Media, OutboxEntry, Store, StoreResult};
+use crate::store::{
+    ConversationStore, Fallback, HandoffReason, Media, OutboxEntry, OutboxStore, StoreResult,
+};
 
 /// Meta's code for a free-form message outside the customer-service window.
 pub const WINDOW_CLOSED: i64 = 131047;
@@ -46,7 +48,7 @@ pub fn fallback_for(entry: &OutboxEntry, error: &GraphError) -> Option<Fallback>
 /// After `entry` was refused with `error` and could not fall back: a text the closed window
 /// kept from the customer flags the conversation for a person (once per part).
 pub async fn flag_undelivered(
-    store: &dyn Store,
+    store: &(impl ConversationStore + ?Sized),
     entry: &OutboxEntry,
     error: &GraphError,
     now: DateTime<Utc>,
@@ -72,7 +74,7 @@ pub async fn flag_undelivered(
 /// A `failed` status webhook for one of our parts: the same handling as a refusal at once.
 /// Returns the conversation whose outbox has a part to send again now.
 pub async fn after_failed_status(
-    store: &dyn Store,
+    store: &(impl OutboxStore + ConversationStore + ?Sized),
     status: &StatusUpdate,
     now: DateTime<Utc>,
 ) -> StoreResult<Option<WaId>> {

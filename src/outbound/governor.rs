@@ -17,7 +17,8 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{GraphError, OutboxId, WaId};
 use crate::store::{
-    NewOutbox, OutboxEntry, OutboxStatus, Store, StoreResult, Template, TemplateStatus,
+    ConversationStore, NewOutbox, OutboxEntry, OutboxStatus, OutboxStore, StoreResult, Template,
+    TemplateStatus, UserStore,
 };
 use crate::templates::{Purpose, TemplateSpec, Templates};
 
@@ -75,7 +76,11 @@ impl Form {
 
 /// Whether `to` can be written to first for `purpose` at all: opted-out contacts are not, for
 /// outreach. Asked before a message is claimed, so an opt-in later still gets it.
-pub async fn may_reach(store: &dyn Store, to: &WaId, purpose: Purpose) -> StoreResult<bool> {
+pub async fn may_reach(
+    store: &(impl UserStore + ?Sized),
+    to: &WaId,
+    purpose: Purpose,
+) -> StoreResult<bool> {
     if !purpose.is_outreach() {
         return Ok(true);
     }
@@ -85,7 +90,7 @@ pub async fn may_reach(store: &dyn Store, to: &WaId, purpose: Purpose) -> StoreR
 /// How a message for `purpose` may go to `to`, whose language is `lang`, at `now` on the
 /// database's clock; `values` fill the template's parameters.
 pub async fn form(
-    store: &dyn Store,
+    store: &(impl UserStore + ConversationStore + OutboxStore + ?Sized),
     templates: &Templates,
     to: &WaId,
     purpose: Purpose,
@@ -153,7 +158,7 @@ pub fn skipped(mut part: NewOutbox, skip: Skip, id: OutboxId) -> OutboxEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{ContactSeen, MemoryStore, OptOut, UserStore as _};
+    use crate::store::{ContactSeen, MemoryStore, OptOut};
 
     fn utility(name: &str, language: &str) -> crate::templates::TemplateSpec {
         crate::templates::TemplateSpec {

@@ -31,7 +31,9 @@ use super::graph::{GraphClient, SendError};
 use super::limits::Limiters;
 use crate::domain::OutboxId;
 use crate::domain::{WaId, WaMessageId};
-use crate::store::{OutboxEntry, OutboxStatus, OutboxUpdate, Store, StoreError};
+use crate::store::{
+    ConversationStore, OutboxEntry, OutboxStatus, OutboxStore, OutboxUpdate, Store, StoreError,
+};
 
 /// How the sender retries.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,9 +73,10 @@ impl Default for OutboundSettings {
 /// How long a delivered part's `sent` keeps being retried while the store is unavailable.
 const RECORD_PATIENCE: Duration = Duration::from_secs(600);
 
-/// The outbound channel of one process.
-pub struct Outbound {
-    store: Arc<dyn Store>,
+/// The outbound channel of one process. It keeps the outbox, and flags a conversation for a
+/// person when a reply cannot be delivered.
+pub struct Outbound<S: ?Sized = dyn Store> {
+    store: Arc<S>,
     graph: Arc<GraphClient>,
     limiters: Arc<Limiters>,
     settings: OutboundSettings,
@@ -83,9 +86,9 @@ pub struct Outbound {
     in_flight: InFlight,
 }
 
-impl Outbound {
+impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<S>,
         graph: GraphClient,
         limiters: Limiters,
         settings: OutboundSettings,
@@ -104,7 +107,7 @@ impl Outbound {
     }
 
     /// A dry-run channel over `store`: replies are marked sent and only logged.
-    pub fn dry_run(store: Arc<dyn Store>) -> Self {
+    pub fn dry_run(store: Arc<S>) -> Self {
         let graph = GraphClient::new(
             "http://127.0.0.1/".parse().expect("a valid URL"),
             None,

@@ -21,10 +21,11 @@ use secrecy::SecretString;
 use crate::engine::Arrivals;
 use crate::store::{Store, StoreClock};
 
-/// What the webhook's handlers reach: the service's state composes it (`FromRef`).
-#[derive(Clone)]
-pub struct WebhookState {
-    pub store: Arc<dyn Store>,
+/// What the webhook's handlers reach: the service's state composes it (`FromRef`). Of the
+/// store, [`store_updates`](receive::store_updates) uses the inbox, users, outbox and
+/// conversations.
+pub struct WebhookState<S: ?Sized = dyn Store> {
+    pub store: Arc<S>,
     /// `WHATSAPP_VERIFY_TOKEN`; `None` refuses every handshake.
     pub verify_token: Option<Arc<SecretString>>,
     /// `WHATSAPP_APP_SECRET`; `None` refuses every `POST /webhook`.
@@ -35,4 +36,18 @@ pub struct WebhookState {
     pub recent_contacts: Arc<RecentContacts>,
     /// The database's clock: arrivals are stamped by it.
     pub clock: Arc<StoreClock>,
+}
+
+// By hand: a derived `Clone` would ask the store itself to be `Clone`.
+impl<S: ?Sized> Clone for WebhookState<S> {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            verify_token: self.verify_token.clone(),
+            app_secret: self.app_secret.clone(),
+            arrivals: self.arrivals.clone(),
+            recent_contacts: self.recent_contacts.clone(),
+            clock: self.clock.clone(),
+        }
+    }
 }

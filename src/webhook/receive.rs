@@ -21,7 +21,8 @@ use super::payload::{self, Updates};
 use super::signature;
 use super::{RecentContacts, WebhookError};
 use crate::domain::{WaId, WaMessageId};
-use crate::store::{ContactSeen, InboxEntry, RejectedEntry, StatusOutcome, Store, TemplateStatus};
+use crate::store::{ContactSeen, InboxEntry, RejectedEntry, StatusOutcome, TemplateStatus};
+use crate::store::{ConversationStore, InboxStore, OutboxStore, UserStore};
 
 /// Meta sends bodies of up to 3 MB; anything above this answers 413.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -86,7 +87,7 @@ pub struct Stored {
     webhook.statuses = updates.statuses.len(),
 ))]
 pub async fn store_updates(
-    store: &dyn Store,
+    store: &(impl InboxStore + UserStore + OutboxStore + ConversationStore + ?Sized),
     recent_contacts: &RecentContacts,
     updates: &Updates,
     now: DateTime<Utc>,

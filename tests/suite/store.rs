@@ -1525,13 +1525,16 @@ async fn mongo_a_client_stuck_on_dead_connections_is_rebuilt_without_a_restart()
     assert!(pool.fresh_client_answers(Duration::from_secs(2)).await);
 
     let state = zaguan::app::AppState::new(store.clone(), None, None);
-    let doctor = StoreDoctor::new(pool.clone(), state.clone())
-        .with_settings(DoctorSettings {
-            every: Duration::from_millis(200),
-            ping_timeout: Duration::from_millis(500),
-            stuck_after: Duration::from_secs(2),
-        })
-        .spawn();
+    let doctor = StoreDoctor::new(
+        pool.clone(),
+        <zaguan::health::HealthState as axum::extract::FromRef<_>>::from_ref(&state),
+    )
+    .with_settings(DoctorSettings {
+        every: Duration::from_millis(200),
+        ping_timeout: Duration::from_millis(500),
+        stuck_after: Duration::from_secs(2),
+    })
+    .spawn();
     let deadline = Instant::now() + Duration::from_secs(15);
     while !matches!(
         tokio::time::timeout(Duration::from_secs(1), store.ping()).await,

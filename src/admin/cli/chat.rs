@@ -16,7 +16,8 @@ use crate::domain::Role;
 use crate::domain::{WaId, WaMessageId};
 use crate::engine::UsageRecorder;
 use crate::startup::{build_engine, open_pool, open_realestate, open_store};
-use crate::store::{InboxEntry, InboxStatus, Media, RoleAssignment, RoleSource, Store};
+use crate::store::ConversationStore;
+use crate::store::{InboxEntry, InboxStatus, Media, RoleAssignment, RoleSource};
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
@@ -190,7 +191,10 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
     print_summary(store.as_ref(), &wa_id).await
 }
 
-async fn print_summary(store: &dyn Store, wa_id: &WaId) -> anyhow::Result<()> {
+async fn print_summary(
+    store: &(impl ConversationStore + ?Sized),
+    wa_id: &WaId,
+) -> anyhow::Result<()> {
     if let Some(conversation) = store.conversation(wa_id).await? {
         eprintln!(
             "dialog_state at exit: {:?}",

@@ -17,7 +17,8 @@ use crate::domain::llm_call::{FAST_PATH, OFFLINE};
 use crate::domain::{LlmCall, MessageRole, WaId};
 use crate::realestate::RealEstateStore;
 use crate::realestate::model::{Appointment, AppointmentStatus, Offer};
-use crate::store::{BusinessEvent, Event, EventQuery, Store, StoreError, StoredMessage};
+use crate::store::{BusinessEvent, Event, EventQuery, StoreError, StoredMessage};
+use crate::store::{EventStore, HistoryStore, OutboxStore, UsageStore, UserStore};
 
 /// Most records one source gives a report.
 pub const MAX_RECORDS: usize = 200_000;
@@ -146,7 +147,7 @@ pub struct Inputs {
 
 /// Reads the period's records from the stores.
 pub async fn gather(
-    store: &dyn Store,
+    store: &(impl HistoryStore + UsageStore + EventStore + OutboxStore + UserStore + ?Sized),
     realestate: Option<&dyn RealEstateStore>,
     period: &Period,
 ) -> Result<Inputs, StoreError> {

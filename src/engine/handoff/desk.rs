@@ -20,7 +20,8 @@ use crate::business::{Business, Schedule, WeeklyHours};
 use crate::domain::{MessageRole, OutboxId, WaId};
 use crate::outbound::governor::{self, Form};
 use crate::store::{
-    HandoffReason, HandoffRequest, HandoffStep, NewOutbox, OutboxEntry, Store, StoreResult,
+    ConversationStore, HandoffReason, HandoffRequest, HandoffStep, HistoryStore, InboxStore,
+    NewOutbox, OutboxEntry, OutboxStore, Store, StoreResult, UserStore,
 };
 use crate::templates::{Purpose, Templates};
 
@@ -138,17 +139,21 @@ impl HandoffOutcome {
     }
 }
 
-/// Tells staff of handoff requests, and escalates the ones nobody takes.
-pub struct HandoffDesk {
-    store: Arc<dyn Store>,
+/// Tells staff of handoff requests, and escalates the ones nobody takes. It reads the
+/// conversation, its history, its customer and their last message, and queues the notices.
+pub struct HandoffDesk<S: ?Sized = dyn Store> {
+    store: Arc<S>,
     roster: Option<Arc<dyn StaffRoster>>,
     settings: HandoffSettings,
     templates: std::sync::RwLock<Arc<Templates>>,
 }
 
-impl HandoffDesk {
+impl<S> HandoffDesk<S>
+where
+    S: ConversationStore + HistoryStore + InboxStore + OutboxStore + UserStore + ?Sized,
+{
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<S>,
         roster: Option<Arc<dyn StaffRoster>>,
         settings: HandoffSettings,
     ) -> Self {

@@ -26,7 +26,10 @@ use super::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::domain::WaId;
 use crate::domain::{Handoff, MessageRole};
 use crate::llm::ToolSpec;
-use crate::store::{BusinessEvent, Event, NewMessage, NewOutbox, Store, StoreError};
+use crate::store::{BusinessEvent, Event, NewMessage, NewOutbox, StoreError};
+use crate::store::{
+    ConversationStore, EventStore, HistoryStore, InboxStore, LeaseStore, OutboxStore, UserStore,
+};
 
 /// The tool an assistant calls when the customer asks for a person.
 pub const REQUEST_HUMAN: &str = "request_human";
@@ -63,7 +66,7 @@ pub enum HandoffError {
 /// Gives `wa_id`'s conversation to `operator` for `ttl`; any request for a person is settled
 /// and any action awaiting the customer's yes is dropped (the operator decides now).
 pub async fn take(
-    store: &dyn Store,
+    store: &(impl ConversationStore + EventStore + ?Sized),
     wa_id: &WaId,
     operator: &str,
     ttl: Duration,
@@ -92,7 +95,7 @@ pub async fn take(
 
 /// Gives the conversation back to the bot; `false` when no operator had it.
 pub async fn release(
-    store: &dyn Store,
+    store: &(impl ConversationStore + EventStore + ?Sized),
     wa_id: &WaId,
     operator: &str,
     now: DateTime<Utc>,
@@ -131,7 +134,7 @@ pub struct OperatorReply {
 /// bot's replies (no LLM, no translation), stored in the history as the operator's, sent by the
 /// workers. Only while the operator's handoff is active, and within the 24-hour window.
 pub async fn reply(
-    store: &dyn Store,
+    store: &(impl ConversationStore + HistoryStore + InboxStore + LeaseStore + OutboxStore + ?Sized),
     wa_id: &WaId,
     operator: &str,
     text: &str,
@@ -197,7 +200,15 @@ pub async fn reply(
 /// only message WhatsApp delivers then. Refused while the window is open (write a reply) and
 /// when no such template is configured or usable.
 pub async fn follow_up(
-    store: &dyn Store,
+    store: &(
+         impl ConversationStore
+         + HistoryStore
+         + InboxStore
+         + LeaseStore
+         + OutboxStore
+         + UserStore
+         + ?Sized
+     ),
     templates: &crate::templates::Templates,
     wa_id: &WaId,
     operator: &str,

@@ -5,7 +5,7 @@ use chrono::TimeZone as _;
 use super::*;
 use crate::business::Business;
 use crate::domain::{Content, Role, WaMessageId};
-use crate::store::{InboxEntry, InboxStatus, MemoryStore, OutboxEntry};
+use crate::store::{InboxEntry, InboxStatus, MemoryStore, OutboxEntry, Store};
 
 /// The staff of a test, as the business data would give them.
 struct Roster(Mutex<Vec<StaffOnCall>>);

@@ -3,6 +3,7 @@
 use super::super::failures;
 use super::super::graph::SendError;
 use crate::domain::GraphError;
+use crate::store::{ConversationStore, OutboxStore};
 use crate::store::{OutboxEntry, OutboxStatus, OutboxUpdate, StoreError};
 use chrono::{DateTime, Utc};
 use rand::Rng as _;
@@ -14,7 +15,7 @@ use crate::outbound::sender::record::{
     count_template, local_error, record_sent, send_entry, status_label,
 };
 
-impl Outbound {
+impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
     /// Sends one part, retrying in place while the wait is short. `fresh`: stored `sending`
     /// for this very attempt, so its first call needs no `sending` write.
     pub(super) async fn send_part(

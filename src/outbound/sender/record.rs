@@ -3,7 +3,7 @@
 use super::super::graph::{GraphClient, OutboundMessage, SendError};
 use crate::domain::OutboxId;
 use crate::domain::{GraphError, WaMessageId};
-use crate::store::{Media, OutboxEntry, OutboxUpdate, Store, StoreError};
+use crate::store::{Media, OutboxEntry, OutboxStore, OutboxUpdate, StoreError};
 use std::time::Duration;
 
 use crate::outbound::sender::RECORD_PATIENCE;
@@ -12,7 +12,7 @@ use crate::outbound::sender::RECORD_PATIENCE;
 /// to [`RECORD_PATIENCE`], the part still in flight so this process does not send it again:
 /// left `sending`, it would wait for its status webhook or go out twice.
 pub(super) async fn record_sent(
-    store: &dyn Store,
+    store: &(impl OutboxStore + ?Sized),
     id: &OutboxId,
     update: &OutboxUpdate,
 ) -> Result<(), StoreError> {
@@ -37,7 +37,7 @@ pub(super) async fn record_sent(
 /// Records a reply's parts. While the store is unavailable it keeps trying, for up to
 /// [`RECORD_PATIENCE`], the parts still in flight so this process does not send them again.
 pub(super) async fn record_with_patience(
-    store: &dyn Store,
+    store: &(impl OutboxStore + ?Sized),
     parts: &[OutboxEntry],
 ) -> Result<(), StoreError> {
     let mut result = store.record_reply(parts).await;
