@@ -1,5 +1,5 @@
 //! Which models are spoken to, where, and with what bounds: the LLM layer's part of the
-//! configuration (`config.rs` reads it from the environment).
+//! configuration (`config/mod.rs` reads it from the environment).
 
 use std::fmt;
 use std::str::FromStr;

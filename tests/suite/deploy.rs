@@ -1,5 +1,5 @@
 //! The deploy files of `deploy/` checked against the code they deploy: the routes the probes
-//! hit, the default port, the variables `src/config.rs` reads and `.env.example` documents, the
+//! hit, the default port, the variables `src/config/mod.rs` reads and `.env.example` documents, the
 //! drain timeout the grace periods must cover, the shipped prompts. And `zaguan healthcheck`,
 //! the image's health check, against the real binary.
 //!
@@ -63,7 +63,7 @@ fn env_example() -> BTreeMap<String, String> {
 fn assert_known_variable(name: &str, file: &str) {
     assert!(
         zaguan::config::VARIABLES.contains(&name),
-        "{file} sets {name}, which src/config.rs does not read (VARIABLES)"
+        "{file} sets {name}, which src/config/mod.rs does not read (VARIABLES)"
     );
     assert!(
         env_example().contains_key(name),
@@ -72,9 +72,9 @@ fn assert_known_variable(name: &str, file: &str) {
 }
 
 /// The variables the configuration holds as secrets: those read with `env.secret(…)` in
-/// `src/config.rs` and `src/config/env.rs`, and `MONGODB_URI` (it may carry a password).
+/// `src/config/mod.rs` and `src/config/env.rs`, and `MONGODB_URI` (it may carry a password).
 fn secret_variables() -> BTreeSet<String> {
-    let source = read("src/config.rs") + &read("src/config/env.rs");
+    let source = read("src/config/mod.rs") + &read("src/config/env.rs");
     let mut names: BTreeSet<String> = source
         .split(".secret(\"")
         .skip(1)
@@ -518,7 +518,7 @@ fn configmap_and_secret_hold_exactly_the_documented_variables() {
     let in_secret: BTreeSet<String> = secret.keys().cloned().collect();
     assert_eq!(
         in_secret, secrets,
-        "secret.example.yaml must hold every secret of src/config.rs and nothing else"
+        "secret.example.yaml must hold every secret of src/config/mod.rs and nothing else"
     );
     assert!(secret.values().all(|v| v == "change-me"));
     for name in config.keys() {
