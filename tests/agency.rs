@@ -10,6 +10,8 @@ mod common;
 
 use std::time::Duration;
 
+use zaguan::realestate::{AppointmentStore, PropertyStore, StaffStore};
+
 use chrono::{Datelike as _, Utc};
 use serde_json::{Value, json};
 
@@ -284,7 +286,6 @@ async fn on_mongodb_staff_are_told_escalated_and_customers_hear_the_truth() {
         member.notify_handoffs = member.id == "A-01" || member.id == "A-03";
         member.hours = None;
     }
-    use zaguan::realestate::RealEstateStore as _;
     realestate.upsert_staff(&staff).await.unwrap();
     let mut service = start(Some(&db)).await;
     a_customer_asking_for_a_person_reaches_the_staff_on_duty(&mut service).await;
@@ -389,10 +390,7 @@ async fn without_any_model_a_customer_finds_a_flat_and_books_its_visit() {
     service
         .wait_for_message(customer, "ask:appointment_assistant:P-", wait)
         .await;
-    let listing = {
-        use zaguan::realestate::RealEstateStore as _;
-        realestate.property(&listing_id).await.unwrap().unwrap()
-    };
+    let listing = realestate.property(&listing_id).await.unwrap().unwrap();
     let images = service
         .messages_to(customer)
         .iter()
@@ -449,7 +447,6 @@ async fn without_any_model_a_customer_finds_a_flat_and_books_its_visit() {
         .wait_for_message(customer, "Visita reservada", wait)
         .await;
     let booked = {
-        use zaguan::realestate::RealEstateStore as _;
         realestate
             .appointments_of(&zaguan::domain::WaId::parse(customer).unwrap())
             .await

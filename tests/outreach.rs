@@ -562,7 +562,7 @@ async fn on_mongodb_outreach_keeps_the_rules() {
     let Some(db) = TestMongo::new().await else {
         return;
     };
-    use zaguan::realestate::RealEstateStore as _;
+    use zaguan::realestate::AppointmentStore as _;
     use zaguan::store::{ContactSeen, ConversationStore as _, UserStore as _};
     let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
     realestate.ensure_indexes().await.unwrap();

@@ -22,4 +22,7 @@ pub use model::{
     PropertyType, Slot, StaffMember, Visit, VisitOutcome,
 };
 pub use mongo::MongoRealEstate;
-pub use store::{PropertyFilter, RealEstateStore};
+pub use store::{
+    AlertStore, AppointmentStore, CallbackRequestStore, ListingRequestStore, OfferStore,
+    OwnerStore, PropertyFilter, PropertyStore, RealEstateStore, SlotStore, StaffStore, VisitStore,
+};

@@ -71,6 +71,7 @@ impl StaffRoster for DataRoles {
 mod tests {
     use super::*;
     use crate::engine::roles::RoleDirectory;
+    use crate::realestate::store::{OwnerStore, StaffStore};
     use crate::realestate::{MemoryRealEstate, Owner, StaffMember};
     use std::time::Duration;
 

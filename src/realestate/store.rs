@@ -1,4 +1,5 @@
-//! Where the business's data lives: one trait, two implementations like the conversation store
+//! Where the business's data lives: one trait per collection, two implementations laid out like
+//! the conversation store's, a file per collection
 //! (MongoDB collections `properties`, `owners`, `staff`, `slots`, `slot_claims`, `appointments`,
 //! `visits`, `offers`, `reminders`; and in memory). Every write is a single-document atomic
 //! operation; the two that must never happen twice — booking a slot and sending a reminder —
@@ -56,26 +57,82 @@ fn city_key(city: &str) -> String {
         .collect()
 }
 
+/// The business's data: the sum of one trait per collection, so a caller names the part it
+/// uses and a test can stand in for one collection.
+pub trait RealEstateStore:
+    PropertyStore
+    + OwnerStore
+    + StaffStore
+    + SlotStore
+    + AppointmentStore
+    + VisitStore
+    + OfferStore
+    + CallbackRequestStore
+    + ListingRequestStore
+    + AlertStore
+{
+}
+
+impl<
+    T: PropertyStore
+        + OwnerStore
+        + StaffStore
+        + SlotStore
+        + AppointmentStore
+        + VisitStore
+        + OfferStore
+        + CallbackRequestStore
+        + ListingRequestStore
+        + AlertStore,
+> RealEstateStore for T
+{
+}
+
+/// `properties`: the listings, and the news of them that saved searches wait for.
 #[async_trait]
-pub trait RealEstateStore: Send + Sync + 'static {
+pub trait PropertyStore: Send + Sync + 'static {
     /// Inserts or replaces by id: loading the same data twice changes nothing.
-    async fn upsert_owners(&self, owners: &[Owner]) -> StoreResult<()>;
-    async fn upsert_staff(&self, staff: &[StaffMember]) -> StoreResult<()>;
     async fn upsert_properties(&self, properties: &[Property]) -> StoreResult<()>;
-    async fn upsert_slots(&self, slots: &[Slot]) -> StoreResult<()>;
-    async fn upsert_visits(&self, visits: &[Visit]) -> StoreResult<()>;
-    async fn upsert_offers(&self, offers: &[Offer]) -> StoreResult<()>;
 
     /// Properties matching `filter`, by id.
     async fn properties(&self, filter: &PropertyFilter) -> StoreResult<Vec<Property>>;
+
     async fn property(&self, id: &str) -> StoreResult<Option<Property>>;
+
+    /// Listings listed or made cheaper at or after `since`, by id.
+    async fn properties_news_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Property>>;
+}
+
+/// `owners`: who owns the listings, and who of them writes on WhatsApp.
+#[async_trait]
+pub trait OwnerStore: Send + Sync + 'static {
+    /// Inserts or replaces by id: loading the same data twice changes nothing.
+    async fn upsert_owners(&self, owners: &[Owner]) -> StoreResult<()>;
+
     async fn owner(&self, id: &str) -> StoreResult<Option<Owner>>;
+
     /// The owner whose WhatsApp this is.
     async fn owner_by_wa_id(&self, wa_id: &WaId) -> StoreResult<Option<Owner>>;
+
     /// The owners with a WhatsApp number, by id (who is recognised as an owner).
     async fn owners_on_whatsapp(&self) -> StoreResult<Vec<Owner>>;
+}
+
+/// `staff`: the agency's people, told of handoffs.
+#[async_trait]
+pub trait StaffStore: Send + Sync + 'static {
+    /// Inserts or replaces by id: loading the same data twice changes nothing.
+    async fn upsert_staff(&self, staff: &[StaffMember]) -> StoreResult<()>;
+
     /// The agency's staff, by id.
     async fn staff(&self) -> StoreResult<Vec<StaffMember>>;
+}
+
+/// `slots` and `slot_claims`: when a property can be visited, and which times are taken.
+#[async_trait]
+pub trait SlotStore: Send + Sync + 'static {
+    /// Inserts or replaces by id: loading the same data twice changes nothing.
+    async fn upsert_slots(&self, slots: &[Slot]) -> StoreResult<()>;
 
     /// A property's slots starting in `[from, to)`, by start time — claimed or not.
     async fn slots(
@@ -84,63 +141,110 @@ pub trait RealEstateStore: Send + Sync + 'static {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<Slot>>;
+
     async fn slot(&self, id: &str) -> StoreResult<Option<Slot>>;
+
     /// Which of `slot_ids` are taken.
     async fn claimed_slots(&self, slot_ids: &[String]) -> StoreResult<HashSet<String>>;
+
     /// Takes `slot_id` for `appointment_id`: `false` when it is already taken. Atomic: of two
     /// customers racing for a slot, exactly one gets it.
     async fn claim_slot(&self, slot_id: &str, appointment_id: &str) -> StoreResult<bool>;
+
     /// Frees a slot, only if `appointment_id` holds it.
     async fn release_slot(&self, slot_id: &str, appointment_id: &str) -> StoreResult<()>;
+}
 
+/// `appointments` and `reminders`: the visits booked, and the reminders claimed for them.
+#[async_trait]
+pub trait AppointmentStore: Send + Sync + 'static {
     /// Inserts or replaces an appointment by id.
     async fn save_appointment(&self, appointment: &Appointment) -> StoreResult<()>;
+
     async fn appointment(&self, id: &str) -> StoreResult<Option<Appointment>>;
+
     /// A customer's appointments, by start time.
     async fn appointments_of(&self, wa_id: &WaId) -> StoreResult<Vec<Appointment>>;
+
     /// A property's appointments, by start (for the agency's staff).
     async fn appointments_for(&self, property_id: &str) -> StoreResult<Vec<Appointment>>;
+
     /// Booked appointments starting in `[from, to)`, by start time (for reminders).
     async fn booked_between(
         &self,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<Appointment>>;
+
     /// Claims the reminder of an appointment: `true` for exactly one caller, ever.
     async fn claim_reminder(&self, appointment_id: &str, at: DateTime<Utc>) -> StoreResult<bool>;
 
-    /// A customer's visits, newest first.
-    async fn visits_of(&self, wa_id: &WaId) -> StoreResult<Vec<Visit>>;
-    async fn visits_to(&self, property_id: &str) -> StoreResult<Vec<Visit>>;
-
-    /// A customer's offers, newest first.
-    async fn offers_of(&self, wa_id: &WaId) -> StoreResult<Vec<Offer>>;
-    async fn offers_for(&self, property_id: &str) -> StoreResult<Vec<Offer>>;
-
-    /// Inserts a callback request; `false` when one with its id is there already (the same
-    /// request written again by a step replayed after a crash), which is left as it is.
-    async fn insert_callback_request(&self, request: &CallbackRequest) -> StoreResult<bool>;
-    async fn save_listing_request(&self, request: &ListingRequest) -> StoreResult<()>;
-    /// Newest first.
-    async fn listing_requests_for(&self, property_id: &str) -> StoreResult<Vec<ListingRequest>>;
-    /// Newest first.
-    async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>>;
-
-    /// Appointments and offers created at or after `since`, oldest first (exports).
+    /// Appointments created at or after `since`, oldest first (exports).
     async fn appointments_created_since(
         &self,
         since: DateTime<Utc>,
     ) -> StoreResult<Vec<Appointment>>;
-    async fn offers_created_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Offer>>;
+}
 
+/// `visits`: the visits that took place.
+#[async_trait]
+pub trait VisitStore: Send + Sync + 'static {
+    /// Inserts or replaces by id: loading the same data twice changes nothing.
+    async fn upsert_visits(&self, visits: &[Visit]) -> StoreResult<()>;
+
+    /// A customer's visits, newest first.
+    async fn visits_of(&self, wa_id: &WaId) -> StoreResult<Vec<Visit>>;
+
+    async fn visits_to(&self, property_id: &str) -> StoreResult<Vec<Visit>>;
+}
+
+/// `offers`: what customers offered for a property.
+#[async_trait]
+pub trait OfferStore: Send + Sync + 'static {
+    /// Inserts or replaces by id: loading the same data twice changes nothing.
+    async fn upsert_offers(&self, offers: &[Offer]) -> StoreResult<()>;
+
+    /// A customer's offers, newest first.
+    async fn offers_of(&self, wa_id: &WaId) -> StoreResult<Vec<Offer>>;
+
+    async fn offers_for(&self, property_id: &str) -> StoreResult<Vec<Offer>>;
+
+    /// Offers created at or after `since`, oldest first (exports).
+    async fn offers_created_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Offer>>;
+}
+
+/// `callback_requests`: customers who asked to be called.
+#[async_trait]
+pub trait CallbackRequestStore: Send + Sync + 'static {
+    /// Inserts a callback request; `false` when one with its id is there already (the same
+    /// request written again by a step replayed after a crash), which is left as it is.
+    async fn insert_callback_request(&self, request: &CallbackRequest) -> StoreResult<bool>;
+
+    /// Newest first.
+    async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>>;
+}
+
+/// `listing_requests`: owners' requests to change a listing.
+#[async_trait]
+pub trait ListingRequestStore: Send + Sync + 'static {
+    async fn save_listing_request(&self, request: &ListingRequest) -> StoreResult<()>;
+
+    /// Newest first.
+    async fn listing_requests_for(&self, property_id: &str) -> StoreResult<Vec<ListingRequest>>;
+}
+
+/// `alerts` and `alert_notices`: saved searches, and the notices claimed for them.
+#[async_trait]
+pub trait AlertStore: Send + Sync + 'static {
     /// Inserts or replaces a saved search by id (cancelling one is saving it cancelled).
     async fn save_alert(&self, alert: &Alert) -> StoreResult<()>;
+
     /// A customer's saved searches, cancelled ones too, newest first.
     async fn alerts_of(&self, wa_id: &WaId) -> StoreResult<Vec<Alert>>;
+
     /// Every saved search not cancelled, by id.
     async fn active_alerts(&self) -> StoreResult<Vec<Alert>>;
-    /// Listings listed or made cheaper at or after `since`, by id.
-    async fn properties_news_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Property>>;
+
     /// Claims the notice of `property_id` to `wa_id`: `true` for exactly one caller, ever, so a
     /// customer hears of a listing once however many saved searches match and instances run.
     async fn claim_alert_notice(

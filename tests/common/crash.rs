@@ -18,6 +18,10 @@ use zaguan::realestate::{
     Alert, Appointment, CallbackRequest, ListingRequest, Offer, Owner, Property, PropertyFilter,
     RealEstateStore, Slot, StaffMember, Visit,
 };
+use zaguan::realestate::{
+    AlertStore, AppointmentStore, CallbackRequestStore, ListingRequestStore, OfferStore,
+    OwnerStore, PropertyStore, SlotStore, StaffStore, VisitStore,
+};
 use zaguan::store::{
     Conversation, ConversationQuery, ConversationStore, Event, EventQuery, EventStore, EventUpdate,
     Fallback, HandoffReason, HandoffRequest, HandoffStep, HistoryStore, NewMessage, NewOutbox,
@@ -327,35 +331,10 @@ impl EventStore for CrashStore {
 }
 
 #[async_trait]
-impl RealEstateStore for CrashRealEstate {
-    async fn upsert_owners(&self, owners: &[Owner]) -> StoreResult<()> {
-        self.crash.write()?;
-        self.inner.upsert_owners(owners).await
-    }
-
-    async fn upsert_staff(&self, staff: &[StaffMember]) -> StoreResult<()> {
-        self.crash.write()?;
-        self.inner.upsert_staff(staff).await
-    }
-
+impl PropertyStore for CrashRealEstate {
     async fn upsert_properties(&self, properties: &[Property]) -> StoreResult<()> {
         self.crash.write()?;
         self.inner.upsert_properties(properties).await
-    }
-
-    async fn upsert_slots(&self, slots: &[Slot]) -> StoreResult<()> {
-        self.crash.write()?;
-        self.inner.upsert_slots(slots).await
-    }
-
-    async fn upsert_visits(&self, visits: &[Visit]) -> StoreResult<()> {
-        self.crash.write()?;
-        self.inner.upsert_visits(visits).await
-    }
-
-    async fn upsert_offers(&self, offers: &[Offer]) -> StoreResult<()> {
-        self.crash.write()?;
-        self.inner.upsert_offers(offers).await
     }
 
     async fn properties(&self, filter: &PropertyFilter) -> StoreResult<Vec<Property>> {
@@ -364,6 +343,18 @@ impl RealEstateStore for CrashRealEstate {
 
     async fn property(&self, id: &str) -> StoreResult<Option<Property>> {
         self.inner.property(id).await
+    }
+
+    async fn properties_news_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Property>> {
+        self.inner.properties_news_since(since).await
+    }
+}
+
+#[async_trait]
+impl OwnerStore for CrashRealEstate {
+    async fn upsert_owners(&self, owners: &[Owner]) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.upsert_owners(owners).await
     }
 
     async fn owner(&self, id: &str) -> StoreResult<Option<Owner>> {
@@ -377,9 +368,25 @@ impl RealEstateStore for CrashRealEstate {
     async fn owners_on_whatsapp(&self) -> StoreResult<Vec<Owner>> {
         self.inner.owners_on_whatsapp().await
     }
+}
+
+#[async_trait]
+impl StaffStore for CrashRealEstate {
+    async fn upsert_staff(&self, staff: &[StaffMember]) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.upsert_staff(staff).await
+    }
 
     async fn staff(&self) -> StoreResult<Vec<StaffMember>> {
         self.inner.staff().await
+    }
+}
+
+#[async_trait]
+impl SlotStore for CrashRealEstate {
+    async fn upsert_slots(&self, slots: &[Slot]) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.upsert_slots(slots).await
     }
 
     async fn slots(
@@ -408,7 +415,10 @@ impl RealEstateStore for CrashRealEstate {
         self.crash.write()?;
         self.inner.release_slot(slot_id, appointment_id).await
     }
+}
 
+#[async_trait]
+impl AppointmentStore for CrashRealEstate {
     async fn save_appointment(&self, appointment: &Appointment) -> StoreResult<()> {
         self.crash.write()?;
         self.inner.save_appointment(appointment).await
@@ -439,12 +449,35 @@ impl RealEstateStore for CrashRealEstate {
         self.inner.claim_reminder(appointment_id, at).await
     }
 
+    async fn appointments_created_since(
+        &self,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>> {
+        self.inner.appointments_created_since(since).await
+    }
+}
+
+#[async_trait]
+impl VisitStore for CrashRealEstate {
+    async fn upsert_visits(&self, visits: &[Visit]) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.upsert_visits(visits).await
+    }
+
     async fn visits_of(&self, wa_id: &WaId) -> StoreResult<Vec<Visit>> {
         self.inner.visits_of(wa_id).await
     }
 
     async fn visits_to(&self, property_id: &str) -> StoreResult<Vec<Visit>> {
         self.inner.visits_to(property_id).await
+    }
+}
+
+#[async_trait]
+impl OfferStore for CrashRealEstate {
+    async fn upsert_offers(&self, offers: &[Offer]) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.upsert_offers(offers).await
     }
 
     async fn offers_of(&self, wa_id: &WaId) -> StoreResult<Vec<Offer>> {
@@ -455,11 +488,25 @@ impl RealEstateStore for CrashRealEstate {
         self.inner.offers_for(property_id).await
     }
 
+    async fn offers_created_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Offer>> {
+        self.inner.offers_created_since(since).await
+    }
+}
+
+#[async_trait]
+impl CallbackRequestStore for CrashRealEstate {
     async fn insert_callback_request(&self, request: &CallbackRequest) -> StoreResult<bool> {
         self.crash.write()?;
         self.inner.insert_callback_request(request).await
     }
 
+    async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>> {
+        self.inner.callback_requests_of(wa_id).await
+    }
+}
+
+#[async_trait]
+impl ListingRequestStore for CrashRealEstate {
     async fn save_listing_request(&self, request: &ListingRequest) -> StoreResult<()> {
         self.crash.write()?;
         self.inner.save_listing_request(request).await
@@ -468,22 +515,10 @@ impl RealEstateStore for CrashRealEstate {
     async fn listing_requests_for(&self, property_id: &str) -> StoreResult<Vec<ListingRequest>> {
         self.inner.listing_requests_for(property_id).await
     }
+}
 
-    async fn callback_requests_of(&self, wa_id: &WaId) -> StoreResult<Vec<CallbackRequest>> {
-        self.inner.callback_requests_of(wa_id).await
-    }
-
-    async fn appointments_created_since(
-        &self,
-        since: DateTime<Utc>,
-    ) -> StoreResult<Vec<Appointment>> {
-        self.inner.appointments_created_since(since).await
-    }
-
-    async fn offers_created_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Offer>> {
-        self.inner.offers_created_since(since).await
-    }
-
+#[async_trait]
+impl AlertStore for CrashRealEstate {
     async fn save_alert(&self, alert: &Alert) -> StoreResult<()> {
         self.crash.write()?;
         self.inner.save_alert(alert).await
@@ -495,10 +530,6 @@ impl RealEstateStore for CrashRealEstate {
 
     async fn active_alerts(&self) -> StoreResult<Vec<Alert>> {
         self.inner.active_alerts().await
-    }
-
-    async fn properties_news_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Property>> {
-        self.inner.properties_news_since(since).await
     }
 
     async fn claim_alert_notice(

@@ -470,7 +470,7 @@ async fn the_cli_forgets_a_user_on_mongodb() {
         .unwrap();
     // A business record: kept, and counted in the output.
     let realestate = zaguan::realestate::MongoRealEstate::new(store.pool().clone());
-    use zaguan::realestate::RealEstateStore as _;
+    use zaguan::realestate::OfferStore as _;
     realestate
         .upsert_offers(&[zaguan::realestate::Offer {
             id: "F-301".into(),
@@ -784,7 +784,7 @@ async fn the_cli_adds_and_updates_listings_on_mongodb() {
         return;
     };
     let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
-    use zaguan::realestate::RealEstateStore as _;
+    use zaguan::realestate::PropertyStore as _;
     let database = db.store.database().name().to_owned();
     let dir = tempfile::tempdir().unwrap();
     let zaguan = |args: &[&str], content: &str| {
@@ -852,7 +852,7 @@ async fn the_cli_lists_and_retries_failed_events_and_exports_on_mongodb() {
         .await
         .unwrap();
     let realestate = zaguan::realestate::MongoRealEstate::new(store.pool().clone());
-    use zaguan::realestate::RealEstateStore as _;
+    use zaguan::realestate::OfferStore as _;
     realestate
         .upsert_offers(&[zaguan::realestate::Offer {
             id: "F-401".into(),

@@ -1,3 +1,4 @@
+use crate::realestate::store::{OwnerStore, PropertyStore, SlotStore, VisitStore};
 use std::collections::{HashMap, HashSet};
 
 use chrono::Timelike;

@@ -1,6 +1,7 @@
 //! The figures are those of `realestate::mortgage`'s tests, computed independently with
 //! Python's `decimal`.
 
+use crate::realestate::store::PropertyStore;
 use std::collections::BTreeSet;
 
 use chrono::{TimeZone, Utc};
