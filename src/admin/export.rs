@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::realestate::RealEstateStore;
+use crate::realestate::{AppointmentStore, OfferStore};
 use crate::store::{BusinessEvent, EventQuery, EventStore, StoreError, UserStore};
 
 /// Most rows one export holds.
@@ -97,7 +97,7 @@ pub async fn rows(
     kind: ExportKind,
     since: DateTime<Utc>,
     store: &(impl UserStore + EventStore + ?Sized),
-    realestate: &dyn RealEstateStore,
+    realestate: &(impl AppointmentStore + OfferStore + ?Sized),
 ) -> Result<Export, StoreError> {
     page(kind, since, store, realestate, MAX_ROWS).await
 }
@@ -108,7 +108,7 @@ pub async fn page(
     kind: ExportKind,
     since: DateTime<Utc>,
     store: &(impl UserStore + EventStore + ?Sized),
-    realestate: &dyn RealEstateStore,
+    realestate: &(impl AppointmentStore + OfferStore + ?Sized),
     max: usize,
 ) -> Result<Export, StoreError> {
     // A source that gave `max + 1` records was cut by the store: past its last instant (which

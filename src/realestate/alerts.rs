@@ -6,6 +6,7 @@
 //! before it is queued, so a customer hears of a listing at most once, however many of their
 //! searches match and however many instances look.
 
+use crate::realestate::{AlertStore, PropertyStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,14 +89,14 @@ pub struct AlertSettings {
 }
 
 /// The alert loop of one process.
-pub struct Alerts {
-    realestate: Arc<dyn RealEstateStore>,
+pub struct Alerts<S: ?Sized = dyn RealEstateStore> {
+    realestate: Arc<S>,
     /// Says them: translation, outbox, history.
     engine: Arc<Engine>,
     settings: AlertSettings,
 }
 
-impl PeriodicJob for Alerts {
+impl<S: AlertStore + PropertyStore + ?Sized> PeriodicJob for Alerts<S> {
     const DONE: Option<&'static str> = Some("saved-search notices queued");
     const FAILED: &'static str = "saved searches not checked";
     type Error = EngineError;
@@ -105,12 +106,8 @@ impl PeriodicJob for Alerts {
     }
 }
 
-impl Alerts {
-    pub fn new(
-        realestate: Arc<dyn RealEstateStore>,
-        engine: Arc<Engine>,
-        settings: AlertSettings,
-    ) -> Self {
+impl<S: AlertStore + PropertyStore + ?Sized> Alerts<S> {
+    pub fn new(realestate: Arc<S>, engine: Arc<Engine>, settings: AlertSettings) -> Self {
         Self {
             realestate,
             engine,

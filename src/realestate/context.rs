@@ -2,6 +2,7 @@
 //! their visits and offers, a prospect's next appointments and open offers. Short lines, a
 //! few of each, so a prompt grows by a few hundred tokens at most.
 
+use crate::realestate::{AppointmentStore, OfferStore, OwnerStore, PropertyStore, VisitStore};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -23,13 +24,15 @@ const MAX_LISTINGS: usize = 8;
 /// Appointments and offers shown for a prospect.
 const MAX_ITEMS: usize = 3;
 
-pub struct RealEstateContext {
-    store: Arc<dyn RealEstateStore>,
+pub struct RealEstateContext<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
     timezone: Tz,
 }
 
-impl RealEstateContext {
-    pub fn new(store: Arc<dyn RealEstateStore>, timezone: Tz) -> Self {
+impl<S: AppointmentStore + OfferStore + OwnerStore + PropertyStore + VisitStore + ?Sized>
+    RealEstateContext<S>
+{
+    pub fn new(store: Arc<S>, timezone: Tz) -> Self {
         Self { store, timezone }
     }
 
@@ -140,7 +143,9 @@ impl RealEstateContext {
 }
 
 #[async_trait]
-impl ContextSource for RealEstateContext {
+impl<S: AppointmentStore + OfferStore + OwnerStore + PropertyStore + VisitStore + ?Sized>
+    ContextSource for RealEstateContext<S>
+{
     async fn describe(
         &self,
         wa_id: &WaId,

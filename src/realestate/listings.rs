@@ -4,10 +4,11 @@
 //! fields given over the stored listing, and a lower price stamps `price_dropped_at`, which is
 //! what tells saved searches ([`super::alerts`]) the listing is news again.
 
+use crate::realestate::PropertyStore;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::{Property, RealEstateStore};
+use super::Property;
 use crate::store::StoreError;
 
 /// Most listings in one batch.
@@ -66,7 +67,7 @@ pub fn parse(text: &str) -> Result<Vec<Map<String, Value>>, ListingsError> {
 /// Adds new listings; one whose id is taken is an error (update it instead). `listed_at`
 /// defaults to `now`.
 pub async fn add(
-    store: &dyn RealEstateStore,
+    store: &(impl PropertyStore + ?Sized),
     items: Vec<Map<String, Value>>,
     now: DateTime<Utc>,
 ) -> Result<Applied, ListingsError> {
@@ -97,7 +98,7 @@ pub async fn add(
 
 /// Changes existing listings: each item names its `id` and the fields to change.
 pub async fn update(
-    store: &dyn RealEstateStore,
+    store: &(impl PropertyStore + ?Sized),
     items: Vec<Map<String, Value>>,
     now: DateTime<Utc>,
 ) -> Result<Applied, ListingsError> {

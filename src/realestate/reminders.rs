@@ -8,6 +8,7 @@
 //! Each reminder is claimed by unique insert before it is queued, so it
 //! is queued once however many instances run; the outbox and the sender do the rest.
 
+use crate::realestate::{AppointmentStore, PropertyStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,14 +36,14 @@ pub struct ReminderSettings {
 }
 
 /// The reminder loop of one process.
-pub struct Reminders {
-    realestate: Arc<dyn RealEstateStore>,
+pub struct Reminders<S: ?Sized = dyn RealEstateStore> {
+    realestate: Arc<S>,
     /// Says them: translation, outbox, history.
     engine: Arc<Engine>,
     settings: ReminderSettings,
 }
 
-impl PeriodicJob for Reminders {
+impl<S: AppointmentStore + PropertyStore + ?Sized> PeriodicJob for Reminders<S> {
     const DONE: Option<&'static str> = Some("visit reminders queued");
     const FAILED: &'static str = "visit reminders not checked";
     type Error = EngineError;
@@ -52,12 +53,8 @@ impl PeriodicJob for Reminders {
     }
 }
 
-impl Reminders {
-    pub fn new(
-        realestate: Arc<dyn RealEstateStore>,
-        engine: Arc<Engine>,
-        settings: ReminderSettings,
-    ) -> Self {
+impl<S: AppointmentStore + PropertyStore + ?Sized> Reminders<S> {
+    pub fn new(realestate: Arc<S>, engine: Arc<Engine>, settings: ReminderSettings) -> Self {
         Self {
             realestate,
             engine,

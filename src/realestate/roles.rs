@@ -3,6 +3,7 @@
 //! [`RoleDirectory`](crate::engine::roles::RoleDirectory) reads them through [`DataRoles`], and
 //! the handoff desk the staff it tells.
 
+use crate::realestate::{OwnerStore, StaffStore};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -15,10 +16,10 @@ use crate::engine::roles::KnownNumbers;
 use crate::store::StoreResult;
 
 /// The business's data as the numbers with a role.
-pub struct DataRoles(pub Arc<dyn RealEstateStore>);
+pub struct DataRoles<S: ?Sized = dyn RealEstateStore>(pub Arc<S>);
 
 #[async_trait]
-impl KnownNumbers for DataRoles {
+impl<S: OwnerStore + StaffStore + ?Sized> KnownNumbers for DataRoles<S> {
     /// Owners, then staff: a number in both is an agent.
     async fn known_numbers(&self) -> StoreResult<HashMap<WaId, Role>> {
         let mut roles = HashMap::new();
@@ -37,7 +38,7 @@ impl KnownNumbers for DataRoles {
 }
 
 #[async_trait]
-impl StaffRoster for DataRoles {
+impl<S: OwnerStore + StaffStore + ?Sized> StaffRoster for DataRoles<S> {
     /// Staff with `notify_handoffs` and a number, by id; hours that do not read are reported
     /// and taken as the agency's.
     async fn handoff_staff(&self) -> StoreResult<Vec<StaffOnCall>> {

@@ -7,6 +7,7 @@
 
 pub mod svg;
 
+use crate::realestate::{AppointmentStore, OfferStore};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, NaiveDate, TimeZone as _, Utc};
@@ -15,7 +16,6 @@ use serde::Serialize;
 
 use crate::domain::llm_call::{FAST_PATH, OFFLINE};
 use crate::domain::{LlmCall, MessageRole, WaId};
-use crate::realestate::RealEstateStore;
 use crate::realestate::model::{Appointment, AppointmentStatus, Offer};
 use crate::store::{BusinessEvent, Event, EventQuery, StoreError, StoredMessage};
 use crate::store::{EventStore, HistoryStore, OutboxStore, UsageStore, UserStore};
@@ -148,7 +148,7 @@ pub struct Inputs {
 /// Reads the period's records from the stores.
 pub async fn gather(
     store: &(impl HistoryStore + UsageStore + EventStore + OutboxStore + UserStore + ?Sized),
-    realestate: Option<&dyn RealEstateStore>,
+    realestate: Option<&(impl AppointmentStore + OfferStore + ?Sized)>,
     period: &Period,
 ) -> Result<Inputs, StoreError> {
     let (from, to) = (period.from(), period.to());

@@ -33,6 +33,7 @@ mod neighbourhoods;
 mod people;
 mod visits;
 
+use crate::realestate::{OfferStore, OwnerStore, PropertyStore, SlotStore, StaffStore, VisitStore};
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
@@ -40,7 +41,6 @@ use chrono_tz::Tz;
 
 use super::model::{Offer, Owner, Property, Slot, StaffMember, Visit};
 
-use super::store::RealEstateStore;
 use crate::domain::{GeoPoint, WaId};
 use crate::store::StoreResult;
 
@@ -149,7 +149,12 @@ pub struct SeedCounts {
 
 /// Upserts the whole set, kind by kind and referenced before referencing (owners, properties,
 /// then slots, visits and offers), in batches of a few hundred.
-pub async fn seed(store: &dyn RealEstateStore, set: &DemoSet) -> StoreResult<SeedCounts> {
+pub async fn seed(
+    store: &(
+         impl OfferStore + OwnerStore + PropertyStore + SlotStore + StaffStore + VisitStore + ?Sized
+     ),
+    set: &DemoSet,
+) -> StoreResult<SeedCounts> {
     for batch in set.owners.chunks(SEED_BATCH) {
         store.upsert_owners(batch).await?;
     }

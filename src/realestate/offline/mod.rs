@@ -22,7 +22,7 @@ use crate::domain::{MessageRole, Role, ToolCall};
 use crate::engine::attachments::ASK_PREFIX;
 use crate::engine::offline::{Keep, OfflineAnswer, OfflineAssistants, OfflineTurn};
 use crate::realestate::PropertyFilter;
-use crate::realestate::RealEstateStore;
+use crate::realestate::{AppointmentStore, PropertyStore, RealEstateStore};
 use crate::store::{Attachment, ListRow, ReplyButton, StoredMessage};
 
 pub use criteria::{Criteria, Places};
@@ -36,13 +36,13 @@ const PLACES_TIMEOUT: Duration = Duration::from_secs(5);
 const CRITERIA_MESSAGES: usize = 6;
 
 /// The offline engine over the agency's data.
-pub struct OfflineAgency {
-    store: Arc<dyn RealEstateStore>,
+pub struct OfflineAgency<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
     places: tokio::sync::Mutex<Option<(Instant, Arc<Places>)>>,
 }
 
-impl OfflineAgency {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+impl<S: AppointmentStore + PropertyStore + ?Sized> OfflineAgency<S> {
+    pub fn new(store: Arc<S>) -> Self {
         Self {
             store,
             places: tokio::sync::Mutex::new(None),
@@ -93,7 +93,7 @@ impl OfflineAgency {
 }
 
 #[async_trait]
-impl OfflineAssistants for OfflineAgency {
+impl<S: AppointmentStore + PropertyStore + ?Sized> OfflineAssistants for OfflineAgency<S> {
     fn route(&self, turn: &OfflineTurn<'_>) -> Option<&'static str> {
         let said = Said { turn };
         let (_, text) = said.last_human()?;
@@ -169,7 +169,7 @@ impl OfflineAssistants for OfflineAgency {
     }
 }
 
-impl OfflineAgency {
+impl<S: AppointmentStore + PropertyStore + ?Sized> OfflineAgency<S> {
     /// The customer's last message, served by the assistant it was routed to.
     async fn serve(&self, said: &Said<'_>) -> Option<OfflineAnswer> {
         let agent = said.turn.agent;

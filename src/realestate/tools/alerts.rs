@@ -2,6 +2,7 @@
 //! and hears of new or cheaper listings that match it (see [`crate::realestate::alerts`]). Whose
 //! alerts they are comes from the number writing, never from the model.
 
+use crate::realestate::AlertStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -12,7 +13,7 @@ use super::text::{self, unavailable};
 use crate::domain::Role;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
-use crate::realestate::{Alert, AlertCriteria, Operation, PropertyType, RealEstateStore};
+use crate::realestate::{Alert, AlertCriteria, Operation, PropertyType};
 
 pub const CREATE_SEARCH_ALERT: &str = "create_search_alert";
 pub const LIST_MY_ALERTS: &str = "list_my_alerts";
@@ -60,11 +61,11 @@ impl CreateArgs {
 }
 
 pub struct CreateSearchAlert {
-    store: Arc<dyn RealEstateStore>,
+    store: Arc<dyn AlertStore>,
 }
 
 impl CreateSearchAlert {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+    pub fn new(store: Arc<dyn AlertStore>) -> Self {
         Self { store }
     }
 
@@ -168,11 +169,11 @@ impl Tool for CreateSearchAlert {
 }
 
 pub struct ListMyAlerts {
-    store: Arc<dyn RealEstateStore>,
+    store: Arc<dyn AlertStore>,
 }
 
 impl ListMyAlerts {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+    pub fn new(store: Arc<dyn AlertStore>) -> Self {
         Self { store }
     }
 }
@@ -222,11 +223,11 @@ struct CancelArgs {
 }
 
 pub struct CancelSearchAlert {
-    store: Arc<dyn RealEstateStore>,
+    store: Arc<dyn AlertStore>,
 }
 
 impl CancelSearchAlert {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+    pub fn new(store: Arc<dyn AlertStore>) -> Self {
         Self { store }
     }
 

@@ -3,6 +3,7 @@
 //! checks everything `run` needs, so a confirmed action rarely fails); a slot is taken by an
 //! atomic claim, so two customers can never book the same one.
 
+use crate::realestate::{AppointmentStore, PropertyStore, SlotStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -24,12 +25,12 @@ const MAX_SLOTS: usize = 12;
 /// How far ahead slots are listed, at most.
 const MAX_DAYS: i64 = 21;
 
-pub struct ListAvailableSlots {
-    store: Arc<dyn RealEstateStore>,
+pub struct ListAvailableSlots<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
 }
 
-impl ListAvailableSlots {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+impl<S: PropertyStore + SlotStore + ?Sized> ListAvailableSlots<S> {
+    pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
 }
@@ -42,7 +43,7 @@ struct SlotsArgs {
 }
 
 #[async_trait]
-impl Tool for ListAvailableSlots {
+impl<S: PropertyStore + SlotStore + ?Sized> Tool for ListAvailableSlots<S> {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_available_slots".into(),
@@ -146,7 +147,7 @@ fn slot_row(slot: &Slot, context: &ToolContext) -> ListRow {
 }
 
 /// A property that can be visited: it exists and is available.
-async fn visitable(store: &dyn RealEstateStore, id: &str) -> Result<Property, ToolError> {
+async fn visitable(store: &(impl PropertyStore + ?Sized), id: &str) -> Result<Property, ToolError> {
     let property = text::listing(store, id).await?;
     if property.status != ListingStatus::Available {
         return Err(ToolError::Failed(format!(
@@ -160,7 +161,7 @@ async fn visitable(store: &dyn RealEstateStore, id: &str) -> Result<Property, To
 
 /// Unclaimed slots of a property in `[from, to)`.
 async fn free_slots(
-    store: &dyn RealEstateStore,
+    store: &(impl SlotStore + ?Sized),
     property_id: &str,
     from: chrono::DateTime<chrono::Utc>,
     to: chrono::DateTime<chrono::Utc>,
@@ -183,7 +184,7 @@ async fn free_slots(
 /// shown before confirming); a run leaves that to the atomic claim, which a replayed step
 /// holding the slot already passes.
 async fn bookable(
-    store: &dyn RealEstateStore,
+    store: &(impl PropertyStore + SlotStore + ?Sized),
     slot_id: &str,
     context: &ToolContext,
     free: bool,
@@ -223,7 +224,7 @@ async fn bookable(
 
 /// The user's own booked, future appointment.
 async fn own_booking(
-    store: &dyn RealEstateStore,
+    store: &(impl AppointmentStore + ?Sized),
     appointment_id: &str,
     context: &ToolContext,
 ) -> Result<Appointment, ToolError> {
@@ -265,18 +266,18 @@ struct BookArgs {
     slot_id: String,
 }
 
-pub struct BookAppointment {
-    store: Arc<dyn RealEstateStore>,
+pub struct BookAppointment<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
 }
 
-impl BookAppointment {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> BookAppointment<S> {
+    pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
 }
 
 #[async_trait]
-impl Tool for BookAppointment {
+impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> Tool for BookAppointment<S> {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "book_appointment".into(),
@@ -375,12 +376,12 @@ struct RescheduleArgs {
     slot_id: String,
 }
 
-pub struct RescheduleAppointment {
-    store: Arc<dyn RealEstateStore>,
+pub struct RescheduleAppointment<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
 }
 
-impl RescheduleAppointment {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> RescheduleAppointment<S> {
+    pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
 
@@ -403,7 +404,7 @@ impl RescheduleAppointment {
 }
 
 #[async_trait]
-impl Tool for RescheduleAppointment {
+impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> Tool for RescheduleAppointment<S> {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "reschedule_appointment".into(),
@@ -506,18 +507,18 @@ struct CancelArgs {
     appointment_id: String,
 }
 
-pub struct CancelAppointment {
-    store: Arc<dyn RealEstateStore>,
+pub struct CancelAppointment<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
 }
 
-impl CancelAppointment {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> CancelAppointment<S> {
+    pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
 }
 
 #[async_trait]
-impl Tool for CancelAppointment {
+impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> Tool for CancelAppointment<S> {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "cancel_appointment".into(),
@@ -598,18 +599,18 @@ impl Tool for CancelAppointment {
     }
 }
 
-pub struct ListMyAppointments {
-    store: Arc<dyn RealEstateStore>,
+pub struct ListMyAppointments<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
 }
 
-impl ListMyAppointments {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+impl<S: AppointmentStore + PropertyStore + ?Sized> ListMyAppointments<S> {
+    pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
 }
 
 #[async_trait]
-impl Tool for ListMyAppointments {
+impl<S: AppointmentStore + PropertyStore + ?Sized> Tool for ListMyAppointments<S> {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_my_appointments".into(),

@@ -7,6 +7,7 @@
 //! customers in the same millisecond get two), the same when a step cut short by a crash is
 //! replayed, and inserted, never replaced.
 
+use crate::realestate::CallbackRequestStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -17,7 +18,7 @@ use super::text::{self, unavailable};
 use crate::engine::handoff::HandoffDesk;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
-use crate::realestate::{CallbackRequest, RealEstateStore};
+use crate::realestate::CallbackRequest;
 use crate::store::BusinessEvent;
 
 /// The tool's name, for prompt files.
@@ -28,12 +29,12 @@ const MAX_REASON: usize = 300;
 const MAX_PREFERRED_TIME: usize = 100;
 
 pub struct RequestCallback {
-    realestate: Arc<dyn RealEstateStore>,
+    realestate: Arc<dyn CallbackRequestStore>,
     desk: Arc<HandoffDesk>,
 }
 
 impl RequestCallback {
-    pub fn new(realestate: Arc<dyn RealEstateStore>, desk: Arc<HandoffDesk>) -> Self {
+    pub fn new(realestate: Arc<dyn CallbackRequestStore>, desk: Arc<HandoffDesk>) -> Self {
         Self { realestate, desk }
     }
 }

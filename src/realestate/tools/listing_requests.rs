@@ -4,6 +4,7 @@
 //! who handles it with the owner. Whose listing it is comes from the number writing, never from
 //! the model; the agency's agents may ask for any listing.
 
+use crate::realestate::{ListingRequestStore, OwnerStore, PropertyStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -23,13 +24,13 @@ pub const REQUEST_LISTING_CHANGE: &str = "request_listing_change";
 
 const MAX_NOTE: usize = 300;
 
-pub struct RequestListingChange {
-    realestate: Arc<dyn RealEstateStore>,
+pub struct RequestListingChange<S: ?Sized = dyn RealEstateStore> {
+    realestate: Arc<S>,
     desk: Arc<HandoffDesk>,
 }
 
-impl RequestListingChange {
-    pub fn new(realestate: Arc<dyn RealEstateStore>, desk: Arc<HandoffDesk>) -> Self {
+impl<S: OwnerStore + PropertyStore + ListingRequestStore + ?Sized> RequestListingChange<S> {
+    pub fn new(realestate: Arc<S>, desk: Arc<HandoffDesk>) -> Self {
         Self { realestate, desk }
     }
 
@@ -106,7 +107,9 @@ fn describe(change: ListingChange, property: &Property) -> String {
 }
 
 #[async_trait]
-impl Tool for RequestListingChange {
+impl<S: OwnerStore + PropertyStore + ListingRequestStore + ?Sized> Tool
+    for RequestListingChange<S>
+{
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: REQUEST_LISTING_CHANGE.into(),

@@ -1,6 +1,7 @@
 //! The offer assistant's tools: submitting an offer on a property (confirmed by the user first)
 //! and the user's offers.
 
+use crate::realestate::{OfferStore, PropertyStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -25,12 +26,12 @@ struct OfferArgs {
     conditions: Option<String>,
 }
 
-pub struct SubmitOffer {
-    store: Arc<dyn RealEstateStore>,
+pub struct SubmitOffer<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
 }
 
-impl SubmitOffer {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+impl<S: OfferStore + PropertyStore + ?Sized> SubmitOffer<S> {
+    pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
 
@@ -62,7 +63,7 @@ impl SubmitOffer {
 }
 
 #[async_trait]
-impl Tool for SubmitOffer {
+impl<S: OfferStore + PropertyStore + ?Sized> Tool for SubmitOffer<S> {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "submit_offer".into(),
@@ -158,11 +159,11 @@ impl Tool for SubmitOffer {
 }
 
 pub struct ListMyOffers {
-    store: Arc<dyn RealEstateStore>,
+    store: Arc<dyn OfferStore>,
 }
 
 impl ListMyOffers {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+    pub fn new(store: Arc<dyn OfferStore>) -> Self {
         Self { store }
     }
 }

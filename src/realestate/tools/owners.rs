@@ -2,6 +2,7 @@
 //! market. Who the owner is comes from the WhatsApp number writing, never from the model; only
 //! owners (and the agency's own agents) may run it.
 
+use crate::realestate::{OfferStore, OwnerStore, PropertyStore, VisitStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -14,12 +15,12 @@ use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 use crate::realestate::{OfferStatus, PropertyFilter, RealEstateStore};
 
-pub struct OwnerListingStats {
-    store: Arc<dyn RealEstateStore>,
+pub struct OwnerListingStats<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
 }
 
-impl OwnerListingStats {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+impl<S: OfferStore + OwnerStore + PropertyStore + VisitStore + ?Sized> OwnerListingStats<S> {
+    pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
 }
@@ -31,7 +32,9 @@ struct StatsArgs {
 }
 
 #[async_trait]
-impl Tool for OwnerListingStats {
+impl<S: OfferStore + OwnerStore + PropertyStore + VisitStore + ?Sized> Tool
+    for OwnerListingStats<S>
+{
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "owner_listing_stats".into(),

@@ -2,6 +2,7 @@
 //! customer as WhatsApp image messages right after the assistant's words, each with a caption,
 //! through the outbox like any reply; the model only reads how many were sent.
 
+use crate::realestate::PropertyStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -11,7 +12,6 @@ use serde_json::json;
 use super::text;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
-use crate::realestate::RealEstateStore;
 use crate::store::Attachment;
 
 pub const SEND_PROPERTY_PHOTOS: &str = "send_property_photos";
@@ -21,11 +21,11 @@ const DEFAULT_PHOTOS: usize = 3;
 pub const MAX_PHOTOS: usize = 5;
 
 pub struct SendPropertyPhotos {
-    store: Arc<dyn RealEstateStore>,
+    store: Arc<dyn PropertyStore>,
 }
 
 impl SendPropertyPhotos {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+    pub fn new(store: Arc<dyn PropertyStore>) -> Self {
         Self { store }
     }
 }

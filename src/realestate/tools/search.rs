@@ -1,6 +1,7 @@
 //! `search_properties` and `get_property_details`: what the searcher and property assistants
 //! answer from. Results are short lines the model can quote, with the ids it needs next.
 
+use crate::realestate::PropertyStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -11,18 +12,18 @@ use super::text::{self, listing_line, unavailable};
 use crate::engine::attachments::ASK_PREFIX;
 use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
-use crate::realestate::{Operation, Property, PropertyFilter, PropertyType, RealEstateStore};
+use crate::realestate::{Operation, Property, PropertyFilter, PropertyType};
 use crate::store::{Attachment, ListRow};
 
 /// Most results on one page.
 const MAX_PAGE: usize = 10;
 
 pub struct SearchProperties {
-    store: Arc<dyn RealEstateStore>,
+    store: Arc<dyn PropertyStore>,
 }
 
 impl SearchProperties {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+    pub fn new(store: Arc<dyn PropertyStore>) -> Self {
         Self { store }
     }
 }
@@ -248,11 +249,11 @@ fn matches(property: &Property, args: &SearchArgs) -> bool {
 }
 
 pub struct GetPropertyDetails {
-    store: Arc<dyn RealEstateStore>,
+    store: Arc<dyn PropertyStore>,
 }
 
 impl GetPropertyDetails {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+    pub fn new(store: Arc<dyn PropertyStore>) -> Self {
         Self { store }
     }
 }

@@ -2,13 +2,14 @@
 //! can act on), and writing amounts, dates and listings the way a Spanish agency says them.
 
 use crate::domain::phrases::weekday_es;
+use crate::realestate::PropertyStore;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::de::DeserializeOwned;
 
 use crate::domain::Role;
 use crate::domain::WaId;
 use crate::engine::tools::{ToolContext, ToolError};
-use crate::realestate::{Property, RealEstateStore};
+use crate::realestate::Property;
 
 /// The model's arguments as `T`; serde's message names the field that is wrong.
 pub fn args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ToolError> {
@@ -21,7 +22,10 @@ pub fn args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ToolError
 }
 
 /// A listing by id, or an error telling the model where ids come from.
-pub async fn listing(store: &dyn RealEstateStore, id: &str) -> Result<Property, ToolError> {
+pub async fn listing(
+    store: &(impl PropertyStore + ?Sized),
+    id: &str,
+) -> Result<Property, ToolError> {
     store
         .property(id.trim())
         .await

@@ -1,6 +1,7 @@
 //! The visit tracker's tools: the visits a customer made, and their feedback on one (asked to
 //! confirm before it is recorded).
 
+use crate::realestate::{PropertyStore, VisitStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,12 +14,12 @@ use crate::llm::ToolSpec;
 use crate::realestate::{RealEstateStore, Visit, VisitOutcome};
 use crate::store::BusinessEvent;
 
-pub struct ListMyVisits {
-    store: Arc<dyn RealEstateStore>,
+pub struct ListMyVisits<S: ?Sized = dyn RealEstateStore> {
+    store: Arc<S>,
 }
 
-impl ListMyVisits {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+impl<S: PropertyStore + VisitStore + ?Sized> ListMyVisits<S> {
+    pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
 }
@@ -33,7 +34,7 @@ fn outcome_es(outcome: VisitOutcome) -> &'static str {
 }
 
 #[async_trait]
-impl Tool for ListMyVisits {
+impl<S: PropertyStore + VisitStore + ?Sized> Tool for ListMyVisits<S> {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_my_visits".into(),
@@ -94,11 +95,11 @@ struct FeedbackArgs {
 }
 
 pub struct RecordVisitFeedback {
-    store: Arc<dyn RealEstateStore>,
+    store: Arc<dyn VisitStore>,
 }
 
 impl RecordVisitFeedback {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+    pub fn new(store: Arc<dyn VisitStore>) -> Self {
         Self { store }
     }
 

@@ -9,6 +9,7 @@
 //! misread argument would be quoted to the customer as fact. The result is one line in Spanish,
 //! amounts written the Spanish way (`1.517,77 €`), ready to be quoted.
 
+use crate::realestate::PropertyStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -21,7 +22,7 @@ use crate::realestate::mortgage::{
     minimum_down_payment, simulate,
 };
 use crate::realestate::tools::text;
-use crate::realestate::{Operation, Property, RealEstateStore};
+use crate::realestate::{Operation, Property};
 
 /// The term when the customer gives none.
 pub const DEFAULT_YEARS: u32 = 30;
@@ -43,11 +44,11 @@ const FIELDS: [&str; 5] = [
 ];
 
 pub struct SimulateMortgage {
-    store: Arc<dyn RealEstateStore>,
+    store: Arc<dyn PropertyStore>,
 }
 
 impl SimulateMortgage {
-    pub fn new(store: Arc<dyn RealEstateStore>) -> Self {
+    pub fn new(store: Arc<dyn PropertyStore>) -> Self {
         Self { store }
     }
 }
