@@ -28,7 +28,7 @@ pub use abuse::UserLimits;
 pub use reload::{PromptReloader, PromptStatus, Reloaded};
 pub use route::{Route, RouteFallback, route_to_workflow};
 pub use state::{State, context_extractor, context_for};
-pub use tools::{ALL_ROLES, Tool, ToolContext, ToolError, ToolRegistry};
+pub use tools::{ALL_ROLES, NoArgs, Tool, ToolContext, ToolError, ToolRegistry, TypedTool};
 pub use turn::{
     DEFAULT_BUSINESS_NAME, Engine, EngineError, EngineSettings, Notified, TurnOptions, TurnOutcome,
     default_templates, default_templates_in,

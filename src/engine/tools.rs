@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 
 use crate::business::Business;
 use crate::domain::GeoPoint;
@@ -122,6 +124,185 @@ pub trait Tool: Send + Sync + 'static {
         args: serde_json::Value,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError>;
+}
+
+/// A tool whose arguments are one type. The JSON schema the model sees is derived from that
+/// type ([`schema_of`]), and the arguments are decoded from the model's JSON in one place,
+/// before [`confirm`](TypedTool::confirm) or [`call`](TypedTool::call): every such tool is a
+/// [`Tool`].
+#[async_trait]
+pub trait TypedTool: Send + Sync + 'static {
+    /// What the model sends; its doc comments are not shown, its `schemars` descriptions are.
+    type Args: DeserializeOwned + JsonSchema + Send + Sync;
+    /// The name the model calls it by (what prompt files list).
+    const NAME: &'static str;
+    /// See [`Tool::writes`].
+    const WRITES: bool = false;
+    /// See [`Tool::roles`].
+    const ROLES: &'static [Role] = ALL_ROLES;
+    /// Whether the user confirms before it runs: [`confirm`](TypedTool::confirm) says what to.
+    const CONFIRMS: bool = false;
+
+    /// What the model reads to decide when to call it.
+    fn description(&self) -> String;
+
+    /// For a tool that [`CONFIRMS`](TypedTool::CONFIRMS): checks `args` and says in one line
+    /// what running it will do (see [`Tool::confirmation`]).
+    async fn confirm(
+        &self,
+        _args: &Self::Args,
+        _context: &ToolContext,
+    ) -> Result<String, ToolError> {
+        Err(ToolError::Failed(format!(
+            "{} asks no confirmation",
+            Self::NAME
+        )))
+    }
+
+    /// Runs it (see [`Tool::run`]).
+    async fn call(&self, args: Self::Args, context: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+#[async_trait]
+impl<T: TypedTool> Tool for T {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: T::NAME.to_owned(),
+            description: self.description(),
+            parameters: schema_of::<T::Args>(),
+        }
+    }
+
+    fn writes(&self) -> bool {
+        T::WRITES
+    }
+
+    fn roles(&self) -> &'static [Role] {
+        T::ROLES
+    }
+
+    async fn confirmation(
+        &self,
+        args: &serde_json::Value,
+        context: &ToolContext,
+    ) -> Option<Result<String, ToolError>> {
+        if !T::CONFIRMS {
+            return None;
+        }
+        Some(match decode::<T::Args>(args.clone()) {
+            Ok(args) => self.confirm(&args, context).await,
+            Err(error) => Err(error),
+        })
+    }
+
+    async fn run(
+        &self,
+        args: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        self.call(decode(args)?, context).await
+    }
+}
+
+/// The arguments of a tool that takes none: `{}`, and whatever else the model adds is ignored.
+#[derive(Debug, Default, serde::Deserialize, JsonSchema)]
+pub struct NoArgs {}
+
+/// The model's arguments as `T`; no arguments at all count as `{}`.
+pub fn decode<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ToolError> {
+    let args = if args.is_null() {
+        serde_json::json!({})
+    } else {
+        args
+    };
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArgs(e.to_string()))
+}
+
+/// The JSON schema of a tool's arguments, as the model is shown it: every subschema inline, an
+/// optional field simply not required (no `null` type), and none of what the model has no use
+/// for (`$schema`, titles, number formats, defaults).
+pub fn schema_of<T: JsonSchema>() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft07()
+        .with(|settings| {
+            settings.inline_subschemas = true;
+            settings.meta_schema = None;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Some(root) = schema.as_object_mut() {
+        for key in ["title", "description", "definitions", "$defs"] {
+            root.remove(key);
+        }
+        // A tool without arguments still lists none, as the chat APIs expect.
+        if !root.contains_key("properties") {
+            root.insert("properties".to_owned(), serde_json::json!({}));
+        }
+    }
+    simplify(&mut schema);
+    schema
+}
+
+/// See [`schema_of`]: one schema and, recursively, those of its properties and items.
+fn simplify(schema: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    object.remove("format");
+    object.remove("default");
+    object.remove("title");
+    // `Option<T>`: `T` or null. Here: `T`, not required.
+    if let Some(Value::Array(types)) = object.get("type") {
+        let types: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        object.insert(
+            "type".to_owned(),
+            match <[Value; 1]>::try_from(types) {
+                Ok([one]) => one,
+                Err(many) => Value::Array(many),
+            },
+        );
+    }
+    if let Some(Value::Array(values)) = object.get_mut("enum") {
+        values.retain(|value| !value.is_null());
+    }
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(options)) = object.get(key) else {
+            continue;
+        };
+        let options: Vec<Value> = options
+            .iter()
+            .filter(|option| option.get("type").is_none_or(|t| t != "null"))
+            .cloned()
+            .collect();
+        object.remove(key);
+        if let [Value::Object(only)] = options.as_slice() {
+            // The one option left is the schema; what the field says of itself wins.
+            for (name, value) in only {
+                object.entry(name.clone()).or_insert_with(|| value.clone());
+            }
+        } else if options.iter().all(|option| option.get("const").is_some()) {
+            // Unit variants with doc comments: one `const` each, read as an `enum`.
+            object.insert("type".to_owned(), Value::from("string"));
+            object.insert(
+                "enum".to_owned(),
+                options
+                    .iter()
+                    .map(|option| option["const"].clone())
+                    .collect(),
+            );
+        } else {
+            object.insert(key.to_owned(), Value::Array(options));
+        }
+    }
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        properties.values_mut().for_each(simplify);
+    }
+    if let Some(items) = object.get_mut("items") {
+        simplify(items);
+    }
+    // After the merge above, a property's own schema may have brought these back.
+    object.remove("format");
+    object.remove("title");
 }
 
 /// A tool call's outcome: the tool message's text, and what the customer is shown with the

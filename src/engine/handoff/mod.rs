@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use serde_json::json;
 
 mod asks;
 mod desk;
@@ -22,10 +21,9 @@ pub use desk::{
     StaffOnCall, StaffRoster,
 };
 
-use super::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use super::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::domain::WaId;
 use crate::domain::{Handoff, MessageRole};
-use crate::llm::ToolSpec;
 use crate::store::{BusinessEvent, Event, NewMessage, NewOutbox, StoreError};
 use crate::store::{
     ConversationStore, EventStore, HistoryStore, InboxStore, LeaseStore, OutboxStore, UserStore,
@@ -312,41 +310,34 @@ impl RequestHuman {
     }
 }
 
+/// What `request_human` takes.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct RequestHumanArgs {
+    #[schemars(
+        description = "Qué necesita el cliente, en una frase, para la persona que le atienda."
+    )]
+    reason: String,
+}
+
 #[async_trait]
-impl Tool for RequestHuman {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: REQUEST_HUMAN.to_owned(),
-            description: "Avisa al equipo de que este cliente quiere hablar con una persona (o \
-                          necesita algo que no puedes resolver). El resultado dice si se ha \
-                          avisado ya a alguien o cuándo abre la oficina: díselo al cliente tal cual."
-                .to_owned(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "reason": {
-                        "type": "string",
-                        "description": "Qué necesita el cliente, en una frase, para la persona que le atienda."
-                    }
-                },
-                "required": ["reason"]
-            }),
-        }
+impl TypedTool for RequestHuman {
+    type Args = RequestHumanArgs;
+    const NAME: &'static str = REQUEST_HUMAN;
+    const WRITES: bool = true;
+
+    fn description(&self) -> String {
+        "Avisa al equipo de que este cliente quiere hablar con una persona (o \
+         necesita algo que no puedes resolver). El resultado dice si se ha \
+         avisado ya a alguien o cuándo abre la oficina: díselo al cliente tal cual."
+            .into()
     }
 
-    fn writes(&self) -> bool {
-        true
-    }
-
-    async fn run(
+    async fn call(
         &self,
-        args: serde_json::Value,
+        args: RequestHumanArgs,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let reason = args
-            .get("reason")
-            .and_then(|r| r.as_str())
-            .map(str::trim)
+        let reason = Some(args.reason.trim())
             .filter(|r| !r.is_empty())
             .ok_or_else(|| ToolError::InvalidArgs("`reason` (text) is required".to_owned()))?;
         let reason: String = reason.chars().take(500).collect();

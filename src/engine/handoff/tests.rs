@@ -5,7 +5,9 @@ use chrono::TimeZone as _;
 use super::*;
 use crate::business::Business;
 use crate::domain::{Content, Role, WaMessageId};
+use crate::engine::Tool as _;
 use crate::store::{InboxEntry, InboxStatus, MemoryStore, OutboxEntry, Store};
+use serde_json::json;
 
 /// The staff of a test, as the business data would give them.
 struct Roster(Mutex<Vec<StaffOnCall>>);

@@ -6,13 +6,12 @@ use crate::realestate::AlertStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use super::text::{self, unavailable};
+use super::text::unavailable;
 use crate::domain::Role;
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{NoArgs, ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::{Alert, AlertCriteria, Operation, PropertyType};
 
 pub const CREATE_SEARCH_ALERT: &str = "create_search_alert";
@@ -25,13 +24,18 @@ pub const MAX_ALERTS: usize = 5;
 /// Customers save searches; owners and staff have other tools.
 const ROLES: &[Role] = &[Role::Prospect];
 
-#[derive(Debug, Deserialize)]
-struct CreateArgs {
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct CreateArgs {
+    #[schemars(description = "Ciudad")]
     city: Option<String>,
+    #[schemars(description = "Barrio")]
     neighbourhood: Option<String>,
+    #[schemars(description = "sale = compra, rent = alquiler")]
     operation: Option<Operation>,
     #[serde(rename = "type")]
     kind: Option<PropertyType>,
+    #[schemars(description = "Precio máximo en euros (alquiler: por mes)")]
+    #[schemars(range(min = 1))]
     max_price: Option<u64>,
     min_bedrooms: Option<u32>,
 }
@@ -82,10 +86,10 @@ impl CreateSearchAlert {
 
     async fn check(
         &self,
-        args: &serde_json::Value,
+        args: &CreateArgs,
         context: &ToolContext,
     ) -> Result<AlertCriteria, ToolError> {
-        let criteria = text::args::<CreateArgs>(args.clone())?.criteria()?;
+        let criteria = args.clone().criteria()?;
         let active = self.active(context).await?;
         if active.iter().any(|a| a.criteria == criteria) {
             return Err(ToolError::Failed(
@@ -103,50 +107,29 @@ impl CreateSearchAlert {
 }
 
 #[async_trait]
-impl Tool for CreateSearchAlert {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: CREATE_SEARCH_ALERT.into(),
-            description: "Guarda la búsqueda del cliente para avisarle por WhatsApp cuando entre \
-                          un inmueble que encaje o uno que encaje baje de precio (una vez por \
-                          inmueble). El cliente confirma con un botón."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string", "description": "Ciudad"},
-                    "neighbourhood": {"type": "string", "description": "Barrio"},
-                    "operation": {"type": "string", "enum": ["sale", "rent"], "description": "sale = compra, rent = alquiler"},
-                    "type": {"type": "string", "enum": PropertyType::ALL.map(PropertyType::as_str)},
-                    "max_price": {"type": "integer", "minimum": 1, "description": "Precio máximo en euros (alquiler: por mes)"},
-                    "min_bedrooms": {"type": "integer", "minimum": 0}
-                }
-            }),
-        }
+impl TypedTool for CreateSearchAlert {
+    type Args = CreateArgs;
+    const NAME: &'static str = CREATE_SEARCH_ALERT;
+    const ROLES: &'static [Role] = ROLES;
+    const CONFIRMS: bool = true;
+
+    fn description(&self) -> String {
+        "Guarda la búsqueda del cliente para avisarle por WhatsApp cuando entre un inmueble que \
+         encaje o uno que encaje baje de precio (una vez por inmueble). El cliente confirma con \
+         un botón."
+            .into()
     }
 
-    fn roles(&self) -> &'static [Role] {
-        ROLES
-    }
-
-    async fn confirmation(
-        &self,
-        args: &serde_json::Value,
-        context: &ToolContext,
-    ) -> Option<Result<String, ToolError>> {
-        Some(self.check(args, context).await.map(|criteria| {
+    async fn confirm(&self, args: &CreateArgs, context: &ToolContext) -> Result<String, ToolError> {
+        self.check(args, context).await.map(|criteria| {
             format!(
                 "Avisarte por WhatsApp de novedades: {}",
                 criteria.describe()
             )
-        }))
+        })
     }
 
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: CreateArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let criteria = self.check(&args, context).await?;
         let alert = Alert {
             id: format!("S-{}", &context.call_key()[..10]),
@@ -179,25 +162,16 @@ impl ListMyAlerts {
 }
 
 #[async_trait]
-impl Tool for ListMyAlerts {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: LIST_MY_ALERTS.into(),
-            description: "Las búsquedas guardadas del cliente (avisos activos), con su id (S-…)."
-                .into(),
-            parameters: json!({"type": "object", "properties": {}}),
-        }
+impl TypedTool for ListMyAlerts {
+    type Args = NoArgs;
+    const NAME: &'static str = LIST_MY_ALERTS;
+    const ROLES: &'static [Role] = ROLES;
+
+    fn description(&self) -> String {
+        "Las búsquedas guardadas del cliente (avisos activos), con su id (S-…).".into()
     }
 
-    fn roles(&self) -> &'static [Role] {
-        ROLES
-    }
-
-    async fn run(
-        &self,
-        _args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, _args: NoArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let active: Vec<Alert> = self
             .store
             .alerts_of(&context.wa_id)
@@ -217,8 +191,9 @@ impl Tool for ListMyAlerts {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct CancelArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CancelArgs {
+    #[schemars(description = "Id de la búsqueda, p. ej. S-1234")]
     alert_id: String,
 }
 
@@ -232,12 +207,7 @@ impl CancelSearchAlert {
     }
 
     /// The caller's own active alert, or an error the model can act on.
-    async fn own(
-        &self,
-        args: &serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<Alert, ToolError> {
-        let args: CancelArgs = text::args(args.clone())?;
+    async fn own(&self, args: &CancelArgs, context: &ToolContext) -> Result<Alert, ToolError> {
         let id = args.alert_id.trim();
         self.store
             .alerts_of(&context.wa_id)
@@ -254,42 +224,25 @@ impl CancelSearchAlert {
 }
 
 #[async_trait]
-impl Tool for CancelSearchAlert {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: CANCEL_SEARCH_ALERT.into(),
-            description: "Cancela una búsqueda guardada del cliente por su id (S-…, de \
-                          list_my_alerts): deja de recibir esos avisos."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"alert_id": {"type": "string", "description": "Id de la búsqueda, p. ej. S-1234"}},
-                "required": ["alert_id"]
-            }),
-        }
+impl TypedTool for CancelSearchAlert {
+    type Args = CancelArgs;
+    const NAME: &'static str = CANCEL_SEARCH_ALERT;
+    const ROLES: &'static [Role] = ROLES;
+    const CONFIRMS: bool = true;
+
+    fn description(&self) -> String {
+        "Cancela una búsqueda guardada del cliente por su id (S-…, de list_my_alerts): deja de \
+         recibir esos avisos."
+            .into()
     }
 
-    fn roles(&self) -> &'static [Role] {
-        ROLES
+    async fn confirm(&self, args: &CancelArgs, context: &ToolContext) -> Result<String, ToolError> {
+        self.own(args, context)
+            .await
+            .map(|alert| format!("Dejar de avisarte de: {}", alert.criteria.describe()))
     }
 
-    async fn confirmation(
-        &self,
-        args: &serde_json::Value,
-        context: &ToolContext,
-    ) -> Option<Result<String, ToolError>> {
-        Some(
-            self.own(args, context)
-                .await
-                .map(|alert| format!("Dejar de avisarte de: {}", alert.criteria.describe())),
-        )
-    }
-
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: CancelArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let mut alert = self.own(&args, context).await?;
         alert.cancelled_at = Some(context.now);
         self.store.save_alert(&alert).await.map_err(unavailable)?;

@@ -8,13 +8,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{Duration, TimeZone};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::text::{self, Lookup, unavailable, when};
 use crate::engine::attachments::ASK_PREFIX;
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::{
     Appointment, AppointmentStatus, ListingStatus, MovedFrom, Property, RealEstateStore, Slot,
 };
@@ -35,39 +34,29 @@ impl<S: PropertyStore + SlotStore + ?Sized> ListAvailableSlots<S> {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct SlotsArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SlotsArgs {
+    #[schemars(description = "Id de la propiedad, p. ej. P-1001")]
     property_id: String,
+    #[schemars(description = "Desde este día, YYYY-MM-DD (hoy si no se indica)")]
     from_date: Option<String>,
+    #[schemars(description = "Cuántos días mirar (7 si no se indica)")]
+    #[schemars(range(min = 1, max = MAX_DAYS))]
     days: Option<i64>,
 }
 
 #[async_trait]
-impl<S: PropertyStore + SlotStore + ?Sized> Tool for ListAvailableSlots<S> {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "list_available_slots".into(),
-            description: "Huecos libres para visitar una propiedad, con su id (S-…) para \
-                          reservar. Por defecto, los próximos 7 días."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "property_id": {"type": "string", "description": "Id de la propiedad, p. ej. P-1001"},
-                    "from_date": {"type": "string", "description": "Desde este día, YYYY-MM-DD (hoy si no se indica)"},
-                    "days": {"type": "integer", "minimum": 1, "maximum": MAX_DAYS, "description": "Cuántos días mirar (7 si no se indica)"}
-                },
-                "required": ["property_id"]
-            }),
-        }
+impl<S: PropertyStore + SlotStore + ?Sized> TypedTool for ListAvailableSlots<S> {
+    type Args = SlotsArgs;
+    const NAME: &'static str = "list_available_slots";
+
+    fn description(&self) -> String {
+        "Huecos libres para visitar una propiedad, con su id (S-…) para \
+         reservar. Por defecto, los próximos 7 días."
+            .into()
     }
 
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: SlotsArgs = text::args(args)?;
+    async fn call(&self, args: SlotsArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let property = visitable(self.store.as_ref(), &args.property_id).await?;
         let days = args.days.unwrap_or(7);
         if !(1..=MAX_DAYS).contains(&days) {
@@ -261,8 +250,9 @@ fn new_appointment_id(slot: &Slot, context: &ToolContext) -> String {
     )
 }
 
-#[derive(Debug, Deserialize)]
-struct BookArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BookArgs {
+    #[schemars(description = "Id del hueco, p. ej. S-P1001-202611271000")]
     slot_id: String,
 }
 
@@ -277,50 +267,30 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> BookAppointment<S
 }
 
 #[async_trait]
-impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> Tool for BookAppointment<S> {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "book_appointment".into(),
-            description: "Reserva una visita en un hueco libre (id S-… de list_available_slots). \
-                          El usuario confirmará con un botón antes de que se reserve."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"slot_id": {"type": "string", "description": "Id del hueco, p. ej. S-P1001-202611271000"}},
-                "required": ["slot_id"]
-            }),
-        }
+impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool for BookAppointment<S> {
+    type Args = BookArgs;
+    const NAME: &'static str = "book_appointment";
+    const CONFIRMS: bool = true;
+
+    fn description(&self) -> String {
+        "Reserva una visita en un hueco libre (id S-… de list_available_slots). \
+         El usuario confirmará con un botón antes de que se reserve."
+            .into()
     }
 
-    async fn confirmation(
-        &self,
-        args: &serde_json::Value,
-        context: &ToolContext,
-    ) -> Option<Result<String, ToolError>> {
-        Some(
-            async {
-                let args: BookArgs = text::args(args.clone())?;
-                let (slot, property) =
-                    bookable(self.store.as_ref(), &args.slot_id, context, true).await?;
-                Ok(format!(
-                    "Visita a {} ({}, {}) el {} con {}",
-                    property.id,
-                    property.title,
-                    property.address,
-                    when(slot.starts_at, context),
-                    slot.agent
-                ))
-            }
-            .await,
-        )
+    async fn confirm(&self, args: &BookArgs, context: &ToolContext) -> Result<String, ToolError> {
+        let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context, true).await?;
+        Ok(format!(
+            "Visita a {} ({}, {}) el {} con {}",
+            property.id,
+            property.title,
+            property.address,
+            when(slot.starts_at, context),
+            slot.agent
+        ))
     }
 
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: BookArgs = text::args(args)?;
+    async fn call(&self, args: BookArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context, false).await?;
         let id = new_appointment_id(&slot, context);
         if !self
@@ -370,9 +340,11 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> Tool for BookAppo
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct RescheduleArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RescheduleArgs {
+    #[schemars(description = "Id de la cita, p. ej. A-P1001-202611271000-123")]
     appointment_id: String,
+    #[schemars(description = "Id del nuevo hueco (S-…)")]
     slot_id: String,
 }
 
@@ -404,51 +376,39 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> RescheduleAppoint
 }
 
 #[async_trait]
-impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> Tool for RescheduleAppointment<S> {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "reschedule_appointment".into(),
-            description: "Cambia una visita ya reservada (A-…) a otro hueco libre de la misma \
-                          propiedad. El usuario confirmará con un botón."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "appointment_id": {"type": "string", "description": "Id de la cita, p. ej. A-P1001-202611271000-123"},
-                    "slot_id": {"type": "string", "description": "Id del nuevo hueco (S-…)"}
-                },
-                "required": ["appointment_id", "slot_id"]
-            }),
-        }
+impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool
+    for RescheduleAppointment<S>
+{
+    type Args = RescheduleArgs;
+    const NAME: &'static str = "reschedule_appointment";
+    const CONFIRMS: bool = true;
+
+    fn description(&self) -> String {
+        "Cambia una visita ya reservada (A-…) a otro hueco libre de la misma \
+         propiedad. El usuario confirmará con un botón."
+            .into()
     }
 
-    async fn confirmation(
+    async fn confirm(
         &self,
-        args: &serde_json::Value,
+        args: &RescheduleArgs,
         context: &ToolContext,
-    ) -> Option<Result<String, ToolError>> {
-        Some(
-            async {
-                let args: RescheduleArgs = text::args(args.clone())?;
-                let (appointment, slot, property) = self.check(&args, context, true).await?;
-                Ok(format!(
-                    "Cambiar la visita a {} ({}) del {} al {}",
-                    property.id,
-                    property.title,
-                    when(appointment.starts_at, context),
-                    when(slot.starts_at, context)
-                ))
-            }
-            .await,
-        )
+    ) -> Result<String, ToolError> {
+        let (appointment, slot, property) = self.check(args, context, true).await?;
+        Ok(format!(
+            "Cambiar la visita a {} ({}) del {} al {}",
+            property.id,
+            property.title,
+            when(appointment.starts_at, context),
+            when(slot.starts_at, context)
+        ))
     }
 
-    async fn run(
+    async fn call(
         &self,
-        args: serde_json::Value,
+        args: RescheduleArgs,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: RescheduleArgs = text::args(args)?;
         let (mut appointment, slot, property) = self.check(&args, context, false).await?;
         let moved = match appointment.moved_from.clone() {
             // Moved there already: this step is a replay; finish what it left.
@@ -502,8 +462,9 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> Tool for Reschedu
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct CancelArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CancelArgs {
+    #[schemars(description = "Id de la cita (A-…)")]
     appointment_id: String,
 }
 
@@ -518,48 +479,27 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> CancelAppointment
 }
 
 #[async_trait]
-impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> Tool for CancelAppointment<S> {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "cancel_appointment".into(),
-            description: "Cancela una visita reservada (A-…). El usuario confirmará con un botón."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"appointment_id": {"type": "string", "description": "Id de la cita (A-…)"}},
-                "required": ["appointment_id"]
-            }),
-        }
+impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool for CancelAppointment<S> {
+    type Args = CancelArgs;
+    const NAME: &'static str = "cancel_appointment";
+    const CONFIRMS: bool = true;
+
+    fn description(&self) -> String {
+        "Cancela una visita reservada (A-…). El usuario confirmará con un botón.".into()
     }
 
-    async fn confirmation(
-        &self,
-        args: &serde_json::Value,
-        context: &ToolContext,
-    ) -> Option<Result<String, ToolError>> {
-        Some(
-            async {
-                let args: CancelArgs = text::args(args.clone())?;
-                let appointment =
-                    own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
-                let property = text::listing(self.store.as_ref(), &appointment.property_id).await?;
-                Ok(format!(
-                    "Cancelar la visita a {} ({}) del {}",
-                    property.id,
-                    property.title,
-                    when(appointment.starts_at, context)
-                ))
-            }
-            .await,
-        )
+    async fn confirm(&self, args: &CancelArgs, context: &ToolContext) -> Result<String, ToolError> {
+        let appointment = own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
+        let property = text::listing(self.store.as_ref(), &appointment.property_id).await?;
+        Ok(format!(
+            "Cancelar la visita a {} ({}) del {}",
+            property.id,
+            property.title,
+            when(appointment.starts_at, context)
+        ))
     }
 
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: CancelArgs = text::args(args)?;
+    async fn call(&self, args: CancelArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let cancelled = self
             .store
             .appointment(args.appointment_id.trim())
@@ -610,20 +550,19 @@ impl<S: AppointmentStore + PropertyStore + ?Sized> ListMyAppointments<S> {
 }
 
 #[async_trait]
-impl<S: AppointmentStore + PropertyStore + ?Sized> Tool for ListMyAppointments<S> {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "list_my_appointments".into(),
-            description: "Las visitas reservadas del usuario que escribe (próximas primero); un \
-                          agente de la agencia puede pedir las de un cliente o una propiedad."
-                .into(),
-            parameters: text::lookup_parameters(),
-        }
+impl<S: AppointmentStore + PropertyStore + ?Sized> TypedTool for ListMyAppointments<S> {
+    type Args = text::LookupArgs;
+    const NAME: &'static str = "list_my_appointments";
+
+    fn description(&self) -> String {
+        "Las visitas reservadas del usuario que escribe (próximas primero); un \
+         agente de la agencia puede pedir las de un cliente o una propiedad."
+            .into()
     }
 
-    async fn run(
+    async fn call(
         &self,
-        args: serde_json::Value,
+        args: text::LookupArgs,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let appointments = match text::lookup(args, context)? {

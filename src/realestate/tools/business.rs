@@ -5,13 +5,11 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use super::text;
 use crate::business::{Business, Schedule};
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 
 /// The tool's name, for prompt files.
 pub const BUSINESS_INFO: &str = "business_info";
@@ -20,9 +18,9 @@ pub const BUSINESS_INFO: &str = "business_info";
 const HOLIDAYS_SHOWN: usize = 8;
 
 /// What the model may ask about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-enum Topic {
+pub enum Topic {
     Hours,
     Offices,
     Zones,
@@ -31,47 +29,31 @@ enum Topic {
     All,
 }
 
-#[derive(Debug, Deserialize)]
-struct InfoArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct InfoArgs {
+    #[schemars(
+        description = "De qué: hours (horario y festivos), offices, zones, policies, contact o all."
+    )]
     topic: Option<Topic>,
 }
 
 pub struct BusinessInfo;
 
 #[async_trait]
-impl Tool for BusinessInfo {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: BUSINESS_INFO.into(),
-            description: "Datos de la agencia tal como constan: horario de apertura y si está \
-                          abierta ahora, festivos, oficinas (dirección y mapa), zonas en las que \
-                          trabaja, idiomas, políticas (señal o fianza, honorarios, documentos \
-                          para visitar) y contacto. Úsala antes de responder sobre cualquiera de \
-                          esas cosas; lo que no conste, no lo sabes."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "topic": {
-                        "type": "string",
-                        "enum": ["hours", "offices", "zones", "policies", "contact", "all"],
-                        "description": "De qué: hours (horario y festivos), offices, zones, policies, contact o all."
-                    }
-                }
-            }),
-        }
+impl TypedTool for BusinessInfo {
+    type Args = InfoArgs;
+    const NAME: &'static str = BUSINESS_INFO;
+
+    fn description(&self) -> String {
+        "Datos de la agencia tal como constan: horario de apertura y si está \
+         abierta ahora, festivos, oficinas (dirección y mapa), zonas en las que \
+         trabaja, idiomas, políticas (señal o fianza, honorarios, documentos \
+         para visitar) y contacto. Úsala antes de responder sobre cualquiera de \
+         esas cosas; lo que no conste, no lo sabes."
+            .into()
     }
 
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: InfoArgs = if args.is_null() {
-            InfoArgs { topic: None }
-        } else {
-            text::args(args)?
-        };
+    async fn call(&self, args: InfoArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let topic = args.topic.unwrap_or(Topic::All);
         Ok(facts(
             &context.business,

@@ -11,13 +11,12 @@ use crate::realestate::CallbackRequestStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use super::text::{self, unavailable};
+use super::text::unavailable;
 use crate::engine::handoff::HandoffDesk;
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::CallbackRequest;
 use crate::store::BusinessEvent;
 
@@ -39,14 +38,18 @@ impl RequestCallback {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct CallbackArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CallbackArgs {
+    #[schemars(description = "De qué quiere hablar, en una frase, para quien le llame.")]
     reason: String,
+    #[schemars(
+        description = "Cuándo prefiere que le llamen, como lo dijo («mañana por la tarde»), si lo dijo."
+    )]
     preferred_time: Option<String>,
 }
 
 /// The arguments as kept: the reason trimmed and required, the preferred time when given.
-fn checked(args: CallbackArgs) -> Result<(String, Option<String>), ToolError> {
+fn checked(args: &CallbackArgs) -> Result<(String, Option<String>), ToolError> {
     let reason: String = args.reason.trim().chars().take(MAX_REASON).collect();
     if reason.is_empty() {
         return Err(ToolError::InvalidArgs(
@@ -55,6 +58,7 @@ fn checked(args: CallbackArgs) -> Result<(String, Option<String>), ToolError> {
     }
     let preferred_time = args
         .preferred_time
+        .as_deref()
         .map(|t| {
             t.trim()
                 .chars()
@@ -66,51 +70,39 @@ fn checked(args: CallbackArgs) -> Result<(String, Option<String>), ToolError> {
 }
 
 #[async_trait]
-impl Tool for RequestCallback {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: REQUEST_CALLBACK.into(),
-            description: "Pide que una persona de la agencia llame al cliente a este mismo número \
-                          (un asesor hipotecario, el agente que lleva su oferta). Úsala cuando el \
-                          cliente pida que le llamen. El cliente confirma con un botón; después \
-                          se avisa al equipo."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "reason": {"type": "string", "description": "De qué quiere hablar, en una frase, para quien le llame."},
-                    "preferred_time": {"type": "string", "description": "Cuándo prefiere que le llamen, como lo dijo («mañana por la tarde»), si lo dijo."}
-                },
-                "required": ["reason"]
-            }),
-        }
+impl TypedTool for RequestCallback {
+    type Args = CallbackArgs;
+    const NAME: &'static str = REQUEST_CALLBACK;
+    const CONFIRMS: bool = true;
+
+    fn description(&self) -> String {
+        "Pide que una persona de la agencia llame al cliente a este mismo número (un asesor \
+         hipotecario, el agente que lleva su oferta). Úsala cuando el cliente pida que le \
+         llamen. El cliente confirma con un botón; después se avisa al equipo."
+            .into()
     }
 
-    async fn confirmation(
+    async fn confirm(
         &self,
-        args: &serde_json::Value,
+        args: &CallbackArgs,
         _context: &ToolContext,
-    ) -> Option<Result<String, ToolError>> {
-        Some(
-            text::args(args.clone())
-                .and_then(checked)
-                .map(|(reason, preferred_time)| {
-                    format!(
-                        "Que una persona de la agencia te llame a este número: {reason}{}",
-                        preferred_time
-                            .as_deref()
-                            .map_or_else(String::new, |t| format!(" (mejor {t})"))
-                    )
-                }),
-        )
+    ) -> Result<String, ToolError> {
+        checked(args).map(|(reason, preferred_time)| {
+            format!(
+                "Que una persona de la agencia te llame a este número: {reason}{}",
+                preferred_time
+                    .as_deref()
+                    .map_or_else(String::new, |t| format!(" (mejor {t})"))
+            )
+        })
     }
 
-    async fn run(
+    async fn call(
         &self,
-        args: serde_json::Value,
+        args: CallbackArgs,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let (reason, preferred_time) = checked(text::args(args)?)?;
+        let (reason, preferred_time) = checked(&args)?;
         let request = CallbackRequest {
             id: format!("C-{}", context.call_key()),
             wa_id: context.wa_id.clone(),

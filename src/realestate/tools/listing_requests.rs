@@ -8,14 +8,13 @@ use crate::realestate::{ListingRequestStore, OwnerStore, PropertyStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use super::text::{self, money, unavailable};
+use super::text::{money, unavailable};
 use crate::domain::Role;
 use crate::engine::handoff::HandoffDesk;
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::{ListingChange, ListingRequest, Property, RealEstateStore};
 use crate::store::BusinessEvent;
 
@@ -79,11 +78,16 @@ impl<S: OwnerStore + PropertyStore + ListingRequestStore + ?Sized> RequestListin
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct ChangeArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ChangeArgs {
+    #[schemars(description = "Id del inmueble (P-…)")]
     property_id: String,
+    #[schemars(extend("enum" = ["price", "pause", "withdraw"]))]
     change: String,
+    #[schemars(description = "Nuevo precio en euros, sin decimales (solo con change=price)")]
+    #[schemars(range(min = 1))]
     new_price: Option<u64>,
+    #[schemars(description = "Lo que el propietario añada (motivo, desde cuándo…)")]
     note: Option<String>,
 }
 
@@ -107,58 +111,31 @@ fn describe(change: ListingChange, property: &Property) -> String {
 }
 
 #[async_trait]
-impl<S: OwnerStore + PropertyStore + ListingRequestStore + ?Sized> Tool
+impl<S: OwnerStore + PropertyStore + ListingRequestStore + ?Sized> TypedTool
     for RequestListingChange<S>
 {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: REQUEST_LISTING_CHANGE.into(),
-            description: "Registra que el propietario quiere cambiar el precio de su inmueble, \
-                          pausar el anuncio o retirarlo. No cambia nada al momento: el \
-                          propietario confirma con un botón y una persona de la agencia lo \
-                          gestiona con él."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "property_id": {"type": "string", "description": "Id del inmueble (P-…)"},
-                    "change": {"type": "string", "enum": ["price", "pause", "withdraw"]},
-                    "new_price": {"type": "integer", "minimum": 1, "description": "Nuevo precio en euros, sin decimales (solo con change=price)"},
-                    "note": {"type": "string", "description": "Lo que el propietario añada (motivo, desde cuándo…)"}
-                },
-                "required": ["property_id", "change"]
-            }),
-        }
+    type Args = ChangeArgs;
+    const NAME: &'static str = REQUEST_LISTING_CHANGE;
+    const ROLES: &'static [Role] = &[Role::Owner, Role::Agent];
+    const CONFIRMS: bool = true;
+
+    fn description(&self) -> String {
+        "Registra que el propietario quiere cambiar el precio de su inmueble, \
+         pausar el anuncio o retirarlo. No cambia nada al momento: el \
+         propietario confirma con un botón y una persona de la agencia lo \
+         gestiona con él."
+            .into()
     }
 
-    fn roles(&self) -> &'static [Role] {
-        &[Role::Owner, Role::Agent]
+    async fn confirm(&self, args: &ChangeArgs, context: &ToolContext) -> Result<String, ToolError> {
+        let (property, change) = self.check(args, context).await?;
+        Ok(format!(
+            "{}; la agencia lo gestionará contigo",
+            describe(change, &property)
+        ))
     }
 
-    async fn confirmation(
-        &self,
-        args: &serde_json::Value,
-        context: &ToolContext,
-    ) -> Option<Result<String, ToolError>> {
-        Some(
-            async {
-                let args: ChangeArgs = text::args(args.clone())?;
-                let (property, change) = self.check(&args, context).await?;
-                Ok(format!(
-                    "{}; la agencia lo gestionará contigo",
-                    describe(change, &property)
-                ))
-            }
-            .await,
-        )
-    }
-
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: ChangeArgs = text::args(args)?;
+    async fn call(&self, args: ChangeArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let (property, change) = self.check(&args, context).await?;
         let request = ListingRequest {
             id: format!(

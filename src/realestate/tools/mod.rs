@@ -83,6 +83,58 @@ pub fn registry(store: Arc<dyn RealEstateStore>) -> ToolRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::handoff::{HandoffDesk, HandoffSettings, RequestHuman};
+    use crate::realestate::MemoryRealEstate;
+    use crate::store::MemoryStore;
+
+    /// Every tool an assistant can be given, by name: the registry's and the three that tell
+    /// the agency's people.
+    fn every_tool_spec() -> std::collections::BTreeMap<String, crate::llm::ToolSpec> {
+        let realestate = Arc::new(MemoryRealEstate::new());
+        let store: Arc<dyn crate::store::Store> = Arc::new(MemoryStore::new());
+        let desk = Arc::new(HandoffDesk::new(store, None, HandoffSettings::default()));
+        let registry = registry(realestate.clone())
+            .with(RequestHuman::new(desk.clone()))
+            .with(RequestCallback::new(realestate.clone(), desk.clone()))
+            .with(RequestListingChange::new(realestate, desk));
+        registry
+            .names()
+            .iter()
+            .map(|name| {
+                let spec = registry.spec(name).expect("a listed tool");
+                (name.clone(), spec)
+            })
+            .collect()
+    }
+
+    /// The schemas the model sees come from the tools' argument types. They are the ones
+    /// written by hand before (`tests/data/tool_schemas.json`, as they were): the same
+    /// contract, word for word.
+    #[test]
+    fn the_schemas_derived_from_the_argument_types_are_the_hand_written_ones() {
+        let before: std::collections::BTreeMap<String, serde_json::Value> =
+            serde_json::from_str(include_str!("../../../tests/data/tool_schemas.json"))
+                .expect("the hand-written schemas");
+        let now = every_tool_spec();
+        assert_eq!(
+            now.keys().collect::<Vec<_>>(),
+            before.keys().collect::<Vec<_>>()
+        );
+        let mut differences = Vec::new();
+        for (name, spec) in &now {
+            let was = &before[name];
+            if spec.parameters != was["parameters"] {
+                differences.push(format!(
+                    "{name}: derived {}\n  hand-written {}",
+                    spec.parameters, was["parameters"]
+                ));
+            }
+            if spec.description != was["description"] {
+                differences.push(format!("{name}: the description changed"));
+            }
+        }
+        assert!(differences.is_empty(), "{}", differences.join("\n"));
+    }
 
     #[test]
     fn the_registry_holds_exactly_the_named_tools() {

@@ -5,13 +5,12 @@ use crate::realestate::{OfferStore, PropertyStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::text::{self, Lookup, money, unavailable};
 use crate::domain::Role;
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::{ListingStatus, Offer, OfferStatus, Property, RealEstateStore};
 use crate::store::BusinessEvent;
 
@@ -19,10 +18,14 @@ use crate::store::BusinessEvent;
 /// them seriously, and it is usually a misunderstanding (monthly vs total, a missing zero).
 const FLOOR_PERCENT: u64 = 50;
 
-#[derive(Debug, Deserialize)]
-struct OfferArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OfferArgs {
+    #[schemars(description = "Id de la propiedad (P-…)")]
     property_id: String,
+    #[schemars(description = "Importe ofrecido, en unidades (euros), sin decimales")]
+    #[schemars(range(min = 1))]
     amount: u64,
+    #[schemars(description = "Condiciones, p. ej. «sujeta a hipoteca», «entrada en enero»")]
     conditions: Option<String>,
 }
 
@@ -63,61 +66,35 @@ impl<S: OfferStore + PropertyStore + ?Sized> SubmitOffer<S> {
 }
 
 #[async_trait]
-impl<S: OfferStore + PropertyStore + ?Sized> Tool for SubmitOffer<S> {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "submit_offer".into(),
-            description: "Presenta una oferta del usuario por una propiedad (importe en la \
-                          moneda de la propiedad; en alquiler, por mes). El usuario confirmará \
-                          con un botón antes de enviarla al propietario."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "property_id": {"type": "string", "description": "Id de la propiedad (P-…)"},
-                    "amount": {"type": "integer", "minimum": 1, "description": "Importe ofrecido, en unidades (euros), sin decimales"},
-                    "conditions": {"type": "string", "description": "Condiciones, p. ej. «sujeta a hipoteca», «entrada en enero»"}
-                },
-                "required": ["property_id", "amount"]
-            }),
+impl<S: OfferStore + PropertyStore + ?Sized> TypedTool for SubmitOffer<S> {
+    type Args = OfferArgs;
+    const NAME: &'static str = "submit_offer";
+    const ROLES: &'static [Role] = &[Role::Prospect, Role::Agent];
+    const CONFIRMS: bool = true;
+
+    fn description(&self) -> String {
+        "Presenta una oferta del usuario por una propiedad (importe en la \
+         moneda de la propiedad; en alquiler, por mes). El usuario confirmará \
+         con un botón antes de enviarla al propietario."
+            .into()
+    }
+
+    async fn confirm(&self, args: &OfferArgs, _context: &ToolContext) -> Result<String, ToolError> {
+        let property = self.check(args).await?;
+        let mut summary = format!(
+            "Oferta de {} por {} ({}; precio {})",
+            money(args.amount, &property.currency),
+            property.id,
+            property.title,
+            text::price(&property)
+        );
+        if let Some(conditions) = &args.conditions {
+            summary.push_str(&format!(", {conditions}"));
         }
+        Ok(summary)
     }
 
-    fn roles(&self) -> &'static [Role] {
-        &[Role::Prospect, Role::Agent]
-    }
-
-    async fn confirmation(
-        &self,
-        args: &serde_json::Value,
-        _context: &ToolContext,
-    ) -> Option<Result<String, ToolError>> {
-        Some(
-            async {
-                let args: OfferArgs = text::args(args.clone())?;
-                let property = self.check(&args).await?;
-                let mut summary = format!(
-                    "Oferta de {} por {} ({}; precio {})",
-                    money(args.amount, &property.currency),
-                    property.id,
-                    property.title,
-                    text::price(&property)
-                );
-                if let Some(conditions) = &args.conditions {
-                    summary.push_str(&format!(", {conditions}"));
-                }
-                Ok(summary)
-            }
-            .await,
-        )
-    }
-
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: OfferArgs = text::args(args)?;
+    async fn call(&self, args: OfferArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let property = self.check(&args).await?;
         let offer = Offer {
             // From the call: a step replayed after a crash writes the same offer again.
@@ -179,24 +156,20 @@ fn status_es(status: OfferStatus) -> &'static str {
 }
 
 #[async_trait]
-impl Tool for ListMyOffers {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "list_my_offers".into(),
-            description: "Las ofertas que ha presentado el usuario y su estado; un agente de la \
-                          agencia puede pedir las de un cliente o una propiedad."
-                .into(),
-            parameters: text::lookup_parameters(),
-        }
+impl TypedTool for ListMyOffers {
+    type Args = text::LookupArgs;
+    const NAME: &'static str = "list_my_offers";
+    const ROLES: &'static [Role] = &[Role::Prospect, Role::Agent];
+
+    fn description(&self) -> String {
+        "Las ofertas que ha presentado el usuario y su estado; un agente de la \
+         agencia puede pedir las de un cliente o una propiedad."
+            .into()
     }
 
-    fn roles(&self) -> &'static [Role] {
-        &[Role::Prospect, Role::Agent]
-    }
-
-    async fn run(
+    async fn call(
         &self,
-        args: serde_json::Value,
+        args: text::LookupArgs,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let offers = match text::lookup(args, context)? {

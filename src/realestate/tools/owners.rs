@@ -6,13 +6,12 @@ use crate::realestate::{OfferStore, OwnerStore, PropertyStore, VisitStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::text::{self, money, unavailable};
 use crate::domain::Role;
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::{OfferStatus, PropertyFilter, RealEstateStore};
 
 pub struct OwnerListingStats<S: ?Sized = dyn RealEstateStore> {
@@ -25,41 +24,28 @@ impl<S: OfferStore + OwnerStore + PropertyStore + VisitStore + ?Sized> OwnerList
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct StatsArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct StatsArgs {
     /// Only for the agency's agents, who ask about any owner.
+    #[schemars(description = "Solo para agentes de la agencia: id del propietario (O-…)")]
     owner_id: Option<String>,
 }
 
 #[async_trait]
-impl<S: OfferStore + OwnerStore + PropertyStore + VisitStore + ?Sized> Tool
+impl<S: OfferStore + OwnerStore + PropertyStore + VisitStore + ?Sized> TypedTool
     for OwnerListingStats<S>
 {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "owner_listing_stats".into(),
-            description: "Cómo van las propiedades del propietario que escribe: visitas, ofertas \
-                          (la mejor), días en el mercado y estado de cada una."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "owner_id": {"type": "string", "description": "Solo para agentes de la agencia: id del propietario (O-…)"}
-                }
-            }),
-        }
+    type Args = StatsArgs;
+    const NAME: &'static str = "owner_listing_stats";
+    const ROLES: &'static [Role] = &[Role::Owner, Role::Agent];
+
+    fn description(&self) -> String {
+        "Cómo van las propiedades del propietario que escribe: visitas, ofertas \
+         (la mejor), días en el mercado y estado de cada una."
+            .into()
     }
 
-    fn roles(&self) -> &'static [Role] {
-        &[Role::Owner, Role::Agent]
-    }
-
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: StatsArgs = text::args(args)?;
+    async fn call(&self, args: StatsArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let owner = match (context.role, args.owner_id) {
             (Role::Agent, Some(id)) => self.store.owner(id.trim()).await.map_err(unavailable)?,
             _ => self

@@ -6,12 +6,11 @@ use crate::realestate::PropertyStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::text;
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::store::Attachment;
 
 pub const SEND_PROPERTY_PHOTOS: &str = "send_property_photos";
@@ -30,41 +29,36 @@ impl SendPropertyPhotos {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct PhotosArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PhotosArgs {
+    #[schemars(description = "Id de la propiedad, p. ej. P-1001")]
     property_id: String,
+    #[schemars(description = "Cuántas (3 si no se indica)")]
+    #[schemars(range(min = 1, max = 5))]
     count: Option<usize>,
     /// 1-based: the photo to start from, for «¿tienes más?».
+    #[schemars(description = "Desde qué foto (1 = la portada)")]
+    #[schemars(range(min = 1))]
     from: Option<usize>,
 }
 
 #[async_trait]
-impl Tool for SendPropertyPhotos {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: SEND_PROPERTY_PHOTOS.into(),
-            description: "Envía al usuario por WhatsApp las fotos de una propiedad (P-…), como \
-                          imágenes con su pie, justo después de tu respuesta. Para «¿tienes \
-                          más?», pide las siguientes con `from`."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "property_id": {"type": "string", "description": "Id de la propiedad, p. ej. P-1001"},
-                    "count": {"type": "integer", "minimum": 1, "maximum": MAX_PHOTOS, "description": "Cuántas (3 si no se indica)"},
-                    "from": {"type": "integer", "minimum": 1, "description": "Desde qué foto (1 = la portada)"}
-                },
-                "required": ["property_id"]
-            }),
-        }
+impl TypedTool for SendPropertyPhotos {
+    type Args = PhotosArgs;
+    const NAME: &'static str = SEND_PROPERTY_PHOTOS;
+
+    fn description(&self) -> String {
+        "Envía al usuario por WhatsApp las fotos de una propiedad (P-…), como \
+         imágenes con su pie, justo después de tu respuesta. Para «¿tienes \
+         más?», pide las siguientes con `from`."
+            .into()
     }
 
-    async fn run(
+    async fn call(
         &self,
-        args: serde_json::Value,
+        args: PhotosArgs,
         _context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: PhotosArgs = text::args(args)?;
         let property = text::listing(self.store.as_ref(), &args.property_id).await?;
         let total = property.photos.len();
         if total == 0 {

@@ -5,13 +5,12 @@ use crate::realestate::PropertyStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::text::{self, listing_line, unavailable};
 use crate::engine::attachments::ASK_PREFIX;
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::{Operation, Property, PropertyFilter, PropertyType};
 use crate::store::{Attachment, ListRow};
 
@@ -28,29 +27,48 @@ impl SearchProperties {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct SearchArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    #[schemars(description = "Ciudad: Madrid, Valencia, Sevilla, Málaga…")]
     city: Option<String>,
+    #[schemars(description = "Barrio, p. ej. Chamberí, Ruzafa, Triana")]
     neighbourhood: Option<String>,
+    #[schemars(description = "sale = compra, rent = alquiler")]
     operation: Option<Operation>,
     #[serde(rename = "type")]
+    #[schemars(
+        description = "flat = piso, penthouse = ático, studio = estudio, duplex, house = casa, office = oficina, commercial = local"
+    )]
     kind: Option<PropertyType>,
+    #[schemars(description = "Precio mínimo en euros (alquiler: por mes)")]
+    #[schemars(range(min = 0))]
     min_price: Option<u64>,
+    #[schemars(description = "Precio máximo en euros (alquiler: por mes)")]
+    #[schemars(range(min = 0))]
     max_price: Option<u64>,
+    #[schemars(range(min = 0))]
     min_bedrooms: Option<u32>,
     #[serde(default)]
+    #[schemars(
+        description = "Todas deben estar: terraza, ascensor, garaje, piscina, trastero, aire acondicionado, calefacción, amueblado, jardín, portero"
+    )]
     amenities: Vec<String>,
     #[serde(default)]
+    #[schemars(description = "Cerca de la ubicación que el usuario compartió por WhatsApp")]
     near_me: bool,
+    #[schemars(description = "Con near_me; 3 km si no se indica")]
+    #[schemars(range(min = 0.1))]
     max_distance_km: Option<f64>,
     sort: Option<Sort>,
+    #[schemars(range(min = 1))]
     page: Option<usize>,
+    #[schemars(range(min = 1, max = 10))]
     page_size: Option<usize>,
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq)]
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq)]
 #[serde(rename_all = "snake_case")]
-enum Sort {
+pub enum Sort {
     PriceAsc,
     PriceDesc,
     Newest,
@@ -58,42 +76,19 @@ enum Sort {
 }
 
 #[async_trait]
-impl Tool for SearchProperties {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "search_properties".into(),
-            description: "Busca propiedades disponibles de la agencia con filtros; devuelve una \
-                          página de resultados con su id (P-…), precio, habitaciones y tamaño. \
-                          Usa near_me=true cuando el usuario pida algo «cerca de mí» y haya \
-                          compartido su ubicación."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string", "description": "Ciudad: Madrid, Valencia, Sevilla, Málaga…"},
-                    "neighbourhood": {"type": "string", "description": "Barrio, p. ej. Chamberí, Ruzafa, Triana"},
-                    "operation": {"type": "string", "enum": ["sale", "rent"], "description": "sale = compra, rent = alquiler"},
-                    "type": {"type": "string", "enum": PropertyType::ALL.map(PropertyType::as_str), "description": "flat = piso, penthouse = ático, studio = estudio, duplex, house = casa, office = oficina, commercial = local"},
-                    "min_price": {"type": "integer", "minimum": 0, "description": "Precio mínimo en euros (alquiler: por mes)"},
-                    "max_price": {"type": "integer", "minimum": 0, "description": "Precio máximo en euros (alquiler: por mes)"},
-                    "min_bedrooms": {"type": "integer", "minimum": 0},
-                    "amenities": {"type": "array", "items": {"type": "string"}, "description": "Todas deben estar: terraza, ascensor, garaje, piscina, trastero, aire acondicionado, calefacción, amueblado, jardín, portero"},
-                    "near_me": {"type": "boolean", "description": "Cerca de la ubicación que el usuario compartió por WhatsApp"},
-                    "max_distance_km": {"type": "number", "minimum": 0.1, "description": "Con near_me; 3 km si no se indica"},
-                    "sort": {"type": "string", "enum": ["price_asc", "price_desc", "newest", "distance"]},
-                    "page": {"type": "integer", "minimum": 1},
-                    "page_size": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}
-                }
-            }),
-        }
+impl TypedTool for SearchProperties {
+    type Args = SearchArgs;
+    const NAME: &'static str = "search_properties";
+
+    fn description(&self) -> String {
+        "Busca propiedades disponibles de la agencia con filtros; devuelve una \
+         página de resultados con su id (P-…), precio, habitaciones y tamaño. \
+         Usa near_me=true cuando el usuario pida algo «cerca de mí» y haya \
+         compartido su ubicación."
+            .into()
     }
 
-    async fn run(
-        &self,
-        args: serde_json::Value,
-        context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: SearchArgs = text::args(args)?;
+    async fn call(&self, args: SearchArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         if let (Some(min), Some(max)) = (args.min_price, args.max_price)
             && min > max
         {
@@ -258,33 +253,28 @@ impl GetPropertyDetails {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct DetailsArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DetailsArgs {
+    #[schemars(description = "Id de la propiedad, p. ej. P-1001")]
     property_id: String,
 }
 
 #[async_trait]
-impl Tool for GetPropertyDetails {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "get_property_details".into(),
-            description: "Ficha completa de una propiedad por su id (P-…): descripción, \
-                          dirección, características, estado y precio."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"property_id": {"type": "string", "description": "Id de la propiedad, p. ej. P-1001"}},
-                "required": ["property_id"]
-            }),
-        }
+impl TypedTool for GetPropertyDetails {
+    type Args = DetailsArgs;
+    const NAME: &'static str = "get_property_details";
+
+    fn description(&self) -> String {
+        "Ficha completa de una propiedad por su id (P-…): descripción, \
+         dirección, características, estado y precio."
+            .into()
     }
 
-    async fn run(
+    async fn call(
         &self,
-        args: serde_json::Value,
+        args: DetailsArgs,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: DetailsArgs = text::args(args)?;
         let p = text::listing(self.store.as_ref(), &args.property_id).await?;
         let status = match p.status {
             crate::realestate::ListingStatus::Available => "disponible",

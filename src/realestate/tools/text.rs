@@ -1,25 +1,14 @@
-//! What the tools share: reading the model's arguments (a wrong one becomes a message the model
-//! can act on), and writing amounts, dates and listings the way a Spanish agency says them.
+//! What the tools share: whose records a list tool shows, and writing amounts, dates and
+//! listings the way a Spanish agency says them.
 
 use crate::domain::phrases::weekday_es;
 use crate::realestate::PropertyStore;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
-use serde::de::DeserializeOwned;
 
 use crate::domain::Role;
 use crate::domain::WaId;
 use crate::engine::tools::{ToolContext, ToolError};
 use crate::realestate::Property;
-
-/// The model's arguments as `T`; serde's message names the field that is wrong.
-pub fn args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ToolError> {
-    let args = if args.is_null() {
-        serde_json::json!({})
-    } else {
-        args
-    };
-    serde_json::from_value(args).map_err(|e| ToolError::InvalidArgs(e.to_string()))
-}
 
 /// A listing by id, or an error telling the model where ids come from.
 pub async fn listing(
@@ -140,27 +129,19 @@ pub enum Lookup {
 
 /// What the list tools take from the agency's staff (the `agent` role): a customer's number or
 /// a property id instead of the caller's own records.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 pub struct LookupArgs {
+    #[schemars(
+        description = "Solo para agentes de la agencia: el número de WhatsApp de un cliente (con prefijo, p. ej. 34600111222)"
+    )]
     pub customer: Option<String>,
+    #[schemars(description = "Solo para agentes de la agencia: una propiedad (P-…)")]
     pub property_id: Option<String>,
-}
-
-/// The JSON Schema properties of [`LookupArgs`], for the tools' specs.
-pub fn lookup_parameters() -> serde_json::Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": {
-            "customer": {"type": "string", "description": "Solo para agentes de la agencia: el número de WhatsApp de un cliente (con prefijo, p. ej. 34600111222)"},
-            "property_id": {"type": "string", "description": "Solo para agentes de la agencia: una propiedad (P-…)"}
-        }
-    })
 }
 
 /// Whose records: the caller's own, or for staff the customer or property they name. Anyone
 /// else naming one gets an error, never someone else's data nor their own passed off as it.
-pub fn lookup(args: serde_json::Value, context: &ToolContext) -> Result<Lookup, ToolError> {
-    let args: LookupArgs = self::args(args)?;
+pub fn lookup(args: LookupArgs, context: &ToolContext) -> Result<Lookup, ToolError> {
     let customer = args
         .customer
         .map(|c| c.trim().to_owned())

@@ -5,12 +5,11 @@ use crate::realestate::{PropertyStore, VisitStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::text::{self, Lookup, unavailable, when};
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::{RealEstateStore, Visit, VisitOutcome};
 use crate::store::BusinessEvent;
 
@@ -34,21 +33,20 @@ fn outcome_es(outcome: VisitOutcome) -> &'static str {
 }
 
 #[async_trait]
-impl<S: PropertyStore + VisitStore + ?Sized> Tool for ListMyVisits<S> {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "list_my_visits".into(),
-            description: "Las visitas que el usuario ya hizo (V-…), con la opinión que dejó, si \
-                          la dejó; un agente de la agencia puede pedir las de un cliente o una \
-                          propiedad."
-                .into(),
-            parameters: text::lookup_parameters(),
-        }
+impl<S: PropertyStore + VisitStore + ?Sized> TypedTool for ListMyVisits<S> {
+    type Args = text::LookupArgs;
+    const NAME: &'static str = "list_my_visits";
+
+    fn description(&self) -> String {
+        "Las visitas que el usuario ya hizo (V-…), con la opinión que dejó, si \
+         la dejó; un agente de la agencia puede pedir las de un cliente o una \
+         propiedad."
+            .into()
     }
 
-    async fn run(
+    async fn call(
         &self,
-        args: serde_json::Value,
+        args: text::LookupArgs,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let visits = match text::lookup(args, context)? {
@@ -86,11 +84,15 @@ impl<S: PropertyStore + VisitStore + ?Sized> Tool for ListMyVisits<S> {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct FeedbackArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FeedbackArgs {
+    #[schemars(description = "Id de la visita (V-…)")]
     visit_id: String,
+    #[schemars(extend("enum" = VisitOutcome::ALL.map(VisitOutcome::as_str)))]
     outcome: Option<String>,
+    #[schemars(description = "Lo que dijo, con sus palabras")]
     feedback: Option<String>,
+    #[schemars(range(min = 1, max = 5))]
     rating: Option<u8>,
 }
 
@@ -106,10 +108,9 @@ impl RecordVisitFeedback {
     /// The visit, updated with the feedback (not stored yet).
     async fn updated(
         &self,
-        args: serde_json::Value,
+        args: &FeedbackArgs,
         context: &ToolContext,
     ) -> Result<Visit, ToolError> {
-        let args: FeedbackArgs = text::args(args)?;
         let mut visit = self
             .store
             .visits_of(&context.wa_id)
@@ -143,7 +144,7 @@ impl RecordVisitFeedback {
             }
             visit.rating = Some(rating);
         }
-        if let Some(feedback) = args.feedback {
+        if let Some(feedback) = &args.feedback {
             let feedback = feedback.trim();
             if feedback.chars().count() > 1000 {
                 return Err(ToolError::InvalidArgs(
@@ -157,32 +158,23 @@ impl RecordVisitFeedback {
 }
 
 #[async_trait]
-impl Tool for RecordVisitFeedback {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "record_visit_feedback".into(),
-            description: "Guarda la opinión del usuario sobre una visita hecha (V-…). El usuario \
-                          confirmará con un botón."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "visit_id": {"type": "string", "description": "Id de la visita (V-…)"},
-                    "outcome": {"type": "string", "enum": VisitOutcome::ALL.map(VisitOutcome::as_str)},
-                    "feedback": {"type": "string", "description": "Lo que dijo, con sus palabras"},
-                    "rating": {"type": "integer", "minimum": 1, "maximum": 5}
-                },
-                "required": ["visit_id"]
-            }),
-        }
+impl TypedTool for RecordVisitFeedback {
+    type Args = FeedbackArgs;
+    const NAME: &'static str = "record_visit_feedback";
+    const CONFIRMS: bool = true;
+
+    fn description(&self) -> String {
+        "Guarda la opinión del usuario sobre una visita hecha (V-…). El usuario \
+         confirmará con un botón."
+            .into()
     }
 
-    async fn confirmation(
+    async fn confirm(
         &self,
-        args: &serde_json::Value,
+        args: &FeedbackArgs,
         context: &ToolContext,
-    ) -> Option<Result<String, ToolError>> {
-        Some(self.updated(args.clone(), context).await.map(|visit| {
+    ) -> Result<String, ToolError> {
+        self.updated(args, context).await.map(|visit| {
             let mut summary = format!("Guardar tu opinión sobre la visita {}", visit.id);
             if let Some(outcome) = visit.outcome {
                 summary.push_str(&format!(": {}", outcome_es(outcome)));
@@ -191,15 +183,15 @@ impl Tool for RecordVisitFeedback {
                 summary.push_str(&format!(", {rating}/5"));
             }
             summary
-        }))
+        })
     }
 
-    async fn run(
+    async fn call(
         &self,
-        args: serde_json::Value,
+        args: FeedbackArgs,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let visit = self.updated(args, context).await?;
+        let visit = self.updated(&args, context).await?;
         self.store
             .upsert_visits(std::slice::from_ref(&visit))
             .await

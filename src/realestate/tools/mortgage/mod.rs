@@ -13,10 +13,10 @@ use crate::realestate::PropertyStore;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde_json::{Map, Value};
 
-use crate::engine::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::llm::ToolSpec;
+use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::mortgage::{
     MAX_RATE_PERCENT, MAX_YEARS, MIN_YEARS, MortgageInput, MortgageSimulation,
     minimum_down_payment, simulate,
@@ -53,76 +53,55 @@ impl SimulateMortgage {
     }
 }
 
-/// The arguments once checked; `None` is "not given" (absent or `null`).
-#[derive(Debug)]
-struct MortgageArgs {
+/// The arguments once checked; `None` is "not given" (absent or `null`). They are read by
+/// [`parse_args`], whose errors say what to send instead.
+#[derive(Debug, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct MortgageArgs {
+    #[schemars(
+        description = "Id of a listing for sale from the search results, e.g. P-1001: its price and currency are used."
+    )]
     property_id: Option<String>,
+    #[schemars(
+        description = "Purchase price in whole currency units, e.g. 300000. Required without property_id (the amount is then in euros). With property_id, simulates this price instead of the listing's, e.g. an offer the customer considers."
+    )]
+    #[schemars(range(min = 1))]
     price: Option<u64>,
+    #[schemars(
+        description = "What the buyer pays up front (entrada), in whole currency units; at least 20 % of the price. When absent: exactly that 20 % minimum."
+    )]
+    #[schemars(range(min = 0))]
     down_payment: Option<u64>,
+    #[schemars(description = format!("Term in years, {MIN_YEARS} to {MAX_YEARS}. When absent: {DEFAULT_YEARS}."))]
+    #[schemars(range(min = MIN_YEARS, max = MAX_YEARS))]
     years: Option<u32>,
+    #[schemars(
+        description = "Annual nominal rate (TIN) in percent, at most two decimals, e.g. 2.95. When absent: 3.00, a reference rate for a fixed-rate mortgage in Spain; use the customer's rate when they give one."
+    )]
+    #[schemars(range(min = 0, max = MAX_RATE_PERCENT))]
     annual_rate_percent: Option<f64>,
 }
 
 #[async_trait]
-impl Tool for SimulateMortgage {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "simulate_mortgage".into(),
-            description: "Simulates a fixed-rate mortgage to buy a property (constant monthly \
-                payment, French amortisation): the monthly payment, the total interest and the \
-                total paid to the bank. Give property_id to use a listing's price and currency, \
-                or price for any other amount (in euros). Spanish banks lend at most 80 % of the \
-                price of a main residence, so the down payment is at least 20 %. The figures are \
-                an estimate, not a bank's offer; say so."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "property_id": {
-                        "type": "string",
-                        "description": "Id of a listing for sale from the search results, e.g. \
-                            P-1001: its price and currency are used."
-                    },
-                    "price": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "Purchase price in whole currency units, e.g. 300000. \
-                            Required without property_id (the amount is then in euros). With \
-                            property_id, simulates this price instead of the listing's, e.g. \
-                            an offer the customer considers."
-                    },
-                    "down_payment": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "description": "What the buyer pays up front (entrada), in whole \
-                            currency units; at least 20 % of the price. When absent: exactly \
-                            that 20 % minimum."
-                    },
-                    "years": {
-                        "type": "integer",
-                        "minimum": MIN_YEARS,
-                        "maximum": MAX_YEARS,
-                        "description": format!(
-                            "Term in years, {MIN_YEARS} to {MAX_YEARS}. When absent: {DEFAULT_YEARS}."
-                        )
-                    },
-                    "annual_rate_percent": {
-                        "type": "number",
-                        "minimum": 0,
-                        "maximum": MAX_RATE_PERCENT,
-                        "description": "Annual nominal rate (TIN) in percent, at most two \
-                            decimals, e.g. 2.95. When absent: 3.00, a reference rate for a \
-                            fixed-rate mortgage in Spain; use the customer's rate when they \
-                            give one."
-                    }
-                },
-                "additionalProperties": false
-            }),
-        }
+impl TypedTool for SimulateMortgage {
+    type Args = MortgageArgs;
+    const NAME: &'static str = "simulate_mortgage";
+
+    fn description(&self) -> String {
+        "Simulates a fixed-rate mortgage to buy a property (constant monthly \
+         payment, French amortisation): the monthly payment, the total interest and the \
+         total paid to the bank. Give property_id to use a listing's price and currency, \
+         or price for any other amount (in euros). Spanish banks lend at most 80 % of the \
+         price of a main residence, so the down payment is at least 20 %. The figures are \
+         an estimate, not a bank's offer; say so."
+            .into()
     }
 
-    async fn run(&self, args: Value, _context: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args = parse_args(&args)?;
+    async fn call(
+        &self,
+        args: MortgageArgs,
+        _context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let listing = match &args.property_id {
             Some(id) => Some(self.listing(id).await?),
             None => None,
@@ -178,6 +157,17 @@ impl SimulateMortgage {
             )));
         }
         Ok(property)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MortgageArgs {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let args = Value::deserialize(deserializer)?;
+        parse_args(&args).map_err(|error| match error {
+            ToolError::InvalidArgs(reason) | ToolError::Failed(reason) => {
+                serde::de::Error::custom(reason)
+            }
+        })
     }
 }
 

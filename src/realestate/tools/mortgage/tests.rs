@@ -1,7 +1,6 @@
 //! The figures are those of `realestate::mortgage`'s tests, computed independently with
 //! Python's `decimal`.
 
-use crate::realestate::store::PropertyStore;
 use std::collections::BTreeSet;
 
 use chrono::{TimeZone, Utc};
@@ -10,7 +9,10 @@ use super::*;
 use crate::domain::GeoPoint;
 use crate::domain::Role;
 use crate::domain::WaId;
+use crate::engine::Tool as _;
+use crate::realestate::store::PropertyStore;
 use crate::realestate::{ListingStatus, MemoryRealEstate, PropertyType};
+use serde_json::json;
 
 fn property(id: &str, operation: Operation, price: u64, currency: &str) -> Property {
     Property {
