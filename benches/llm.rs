@@ -16,11 +16,11 @@ use serde_json::json;
 use zaguan::agents::AgentRegistry;
 use zaguan::domain::Role;
 use zaguan::domain::ToolCall;
-use zaguan::engine::UsageRecorder;
 use zaguan::llm::{
     CallPolicy, ChatMessage, FallbackChain, Llm, LlmError, LlmRequest, LlmResponse, OpenAiClient,
     anthropic, openai,
 };
+use zaguan::runtime::UsageRecorder;
 use zaguan::store::MemoryStore;
 
 /// The request the primary agent sends after 20 messages of conversation.

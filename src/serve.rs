@@ -11,17 +11,18 @@ use clap::Args;
 
 use crate::app::{self, AppState};
 use crate::config::Config;
-use crate::engine::UsageRecorder;
+use crate::crm::EventDelivery;
+use crate::engine::Engine;
 use crate::engine::handoff::HandoffEscalation;
-use crate::engine::instances::{IdentityError, Membership, MembershipTask};
-use crate::engine::monitor::Monitor;
-use crate::engine::retention::Cleanup;
-use crate::engine::{Engine, PromptReloader, Workers};
-use crate::events::EventDelivery;
 use crate::health::{HealthState, StoreDoctor};
 use crate::outbound::Outbound;
 use crate::realestate::alerts::Alerts;
 use crate::realestate::reminders::Reminders;
+use crate::runtime::UsageRecorder;
+use crate::runtime::instances::{IdentityError, Membership, MembershipTask};
+use crate::runtime::monitor::Monitor;
+use crate::runtime::retention::Cleanup;
+use crate::runtime::{PromptReloader, Workers};
 use crate::telemetry;
 
 #[derive(Debug, Args)]

@@ -9,7 +9,6 @@ use std::time::Duration;
 use crate::agents::AgentRegistry;
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::engine::UsageRecorder;
 use crate::engine::handoff::{HandoffDesk, RequestHuman};
 use crate::engine::roles::RoleDirectory;
 use crate::llm::{AnthropicClient, FallbackChain, Llm, LlmProvider, OfflineLlm, OpenAiClient};
@@ -17,6 +16,7 @@ use crate::outbound::{GraphClient, Limiters, Outbound, OutboundSettings};
 use crate::realestate::context::RealEstateContext;
 use crate::realestate::roles::DataRoles;
 use crate::realestate::{MemoryRealEstate, MongoRealEstate, RealEstateStore, demo};
+use crate::runtime::UsageRecorder;
 use crate::store::{MemoryStore, MongoPool, MongoStore, Store};
 use crate::voice::{GraphMedia, OpenAiTranscriber, VoiceNotes};
 

@@ -10,9 +10,9 @@ use axum::extract::FromRef;
 use secrecy::SecretString;
 
 use crate::admin::team::{MemoryTeam, Team, TeamStore};
-use crate::engine::{Arrivals, PromptReloader};
 use crate::health::HealthState;
 use crate::realestate::RealEstateStore;
+use crate::runtime::{Arrivals, PromptReloader};
 use crate::store::{Store, StoreClock};
 use crate::webhook::{self, WebhookState};
 

@@ -26,9 +26,10 @@ use zaguan::app::{AppState, router};
 use zaguan::domain::MessageRole;
 use zaguan::domain::ToolCall;
 use zaguan::domain::WaId;
-use zaguan::engine::{Engine, EngineSettings, PromptReloader};
+use zaguan::engine::{Engine, EngineSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
+use zaguan::runtime::PromptReloader;
 use zaguan::store::{ContactSeen, MemoryStore, NewMessage, Store};
 
 const TOKEN: &str = "console-test-token";

@@ -31,9 +31,9 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 use zaguan::config::Config;
 use zaguan::domain::WaMessageId;
-use zaguan::engine::UsageRecorder;
-use zaguan::engine::monitor::Monitor;
-use zaguan::engine::{WorkerSettings, Workers};
+use zaguan::runtime::UsageRecorder;
+use zaguan::runtime::monitor::Monitor;
+use zaguan::runtime::{WorkerSettings, Workers};
 use zaguan::store::{MemoryStore, OutboxEntry, OutboxStatus, Store};
 
 use common::{TestApp, text_notification};

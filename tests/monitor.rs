@@ -10,9 +10,9 @@ use std::time::Duration;
 use chrono::Utc;
 use zaguan::agents::AgentRegistry;
 use zaguan::domain::{WaId, WaMessageId};
-use zaguan::engine::monitor::Monitor;
 use zaguan::engine::{Engine, EngineSettings, ToolRegistry};
 use zaguan::llm::ScriptedLlm;
+use zaguan::runtime::monitor::Monitor;
 use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, Store};
 
 /// `name{labels} value` lines of the exposition format, by metric name (samples summed).

@@ -11,9 +11,10 @@ use async_trait::async_trait;
 use axum::http::StatusCode;
 use common::{TestApp, text_notification};
 use zaguan::agents::AgentRegistry;
-use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+use zaguan::engine::{Engine, EngineSettings, ToolRegistry};
 use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::Outbound;
+use zaguan::runtime::{WorkerSettings, Workers};
 use zaguan::store::Store;
 
 /// Answers every turn by echoing the human message it answers.

@@ -12,12 +12,13 @@ use chrono::Utc;
 use zaguan::domain::MessageRole;
 use zaguan::domain::{CallOutcome, LlmCall};
 use zaguan::domain::{WaId, WaMessageId};
-use zaguan::engine::instances::Membership;
-use zaguan::engine::retention::Cleanup;
-use zaguan::engine::retention::Retention;
-use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+use zaguan::engine::{Engine, EngineSettings, ToolRegistry};
 use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{Limiters, Outbound, SendLimits};
+use zaguan::runtime::instances::Membership;
+use zaguan::runtime::retention::Cleanup;
+use zaguan::runtime::retention::Retention;
+use zaguan::runtime::{WorkerSettings, Workers};
 use zaguan::store::{
     InboxEntry, InboxStatus, InboxStore, NewMessage, NewOutbox, OutboxStore, OutboxUpdate, Store,
 };

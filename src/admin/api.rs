@@ -15,8 +15,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::admin::team::{Identity, OperatorRole};
-use crate::engine::{PromptReloader, PromptStatus, Reloaded};
 use crate::realestate::listings::{self, Applied, ListingsError};
+use crate::runtime::{PromptReloader, PromptStatus, Reloaded};
 use crate::state::AppState;
 use crate::store::StoreError;
 

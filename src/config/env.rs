@@ -92,7 +92,7 @@ impl Env {
             None => self
                 .get("HOSTNAME")
                 .map(str::to_owned)
-                .unwrap_or_else(crate::engine::instances::default_instance_id),
+                .unwrap_or_else(crate::runtime::instances::default_instance_id),
         };
         if id.len() > 128 || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
             self.problems.push(format!(
@@ -126,7 +126,7 @@ impl Env {
 
     /// `ZAGUAN_EVENTS_URL` (URLs separated by commas or spaces), its secret, the types sent
     /// and the request timeout.
-    pub(super) fn events(&mut self) -> Option<crate::events::EventSettings> {
+    pub(super) fn events(&mut self) -> Option<crate::crm::EventSettings> {
         let timeout = self.duration("ZAGUAN_EVENTS_TIMEOUT", "10s");
         let types = self.get("ZAGUAN_EVENTS_TYPES").map(|list| {
             list.split([',', ' '])
@@ -166,7 +166,7 @@ impl Env {
             );
             return None;
         };
-        let mut settings = crate::events::EventSettings::new(urls, secret);
+        let mut settings = crate::crm::EventSettings::new(urls, secret);
         settings.types = types;
         if let Some(timeout) = timeout {
             settings.timeout = timeout;

@@ -17,14 +17,15 @@ use std::time::Duration;
 use secrecy::SecretString;
 use url::Url;
 
+use crate::crm::EventSettings;
+use crate::engine::EngineSettings;
 use crate::engine::handoff::HandoffSettings;
-use crate::engine::retention::Retention;
-use crate::engine::{EngineSettings, WorkerSettings};
-use crate::events::EventSettings;
 use crate::llm::{CallPolicy, LlmProvider, LlmSettings, LlmSpec};
 use crate::outbound::{GraphSettings, SendLimits};
 use crate::realestate::alerts::AlertSettings;
 use crate::realestate::reminders::ReminderSettings;
+use crate::runtime::WorkerSettings;
+use crate::runtime::retention::Retention;
 use crate::store::MongoConfig;
 use crate::templates::Purpose;
 use env::Env;

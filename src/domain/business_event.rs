@@ -1,6 +1,6 @@
 //! A business event: what happened in the business that the agency's CRM should hear of (a
 //! visit booked, an offer made, a customer asking for a person, a new lead). Vocabulary: the
-//! store keeps it (`events`), `events` delivers it.
+//! store keeps it (`events`), `crm` delivers it.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //! of options to tap — put into the conversation's language and queued after the reply's text,
 //! in the order the tools ran (before a confirmation's buttons, which stay last).
 
-use super::state::State;
+use super::context_extractor::State;
 use crate::domain::Content;
 use crate::domain::MessageRole;
 use crate::outbound::graph::{MAX_CAPTION, MAX_LIST_ROWS};

@@ -1,24 +1,25 @@
 //! The LLM behind one trait, with one provider-neutral message and tool model. Conversion to a
 //! provider's wire format happens only at the provider boundary (`openai.rs`, `anthropic.rs`);
 //! the engine, the history hygiene and the store all speak these types. `policy.rs` wraps the
-//! providers in the fallback chain and reports each call to a `usage::CallLog` (the engine
+//! providers in the fallback chain and reports each call to a `call_log::CallLog` (the engine
 //! keeps the records); `http.rs` is the transport every provider shares (HTTP/2, timeouts,
 //! error texts without keys).
 
 pub mod anthropic;
+pub mod call_log;
 mod http;
 pub mod offline;
 pub mod openai;
 pub mod policy;
 pub mod scripted;
 pub mod settings;
-pub mod usage;
 
 use crate::domain::ToolCall;
 use async_trait::async_trait;
 use serde::Serialize;
 
 pub use anthropic::AnthropicClient;
+pub use call_log::CallLog;
 pub use http::Http2;
 pub(crate) use http::new_call_id;
 pub use offline::OfflineLlm;
@@ -26,7 +27,6 @@ pub use openai::OpenAiClient;
 pub use policy::{CallPolicy, FallbackChain};
 pub use scripted::ScriptedLlm;
 pub use settings::{LlmProvider, LlmSettings, LlmSpec};
-pub use usage::CallLog;
 
 /// One message of a conversation as the LLM sees it.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,7 +17,7 @@ use super::{AppointmentStatus, OfferStatus, PropertyFilter, RealEstateStore};
 use crate::domain::Role;
 use crate::domain::WaId;
 use crate::domain::phrases::weekday_es;
-use crate::engine::context::ContextSource;
+use crate::engine::user_info::ContextSource;
 
 /// Listings shown for an owner (the newest).
 const MAX_LISTINGS: usize = 8;

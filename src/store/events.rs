@@ -1,7 +1,7 @@
 //! `events`: what happened in the business that the agency's CRM should hear of — a visit
 //! booked, an offer made, a customer asking for a person, a new lead. Written in the step that
 //! makes the change, under an id derived from what changed (so a replayed step writes nothing
-//! new), then delivered by [`crate::events`] in order per conversation, once.
+//! new), then delivered by [`crate::crm`] in order per conversation, once.
 
 use chrono::{DateTime, Utc};
 

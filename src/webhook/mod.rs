@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use secrecy::SecretString;
 
-use crate::engine::Arrivals;
+use crate::runtime::Arrivals;
 use crate::store::{Store, StoreClock};
 
 /// What the webhook's handlers reach: the service's state composes it (`FromRef`). Of the

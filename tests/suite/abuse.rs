@@ -21,9 +21,10 @@ use zaguan::domain::MessageRole;
 use zaguan::domain::{CallOutcome, LlmCall};
 use zaguan::domain::{WaId, WaMessageId};
 use zaguan::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY, SLOW_DOWN};
-use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+use zaguan::engine::{Engine, EngineSettings, ToolRegistry};
 use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
+use zaguan::runtime::{WorkerSettings, Workers};
 use zaguan::store::{InboxStatus, MemoryStore, Store};
 
 const CUSTOMER: &str = "34611222333";

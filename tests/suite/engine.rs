@@ -1447,13 +1447,13 @@ async fn a_message_arriving_before_a_cut_turn_resumes_gets_its_own_turn(
             .await
             .unwrap();
 
-        let workers = zaguan::engine::Workers::spawn(
+        let workers = zaguan::runtime::Workers::spawn(
             Arc::new(rule_engine(inner.clone())),
             Arc::new(zaguan::outbound::Outbound::dry_run(inner.clone())),
-            Arc::new(zaguan::engine::Arrivals::new()),
-            zaguan::engine::WorkerSettings {
+            Arc::new(zaguan::runtime::Arrivals::new()),
+            zaguan::runtime::WorkerSettings {
                 poll: Duration::from_millis(20),
-                ..zaguan::engine::WorkerSettings::default()
+                ..zaguan::runtime::WorkerSettings::default()
             },
         );
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -1655,7 +1655,7 @@ async fn the_heartbeat_beats_while_the_runtime_is_starved() {
     let inner: Arc<dyn Store> = Arc::new(zaguan::store::MemoryStore::new());
     let lease = Duration::from_millis(600);
     let companion = companion(&inner, lease).await;
-    let membership = zaguan::engine::instances::Membership::establish(
+    let membership = zaguan::runtime::instances::Membership::establish(
         inner.clone(),
         "test-instance".to_owned(),
         lease,
@@ -1813,8 +1813,8 @@ impl Llm for NeverLlm {
 async fn companion(
     inner: &Arc<dyn Store>,
     lease: Duration,
-) -> zaguan::engine::instances::MembershipTask {
-    zaguan::engine::instances::Membership::establish(
+) -> zaguan::runtime::instances::MembershipTask {
+    zaguan::runtime::instances::Membership::establish(
         inner.clone(),
         "companion-instance".to_owned(),
         lease,
@@ -1833,8 +1833,8 @@ async fn instance_workers(
     outbound: zaguan::outbound::Outbound,
     lease: Duration,
 ) -> (
-    zaguan::engine::Workers,
-    zaguan::engine::instances::MembershipTask,
+    zaguan::runtime::Workers,
+    zaguan::runtime::instances::MembershipTask,
 ) {
     instance_workers_as("test-instance", store, engine, outbound, lease).await
 }
@@ -1847,10 +1847,10 @@ async fn instance_workers_as(
     outbound: zaguan::outbound::Outbound,
     lease: Duration,
 ) -> (
-    zaguan::engine::Workers,
-    zaguan::engine::instances::MembershipTask,
+    zaguan::runtime::Workers,
+    zaguan::runtime::instances::MembershipTask,
 ) {
-    let membership = zaguan::engine::instances::Membership::establish(
+    let membership = zaguan::runtime::instances::Membership::establish(
         store.store(),
         id.to_owned(),
         lease,
@@ -1859,14 +1859,14 @@ async fn instance_workers_as(
     )
     .await
     .unwrap();
-    let workers = zaguan::engine::Workers::spawn_in(
+    let workers = zaguan::runtime::Workers::spawn_in(
         Arc::new(engine),
         Arc::new(outbound),
-        Arc::new(zaguan::engine::Arrivals::new()),
-        zaguan::engine::WorkerSettings {
+        Arc::new(zaguan::runtime::Arrivals::new()),
+        zaguan::runtime::WorkerSettings {
             lease,
             poll: Duration::from_millis(20),
-            ..zaguan::engine::WorkerSettings::default()
+            ..zaguan::runtime::WorkerSettings::default()
         },
         membership.clone(),
     );
@@ -1881,8 +1881,8 @@ async fn workers_with_graph(
     lease: Duration,
 ) -> (
     Arc<common::graph::FakeGraph>,
-    zaguan::engine::Workers,
-    zaguan::engine::instances::MembershipTask,
+    zaguan::runtime::Workers,
+    zaguan::runtime::instances::MembershipTask,
 ) {
     let graph = Arc::new(common::graph::FakeGraph::default());
     *graph.delay.lock().unwrap() = delay;
@@ -1975,7 +1975,7 @@ async fn a_reply_delivered_while_the_store_fails_is_recorded_late_not_sent_twice
     let (graph, workers, heartbeat) = workers_with_graph(
         store.clone(),
         Duration::ZERO,
-        zaguan::engine::WorkerSettings::default().lease,
+        zaguan::runtime::WorkerSettings::default().lease,
     )
     .await;
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
@@ -2029,15 +2029,15 @@ async fn an_overloaded_store_does_not_get_a_message_marked_failed() {
             ..EngineSettings::default()
         },
     );
-    let settings = zaguan::engine::WorkerSettings {
+    let settings = zaguan::runtime::WorkerSettings {
         poll: Duration::from_millis(10),
-        ..zaguan::engine::WorkerSettings::default()
+        ..zaguan::runtime::WorkerSettings::default()
     };
     assert!(settings.max_attempts < 12);
-    let workers = zaguan::engine::Workers::spawn(
+    let workers = zaguan::runtime::Workers::spawn(
         Arc::new(engine),
         Arc::new(zaguan::outbound::Outbound::dry_run(store.store())),
-        Arc::new(zaguan::engine::Arrivals::new()),
+        Arc::new(zaguan::runtime::Arrivals::new()),
         settings,
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -2093,16 +2093,16 @@ async fn a_backlog_is_answered_oldest_first(inner: Arc<dyn Store>) {
     let mut slow = CrashingStore::over(inner.clone());
     slow.delay = Duration::from_millis(2);
     let slow: Arc<dyn Store> = Arc::new(slow).store();
-    let arrivals = Arc::new(zaguan::engine::Arrivals::new());
+    let arrivals = Arc::new(zaguan::runtime::Arrivals::new());
     arrivals.push(entries.iter().rev().cloned().collect());
-    let workers = zaguan::engine::Workers::spawn(
+    let workers = zaguan::runtime::Workers::spawn(
         Arc::new(rule_engine(slow.clone())),
         Arc::new(zaguan::outbound::Outbound::dry_run(slow)),
         arrivals,
-        zaguan::engine::WorkerSettings {
+        zaguan::runtime::WorkerSettings {
             concurrency: AT_ONCE,
             poll: Duration::from_secs(60),
-            ..zaguan::engine::WorkerSettings::default()
+            ..zaguan::runtime::WorkerSettings::default()
         },
     );
     // When each conversation's reply was queued.

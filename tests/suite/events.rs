@@ -16,11 +16,11 @@ use chrono::Utc;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use zaguan::admin::export::{self, ExportFormat, ExportKind};
+use zaguan::crm::{EventDelivery, EventSettings};
 use zaguan::domain::Role;
 use zaguan::domain::WaId;
 use zaguan::engine::Engine;
 use zaguan::engine::handoff;
-use zaguan::events::{EventDelivery, EventSettings};
 use zaguan::llm::ScriptedLlm;
 use zaguan::realestate::{
     ListingStatus, MemoryRealEstate, MongoRealEstate, Property, RealEstateStore, Visit,
@@ -515,11 +515,11 @@ async fn events_reach_the_receiver_signed_in_order_once(store: Arc<dyn Store>) {
     assert!((Utc::now().timestamp() - timestamp).abs() < 60);
     assert_eq!(
         headers["x-zaguan-signature-256"].to_str().unwrap(),
-        zaguan::events::sign(SECRET.as_bytes(), timestamp, &body)
+        zaguan::crm::sign(SECRET.as_bytes(), timestamp, &body)
     );
     assert_ne!(
         headers["x-zaguan-signature-256"].to_str().unwrap(),
-        zaguan::events::sign(b"another secret", timestamp, &body)
+        zaguan::crm::sign(b"another secret", timestamp, &body)
     );
     let json: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(json["type"], headers["x-zaguan-event"].to_str().unwrap());

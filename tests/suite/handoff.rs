@@ -20,10 +20,11 @@ use zaguan::domain::MessageRole;
 use zaguan::domain::ToolCall;
 use zaguan::domain::WaId;
 use zaguan::engine::handoff::RequestHuman;
-use zaguan::engine::monitor::Monitor;
-use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+use zaguan::engine::{Engine, EngineSettings, ToolRegistry};
 use zaguan::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse};
 use zaguan::outbound::{GraphClient, Limiters, Outbound, OutboundSettings, SendLimits};
+use zaguan::runtime::monitor::Monitor;
+use zaguan::runtime::{WorkerSettings, Workers};
 use zaguan::store::Store;
 
 const CUSTOMER: &str = "34611000777";

@@ -19,12 +19,12 @@ use serde_json::{Value, json};
 use zaguan::config::Config;
 use zaguan::domain::CallOutcome;
 use zaguan::domain::{WaId, WaMessageId};
-use zaguan::engine::UsageRecorder;
-use zaguan::engine::{WorkerSettings, Workers};
 use zaguan::llm::{
     AnthropicClient, CallPolicy, ChatMessage, FallbackChain, Llm, LlmRequest, OpenAiClient,
 };
 use zaguan::outbound::Outbound;
+use zaguan::runtime::UsageRecorder;
+use zaguan::runtime::{WorkerSettings, Workers};
 use zaguan::startup::build_engine;
 use zaguan::store::{MemoryStore, OutboxEntry, Store};
 

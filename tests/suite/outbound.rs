@@ -879,9 +879,10 @@ fn long_markdown_answer() -> String {
 async fn a_long_markdown_answer_arrives_as_formatted_parts_in_order_once() {
     use common::{TestApp, text_notification};
     use zaguan::agents::AgentRegistry;
-    use zaguan::engine::{Engine, EngineSettings, ToolRegistry, WorkerSettings, Workers};
+    use zaguan::engine::{Engine, EngineSettings, ToolRegistry};
     use zaguan::guard::{format, split};
     use zaguan::llm::ScriptedLlm;
+    use zaguan::runtime::{WorkerSettings, Workers};
 
     let answer = long_markdown_answer();
     assert!(answer.chars().count() > 4096);

@@ -488,7 +488,7 @@ async fn an_operator_cannot_write_past_the_window(store: Arc<dyn Store>) {
         Arc::new(zaguan::realestate::MemoryRealEstate::new());
     let engine = engine(&store, &realestate, &Arc::new(ScriptedLlm::new()));
     let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
-    let reloader = Arc::new(zaguan::engine::PromptReloader::new(
+    let reloader = Arc::new(zaguan::runtime::PromptReloader::new(
         prompts,
         zaguan::startup::known_tools(),
         engine,

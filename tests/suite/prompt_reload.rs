@@ -17,8 +17,9 @@ use tokio::sync::Semaphore;
 use zaguan::agents::AgentRegistry;
 use zaguan::domain::ToolCall;
 use zaguan::domain::WaId;
-use zaguan::engine::{Engine, EngineSettings, PromptReloader, ToolRegistry};
+use zaguan::engine::{Engine, EngineSettings, ToolRegistry};
 use zaguan::llm::{Llm, LlmError, LlmRequest, LlmResponse};
+use zaguan::runtime::PromptReloader;
 use zaguan::store::{InboxEntry, InboxStatus, MemoryStore, Store};
 
 /// The primary delegates to appointments, which answers; every system prompt is recorded. The

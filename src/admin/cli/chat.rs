@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use crate::config::Config;
 use crate::domain::Role;
 use crate::domain::{WaId, WaMessageId};
-use crate::engine::UsageRecorder;
+use crate::runtime::UsageRecorder;
 use crate::startup::{build_engine, open_pool, open_realestate, open_store};
 use crate::store::ConversationStore;
 use crate::store::{InboxEntry, InboxStatus, Media, RoleAssignment, RoleSource};

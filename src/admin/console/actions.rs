@@ -181,8 +181,8 @@ pub(super) async fn reload(
         .as_ref()
         .ok_or_else(|| AdminError::NotFound("no engine runs in this process".into()))?;
     let said = match reloader.reload().await {
-        Ok(crate::engine::Reloaded::Loaded { .. }) => "New prompt set loaded.",
-        Ok(crate::engine::Reloaded::Unchanged { .. }) => "No change in the prompts folder.",
+        Ok(crate::runtime::Reloaded::Loaded { .. }) => "New prompt set loaded.",
+        Ok(crate::runtime::Reloaded::Unchanged { .. }) => "No change in the prompts folder.",
         Err(_) => "Refused: the running set stays (problems below).",
     };
     tracing::info!(operator = %who.identity.name, "prompts reloaded from the console");

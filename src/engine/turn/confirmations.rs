@@ -8,8 +8,8 @@ use crate::engine::handoff::asks_for_person;
 
 use crate::domain::ToolCall;
 use crate::domain::{MessageRole, PendingAction};
-use crate::engine::confirm::{self, Answer};
-use crate::engine::state::State;
+use crate::engine::context_extractor::State;
+use crate::engine::pending::{self, Answer};
 use crate::engine::tools::ToolOutput;
 use crate::store::{InboxEntry, NewMessage, OptOut};
 
@@ -57,7 +57,7 @@ impl Engine {
                 state.pending_action = None;
             }
         }
-        match confirm::answer(new, state.pending_action.as_ref()) {
+        match pending::answer(new, state.pending_action.as_ref()) {
             None => {}
             Some(Answer::Stale) => return self.answer_stale_button(state).await,
             Some(answer) => {
@@ -156,7 +156,7 @@ impl Engine {
                 tracing::info!(tool = %action.tool, "stale confirmation button: the pending action asked again");
                 if action.id.is_empty() {
                     // A pending action stored before actions had ids.
-                    action.id = confirm::action_id(&state.wa_id, &action.tool);
+                    action.id = pending::action_id(&state.wa_id, &action.tool);
                 }
                 // Asked in this turn: the reply carries its summary and buttons again.
                 action.created_at = self.now();
@@ -195,7 +195,7 @@ impl Engine {
             // A confirmed call says so in its id: resumed after a crash, it runs without
             // asking again, and its records keep the ids its first run gave them.
             id: if confirmed {
-                confirm::confirmed_call_id(&action.id)
+                pending::confirmed_call_id(&action.id)
             } else {
                 crate::llm::new_call_id()
             },

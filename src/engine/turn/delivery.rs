@@ -6,8 +6,8 @@ use chrono::Utc;
 
 use crate::domain::{MessageRole, PendingAction};
 use crate::domain::{OutboxId, WaId};
-use crate::engine::state::State;
-use crate::engine::{attachments, confirm};
+use crate::engine::context_extractor::State;
+use crate::engine::{attachments, pending};
 use crate::outbound::governor::{self, Form, Skip};
 use crate::store::{
     Attachment, InboxEntry, Media, NewMessage, NewOutbox, OutboxEntry, ReplyButton, reply_parts,
@@ -112,7 +112,7 @@ impl Engine {
                     .take(crate::outbound::graph::MAX_INTERACTIVE_BODY)
                     .collect(),
             );
-            buttons = confirm::buttons(&action.id, lang);
+            buttons = pending::buttons(&action.id, lang);
         }
         let now = self.now();
         let mut parts = NewOutbox::parts(

@@ -11,7 +11,7 @@ use chrono::Utc;
 use crate::domain::MessageRole;
 use crate::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
 use crate::engine::attachments;
-use crate::engine::state::State;
+use crate::engine::context_extractor::State;
 use crate::outbound::governor::{self, Form, SERVICE_WINDOW, Skip};
 use crate::store::{BusinessEvent, InboxEntry, NewMessage, NewOutbox, RoleAssignment, RoleSource};
 use crate::templates::Purpose;

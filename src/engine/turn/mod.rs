@@ -27,13 +27,13 @@ use crate::agents::{Agent, AgentKind, AgentRegistry};
 use crate::domain::ToolCall;
 use crate::domain::{MessageRole, Role};
 use crate::domain::{WaId, WaMessageId};
-use crate::engine::context::{ContextCache, ContextSource};
+use crate::engine::context_extractor::UserCache;
+use crate::engine::context_extractor::{State, Window, context_with};
 use crate::engine::handoff::{HandoffDesk, HandoffSettings};
 use crate::engine::offline::{ModelStatus, OfflineAssistants};
 use crate::engine::roles::RoleDirectory;
-use crate::engine::state::UserCache;
-use crate::engine::state::{State, Window, context_with};
 use crate::engine::tools::ToolRegistry;
+use crate::engine::user_info::{ContextCache, ContextSource};
 use crate::guard::{GuardTranslator, LanguageDetector};
 use crate::llm::{Llm, ToolSpec};
 use crate::store::{BusinessEvent, InboxEntry, NewMessage, Store, StoredMessage};
@@ -614,7 +614,7 @@ impl Engine {
             let keep = state
                 .messages
                 .len()
-                .saturating_sub(super::state::LOADED_MESSAGES);
+                .saturating_sub(super::context_extractor::LOADED_MESSAGES);
             let window = Window {
                 history_at: state.history_at,
                 messages: state.messages.split_off(keep),

@@ -5,8 +5,8 @@
 use crate::agents::{Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE};
 use crate::domain::ToolCall;
 use crate::domain::{MessageRole, PendingAction};
-use crate::engine::confirm;
-use crate::engine::state::State;
+use crate::engine::context_extractor::State;
+use crate::engine::pending;
 use crate::engine::tools::ToolOutput;
 use crate::store::NewMessage;
 
@@ -202,7 +202,7 @@ impl Engine {
                 for (call, plan) in calls.iter().zip(&plans) {
                     let outcome = match plan {
                         // Confirmed already: a confirmed action resumed after a crash.
-                        Plan::Run if confirm::is_confirmed_call(&call.id) => None,
+                        Plan::Run if pending::is_confirmed_call(&call.id) => None,
                         Plan::Run => self.tools.confirmation(call, &context).await,
                         _ => None,
                     };
@@ -222,7 +222,7 @@ impl Engine {
                                 call.name
                             );
                             asked = Some(PendingAction {
-                                id: confirm::action_id(&state.wa_id, &call.id),
+                                id: pending::action_id(&state.wa_id, &call.id),
                                 tool: call.name.clone(),
                                 args: call.args.clone(),
                                 summary,
@@ -245,7 +245,7 @@ impl Engine {
                     self.save(state).await?;
                 }
                 let resumed = state.pending_action.as_ref().is_some_and(|action| {
-                    let id = confirm::confirmed_call_id(&action.id);
+                    let id = pending::confirmed_call_id(&action.id);
                     calls.iter().any(|call| call.id == id)
                 });
                 if resumed {

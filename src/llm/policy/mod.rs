@@ -16,7 +16,7 @@ use chrono::Utc;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::usage::CallLog;
+use super::call_log::CallLog;
 
 use super::{Llm, LlmError, LlmRequest, LlmResponse};
 use crate::domain::{CallOutcome, LlmCall};

@@ -1,7 +1,7 @@
 use super::*;
 use crate::domain::{CallOutcome, LlmCall};
 use crate::llm::ScriptedLlm;
-use crate::llm::usage::CallLog;
+use crate::llm::call_log::CallLog;
 
 fn request() -> LlmRequest {
     LlmRequest {

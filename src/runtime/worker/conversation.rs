@@ -1,15 +1,15 @@
 //! One conversation's work: its lease claimed, its turns served and its replies flushed, its lease
 //! released when idle or at shutdown.
 
-use super::super::abuse::{Admission, SLOW_DOWN};
-use super::super::turn::{EngineError, TurnOptions};
 use crate::domain::{WaId, WaMessageId};
+use crate::engine::abuse::{Admission, SLOW_DOWN};
+use crate::engine::turn::{EngineError, TurnOptions};
 use crate::outbound::Flushed;
 use crate::store::{InboxStatus, StoreError};
 use chrono::Utc;
 use std::time::{Duration, Instant};
 
-use crate::engine::worker::{Dispatcher, ELSEWHERE_FOR, HOLDS, Held};
+use crate::runtime::worker::{Dispatcher, ELSEWHERE_FOR, HOLDS, Held};
 
 impl Dispatcher {
     /// Claims the conversation unless held, then serves it for as long as the instance is

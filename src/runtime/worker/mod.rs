@@ -25,11 +25,11 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
-use super::abuse::UserLimits;
 use super::concurrency::{AdaptiveLimit, MIN_CONCURRENCY};
 use super::instances::Membership;
-use super::turn::Engine;
 use crate::domain::{WaId, WaMessageId};
+use crate::engine::abuse::UserLimits;
+use crate::engine::turn::Engine;
 use crate::outbound::Outbound;
 use crate::store::InboxEntry;
 

@@ -15,8 +15,8 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::Engine;
 use crate::agents::{AgentRegistry, PromptProblem};
+use crate::engine::Engine;
 
 /// Editors save in several steps (temporary file, rename, chmod): one reload after they settle.
 const SETTLE: Duration = Duration::from_millis(300);
