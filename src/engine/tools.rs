@@ -239,7 +239,59 @@ pub fn schema_of<T: JsonSchema>() -> serde_json::Value {
         }
     }
     simplify(&mut schema);
+    in_written_order(&mut schema);
     schema
+}
+
+/// The order the keys of a schema are written in: the hand-written schemas' order, so the JSON
+/// the model is sent is the same, byte for byte (recorded conversations hash it).
+const KEY_ORDER: [&str; 9] = [
+    "type",
+    "properties",
+    "items",
+    "enum",
+    "minimum",
+    "maximum",
+    "description",
+    "required",
+    "additionalProperties",
+];
+
+/// See [`KEY_ORDER`]: reorders a schema's keys, and its `required` by the properties' order.
+fn in_written_order(schema: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(object) = schema else {
+        return;
+    };
+    if let (Some(Value::Object(properties)), Some(Value::Array(required))) =
+        (object.get("properties"), object.get("required"))
+    {
+        let mut ordered: Vec<Value> = required.clone();
+        let position = |name: &Value| {
+            name.as_str()
+                .and_then(|name| properties.keys().position(|key| key == name))
+                .unwrap_or(usize::MAX)
+        };
+        ordered.sort_by_key(position);
+        object.insert("required".to_owned(), Value::Array(ordered));
+    }
+    let mut entries: Vec<(String, Value)> = std::mem::take(object).into_iter().collect();
+    entries.sort_by_key(|(key, _)| {
+        KEY_ORDER
+            .iter()
+            .position(|known| known == key)
+            .unwrap_or(KEY_ORDER.len())
+    });
+    for (key, mut value) in entries {
+        if key == "properties" {
+            if let Value::Object(properties) = &mut value {
+                properties.values_mut().for_each(in_written_order);
+            }
+        } else if key == "items" {
+            in_written_order(&mut value);
+        }
+        object.insert(key, value);
+    }
 }
 
 /// See [`schema_of`]: one schema and, recursively, those of its properties and items.

@@ -1186,7 +1186,7 @@ fn the_systemd_unit_serves_reloads_on_hup_drains_and_is_hardened() {
         "ExecReload should send SIGHUP: {reload}"
     );
     assert!(
-        read("src/engine/reload.rs").contains("SignalKind::hangup()"),
+        read("src/runtime/reload.rs").contains("SignalKind::hangup()"),
         "the service no longer reloads on SIGHUP"
     );
     assert!(values("KillSignal").iter().all(|s| *s == "SIGTERM"));
