@@ -44,7 +44,7 @@ pub struct State {
     /// How many of the last `messages` are not stored yet: a node's messages are written
     /// together, before anything else is (see `Engine::save`).
     pub unsaved: usize,
-    /// What the business data says about the user (see [`super::context`]).
+    /// What the business data says about the user (see [`super::user_info`]).
     pub context: Option<String>,
     /// The assistant the user's new message asks for by a tapped list row (see
     /// [`super::attachments::asked_agent`]); this turn only.

@@ -1,5 +1,5 @@
 //! Usage accounting: the policy hands one record per LLM call (tokens, latency, outcome) to a
-//! [`CallLog`] without waiting; what keeps them (the engine's `UsageRecorder`, writing to the
+//! [`CallLog`] without waiting; what keeps them (`runtime::UsageRecorder`, writing to the
 //! store) is not this layer's business.
 
 use crate::domain::LlmCall;
