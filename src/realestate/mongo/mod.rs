@@ -13,7 +13,8 @@
 //! and findAndModify are not atomic, so a slot or a reminder is claimed by inserting a document
 //! keyed by it, and a duplicate key means someone else got there first. Like the conversation
 //! store, every call goes through the process's [`MongoPool`] (its gate, its timeouts), so a
-//! stalled database answers [`StoreError::Unavailable`](crate::store::StoreError::Unavailable) rather than hanging.
+//! stalled database answers
+//! [`StoreError::Unavailable`](crate::store::StoreError::Unavailable) rather than hanging.
 
 mod alerts;
 mod appointments;
