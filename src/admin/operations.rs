@@ -167,7 +167,11 @@ pub async fn list_conversations(
         }
     };
     let query = ConversationQuery {
-        agent: params.state.clone().filter(|s| !s.is_empty()),
+        agent: params
+            .state
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(crate::domain::AgentName::from),
         idle_since,
         handoff,
         skip: (page - 1) * limit,

@@ -55,7 +55,7 @@ impl ConversationStore for MongoStore {
         query: &ConversationQuery,
     ) -> StoreResult<Vec<Conversation>> {
         let mut filter = match &query.agent {
-            Some(agent) => doc! {"dialog_state": agent},
+            Some(agent) => doc! {"dialog_state": agent.as_str()},
             None => doc! {},
         };
         match query.handoff {

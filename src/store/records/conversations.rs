@@ -1,6 +1,6 @@
 //! `conversations`: where each conversation stands, and how operators find them.
 
-use crate::domain::DialogState;
+use crate::domain::{AgentName, DialogState};
 use crate::domain::{GeoPoint, Handoff, PendingAction, Role, WaId};
 use chrono::{DateTime, Utc};
 
@@ -151,7 +151,7 @@ pub struct LeaseView {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConversationQuery {
     /// Only conversations whose `dialog_state` holds this agent.
-    pub agent: Option<String>,
+    pub agent: Option<AgentName>,
     /// Only conversations with no activity since then.
     pub idle_since: Option<DateTime<Utc>>,
     /// Only conversations in this handoff state.
