@@ -4,13 +4,12 @@
 use crate::domain::DialogState;
 use crate::domain::Role;
 use crate::domain::WaId;
-use crate::engine::handoff::{self, HandoffError};
+use crate::engine::handoff::{self, FollowUpStore, HandoffError, HandoffStore, OperatorReplyStore};
 use crate::store::{
     Conversation, ConversationQuery, HandoffFilter, RoleAssignment, RoleSource, StoreError,
 };
 use crate::store::{
-    ConversationStore, EventStore, HistoryStore, InboxStore, LeaseStore, MaintenanceStore,
-    OutboxStore, UserStore,
+    ConversationStore, HistoryStore, LeaseStore, MaintenanceStore, OutboxStore, UserStore,
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -322,7 +321,7 @@ pub async fn reset_conversation(
 
 /// Takes a conversation for an operator, for the API and `zaguan conversations take`.
 pub async fn take_conversation(
-    store: &(impl ConversationStore + EventStore + ?Sized),
+    store: &(impl HandoffStore + ?Sized),
     raw: &str,
     operator: Option<&str>,
     for_: Option<&str>,
@@ -347,7 +346,7 @@ pub async fn take_conversation(
 
 /// Gives a conversation back to the bot, for the API and `zaguan conversations release`.
 pub async fn release_conversation(
-    store: &(impl ConversationStore + EventStore + ?Sized),
+    store: &(impl HandoffStore + ?Sized),
     raw: &str,
     operator: Option<&str>,
 ) -> Result<serde_json::Value, AdminError> {
@@ -358,7 +357,7 @@ pub async fn release_conversation(
 
 /// Queues an operator's reply, for the API and `zaguan conversations reply`.
 pub async fn operator_message(
-    store: &(impl ConversationStore + HistoryStore + InboxStore + LeaseStore + OutboxStore + ?Sized),
+    store: &(impl OperatorReplyStore + ?Sized),
     raw: &str,
     operator: Option<&str>,
     text: &str,
@@ -370,15 +369,7 @@ pub async fn operator_message(
 
 /// Sends the follow-up template to a customer whose window closed (the API, the console).
 pub async fn operator_follow_up(
-    store: &(
-         impl ConversationStore
-         + HistoryStore
-         + InboxStore
-         + LeaseStore
-         + OutboxStore
-         + UserStore
-         + ?Sized
-     ),
+    store: &(impl FollowUpStore + ?Sized),
     templates: &crate::templates::Templates,
     business: &str,
     raw: &str,

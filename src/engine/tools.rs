@@ -300,9 +300,6 @@ fn simplify(schema: &mut serde_json::Value) {
     let Some(object) = schema.as_object_mut() else {
         return;
     };
-    object.remove("format");
-    object.remove("default");
-    object.remove("title");
     // `Option<T>`: `T` or null. Here: `T`, not required.
     if let Some(Value::Array(types)) = object.get("type") {
         let types: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
@@ -352,9 +349,10 @@ fn simplify(schema: &mut serde_json::Value) {
     if let Some(items) = object.get_mut("items") {
         simplify(items);
     }
-    // After the merge above, a property's own schema may have brought these back.
-    object.remove("format");
-    object.remove("title");
+    // Last, so none comes back with a merged option.
+    for key in ["format", "default", "title"] {
+        object.remove(key);
+    }
 }
 
 /// A tool call's outcome: the tool message's text, and what the customer is shown with the
@@ -397,6 +395,8 @@ impl ToolOutput {
 #[derive(Default, Clone)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Each tool's spec, made once when it is added (a typed tool derives its schema).
+    specs: BTreeMap<String, ToolSpec>,
 }
 
 impl ToolRegistry {
@@ -405,7 +405,9 @@ impl ToolRegistry {
     }
 
     pub fn with(mut self, tool: impl Tool) -> Self {
-        self.tools.insert(tool.spec().name, Arc::new(tool));
+        let spec = tool.spec();
+        self.tools.insert(spec.name.clone(), Arc::new(tool));
+        self.specs.insert(spec.name.clone(), spec);
         self
     }
 
@@ -414,7 +416,7 @@ impl ToolRegistry {
     }
 
     pub fn spec(&self, name: &str) -> Option<ToolSpec> {
-        self.tools.get(name).map(|t| t.spec())
+        self.specs.get(name).cloned()
     }
 
     /// Whether the tool `name` changes data as soon as it runs ([`Tool::writes`]).

@@ -61,10 +61,29 @@ pub enum HandoffError {
     Store(#[from] StoreError),
 }
 
+/// What taking or releasing a conversation writes: its handoff, and the business event.
+pub trait HandoffStore: ConversationStore + EventStore {}
+impl<T: ConversationStore + EventStore + ?Sized> HandoffStore for T {}
+
+/// What an operator's reply reads and writes: the conversation, the customer's last message,
+/// the database's clock, the history and the outbox.
+pub trait OperatorReplyStore:
+    ConversationStore + HistoryStore + InboxStore + LeaseStore + OutboxStore
+{
+}
+impl<T> OperatorReplyStore for T where
+    T: ConversationStore + HistoryStore + InboxStore + LeaseStore + OutboxStore + ?Sized
+{
+}
+
+/// What the follow-up template needs besides: the customer's name.
+pub trait FollowUpStore: OperatorReplyStore + UserStore {}
+impl<T: OperatorReplyStore + UserStore + ?Sized> FollowUpStore for T {}
+
 /// Gives `wa_id`'s conversation to `operator` for `ttl`; any request for a person is settled
 /// and any action awaiting the customer's yes is dropped (the operator decides now).
 pub async fn take(
-    store: &(impl ConversationStore + EventStore + ?Sized),
+    store: &(impl HandoffStore + ?Sized),
     wa_id: &WaId,
     operator: &str,
     ttl: Duration,
@@ -93,7 +112,7 @@ pub async fn take(
 
 /// Gives the conversation back to the bot; `false` when no operator had it.
 pub async fn release(
-    store: &(impl ConversationStore + EventStore + ?Sized),
+    store: &(impl HandoffStore + ?Sized),
     wa_id: &WaId,
     operator: &str,
     now: DateTime<Utc>,
@@ -132,7 +151,7 @@ pub struct OperatorReply {
 /// bot's replies (no LLM, no translation), stored in the history as the operator's, sent by the
 /// workers. Only while the operator's handoff is active, and within the 24-hour window.
 pub async fn reply(
-    store: &(impl ConversationStore + HistoryStore + InboxStore + LeaseStore + OutboxStore + ?Sized),
+    store: &(impl OperatorReplyStore + ?Sized),
     wa_id: &WaId,
     operator: &str,
     text: &str,
@@ -198,15 +217,7 @@ pub async fn reply(
 /// only message WhatsApp delivers then. Refused while the window is open (write a reply) and
 /// when no such template is configured or usable.
 pub async fn follow_up(
-    store: &(
-         impl ConversationStore
-         + HistoryStore
-         + InboxStore
-         + LeaseStore
-         + OutboxStore
-         + UserStore
-         + ?Sized
-     ),
+    store: &(impl FollowUpStore + ?Sized),
     templates: &crate::templates::Templates,
     wa_id: &WaId,
     operator: &str,
