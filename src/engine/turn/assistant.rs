@@ -3,78 +3,48 @@
 
 use crate::domain::{DialogState, phrases};
 
-use chrono::Utc;
-
 use crate::agents::fast_route::{Abstention, Decision};
 use crate::agents::{Agent, AgentKind, PromptContext};
+use crate::domain::MessageRole;
 use crate::domain::llm_call::{FAST_PATH, OFFLINE};
-use crate::domain::{MessageRole, ToolCall, WaId};
 use crate::engine::context_extractor::State;
 use crate::engine::history;
 use crate::engine::offline::{Keep, OfflineAnswer, OfflineTurn};
 use crate::engine::route::route_to_workflow;
-use crate::engine::tools::ToolContext;
 use crate::llm::LlmRequest;
-use crate::store::{BusinessEvent, Event, NewMessage};
+use crate::store::NewMessage;
 
-use crate::engine::turn::Assistants;
-use crate::engine::{Engine, EngineError};
+use crate::engine::offline::{ModelStatus, OfflineAssistants};
+use crate::engine::turn::EngineError;
+use crate::engine::turn::graph::Turn;
+use crate::engine::turn::{confirmations, router};
+use crate::llm::Llm;
 
 /// Offline, a subgraph hands back a message the router reads as the primary assistant's with at
 /// least this probability (a thanks, a goodbye); below it, the subgraph keeps the conversation.
 const OFFLINE_PRIMARY_CONFIDENCE: f32 = 0.5;
 
-impl Engine {
-    /// Business events of `wa_id`'s conversation for the agency's CRM, written in the step
-    /// that made the change — before the step is recorded done, so a step cut short by a crash
-    /// is replayed with its change and writes its events then; `key` names the step (the tool
-    /// call), so the replay's events have the same ids and are written once.
-    pub(super) async fn record_events(
-        &self,
-        wa_id: &WaId,
-        events: impl IntoIterator<Item = BusinessEvent>,
-        at: chrono::DateTime<Utc>,
-        key: &str,
-    ) -> Result<(), EngineError> {
-        let events: Vec<Event> = events
-            .into_iter()
-            .map(|event| Event::keyed(wa_id, event, at, key))
-            .collect();
-        if events.is_empty() {
-            return Ok(());
-        }
-        self.store.insert_events(&events).await?;
-        for event in events {
-            metrics::counter!("zaguan_events_total", "type" => event.event.kind(), "outcome" => "recorded")
-                .increment(1);
-        }
-        Ok(())
-    }
+/// The assistant node, with what only it uses: the model, whether the model answers, and
+/// the offline engine that serves when it does not.
+pub(super) struct AssistantNode<'a> {
+    pub(super) llm: &'a dyn Llm,
+    pub(super) model_status: &'a ModelStatus,
+    /// Serves the assistants when no model answers; `None`: their `offline_reply`.
+    pub(super) offline: Option<&'a dyn OfflineAssistants>,
+}
 
-    pub(super) fn tool_context(&self, set: &Assistants, state: &State) -> ToolContext {
-        ToolContext {
-            wa_id: state.wa_id.clone(),
-            role: state.user.role,
-            location: state.location,
-            now: self.now(),
-            timezone: self.settings.timezone,
-            call_id: String::new(),
-            business: set.agents.business().clone(),
-            fallback_contact: self.settings.business_contact.clone(),
-        }
-    }
-
+impl AssistantNode<'_> {
     /// An assistant node: one LLM call with the agent's prompt, tools and the cleaned window —
     /// unless the fast path decides the route by keywords, or the LLM is down and the agent's
     /// offline reply (after keyword routing, where it finds the subgraph) answers instead.
-    pub(super) async fn assistant_node(
+    pub(super) async fn run(
         &self,
-        set: &Assistants,
+        turn: &Turn<'_>,
         state: &mut State,
         llm_down: &mut bool,
     ) -> Result<(), EngineError> {
         let role = state.user.role;
-        let (route, fallback) = route_to_workflow(&state.dialog_state, role, &set.agents);
+        let (route, fallback) = route_to_workflow(&state.dialog_state, role, &turn.set.agents);
         if let Some(fallback) = fallback {
             tracing::warn!(
                 ?fallback,
@@ -82,44 +52,47 @@ impl Engine {
                 route.agent.name
             );
             metrics::counter!("zaguan_route_fallbacks_total").increment(1);
-            self.set_dialog_state(state, DialogState::primary()).await?;
+            turn.set_dialog_state(state, DialogState::primary()).await?;
         }
         let agent = route.agent;
         metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
 
-        if let Some(message) = self.tapped_route(set, state, agent) {
-            self.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
-            return self.append(state, message).await;
+        if let Some(message) = router::tapped_route(turn, state, agent) {
+            turn.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
+            turn.append(state, message);
+            return Ok(());
         }
-        if self.settings.fast_route
-            && let Some((target, message)) = self.fast_delegation(set, state, agent)
+        if turn.settings.fast_route
+            && let Some((target, message)) = router::fast_delegation(turn, state, agent)
         {
             metrics::counter!("zaguan_fast_route_total", "agent" => target.name.clone())
                 .increment(1);
             tracing::info!(to = %target.name, "fast path: entered by the router");
-            self.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
-            return self.append(state, message).await;
+            turn.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
+            turn.append(state, message);
+            return Ok(());
         }
-        if self.settings.fast_route
+        if turn.settings.fast_route
             && route.in_subgraph
-            && let Some((target, message)) = self.fast_leave(set, state, agent)
+            && let Some((target, message)) = router::fast_leave(turn, state, agent)
         {
             // The primary assistant's fast path enters `target` in the next node.
             metrics::counter!("zaguan_fast_leaves_total", "agent" => agent.name.clone())
                 .increment(1);
             tracing::info!(from = %agent.name, to = %target.name, "fast path: left for another assistant");
-            self.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
-            return self.append(state, message).await;
+            turn.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
+            turn.append(state, message);
+            return Ok(());
         }
 
         let message = if *llm_down {
             None
         } else {
-            let request = self.request_for(set, agent, state);
+            let request = request_for(turn, agent, state);
             match self.llm.complete(&request).await {
                 Ok(response) => Some({
                     self.model_status.answered();
-                    self.ai_message(
+                    turn.ai_message(
                         &state.wa_id,
                         &response.content,
                         &agent.name,
@@ -131,13 +104,13 @@ impl Engine {
                 {
                     // No provider configured: offline mode is the setting, not a failure.
                     tracing::debug!(agent = %agent.name, "offline mode: answering without a model");
-                    self.model_status.went_offline(self.now());
+                    self.model_status.went_offline(turn.now());
                     *llm_down = true;
                     None
                 }
                 Err(error) => {
                     tracing::error!(agent = %agent.name, "LLM failed, answering offline: {error}");
-                    self.model_status.went_offline(self.now());
+                    self.model_status.went_offline(turn.now());
                     *llm_down = true;
                     None
                 }
@@ -151,8 +124,8 @@ impl Engine {
             // A message may answer what this assistant just showed (a city picked, a button
             // pressed): it stays, whatever its words read as. Otherwise the router decides,
             // and where it is unsure, its best reading does: no model will.
-            let keep = self.offline.as_ref().map_or(Keep::No, |offline| {
-                offline.keeps(&self.offline_turn(set, state, agent))
+            let keep = self.offline.map_or(Keep::No, |offline| {
+                offline.keeps(&offline_turn(turn, state, agent))
             });
             let leaves = keep != Keep::Answer
                 && state
@@ -162,14 +135,12 @@ impl Engine {
                     .is_some_and(|last| {
                         let text = &last.message.content;
                         let elsewhere = || {
-                            set.agents.offline_route(text, agent, role).is_some()
-                                || self.offline.as_ref().is_some_and(|offline| {
-                                    offline
-                                        .route(&self.offline_turn(set, state, agent))
-                                        .is_some()
+                            turn.set.agents.offline_route(text, agent, role).is_some()
+                                || self.offline.is_some_and(|offline| {
+                                    offline.route(&offline_turn(turn, state, agent)).is_some()
                                 })
                         };
-                        match set.agents.fast_route_decision(text, agent, role) {
+                        match turn.set.agents.fast_route_decision(text, agent, role) {
                             Decision::Route { .. } => true,
                             Decision::Abstain(Abstention::Primary { confidence }) => {
                                 (confidence >= OFFLINE_PRIMARY_CONFIDENCE && keep == Keep::No)
@@ -183,17 +154,16 @@ impl Engine {
                 tracing::info!(from = %agent.name, "offline: left by the router");
                 metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.clone())
                     .increment(1);
-                return self.set_dialog_state(state, DialogState::primary()).await;
+                return turn.set_dialog_state(state, DialogState::primary()).await;
             }
         }
         if message.is_none() {
-            self.decided_without_model(&state.wa_id, &agent.name, OFFLINE);
+            turn.decided_without_model(&state.wa_id, &agent.name, OFFLINE);
         }
         let message = match message {
             Some(message) => message,
-            None => match self
-                .fast_delegation(set, state, agent)
-                .or_else(|| self.offline_delegation(set, state, agent))
+            None => match router::fast_delegation(turn, state, agent)
+                .or_else(|| router::offline_delegation(turn, self.offline, state, agent))
             {
                 // Offline, keywords still find the right subgraph, whose offline reply is more
                 // useful than the primary's general one.
@@ -202,22 +172,23 @@ impl Engine {
                         .increment(1);
                     delegation
                 }
-                None => self.offline_message(set, state, agent).await?,
+                None => self.offline_message(turn, state, agent).await?,
             },
         };
-        self.append(state, message).await
+        turn.append(state, message);
+        Ok(())
     }
 
     /// The step of `agent` when no model answers: the offline engine's, or the agent's
     /// `offline_reply` with the contact lines when the engine does not serve it.
     async fn offline_message(
         &self,
-        set: &Assistants,
+        turn: &Turn<'_>,
         state: &mut State,
         agent: &Agent,
     ) -> Result<NewMessage, EngineError> {
-        let answer = match &self.offline {
-            Some(offline) => offline.answer(&self.offline_turn(set, state, agent)).await,
+        let answer = match self.offline {
+            Some(offline) => offline.answer(&offline_turn(turn, state, agent)).await,
             None => None,
         };
         let served = |how: &'static str| {
@@ -229,11 +200,11 @@ impl Engine {
                 metrics::counter!("zaguan_offline_calls_total", "agent" => agent.name.clone())
                     .increment(calls.len() as u64);
                 tracing::info!(agent = %agent.name, calls = calls.len(), "offline: tools called");
-                self.ai_message(&state.wa_id, "", &agent.name, calls)
+                turn.ai_message(&state.wa_id, "", &agent.name, calls)
             }
             Some(OfflineAnswer::Reply { text, attachments }) => {
                 served("engine");
-                let mut message = self.ai_message(&state.wa_id, &text, &agent.name, Vec::new());
+                let mut message = turn.ai_message(&state.wa_id, &text, &agent.name, Vec::new());
                 message.attachments = attachments;
                 message
             }
@@ -246,16 +217,16 @@ impl Engine {
                 state.asked_for = Some(to.to_owned());
                 let call = match agent.kind {
                     AgentKind::Primary => {
-                        let text = super::router::unanswered_user_text(state)
+                        let text = router::unanswered_user_text(state)
                             .unwrap_or_default()
                             .to_owned();
-                        super::router::delegation_call(to, &text)
+                        router::delegation_call(to, &text)
                     }
                     AgentKind::Subgraph => {
-                        super::router::leave_call(format!("the offline engine hands over to {to}"))
+                        router::leave_call(format!("the offline engine hands over to {to}"))
                     }
                 };
-                self.ai_message(&state.wa_id, "", &agent.name, vec![call])
+                turn.ai_message(&state.wa_id, "", &agent.name, vec![call])
             }
             Some(OfflineAnswer::Handoff { reason }) => {
                 served("handoff");
@@ -266,13 +237,11 @@ impl Engine {
                     .find(|m| m.message.role == MessageRole::Human)
                     .and_then(|m| m.message.wamids.last())
                     .map_or_else(String::new, |wamid| format!("offline:{}", wamid.as_str()));
-                let text = self
-                    .hand_over(set, state, &reason, &key, self.now())
-                    .await?;
-                self.ai_message(
+                let text = turn.hand_over(state, &reason, &key, turn.now()).await?;
+                turn.ai_message(
                     &state.wa_id,
                     &text,
-                    super::confirmations::HANDOFF_AGENT,
+                    confirmations::HANDOFF_AGENT,
                     Vec::new(),
                 )
             }
@@ -280,94 +249,72 @@ impl Engine {
                 served("offline_reply");
                 metrics::counter!("zaguan_offline_replies_total", "agent" => agent.name.clone())
                     .increment(1);
-                let text = set.with_contact(
+                let text = turn.set.with_contact(
                     agent
                         .offline_reply
                         .as_deref()
                         .unwrap_or(phrases::apology(None)),
                 );
-                self.ai_message(&state.wa_id, &text, &agent.name, Vec::new())
+                turn.ai_message(&state.wa_id, &text, &agent.name, Vec::new())
             }
         })
     }
+}
 
-    /// What the offline engine sees of `state`'s turn in `agent`.
-    pub(super) fn offline_turn<'a>(
-        &self,
-        set: &'a Assistants,
-        state: &'a State,
-        agent: &'a Agent,
-    ) -> OfflineTurn<'a> {
-        let role = state.user.role;
-        OfflineTurn {
-            agent,
-            role,
-            assistants: set
-                .agents
-                .agents()
-                .filter(|a| a.kind == AgentKind::Subgraph && a.roles.contains(&role))
-                .map(|a| a.name.as_str())
-                .collect(),
-            contact: set.business_contact.as_deref(),
-            lang: state.lang.as_deref().unwrap_or("es"),
-            location: state.location,
-            messages: &state.messages,
-            now: self.now(),
-        }
-    }
-
-    pub(super) fn request_for(&self, set: &Assistants, agent: &Agent, state: &State) -> LlmRequest {
-        let role = state.user.role;
-        let context = PromptContext {
-            user_name: state.user.name.clone(),
-            user_role: role,
-            user_info: state.user_info(),
-            lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
-            now: spanish_now(self.now().with_timezone(&self.settings.timezone)),
-            business_name: set.business_name.clone(),
-            business_contact: set.business_contact.clone().unwrap_or_default(),
-        };
-        let system = set
+/// What the offline engine sees of `state`'s turn in `agent`.
+pub(super) fn offline_turn<'a>(
+    turn: &Turn<'a>,
+    state: &'a State,
+    agent: &'a Agent,
+) -> OfflineTurn<'a> {
+    let role = state.user.role;
+    OfflineTurn {
+        agent,
+        role,
+        assistants: turn
+            .set
             .agents
-            .render_system_prompt(agent, &context)
-            .unwrap_or_else(|error| {
-                tracing::error!(agent = %agent.name, "prompt did not render: {error:#}");
-                String::new()
-            });
-        let tools = set.tools_for(agent, role);
-        LlmRequest {
-            agent: agent.name.clone(),
-            conversation: Some(state.wa_id.as_str().to_owned()),
-            system,
-            messages: {
-                let chat = state.chat_messages();
-                history::with_opening_words(&chat, history::clean(&chat, self.settings.window))
-            },
-            tools,
-        }
+            .agents()
+            .filter(|a| a.kind == AgentKind::Subgraph && a.roles.contains(&role))
+            .map(|a| a.name.as_str())
+            .collect(),
+        contact: turn.set.business_contact.as_deref(),
+        lang: state.lang.as_deref().unwrap_or("es"),
+        location: state.location,
+        messages: &state.messages,
+        now: turn.now(),
     }
 }
 
-impl Engine {
-    /// An AI message of `agent` for the history, stamped now.
-    pub(super) fn ai_message(
-        &self,
-        wa_id: &WaId,
-        content: &str,
-        agent: &str,
-        tool_calls: Vec<ToolCall>,
-    ) -> NewMessage {
-        NewMessage {
-            wa_id: wa_id.clone(),
-            role: MessageRole::Ai,
-            content: content.to_owned(),
-            agent: Some(agent.to_owned()),
-            tool_calls,
-            tool_call_id: None,
-            wamids: Vec::new(),
-            attachments: Vec::new(),
-            at: self.now(),
-        }
+fn request_for(turn: &Turn<'_>, agent: &Agent, state: &State) -> LlmRequest {
+    let role = state.user.role;
+    let context = PromptContext {
+        user_name: state.user.name.clone(),
+        user_role: role,
+        user_info: state.user_info(),
+        lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
+        now: spanish_now(turn.now().with_timezone(&turn.settings.timezone)),
+        business_name: turn.set.business_name.clone(),
+        business_contact: turn.set.business_contact.clone().unwrap_or_default(),
+    };
+    let system = turn
+        .set
+        .agents
+        .render_system_prompt(agent, &context)
+        .unwrap_or_else(|error| {
+            tracing::error!(agent = %agent.name, "prompt did not render: {error:#}");
+            String::new()
+        });
+    let tools = turn.set.tools_for(agent, role);
+    LlmRequest {
+        agent: agent.name.clone(),
+        conversation: Some(state.wa_id.as_str().to_owned()),
+        system,
+        messages: {
+            let chat = state.chat_messages();
+            history::with_opening_words(&chat, history::clean(&chat, turn.settings.window))
+        },
+        tools,
     }
 }
 

@@ -1,10 +1,10 @@
 //! Before an assistant runs: a pending data-changing action is confirmed, cancelled or asked
 //! again, and a stale Confirm/Cancel button answered.
 
-use super::inbound::is_reaction;
 use crate::domain::{Role, phrases};
 use crate::engine::consent::{Consent, consent};
 use crate::engine::handoff::asks_for_person;
+use crate::engine::turn::inbound::is_reaction;
 
 use crate::domain::ToolCall;
 use crate::domain::{MessageRole, PendingAction};
@@ -13,8 +13,9 @@ use crate::engine::pending::{self, Answer};
 use crate::engine::tools::ToolOutput;
 use crate::store::{InboxEntry, NewMessage, OptOut};
 
-use crate::engine::turn::{Assistants, is_unreadable_media};
-use crate::engine::{Engine, EngineError};
+use crate::engine::turn::EngineError;
+use crate::engine::turn::graph::Turn;
+use crate::engine::turn::inbound::is_unreadable_media;
 
 /// Why a conversation was handed over when the customer asked for a person in so many words.
 const PERSON_ASKED: &str = "El cliente ha pedido hablar con una persona";
@@ -25,248 +26,241 @@ pub(super) const HANDOFF_AGENT: &str = "handoff";
 /// The `agent` of an opt-out's or opt-in's acknowledgement, in the history.
 const CONSENT_AGENT: &str = "consent";
 
-impl Engine {
-    /// What the engine answers without an assistant: the user's yes or no to a pending action,
-    /// and media it cannot read. Runs once per new human message.
-    pub(super) async fn before_assistant(
-        &self,
-        set: &Assistants,
-        state: &mut State,
-        new: &[&InboxEntry],
-    ) -> Result<(), EngineError> {
-        let typed: Vec<&str> = new
-            .iter()
-            .filter(|e| !is_reaction(e))
-            .filter_map(|e| e.text.as_deref())
-            .collect();
-        if typed.len() == new.len()
-            && let Some(said) = consent(&typed.join("\n"))
-            && let Some(last) = new.last()
-        {
-            return self.settle_consent(state, said, last).await;
-        }
-        if let Some(action) = state.pending_action.clone() {
-            let expired = self.now() - action.created_at
-                > chrono::Duration::from_std(self.settings.pending_action_ttl)
-                    .unwrap_or(chrono::Duration::MAX);
-            if expired {
-                tracing::info!(tool = %action.tool, "pending action dropped: expired");
-                metrics::counter!("zaguan_pending_actions_total", "outcome" => "expired")
-                    .increment(1);
-                self.store.set_pending_action(&state.wa_id, None).await?;
-                state.pending_action = None;
-            }
-        }
-        match pending::answer(new, state.pending_action.as_ref()) {
-            None => {}
-            Some(Answer::Stale) => return self.answer_stale_button(state).await,
-            Some(answer) => {
-                if let Some(action) = state.pending_action.clone() {
-                    return self.settle_pending(set, state, action, answer).await;
-                }
-            }
-        }
-        if new.iter().all(|e| is_unreadable_media(e)) {
-            metrics::counter!("zaguan_media_answers_total").increment(1);
-            let text = phrases::media_answer(state.lang.as_deref());
-            return self
-                .append(
-                    state,
-                    self.ai_message(&state.wa_id, text, "guard", Vec::new()),
-                )
-                .await;
-        }
-        if state.user.role != Role::Agent
-            && typed.len() == new.len()
-            && asks_for_person(&typed.join("\n"))
-            && let Some(last) = new.last()
-        {
-            // Like a button: the staff are told and the customer hears the truth, no model.
-            metrics::counter!("zaguan_person_requests_total").increment(1);
-            let key = format!("asked:{}", last.wamid.as_str());
-            let text = self
-                .hand_over(set, state, PERSON_ASKED, &key, self.now())
-                .await?;
-            return self
-                .append(
-                    state,
-                    self.ai_message(&state.wa_id, &text, HANDOFF_AGENT, Vec::new()),
-                )
-                .await;
-        }
-        Ok(())
+/// What the engine answers without an assistant: the user's yes or no to a pending action,
+/// and media it cannot read. Runs once per new human message.
+pub(super) async fn before_assistant(
+    turn: &Turn<'_>,
+    state: &mut State,
+    new: &[&InboxEntry],
+) -> Result<(), EngineError> {
+    let typed: Vec<&str> = new
+        .iter()
+        .filter(|e| !is_reaction(e))
+        .filter_map(|e| e.text.as_deref())
+        .collect();
+    if typed.len() == new.len()
+        && let Some(said) = consent(&typed.join("\n"))
+        && let Some(last) = new.last()
+    {
+        return settle_consent(turn, state, said, last).await;
     }
-
-    /// An opt-out or opt-in, like a button: recorded on the contact for every instance to see,
-    /// acknowledged in their language, no model. Whatever was waiting for their yes is dropped:
-    /// they said something else.
-    async fn settle_consent(
-        &self,
-        state: &mut State,
-        said: Consent,
-        last: &InboxEntry,
-    ) -> Result<(), EngineError> {
-        let now = self.now();
-        let (opt_out, text, label) = match said {
-            Consent::OptOut => (
-                Some(OptOut {
-                    at: now,
-                    source: format!(
-                        "keyword:{}",
-                        last.text
-                            .as_deref()
-                            .unwrap_or_default()
-                            .trim()
-                            .chars()
-                            .take(40)
-                            .collect::<String>()
-                    ),
-                }),
-                phrases::opted_out(state.lang.as_deref()),
-                "opt_out",
-            ),
-            Consent::OptIn => (None, phrases::opted_in(state.lang.as_deref()), "opt_in"),
-        };
-        self.store
-            .set_opt_out(&state.wa_id, opt_out.as_ref())
-            .await?;
-        self.users.forget(&state.wa_id);
-        if state.pending_action.take().is_some() {
-            self.store.set_pending_action(&state.wa_id, None).await?;
+    if let Some(action) = state.pending_action.clone() {
+        let expired = turn.now() - action.created_at
+            > chrono::Duration::from_std(turn.settings.pending_action_ttl)
+                .unwrap_or(chrono::Duration::MAX);
+        if expired {
+            tracing::info!(tool = %action.tool, "pending action dropped: expired");
+            metrics::counter!("zaguan_pending_actions_total", "outcome" => "expired").increment(1);
+            turn.store.set_pending_action(&state.wa_id, None).await?;
+            state.pending_action = None;
         }
-        tracing::info!(
-            change = label,
-            "the contact changed what they want to receive"
+    }
+    match pending::answer(new, state.pending_action.as_ref()) {
+        None => {}
+        Some(Answer::Stale) => return answer_stale_button(turn, state).await,
+        Some(answer) => {
+            if let Some(action) = state.pending_action.clone() {
+                return settle_pending(turn, state, action, answer).await;
+            }
+        }
+    }
+    if new.iter().all(|e| is_unreadable_media(e)) {
+        metrics::counter!("zaguan_media_answers_total").increment(1);
+        let text = phrases::media_answer(state.lang.as_deref());
+        turn.append(
+            state,
+            turn.ai_message(&state.wa_id, text, "guard", Vec::new()),
         );
-        metrics::counter!("zaguan_consent_changes_total", "change" => label).increment(1);
-        self.append(
-            state,
-            self.ai_message(&state.wa_id, text, CONSENT_AGENT, Vec::new()),
-        )
-        .await
+        return Ok(());
     }
-
-    /// A Confirm or Cancel button of an action that is not the pending one: nothing is run.
-    /// The user is told so and, when another action is pending, shown it again with its own
-    /// buttons; otherwise asked what they need.
-    pub(super) async fn answer_stale_button(&self, state: &mut State) -> Result<(), EngineError> {
-        metrics::counter!("zaguan_pending_actions_total", "outcome" => "stale_button").increment(1);
-        let text = match state.pending_action.clone() {
-            Some(mut action) => {
-                tracing::info!(tool = %action.tool, "stale confirmation button: the pending action asked again");
-                if action.id.is_empty() {
-                    // A pending action stored before actions had ids.
-                    action.id = pending::action_id(&state.wa_id, &action.tool);
-                }
-                // Asked in this turn: the reply carries its summary and buttons again.
-                action.created_at = self.now();
-                self.store
-                    .set_pending_action(&state.wa_id, Some(&action))
-                    .await?;
-                state.pending_action = Some(action);
-                phrases::STALE_BUTTON_REASKED
-            }
-            None => {
-                tracing::info!("stale confirmation button: nothing pending");
-                phrases::STALE_BUTTON
-            }
-        };
-        self.append(
-            state,
-            self.ai_message(&state.wa_id, text, "guard", Vec::new()),
-        )
-        .await
-    }
-
-    /// Settles the pending action with the user's answer, written as the assistant's tool call
-    /// and its result so the assistant answers from it as from any tool: run on a yes, dropped
-    /// on a no, and on anything else dropped with what was pending, for the assistant to ask
-    /// again with the user's changes. The call is stored before the action is cleared and run:
-    /// a crash in between asks the user again.
-    pub(super) async fn settle_pending(
-        &self,
-        set: &Assistants,
-        state: &mut State,
-        action: PendingAction,
-        answer: Answer,
-    ) -> Result<(), EngineError> {
-        let confirmed = matches!(answer, Answer::Confirm);
-        let call = ToolCall {
-            // A confirmed call says so in its id: resumed after a crash, it runs without
-            // asking again, and its records keep the ids its first run gave them.
-            id: if confirmed {
-                pending::confirmed_call_id(&action.id)
-            } else {
-                crate::llm::new_call_id()
-            },
-            name: action.tool.clone(),
-            args: action.args.clone(),
-        };
-        self.append(
-            state,
-            self.ai_message(&state.wa_id, "", &action.agent, vec![call.clone()]),
-        )
-        .await?;
-        self.save(state).await?;
-        self.store.set_pending_action(&state.wa_id, None).await?;
-        state.pending_action = None;
-        let outcome = match answer {
-            Answer::Confirm => "confirmed",
-            Answer::Decline => "declined",
-            Answer::Unclear | Answer::Stale => "unclear",
-        };
-        tracing::info!(tool = %action.tool, outcome, "pending action settled");
-        metrics::counter!("zaguan_pending_actions_total", "outcome" => outcome).increment(1);
-        let output: ToolOutput = match answer {
-            Answer::Confirm if self.tools.allows(&call.name, state.user.role) => {
-                let context = self.tool_context(set, state);
-                let result = self
-                    .tools
-                    .run(&call, &context, self.settings.tool_timeout)
-                    .await;
-                // The user's appointments or offers may have changed.
-                self.contexts.forget(&state.wa_id);
-                result
-            }
-            Answer::Confirm => format!(
-                "Error: the tool {} is not available for this user.",
-                call.name
-            )
-            .into(),
-            Answer::Decline => format!(
-                "The user declined; nothing was done ({}). Acknowledge briefly and ask what \
-                 else they need.",
-                action.summary
-            )
-            .into(),
-            Answer::Unclear | Answer::Stale => format!(
-                "Not executed: the user was asked to confirm ({}) and answered with something \
-                 other than a plain yes or no (their message is above). Nothing was done. If \
-                 they want it with changes, call {} again with the changed details (they will \
-                 be asked to confirm again); if they do not want it, acknowledge; otherwise \
-                 answer what they said.",
-                action.summary, call.name
-            )
-            .into(),
-        };
-        let ToolOutput {
-            text: content,
-            attachments,
-            events,
-        } = output;
-        self.record_events(&state.wa_id, events, self.now(), &call.id)
+    if state.user.role != Role::Agent
+        && typed.len() == new.len()
+        && asks_for_person(&typed.join("\n"))
+        && let Some(last) = new.last()
+    {
+        // Like a button: the staff are told and the customer hears the truth, no model.
+        metrics::counter!("zaguan_person_requests_total").increment(1);
+        let key = format!("asked:{}", last.wamid.as_str());
+        let text = turn
+            .hand_over(state, PERSON_ASKED, &key, turn.now())
             .await?;
-        let message = NewMessage {
-            wa_id: state.wa_id.clone(),
-            role: MessageRole::Tool,
-            content,
-            agent: Some(action.agent.clone()),
-            tool_calls: Vec::new(),
-            tool_call_id: Some(call.id),
-            wamids: Vec::new(),
-            attachments,
-            at: self.now(),
-        };
-        self.append(state, message).await
+        turn.append(
+            state,
+            turn.ai_message(&state.wa_id, &text, HANDOFF_AGENT, Vec::new()),
+        );
+        return Ok(());
     }
+    Ok(())
+}
+
+/// An opt-out or opt-in, like a button: recorded on the contact for every instance to see,
+/// acknowledged in their language, no model. Whatever was waiting for their yes is dropped:
+/// they said something else.
+async fn settle_consent(
+    turn: &Turn<'_>,
+    state: &mut State,
+    said: Consent,
+    last: &InboxEntry,
+) -> Result<(), EngineError> {
+    let now = turn.now();
+    let (opt_out, text, label) = match said {
+        Consent::OptOut => (
+            Some(OptOut {
+                at: now,
+                source: format!(
+                    "keyword:{}",
+                    last.text
+                        .as_deref()
+                        .unwrap_or_default()
+                        .trim()
+                        .chars()
+                        .take(40)
+                        .collect::<String>()
+                ),
+            }),
+            phrases::opted_out(state.lang.as_deref()),
+            "opt_out",
+        ),
+        Consent::OptIn => (None, phrases::opted_in(state.lang.as_deref()), "opt_in"),
+    };
+    turn.store
+        .set_opt_out(&state.wa_id, opt_out.as_ref())
+        .await?;
+    turn.users.forget(&state.wa_id);
+    if state.pending_action.take().is_some() {
+        turn.store.set_pending_action(&state.wa_id, None).await?;
+    }
+    tracing::info!(
+        change = label,
+        "the contact changed what they want to receive"
+    );
+    metrics::counter!("zaguan_consent_changes_total", "change" => label).increment(1);
+    turn.append(
+        state,
+        turn.ai_message(&state.wa_id, text, CONSENT_AGENT, Vec::new()),
+    );
+    Ok(())
+}
+
+/// A Confirm or Cancel button of an action that is not the pending one: nothing is run.
+/// The user is told so and, when another action is pending, shown it again with its own
+/// buttons; otherwise asked what they need.
+async fn answer_stale_button(turn: &Turn<'_>, state: &mut State) -> Result<(), EngineError> {
+    metrics::counter!("zaguan_pending_actions_total", "outcome" => "stale_button").increment(1);
+    let text = match state.pending_action.clone() {
+        Some(mut action) => {
+            tracing::info!(tool = %action.tool, "stale confirmation button: the pending action asked again");
+            if action.id.is_empty() {
+                // A pending action stored before actions had ids.
+                action.id = pending::action_id(&state.wa_id, &action.tool);
+            }
+            // Asked in this turn: the reply carries its summary and buttons again.
+            action.created_at = turn.now();
+            turn.store
+                .set_pending_action(&state.wa_id, Some(&action))
+                .await?;
+            state.pending_action = Some(action);
+            phrases::STALE_BUTTON_REASKED
+        }
+        None => {
+            tracing::info!("stale confirmation button: nothing pending");
+            phrases::STALE_BUTTON
+        }
+    };
+    turn.append(
+        state,
+        turn.ai_message(&state.wa_id, text, "guard", Vec::new()),
+    );
+    Ok(())
+}
+
+/// Settles the pending action with the user's answer, written as the assistant's tool call
+/// and its result so the assistant answers from it as from any tool: run on a yes, dropped
+/// on a no, and on anything else dropped with what was pending, for the assistant to ask
+/// again with the user's changes. The call is stored before the action is cleared and run:
+/// a crash in between asks the user again.
+async fn settle_pending(
+    turn: &Turn<'_>,
+    state: &mut State,
+    action: PendingAction,
+    answer: Answer,
+) -> Result<(), EngineError> {
+    let confirmed = matches!(answer, Answer::Confirm);
+    let call = ToolCall {
+        // A confirmed call says so in its id: resumed after a crash, it runs without
+        // asking again, and its records keep the ids its first run gave them.
+        id: if confirmed {
+            pending::confirmed_call_id(&action.id)
+        } else {
+            crate::llm::new_call_id()
+        },
+        name: action.tool.clone(),
+        args: action.args.clone(),
+    };
+    turn.append(
+        state,
+        turn.ai_message(&state.wa_id, "", &action.agent, vec![call.clone()]),
+    );
+    turn.save(state).await?;
+    turn.store.set_pending_action(&state.wa_id, None).await?;
+    state.pending_action = None;
+    let outcome = match answer {
+        Answer::Confirm => "confirmed",
+        Answer::Decline => "declined",
+        Answer::Unclear | Answer::Stale => "unclear",
+    };
+    tracing::info!(tool = %action.tool, outcome, "pending action settled");
+    metrics::counter!("zaguan_pending_actions_total", "outcome" => outcome).increment(1);
+    let output: ToolOutput = match answer {
+        Answer::Confirm if turn.tools.allows(&call.name, state.user.role) => {
+            let context = turn.tool_context(state);
+            let result = turn
+                .tools
+                .run(&call, &context, turn.settings.tool_timeout)
+                .await;
+            // The user's appointments or offers may have changed.
+            turn.contexts.forget(&state.wa_id);
+            result
+        }
+        Answer::Confirm => format!(
+            "Error: the tool {} is not available for this user.",
+            call.name
+        )
+        .into(),
+        Answer::Decline => format!(
+            "The user declined; nothing was done ({}). Acknowledge briefly and ask what \
+             else they need.",
+            action.summary
+        )
+        .into(),
+        Answer::Unclear | Answer::Stale => format!(
+            "Not executed: the user was asked to confirm ({}) and answered with something \
+             other than a plain yes or no (their message is above). Nothing was done. If \
+             they want it with changes, call {} again with the changed details (they will \
+             be asked to confirm again); if they do not want it, acknowledge; otherwise \
+             answer what they said.",
+            action.summary, call.name
+        )
+        .into(),
+    };
+    let ToolOutput {
+        text: content,
+        attachments,
+        events,
+    } = output;
+    turn.record_events(&state.wa_id, events, turn.now(), &call.id)
+        .await?;
+    let message = NewMessage {
+        wa_id: state.wa_id.clone(),
+        role: MessageRole::Tool,
+        content,
+        agent: Some(action.agent.clone()),
+        tool_calls: Vec::new(),
+        tool_call_id: Some(call.id),
+        wamids: Vec::new(),
+        attachments,
+        at: turn.now(),
+    };
+    turn.append(state, message);
+    Ok(())
 }

@@ -14,253 +14,258 @@ use crate::store::{
 };
 use crate::templates::Purpose;
 
-use crate::engine::turn::{Assistants, Delivery};
-use crate::engine::{Engine, EngineError};
+use crate::engine::turn::graph::Turn;
+use crate::engine::turn::{EngineError, PromptSet, TurnOptions};
+use crate::store::Store;
 
-impl Engine {
-    /// guard_translator, then the reply: for the caller to send now, or queued in the outbox.
-    /// A reply read back from the history (the turn was cut after its answer was stored) may
-    /// have gone out already: it is recorded as sent-but-unconfirmed, for its status webhook
-    /// to confirm or its grace to resend — never sent again at once. Its parts' ids come from
-    /// the inbound message, so recording it again changes nothing.
-    pub(super) async fn deliver(
-        &self,
-        set: &Assistants,
-        state: &mut State,
-        text: &str,
-        asked: Option<&PendingAction>,
-        reply_to: Option<&InboxEntry>,
-        delivery: Delivery,
-    ) -> Result<(Vec<String>, Option<Vec<OutboxEntry>>), EngineError> {
-        self.save(state).await?;
-        let lang = state.lang.as_deref();
-        let mut shown = attachments::this_turn(state);
-        if asked.is_some() {
-            // The customer is asked to confirm: a list to pick from would only compete with
-            // the buttons (the slots the booking was chosen from, say).
-            shown.retain(|a| !matches!(a, Attachment::List { .. }));
-        }
-        // Offline mode may say everything with what it shows (a question with buttons).
-        let mut bodies = if text.trim().is_empty() && !shown.is_empty() {
-            Vec::new()
-        } else {
-            set.guard
-                .guard(text, lang, state.wa_id.as_str())
-                .await
-                .parts
-        };
-        let texts = bodies.len();
-        // What the turn's tools show (photos, a list to tap), after the words.
-        let mut media: Vec<(Option<Media>, Vec<ReplyButton>)> = Vec::new();
-        let wa_id = state.wa_id.as_str();
-        for attachment in shown {
-            let said = |text: String| async move {
-                set.guard.guard(&text, lang, wa_id).await.parts.join("\n")
-            };
-            match attachment {
-                Attachment::Image { link, caption } => {
-                    bodies.push(attachments::caption(&said(caption).await));
-                    media.push((Some(Media::Image { link }), Vec::new()));
-                }
-                Attachment::List { text, rows } => {
-                    let text = said(text).await;
-                    bodies.push(attachments::plain_list(&text, &rows));
-                    media.push((
-                        Some(Media::List {
-                            text,
-                            button: attachments::list_button(lang).to_owned(),
-                            rows,
-                        }),
-                        Vec::new(),
-                    ));
-                }
-                Attachment::Buttons { text, buttons } => {
-                    let body: String = said(text).await;
-                    bodies.push(
-                        body.chars()
-                            .take(crate::outbound::graph::MAX_INTERACTIVE_BODY)
-                            .collect(),
-                    );
-                    let buttons = buttons
-                        .into_iter()
-                        .take(crate::outbound::graph::MAX_BUTTONS)
-                        .map(|b| {
-                            let title: String = b
-                                .title
-                                .chars()
-                                .take(crate::outbound::graph::MAX_BUTTON_TITLE)
-                                .collect();
-                            ReplyButton::new(b.id, title)
-                        })
-                        .collect();
-                    media.push((None, buttons));
-                }
-            }
-        }
-        let mut buttons = Vec::new();
-        if let Some(action) = asked {
-            // The summary with Confirm / Cancel buttons, as a last message of its own.
-            let summary = set
-                .guard
-                .guard(&action.summary, lang, state.wa_id.as_str())
-                .await
-                .parts
-                .join("\n");
-            bodies.push(
-                summary
-                    .chars()
-                    .take(crate::outbound::graph::MAX_INTERACTIVE_BODY)
-                    .collect(),
-            );
-            buttons = pending::buttons(&action.id, lang);
-        }
-        let now = self.now();
-        let mut parts = NewOutbox::parts(
-            &state.wa_id,
-            reply_to.map(|e| &e.wamid),
-            reply_to.map(|e| e.phone_number_id.as_str()),
-            &bodies,
-            now,
-        );
-        for (part, (media, buttons)) in parts.iter_mut().skip(texts).zip(media) {
-            part.media = media;
-            part.buttons = buttons;
-        }
-        if let Some(last) = parts.last_mut()
-            && !buttons.is_empty()
-        {
-            last.buttons = buttons;
-        }
-        // The customer's reply reads as the words and the confirmation, not the captions.
-        let bodies: Vec<String> = bodies
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| *i < texts || parts.get(*i).is_some_and(|p| p.media.is_none()))
-            .map(|(_, body)| body)
-            .collect();
-        let Some(reply_to) = reply_to else {
-            self.store.insert_outbox(&parts).await?;
-            return Ok((bodies, None));
-        };
-        let mut entries = reply_parts(&parts, reply_to.received_at);
-        let options = delivery.options;
-        if delivery.fresh && options.send_now {
-            return Ok((bodies, Some(entries)));
-        }
-        if !delivery.fresh {
-            let resend_at = now
-                + chrono::Duration::from_std(options.unconfirmed_grace)
-                    .unwrap_or(chrono::Duration::MAX);
-            for entry in &mut entries {
-                entry.status = crate::store::OutboxStatus::Sending;
-                entry.sending_at = Some(now);
-                entry.next_attempt_at = Some(resend_at);
-                entry.attempts = 1;
-            }
-        }
-        self.store.record_reply(&entries).await?;
-        Ok((bodies, None))
+/// How a reply leaves: made in this call (never sent before) or read back from the history.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Delivery {
+    pub(super) fresh: bool,
+    pub(super) options: TurnOptions,
+}
+
+/// guard_translator, then the reply: for the caller to send now, or queued in the outbox.
+/// A reply read back from the history (the turn was cut after its answer was stored) may
+/// have gone out already: it is recorded as sent-but-unconfirmed, for its status webhook
+/// to confirm or its grace to resend — never sent again at once. Its parts' ids come from
+/// the inbound message, so recording it again changes nothing.
+pub(super) async fn deliver(
+    turn: &Turn<'_>,
+    state: &mut State,
+    text: &str,
+    asked: Option<&PendingAction>,
+    reply_to: Option<&InboxEntry>,
+    delivery: Delivery,
+) -> Result<(Vec<String>, Option<Vec<OutboxEntry>>), EngineError> {
+    turn.save(state).await?;
+    let lang = state.lang.as_deref();
+    let mut shown = attachments::this_turn(state);
+    if asked.is_some() {
+        // The customer is asked to confirm: a list to pick from would only compete with
+        // the buttons (the slots the booking was chosen from, say).
+        shown.retain(|a| !matches!(a, Attachment::List { .. }));
     }
-
-    /// Queues a message of the engine's own (not an answer to any inbound message, so it
-    /// never stands in for one), translated into the conversation's language and sent from
-    /// the number `via` arrived on.
-    pub async fn notice(
-        &self,
-        wa_id: &WaId,
-        text: &str,
-        via: &InboxEntry,
-    ) -> Result<(), EngineError> {
-        let set = self.assistants();
-        let lang = self.store.conversation(wa_id).await?.and_then(|c| c.lang);
-        let bodies = set
+    // Offline mode may say everything with what it shows (a question with buttons).
+    let mut bodies = if text.trim().is_empty() && !shown.is_empty() {
+        Vec::new()
+    } else {
+        turn.set
             .guard
-            .guard(text, lang.as_deref(), wa_id.as_str())
-            .await
-            .parts;
-        let parts = NewOutbox::parts(wa_id, None, Some(&via.phone_number_id), &bodies, self.now());
-        self.store.insert_outbox(&parts).await?;
-        Ok(())
-    }
-
-    /// A message of the business's own that answers nothing (a visit reminder, a listing
-    /// alert): the send governor decides whether it may go and how — text inside the
-    /// contact's 24-hour window (with the purpose's template as its fallback), the template in
-    /// their language outside it, or nothing, recorded as `skipped`, to a contact who opted out
-    /// or with no template to send. The words go through guard_translator like any reply and
-    /// are written to the history as `agent`'s, so the next turn knows what the user is
-    /// answering. Queued first: a crash before the history write loses that line, never the
-    /// message.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "what the message says, to whom, how"
-    )]
-    pub async fn notify(
-        &self,
-        wa_id: &WaId,
-        text: &str,
-        agent: &str,
-        phone_number_id: &str,
-        purpose: Purpose,
-        values: &[(&str, String)],
-        now: chrono::DateTime<Utc>,
-    ) -> Result<Notified, EngineError> {
-        let conversation = self.store.conversation(wa_id).await?;
-        let lang = conversation.and_then(|c| c.lang);
-        let set = self.assistants();
-        let database_now = self.store.server_time().await.unwrap_or(now);
-        let form = governor::form(
-            self.store.as_ref(),
-            &set.templates,
-            wa_id,
-            purpose,
-            lang.as_deref(),
-            values,
-            database_now,
-        )
-        .await?;
-        metrics::counter!("zaguan_outreach_total", "purpose" => purpose.key(), "form" => form.label())
-            .increment(1);
-        let body = set
-            .guard
-            .guard(text, lang.as_deref(), wa_id.as_str())
+            .guard(text, lang, state.wa_id.as_str())
             .await
             .parts
-            .join("\n\n");
-        // One message: a reminder or an alert is short, and its fallback stands for all of it.
-        let mut part = NewOutbox::text(wa_id.clone(), None, body.clone(), now);
-        part.phone_number_id = Some(phone_number_id.to_owned());
-        match form {
-            Form::Skip(skip) => {
-                tracing::info!(conversation.id = %wa_id.masked(), purpose = purpose.key(), reason = skip.as_str(), "not sent");
-                let id = OutboxId::derived(&format!("skip:{agent}:{}", wa_id.as_str()), now);
-                self.store
-                    .record_reply(&[governor::skipped(part, skip, id)])
-                    .await?;
-                return Ok(Notified::Skipped(skip));
+    };
+    let texts = bodies.len();
+    // What the turn's tools show (photos, a list to tap), after the words.
+    let mut media: Vec<(Option<Media>, Vec<ReplyButton>)> = Vec::new();
+    let wa_id = state.wa_id.as_str();
+    for attachment in shown {
+        let said = |text: String| async move {
+            turn.set
+                .guard
+                .guard(&text, lang, wa_id)
+                .await
+                .parts
+                .join("\n")
+        };
+        match attachment {
+            Attachment::Image { link, caption } => {
+                bodies.push(attachments::caption(&said(caption).await));
+                media.push((Some(Media::Image { link }), Vec::new()));
             }
-            Form::Text { fallback } => part.fallback = fallback,
-            Form::Template(template) => part.template = Some(template),
+            Attachment::List { text, rows } => {
+                let text = said(text).await;
+                bodies.push(attachments::plain_list(&text, &rows));
+                media.push((
+                    Some(Media::List {
+                        text,
+                        button: attachments::list_button(lang).to_owned(),
+                        rows,
+                    }),
+                    Vec::new(),
+                ));
+            }
+            Attachment::Buttons { text, buttons } => {
+                let body: String = said(text).await;
+                bodies.push(
+                    body.chars()
+                        .take(crate::outbound::graph::MAX_INTERACTIVE_BODY)
+                        .collect(),
+                );
+                let buttons = buttons
+                    .into_iter()
+                    .take(crate::outbound::graph::MAX_BUTTONS)
+                    .map(|b| {
+                        let title: String = b
+                            .title
+                            .chars()
+                            .take(crate::outbound::graph::MAX_BUTTON_TITLE)
+                            .collect();
+                        ReplyButton::new(b.id, title)
+                    })
+                    .collect();
+                media.push((None, buttons));
+            }
         }
-        self.store
-            .insert_outbox(std::slice::from_ref(&part))
-            .await?;
-        self.store
-            .append_message(NewMessage {
-                wa_id: wa_id.clone(),
-                role: MessageRole::Ai,
-                content: body,
-                agent: Some(agent.to_owned()),
-                tool_calls: Vec::new(),
-                tool_call_id: None,
-                wamids: Vec::new(),
-                attachments: Vec::new(),
-                at: now,
-            })
-            .await?;
-        self.store.note_history_written(wa_id, now).await?;
-        Ok(Notified::Queued(Box::new(part)))
     }
+    let mut buttons = Vec::new();
+    if let Some(action) = asked {
+        // The summary with Confirm / Cancel buttons, as a last message of its own.
+        let summary = turn
+            .set
+            .guard
+            .guard(&action.summary, lang, state.wa_id.as_str())
+            .await
+            .parts
+            .join("\n");
+        bodies.push(
+            summary
+                .chars()
+                .take(crate::outbound::graph::MAX_INTERACTIVE_BODY)
+                .collect(),
+        );
+        buttons = pending::buttons(&action.id, lang);
+    }
+    let now = turn.now();
+    let mut parts = NewOutbox::parts(
+        &state.wa_id,
+        reply_to.map(|e| &e.wamid),
+        reply_to.map(|e| e.phone_number_id.as_str()),
+        &bodies,
+        now,
+    );
+    for (part, (media, buttons)) in parts.iter_mut().skip(texts).zip(media) {
+        part.media = media;
+        part.buttons = buttons;
+    }
+    if let Some(last) = parts.last_mut()
+        && !buttons.is_empty()
+    {
+        last.buttons = buttons;
+    }
+    // The customer's reply reads as the words and the confirmation, not the captions.
+    let bodies: Vec<String> = bodies
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i < texts || parts.get(*i).is_some_and(|p| p.media.is_none()))
+        .map(|(_, body)| body)
+        .collect();
+    let Some(reply_to) = reply_to else {
+        turn.store.insert_outbox(&parts).await?;
+        return Ok((bodies, None));
+    };
+    let mut entries = reply_parts(&parts, reply_to.received_at);
+    let options = delivery.options;
+    if delivery.fresh && options.send_now {
+        return Ok((bodies, Some(entries)));
+    }
+    if !delivery.fresh {
+        let resend_at = now
+            + chrono::Duration::from_std(options.unconfirmed_grace)
+                .unwrap_or(chrono::Duration::MAX);
+        for entry in &mut entries {
+            entry.status = crate::store::OutboxStatus::Sending;
+            entry.sending_at = Some(now);
+            entry.next_attempt_at = Some(resend_at);
+            entry.attempts = 1;
+        }
+    }
+    turn.store.record_reply(&entries).await?;
+    Ok((bodies, None))
+}
+
+/// Queues a message of the engine's own (not an answer to any inbound message, so it
+/// never stands in for one), translated into the conversation's language and sent from
+/// the number `via` arrived on.
+pub(super) async fn notice(
+    store: &dyn Store,
+    set: &PromptSet,
+    wa_id: &WaId,
+    text: &str,
+    via: &InboxEntry,
+    now: chrono::DateTime<Utc>,
+) -> Result<(), EngineError> {
+    let lang = store.conversation(wa_id).await?.and_then(|c| c.lang);
+    let bodies = set
+        .guard
+        .guard(text, lang.as_deref(), wa_id.as_str())
+        .await
+        .parts;
+    let parts = NewOutbox::parts(wa_id, None, Some(&via.phone_number_id), &bodies, now);
+    store.insert_outbox(&parts).await?;
+    Ok(())
+}
+
+/// `Engine::notify`: a message of the business's own, sent as the send governor decides, with
+/// the prompt set `set`.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "what the message says, to whom, how"
+)]
+pub(super) async fn notify(
+    store: &dyn Store,
+    set: &PromptSet,
+    wa_id: &WaId,
+    text: &str,
+    agent: &str,
+    phone_number_id: &str,
+    purpose: Purpose,
+    values: &[(&str, String)],
+    now: chrono::DateTime<Utc>,
+) -> Result<Notified, EngineError> {
+    let conversation = store.conversation(wa_id).await?;
+    let lang = conversation.and_then(|c| c.lang);
+    let database_now = store.server_time().await.unwrap_or(now);
+    let form = governor::form(
+        store,
+        &set.templates,
+        wa_id,
+        purpose,
+        lang.as_deref(),
+        values,
+        database_now,
+    )
+    .await?;
+    metrics::counter!("zaguan_outreach_total", "purpose" => purpose.key(), "form" => form.label())
+        .increment(1);
+    let body = set
+        .guard
+        .guard(text, lang.as_deref(), wa_id.as_str())
+        .await
+        .parts
+        .join("\n\n");
+    // One message: a reminder or an alert is short, and its fallback stands for all of it.
+    let mut part = NewOutbox::text(wa_id.clone(), None, body.clone(), now);
+    part.phone_number_id = Some(phone_number_id.to_owned());
+    match form {
+        Form::Skip(skip) => {
+            tracing::info!(conversation.id = %wa_id.masked(), purpose = purpose.key(), reason = skip.as_str(), "not sent");
+            let id = OutboxId::derived(&format!("skip:{agent}:{}", wa_id.as_str()), now);
+            store
+                .record_reply(&[governor::skipped(part, skip, id)])
+                .await?;
+            return Ok(Notified::Skipped(skip));
+        }
+        Form::Text { fallback } => part.fallback = fallback,
+        Form::Template(template) => part.template = Some(template),
+    }
+    store.insert_outbox(std::slice::from_ref(&part)).await?;
+    store
+        .append_message(NewMessage {
+            wa_id: wa_id.clone(),
+            role: MessageRole::Ai,
+            content: body,
+            agent: Some(agent.to_owned()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            wamids: Vec::new(),
+            attachments: Vec::new(),
+            at: now,
+        })
+        .await?;
+    store.note_history_written(wa_id, now).await?;
+    Ok(Notified::Queued(Box::new(part)))
 }
 
 /// What became of a message the business started.

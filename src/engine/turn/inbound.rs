@@ -6,285 +6,258 @@ use crate::domain::DialogState;
 use crate::domain::{Content, MediaKind};
 use std::collections::HashSet;
 
-use chrono::Utc;
-
 use crate::domain::MessageRole;
 use crate::engine::abuse::{BUDGET_HANDOFF_REASON, BUDGET_REPLY};
 use crate::engine::attachments;
 use crate::engine::context_extractor::State;
 use crate::outbound::governor::{self, Form, SERVICE_WINDOW, Skip};
-use crate::store::{BusinessEvent, InboxEntry, NewMessage, NewOutbox, RoleAssignment, RoleSource};
+use crate::store::{InboxEntry, NewMessage, NewOutbox, RoleAssignment, RoleSource};
 use crate::templates::Purpose;
 
 use crate::domain::WaMessageId;
-use crate::engine::turn::Assistants;
-use crate::engine::{Engine, EngineError};
+use crate::engine::roles::RoleDirectory;
+use crate::engine::turn::EngineError;
+use crate::engine::turn::graph::Turn;
+use crate::store::Store;
+use crate::voice::VoiceNotes;
 
-impl Engine {
-    /// Appends the inbox messages not yet in the history as one human message, voice notes
-    /// transcribed. Before that, a subgraph idle past the TTL is left, so the new message starts
-    /// from the primary agent. Returns the new entries, a voice note's text its transcript.
-    pub(super) async fn add_human_message(
-        &self,
-        set: &Assistants,
-        state: &mut State,
-        inbox: &[InboxEntry],
-    ) -> Result<Vec<InboxEntry>, EngineError> {
-        let mut new: Vec<InboxEntry> = inbox
-            .iter()
-            .filter(|e| !state.is_stored(&e.wamid))
-            .cloned()
-            .collect();
-        if new.is_empty() {
-            return Ok(new);
-        }
-        let mut voice_notes = HashSet::new();
-        for entry in &mut new {
-            if let Some(transcript) = self.transcribe(entry, state.lang.as_deref()).await {
-                entry.text = Some(transcript);
-                voice_notes.insert(entry.wamid.clone());
-            }
-        }
-        if let Some(location) = new.iter().rev().find_map(shared_location) {
-            self.store
-                .set_conversation_location(&state.wa_id, location)
-                .await?;
-            state.location = Some(location);
-        }
-        let now = self.now();
-        if !state.dialog_state.is_primary() {
-            let last_activity = state
-                .messages
-                .last()
-                .map(|m| m.message.at)
-                .or(state.state_entered_at);
-            let idle = last_activity.map(|at| (now - at).to_std().unwrap_or_default());
-            if idle.is_some_and(|idle| idle >= self.settings.dialog_idle_ttl) {
-                let agent = state.dialog_state.current().unwrap_or("");
-                tracing::info!(agent = %agent, "idle subgraph left before routing");
-                metrics::counter!("zaguan_turn_guard_total", "guard" => "idle_ttl").increment(1);
-                self.set_dialog_state(state, DialogState::primary()).await?;
-            }
-        }
-        let mut lines = Vec::with_capacity(new.len());
-        for e in &new {
-            lines.push(match &e.text {
-                _ if is_reaction(e) => self.reaction_note(e).await?,
-                Some(text) if voice_notes.contains(&e.wamid) => format!("(voice note) {text}"),
-                Some(text) => text.clone(),
-                None => format!("(sent a {} without text)", e.kind),
-            });
-        }
-        let content = lines.join("\n");
-        // The conversation's language follows the user's confident switches, in what they
-        // wrote (not in the placeholders of media without text, nor in a reaction's emoji).
-        let written: Vec<&str> = new
-            .iter()
-            .filter(|e| !is_reaction(e))
-            .filter_map(|e| e.text.as_deref())
-            .collect();
-        // Every message leaves the conversation with a language: the business's (the first of
-        // `ZAGUAN_LANGUAGES`) until the user writes something that tells.
-        let default = self.settings.languages.first().map_or("es", String::as_str);
-        let lang = match (written.is_empty(), &state.lang) {
-            (true, Some(lang)) => lang.clone(),
-            (true, None) => default.to_owned(),
-            (false, previous) => {
-                set.guard
-                    .languages()
-                    .follow_or(&written.join("\n"), previous.as_deref(), default)
-            }
-        };
-        if state.lang.as_ref() != Some(&lang) {
-            tracing::info!(lang = %lang, "conversation language set");
-            self.store
-                .set_conversation_lang(&state.wa_id, &lang)
-                .await?;
-            state.lang = Some(lang);
-        }
-        state.first_contact = state.messages.is_empty();
-        state.asked_for = new
-            .iter()
-            .rev()
-            .find_map(|entry| attachments::asked_agent(&entry.content));
-        let message = NewMessage {
-            wa_id: state.wa_id.clone(),
-            role: MessageRole::Human,
-            content,
-            agent: None,
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-            wamids: new.iter().map(|e| e.wamid.clone()).collect(),
-            attachments: Vec::new(),
-            at: now,
-        };
-        self.append(state, message).await?;
-        Ok(new)
+/// Appends the inbox messages not yet in the history as one human message, voice notes
+/// transcribed. Before that, a subgraph idle past the TTL is left, so the new message starts
+/// from the primary agent. Returns the new entries, a voice note's text its transcript.
+pub(super) async fn add_human_message(
+    turn: &Turn<'_>,
+    voice: Option<&VoiceNotes>,
+    state: &mut State,
+    inbox: &[InboxEntry],
+) -> Result<Vec<InboxEntry>, EngineError> {
+    let mut new: Vec<InboxEntry> = inbox
+        .iter()
+        .filter(|e| !state.is_stored(&e.wamid))
+        .cloned()
+        .collect();
+    if new.is_empty() {
+        return Ok(new);
     }
-
-    /// Whether the conversation has used its daily token budget. A turn that starts under
-    /// it runs to the end, so the budget is overshot by at most one turn.
-    pub(super) async fn over_budget(&self, state: &State) -> Result<bool, EngineError> {
-        let budget = self.settings.daily_token_budget;
-        if budget == 0 {
-            return Ok(false);
+    let mut voice_notes = HashSet::new();
+    for entry in &mut new {
+        if let Some(transcript) = transcribe(voice, entry, state.lang.as_deref()).await {
+            entry.text = Some(transcript);
+            voice_notes.insert(entry.wamid.clone());
         }
-        let midnight = self
-            .now()
-            .date_naive()
-            .and_time(chrono::NaiveTime::MIN)
-            .and_utc();
-        let used = self
-            .store
-            .llm_tokens_since(state.wa_id.as_str(), midnight)
+    }
+    if let Some(location) = new.iter().rev().find_map(shared_location) {
+        turn.store
+            .set_conversation_location(&state.wa_id, location)
             .await?;
-        Ok(used >= budget)
+        state.location = Some(location);
     }
-
-    /// Answers without a model and asks for a person: the staff on duty are told (once a
-    /// day), and the customer hears when someone will write.
-    pub(super) async fn answer_over_budget(
-        &self,
-        set: &Assistants,
-        state: &mut State,
-    ) -> Result<(), EngineError> {
-        tracing::warn!("daily token budget used up: fixed reply, a person is asked for");
-        metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
-        let now = self.now();
-        let key = format!("budget:{}", now.date_naive());
-        let told = self
-            .hand_over(set, state, BUDGET_HANDOFF_REASON, &key, now)
-            .await?;
-        let text = format!("{BUDGET_REPLY} {told}");
-        let message = self.ai_message(&state.wa_id, &text, "guard", Vec::new());
-        self.append(state, message).await
-    }
-
-    /// A conversation past its daily token budget, served offline: flagged for a person once
-    /// a day (an operator sees why), the customer told nothing they are not given.
-    pub(super) async fn flag_over_budget(
-        &self,
-        set: &Assistants,
-        state: &mut State,
-    ) -> Result<(), EngineError> {
-        tracing::warn!("daily token budget used up: served offline, flagged for a person");
-        metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
-        let now = self.now();
-        let key = format!("budget:{}", now.date_naive());
-        self.hand_over(set, state, BUDGET_HANDOFF_REASON, &key, now)
-            .await?;
-        Ok(())
-    }
-
-    /// Asks the staff on duty for a person for `state`'s customer (the step `key` names) and
-    /// records the event; returns what the customer may truthfully be told.
-    pub(super) async fn hand_over(
-        &self,
-        set: &Assistants,
-        state: &mut State,
-        reason: &str,
-        key: &str,
-        now: chrono::DateTime<Utc>,
-    ) -> Result<String, EngineError> {
-        let business = set.agents.business();
-        let outcome = self
-            .handoffs
-            .request(&state.wa_id, reason, key, business, now)
-            .await?;
-        let event = BusinessEvent::HandoffRequested {
-            reason: reason.to_owned(),
-        };
-        self.record_events(&state.wa_id, [event], now, key).await?;
-        Ok(outcome.customer_text(
-            state.lang.as_deref(),
-            business,
-            set.business_contact.as_deref(),
-            self.settings.timezone,
-            now,
-        ))
-    }
-
-    /// The transcript of a voice note (an `audio` message without text), when voice notes are
-    /// set up and every step works; `None` otherwise, and the polite answer to media follows.
-    pub(super) async fn transcribe(
-        &self,
-        entry: &InboxEntry,
-        lang: Option<&str>,
-    ) -> Option<String> {
-        let voice = self.voice.as_ref()?;
-        let Content::Media {
-            kind: MediaKind::Audio | MediaKind::Voice,
-            id,
-            ..
-        } = &entry.content
-        else {
-            return None;
-        };
-        if entry.text.is_some() {
-            return None;
-        }
-        let Some(media_id) = id.as_deref() else {
-            tracing::warn!("voice note without a media id");
-            metrics::counter!("zaguan_voice_notes_total", "outcome" => "no_media_id").increment(1);
-            return None;
-        };
-        let started = std::time::Instant::now();
-        match voice.transcript(media_id, lang).await {
-            Ok(text) => {
-                tracing::info!(
-                    chars = text.chars().count(),
-                    ms = started.elapsed().as_millis() as u64,
-                    "voice note transcribed"
-                );
-                metrics::counter!("zaguan_voice_notes_total", "outcome" => "transcribed")
-                    .increment(1);
-                Some(text)
-            }
-            Err(error) => {
-                tracing::warn!("voice note not transcribed: {error}");
-                metrics::counter!("zaguan_voice_notes_total", "outcome" => error.label())
-                    .increment(1);
-                None
-            }
+    let now = turn.now();
+    if !state.dialog_state.is_primary() {
+        let last_activity = state
+            .messages
+            .last()
+            .map(|m| m.message.at)
+            .or(state.state_entered_at);
+        let idle = last_activity.map(|at| (now - at).to_std().unwrap_or_default());
+        if idle.is_some_and(|idle| idle >= turn.settings.dialog_idle_ttl) {
+            let agent = state.dialog_state.current().unwrap_or("");
+            tracing::info!(agent = %agent, "idle subgraph left before routing");
+            metrics::counter!("zaguan_turn_guard_total", "guard" => "idle_ttl").increment(1);
+            turn.set_dialog_state(state, DialogState::primary()).await?;
         }
     }
-
-    /// The role the business data gives the user, when theirs follows the data and differs:
-    /// recorded (`users.role`, source `data`) and used from this turn on.
-    pub(super) async fn role_from_data(&self, state: &mut State) -> Result<(), EngineError> {
-        let Some(roles) = &self.roles else {
-            return Ok(());
-        };
-        if !state.user.role_follows_data() {
-            return Ok(());
-        }
-        let Some(role) = roles.role_of(&state.wa_id).await else {
-            return Ok(());
-        };
-        if role == state.user.role {
-            return Ok(());
-        }
-        tracing::info!(
-            from = state.user.role.as_str(),
-            to = role.as_str(),
-            "role from the business data"
-        );
-        metrics::counter!("zaguan_roles_from_data_total", "role" => role.as_str()).increment(1);
-        self.store
-            .assign_role(
-                &state.wa_id,
-                &RoleAssignment {
-                    role,
-                    source: RoleSource::Data,
-                    by: "data".to_owned(),
-                    at: self.now(),
-                },
-            )
-            .await?;
-        state.user.role = role;
-        state.user.role_source = Some(RoleSource::Data);
-        Ok(())
+    let mut lines = Vec::with_capacity(new.len());
+    for e in &new {
+        lines.push(match &e.text {
+            _ if is_reaction(e) => reaction_note(turn.store, e).await?,
+            Some(text) if voice_notes.contains(&e.wamid) => format!("(voice note) {text}"),
+            Some(text) => text.clone(),
+            None => format!("(sent a {} without text)", e.kind),
+        });
     }
+    let content = lines.join("\n");
+    // The conversation's language follows the user's confident switches, in what they
+    // wrote (not in the placeholders of media without text, nor in a reaction's emoji).
+    let written: Vec<&str> = new
+        .iter()
+        .filter(|e| !is_reaction(e))
+        .filter_map(|e| e.text.as_deref())
+        .collect();
+    // Every message leaves the conversation with a language: the business's (the first of
+    // `ZAGUAN_LANGUAGES`) until the user writes something that tells.
+    let default = turn.settings.languages.first().map_or("es", String::as_str);
+    let lang = match (written.is_empty(), &state.lang) {
+        (true, Some(lang)) => lang.clone(),
+        (true, None) => default.to_owned(),
+        (false, previous) => {
+            turn.set
+                .guard
+                .languages()
+                .follow_or(&written.join("\n"), previous.as_deref(), default)
+        }
+    };
+    if state.lang.as_ref() != Some(&lang) {
+        tracing::info!(lang = %lang, "conversation language set");
+        turn.store
+            .set_conversation_lang(&state.wa_id, &lang)
+            .await?;
+        state.lang = Some(lang);
+    }
+    state.first_contact = state.messages.is_empty();
+    state.asked_for = new
+        .iter()
+        .rev()
+        .find_map(|entry| attachments::asked_agent(&entry.content));
+    let message = NewMessage {
+        wa_id: state.wa_id.clone(),
+        role: MessageRole::Human,
+        content,
+        agent: None,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        wamids: new.iter().map(|e| e.wamid.clone()).collect(),
+        attachments: Vec::new(),
+        at: now,
+    };
+    turn.append(state, message);
+    Ok(new)
+}
+
+/// Whether the conversation has used its daily token budget. A turn that starts under
+/// it runs to the end, so the budget is overshot by at most one turn.
+pub(super) async fn over_budget(turn: &Turn<'_>, state: &State) -> Result<bool, EngineError> {
+    let budget = turn.settings.daily_token_budget;
+    if budget == 0 {
+        return Ok(false);
+    }
+    let midnight = turn
+        .now()
+        .date_naive()
+        .and_time(chrono::NaiveTime::MIN)
+        .and_utc();
+    let used = turn
+        .store
+        .llm_tokens_since(state.wa_id.as_str(), midnight)
+        .await?;
+    Ok(used >= budget)
+}
+
+/// Answers without a model and asks for a person: the staff on duty are told (once a
+/// day), and the customer hears when someone will write.
+pub(super) async fn answer_over_budget(
+    turn: &Turn<'_>,
+    state: &mut State,
+) -> Result<(), EngineError> {
+    tracing::warn!("daily token budget used up: fixed reply, a person is asked for");
+    metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
+    let now = turn.now();
+    let key = format!("budget:{}", now.date_naive());
+    let told = turn
+        .hand_over(state, BUDGET_HANDOFF_REASON, &key, now)
+        .await?;
+    let text = format!("{BUDGET_REPLY} {told}");
+    let message = turn.ai_message(&state.wa_id, &text, "guard", Vec::new());
+    turn.append(state, message);
+    Ok(())
+}
+
+/// A conversation past its daily token budget, served offline: flagged for a person once
+/// a day (an operator sees why), the customer told nothing they are not given.
+pub(super) async fn flag_over_budget(
+    turn: &Turn<'_>,
+    state: &mut State,
+) -> Result<(), EngineError> {
+    tracing::warn!("daily token budget used up: served offline, flagged for a person");
+    metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
+    let now = turn.now();
+    let key = format!("budget:{}", now.date_naive());
+    turn.hand_over(state, BUDGET_HANDOFF_REASON, &key, now)
+        .await?;
+    Ok(())
+}
+
+/// The transcript of a voice note (an `audio` message without text), when voice notes are
+/// set up and every step works; `None` otherwise, and the polite answer to media follows.
+async fn transcribe(
+    voice: Option<&VoiceNotes>,
+    entry: &InboxEntry,
+    lang: Option<&str>,
+) -> Option<String> {
+    let voice = voice?;
+    let Content::Media {
+        kind: MediaKind::Audio | MediaKind::Voice,
+        id,
+        ..
+    } = &entry.content
+    else {
+        return None;
+    };
+    if entry.text.is_some() {
+        return None;
+    }
+    let Some(media_id) = id.as_deref() else {
+        tracing::warn!("voice note without a media id");
+        metrics::counter!("zaguan_voice_notes_total", "outcome" => "no_media_id").increment(1);
+        return None;
+    };
+    let started = std::time::Instant::now();
+    match voice.transcript(media_id, lang).await {
+        Ok(text) => {
+            tracing::info!(
+                chars = text.chars().count(),
+                ms = started.elapsed().as_millis() as u64,
+                "voice note transcribed"
+            );
+            metrics::counter!("zaguan_voice_notes_total", "outcome" => "transcribed").increment(1);
+            Some(text)
+        }
+        Err(error) => {
+            tracing::warn!("voice note not transcribed: {error}");
+            metrics::counter!("zaguan_voice_notes_total", "outcome" => error.label()).increment(1);
+            None
+        }
+    }
+}
+
+/// The role the business data gives the user, when theirs follows the data and differs:
+/// recorded (`users.role`, source `data`) and used from this turn on.
+pub(super) async fn role_from_data(
+    turn: &Turn<'_>,
+    roles: Option<&RoleDirectory>,
+    state: &mut State,
+) -> Result<(), EngineError> {
+    let Some(roles) = roles else {
+        return Ok(());
+    };
+    if !state.user.role_follows_data() {
+        return Ok(());
+    }
+    let Some(role) = roles.role_of(&state.wa_id).await else {
+        return Ok(());
+    };
+    if role == state.user.role {
+        return Ok(());
+    }
+    tracing::info!(
+        from = state.user.role.as_str(),
+        to = role.as_str(),
+        "role from the business data"
+    );
+    metrics::counter!("zaguan_roles_from_data_total", "role" => role.as_str()).increment(1);
+    turn.store
+        .assign_role(
+            &state.wa_id,
+            &RoleAssignment {
+                role,
+                source: RoleSource::Data,
+                by: "data".to_owned(),
+                at: turn.now(),
+            },
+        )
+        .await?;
+    state.user.role = role;
+    state.user.role_source = Some(RoleSource::Data);
+    Ok(())
 }
 
 /// The location a WhatsApp location message carries.
@@ -302,98 +275,91 @@ pub(super) fn shared_location(entry: &InboxEntry) -> Option<crate::domain::GeoPo
     }
 }
 
-/// Images, audio, video, documents and stickers without a caption: nothing an assistant can
-/// read.
-impl Engine {
-    /// Whether `entry` was written more than 24 hours ago by its own WhatsApp timestamp (Meta
-    /// retried it after an outage): no free text can answer it now. Read on the database's
-    /// clock, asked only when this process's clock already says so.
-    pub(super) async fn delivered_late(&self, entry: &InboxEntry) -> bool {
-        let Some(written) = entry.sent_at else {
-            return false;
-        };
-        if self.now() - written < SERVICE_WINDOW - chrono::Duration::minutes(5) {
-            return false;
-        }
-        let now = self
-            .store
-            .server_time()
-            .await
-            .unwrap_or_else(|_| self.now());
-        now - written >= SERVICE_WINDOW
+/// Whether `entry` was written more than 24 hours ago by its own WhatsApp timestamp (Meta
+/// retried it after an outage): no free text can answer it now. Read on the database's
+/// clock, asked only when this process's clock already says so.
+pub(super) async fn delivered_late(turn: &Turn<'_>, entry: &InboxEntry) -> bool {
+    let Some(written) = entry.sent_at else {
+        return false;
+    };
+    if turn.now() - written < SERVICE_WINDOW - chrono::Duration::minutes(5) {
+        return false;
     }
+    let now = turn
+        .store
+        .server_time()
+        .await
+        .unwrap_or_else(|_| turn.now());
+    now - written >= SERVICE_WINDOW
+}
 
-    /// A message delivered past the customer's window: kept in the history, shown to staff (a
-    /// request for a person, so they see it and are told), and answered with the
-    /// re-engagement template when one is configured — never with free text, which WhatsApp
-    /// would refuse. Without the template nothing goes, and the outbox says why.
-    pub(super) async fn answer_late(
-        &self,
-        set: &Assistants,
-        state: &mut State,
-        entry: &InboxEntry,
-    ) -> Result<(), EngineError> {
-        tracing::warn!(written = ?entry.sent_at, "a message delivered more than 24 hours after it was written: no free text can answer it");
-        metrics::counter!("zaguan_turns_total", "outcome" => "late").increment(1);
-        let now = self.now();
-        self.hand_over(
-            set,
-            state,
-            "WhatsApp entregó su mensaje con más de 24 h de retraso: solo una plantilla puede \
-             responderle; escríbele cuando vuelva a escribir, o envíale la plantilla de seguimiento",
-            &format!("late:{}", entry.wamid.as_str()),
-            now,
-        )
-        .await?;
-        let name = state
-            .user
-            .name
-            .as_deref()
-            .and_then(|n| n.split_whitespace().next())
-            .unwrap_or_default()
-            .to_owned();
-        let values = [("name", name), ("business", set.business_name.clone())];
-        let database_now = self.store.server_time().await.unwrap_or(now);
-        let form = governor::form(
-            self.store.as_ref(),
-            &set.templates,
-            &state.wa_id,
-            Purpose::ReEngagement,
-            state.lang.as_deref(),
-            &values,
-            database_now,
-        )
-        .await?;
-        let mut part = NewOutbox::text(
-            state.wa_id.clone(),
-            Some(entry.wamid.clone()),
-            String::new(),
-            now,
-        );
-        part.phone_number_id = Some(entry.phone_number_id.clone());
-        let id = crate::domain::OutboxId::for_reply(&entry.wamid, entry.received_at, 0);
-        let (record, note) = match form {
-            Form::Template(template) => {
-                part.body = format!("(plantilla de reactivación `{}`)", template.name);
-                part.template = Some(template);
-                let note = part.body.clone();
-                (crate::store::OutboxEntry::queued(id, &part), Some(note))
-            }
-            Form::Text { .. } | Form::Skip(_) => {
-                (governor::skipped(part, Skip::WindowClosed, id), None)
-            }
-        };
-        if let Some(note) = note {
-            self.append(
-                state,
-                self.ai_message(&state.wa_id, &note, LATE_AGENT, Vec::new()),
-            )
-            .await?;
+/// A message delivered past the customer's window: kept in the history, shown to staff (a
+/// request for a person, so they see it and are told), and answered with the
+/// re-engagement template when one is configured — never with free text, which WhatsApp
+/// would refuse. Without the template nothing goes, and the outbox says why.
+pub(super) async fn answer_late(
+    turn: &Turn<'_>,
+    state: &mut State,
+    entry: &InboxEntry,
+) -> Result<(), EngineError> {
+    tracing::warn!(written = ?entry.sent_at, "a message delivered more than 24 hours after it was written: no free text can answer it");
+    metrics::counter!("zaguan_turns_total", "outcome" => "late").increment(1);
+    let now = turn.now();
+    turn.hand_over(
+        state,
+        "WhatsApp entregó su mensaje con más de 24 h de retraso: solo una plantilla puede \
+         responderle; escríbele cuando vuelva a escribir, o envíale la plantilla de seguimiento",
+        &format!("late:{}", entry.wamid.as_str()),
+        now,
+    )
+    .await?;
+    let name = state
+        .user
+        .name
+        .as_deref()
+        .and_then(|n| n.split_whitespace().next())
+        .unwrap_or_default()
+        .to_owned();
+    let values = [("name", name), ("business", turn.set.business_name.clone())];
+    let database_now = turn.store.server_time().await.unwrap_or(now);
+    let form = governor::form(
+        turn.store,
+        &turn.set.templates,
+        &state.wa_id,
+        Purpose::ReEngagement,
+        state.lang.as_deref(),
+        &values,
+        database_now,
+    )
+    .await?;
+    let mut part = NewOutbox::text(
+        state.wa_id.clone(),
+        Some(entry.wamid.clone()),
+        String::new(),
+        now,
+    );
+    part.phone_number_id = Some(entry.phone_number_id.clone());
+    let id = crate::domain::OutboxId::for_reply(&entry.wamid, entry.received_at, 0);
+    let (record, note) = match form {
+        Form::Template(template) => {
+            part.body = format!("(plantilla de reactivación `{}`)", template.name);
+            part.template = Some(template);
+            let note = part.body.clone();
+            (crate::store::OutboxEntry::queued(id, &part), Some(note))
         }
-        self.save(state).await?;
-        self.store.record_reply(&[record]).await?;
-        Ok(())
+        Form::Text { .. } | Form::Skip(_) => {
+            (governor::skipped(part, Skip::WindowClosed, id), None)
+        }
+    };
+    if let Some(note) = note {
+        turn.append(
+            state,
+            turn.ai_message(&state.wa_id, &note, LATE_AGENT, Vec::new()),
+        );
     }
+    turn.save(state).await?;
+    turn.store.record_reply(&[record]).await?;
+    Ok(())
 }
 
 /// The `agent` of the re-engagement template a late message got, in the history.
@@ -404,45 +370,41 @@ pub(super) fn is_reaction(entry: &InboxEntry) -> bool {
     matches!(entry.content, Content::Reaction { .. })
 }
 
-impl Engine {
-    /// A reaction as the history keeps it, for operators and for the model's next turn:
-    /// «[Reacción 👍 a «…»]», quoting the message reacted to when it is known.
-    async fn reaction_note(&self, entry: &InboxEntry) -> Result<String, EngineError> {
-        let Content::Reaction { message_id, emoji } = &entry.content else {
-            return Ok(String::new());
-        };
-        let quoted = match message_id
-            .as_deref()
-            .and_then(|id| WaMessageId::parse(id).ok())
-        {
-            Some(id) => match self.store.outbox_by_wamid(&id).await? {
-                Some(ours) => Some(ours.body),
-                None => self
-                    .store
-                    .inbox_entry(&id)
-                    .await?
-                    .and_then(|theirs| theirs.text),
-            },
-            None => None,
-        };
-        let quoted = quoted
-            .map(|text| {
-                let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-                let cut: String = text.chars().take(80).collect();
-                if cut.len() < text.len() {
-                    format!(" a «{cut}…»")
-                } else {
-                    format!(" a «{cut}»")
-                }
-            })
-            .unwrap_or_default();
-        Ok(match emoji.as_deref().filter(|e| !e.is_empty()) {
-            Some(emoji) => format!("[Reacción {emoji}{quoted}; no es una respuesta]"),
-            None => format!("[Reacción retirada{quoted}]"),
+/// A reaction as the history keeps it, for operators and for the model's next turn:
+/// «[Reacción 👍 a «…»]», quoting the message reacted to when it is known.
+async fn reaction_note(store: &dyn Store, entry: &InboxEntry) -> Result<String, EngineError> {
+    let Content::Reaction { message_id, emoji } = &entry.content else {
+        return Ok(String::new());
+    };
+    let quoted = match message_id
+        .as_deref()
+        .and_then(|id| WaMessageId::parse(id).ok())
+    {
+        Some(id) => match store.outbox_by_wamid(&id).await? {
+            Some(ours) => Some(ours.body),
+            None => store.inbox_entry(&id).await?.and_then(|theirs| theirs.text),
+        },
+        None => None,
+    };
+    let quoted = quoted
+        .map(|text| {
+            let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let cut: String = text.chars().take(80).collect();
+            if cut.len() < text.len() {
+                format!(" a «{cut}…»")
+            } else {
+                format!(" a «{cut}»")
+            }
         })
-    }
+        .unwrap_or_default();
+    Ok(match emoji.as_deref().filter(|e| !e.is_empty()) {
+        Some(emoji) => format!("[Reacción {emoji}{quoted}; no es una respuesta]"),
+        None => format!("[Reacción retirada{quoted}]"),
+    })
 }
 
+/// Images, audio, video, documents and stickers without a caption: nothing an assistant can
+/// read.
 pub(super) fn is_unreadable_media(entry: &InboxEntry) -> bool {
     matches!(
         entry.kind.as_str(),

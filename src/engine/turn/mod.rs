@@ -15,35 +15,40 @@
 //! turn is cut are made again when it resumes (nothing of them reached the user). A reply is
 //! queued under ids derived from the inbound message it answers, so a resumed turn that queues
 //! it again runs into the first copy and never answers twice.
+//!
+//! [`Engine`] holds what outlives a turn (the prompt set, caches, the services); each node is a
+//! function of the turn's `Turn` (`graph.rs`) and its `State` (`inbound`, `confirmations`,
+//! `assistant`, `router`, `delivery`).
 
 use crate::domain::DialogState;
 use crate::domain::phrases;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::Utc;
 
-use crate::agents::{Agent, AgentKind, AgentRegistry};
-use crate::domain::ToolCall;
-use crate::domain::{MessageRole, Role};
+use crate::agents::AgentRegistry;
+use crate::domain::MessageRole;
 use crate::domain::{WaId, WaMessageId};
 use crate::engine::context_extractor::UserCache;
-use crate::engine::context_extractor::{State, Window, context_with};
+use crate::engine::context_extractor::{Window, context_with};
 use crate::engine::handoff::{HandoffDesk, HandoffSettings};
 use crate::engine::offline::{ModelStatus, OfflineAssistants};
 use crate::engine::roles::RoleDirectory;
 use crate::engine::tools::ToolRegistry;
 use crate::engine::user_info::{ContextCache, ContextSource};
-use crate::guard::{GuardTranslator, LanguageDetector};
-use crate::llm::{Llm, ToolSpec};
-use crate::store::{BusinessEvent, InboxEntry, NewMessage, Store, StoredMessage};
-use crate::templates::Templates;
+use crate::guard::LanguageDetector;
+use crate::llm::Llm;
+use crate::store::{BusinessEvent, InboxEntry, Store};
+use crate::templates::{Purpose, Templates};
 use crate::voice::VoiceNotes;
 
 mod assistant;
 mod confirmations;
 mod delivery;
+mod graph;
 mod inbound;
+mod prompt_set;
 mod router;
 mod settings;
 
@@ -54,13 +59,18 @@ pub use settings::{
     default_templates, default_templates_in,
 };
 
-use inbound::{is_reaction, is_unreadable_media};
+use assistant::AssistantNode;
+use delivery::Delivery;
+use graph::{Next, Turn, next_step};
+use inbound::is_reaction;
+use prompt_set::PromptSet;
 
 /// The conversation engine, shared by all workers.
 pub struct Engine {
     store: Arc<dyn Store>,
     llm: Arc<dyn Llm>,
-    assistants: RwLock<Arc<Assistants>>,
+    /// The prompt set new turns start with; a reload swaps it whole.
+    prompt_set: RwLock<Arc<PromptSet>>,
     languages: Arc<LanguageDetector>,
     tools: Arc<ToolRegistry>,
     settings: EngineSettings,
@@ -119,125 +129,6 @@ impl Windows {
     }
 }
 
-/// A prompt set and the guard that knows its names and texts, swapped whole on reload: a turn
-/// runs to its end with the set it started with.
-struct Assistants {
-    agents: Arc<AgentRegistry>,
-    guard: GuardTranslator,
-    /// The agency's name: the business file's, else `ZAGUAN_BUSINESS_NAME`.
-    business_name: String,
-    /// How customers reach a person: the business file's lines, else
-    /// `ZAGUAN_BUSINESS_CONTACT`.
-    business_contact: Option<String>,
-    /// The templates of the prompts' `templates.toml`, and the environment's for the
-    /// purposes it does not list.
-    templates: Arc<Templates>,
-    /// What each agent is offered when talking to each role, built once per set: the domain
-    /// tools the role may run, the delegations it may reach, CompleteOrEscalate for subgraphs.
-    tools: HashMap<(String, Role), Arc<[ToolSpec]>>,
-}
-
-impl Assistants {
-    fn new(
-        agents: Arc<AgentRegistry>,
-        tools: &ToolRegistry,
-        llm: &Arc<dyn Llm>,
-        languages: &Arc<LanguageDetector>,
-        settings: &EngineSettings,
-    ) -> Self {
-        let business = agents.business();
-        let business_name = business
-            .name
-            .clone()
-            .unwrap_or_else(|| settings.business_name.clone());
-        let business_contact = business
-            .contact_line()
-            .or_else(|| settings.business_contact.clone());
-        let mut templates = (**agents.templates()).clone();
-        if !templates.from_file {
-            templates.fallback_language = settings.templates.fallback_language.clone();
-        }
-        for ((purpose, lang), spec) in &settings.templates.entries {
-            templates = templates.with_default(*purpose, lang, spec.clone());
-        }
-        let guard = GuardTranslator::new(
-            agents.clone(),
-            tools.names(),
-            llm.clone(),
-            languages.clone(),
-            business_name.clone(),
-        );
-        let mut offered = HashMap::new();
-        for agent in agents.agents() {
-            for &role in crate::engine::ALL_ROLES {
-                let mut specs: Vec<ToolSpec> = agent
-                    .tools
-                    .iter()
-                    .filter(|name| tools.allows(name, role))
-                    .filter_map(|name| tools.spec(name))
-                    .collect();
-                specs.extend(agents.delegation_tools(agent, role));
-                if agent.kind == AgentKind::Subgraph {
-                    specs.push(AgentRegistry::complete_or_escalate());
-                }
-                offered.insert((agent.name.clone(), role), specs.into());
-            }
-        }
-        Self {
-            agents,
-            guard,
-            business_name,
-            business_contact,
-            templates: Arc::new(templates),
-            tools: offered,
-        }
-    }
-
-    /// A reply that cannot help, followed by how to reach the agency's people when known.
-    fn with_contact(&self, text: &str) -> String {
-        match &self.business_contact {
-            Some(contact) => format!("{text}\n\n{contact}"),
-            None => text.to_owned(),
-        }
-    }
-
-    fn tools_for(&self, agent: &Agent, role: Role) -> Arc<[ToolSpec]> {
-        self.tools
-            .get(&(agent.name.clone(), role))
-            .cloned()
-            .unwrap_or_else(|| Arc::from(Vec::new()))
-    }
-}
-
-/// How a reply leaves: made in this call (never sent before) or read back from the history.
-#[derive(Debug, Clone, Copy)]
-struct Delivery {
-    fresh: bool,
-    options: TurnOptions,
-}
-
-/// What the last stored message asks for next.
-enum Next {
-    Assistant,
-    Router(Vec<ToolCall>),
-    Deliver(String),
-}
-
-/// What one tool call of an AI message becomes.
-enum Plan<'a> {
-    /// A `To<X>Assistant` call: the subgraph `target` takes over.
-    Enter {
-        target: &'a Agent,
-        query: String,
-    },
-    /// The seed's `leave_skill`: a subgraph's `CompleteOrEscalate` hands back to the primary.
-    LeaveSkill {
-        reason: String,
-    },
-    Run,
-    Refuse(String),
-}
-
 impl Engine {
     pub fn new(
         store: Arc<dyn Store>,
@@ -251,7 +142,7 @@ impl Engine {
             let defaults = EngineSettings::default().languages;
             crate::guard::detector_for(&defaults).expect("the default languages are supported")
         });
-        let assistants = Assistants::new(agents, &tools, &llm, &languages, &settings);
+        let assistants = PromptSet::new(agents, &tools, &llm, &languages, &settings);
         let handoffs = Arc::new(HandoffDesk::new(
             store.clone(),
             None,
@@ -264,7 +155,7 @@ impl Engine {
             handoffs,
             store,
             llm,
-            assistants: RwLock::new(Arc::new(assistants)),
+            prompt_set: RwLock::new(Arc::new(assistants)),
             languages,
             tools,
             settings,
@@ -284,25 +175,6 @@ impl Engine {
     pub fn with_call_log(mut self, log: Arc<dyn crate::llm::CallLog>) -> Self {
         self.decisions = Some(log);
         self
-    }
-
-    /// A step `agent` took without a model: `how` is `fast_path` (keywords, a tapped row) or
-    /// `offline` (the agency's data).
-    pub(crate) fn decided_without_model(&self, wa_id: &WaId, agent: &str, how: &'static str) {
-        if let Some(log) = &self.decisions {
-            log.record(crate::domain::LlmCall {
-                conversation: Some(wa_id.as_str().to_owned()),
-                agent: agent.to_owned(),
-                provider: how.to_owned(),
-                model: "-".to_owned(),
-                outcome: crate::domain::CallOutcome::Ok,
-                input_tokens: 0,
-                output_tokens: 0,
-                latency: std::time::Duration::ZERO,
-                error: None,
-                at: self.now(),
-            });
-        }
     }
 
     /// Serves the assistants with `offline` when no model answers, instead of their
@@ -338,7 +210,7 @@ impl Engine {
     /// Tells the staff on duty through `desk` when a customer asks for a person (without it,
     /// nobody can be told and the customer is given the contact line).
     pub fn with_handoffs(mut self, desk: Arc<HandoffDesk>) -> Self {
-        desk.use_templates(self.assistants().templates.clone());
+        desk.use_templates(self.prompt_set().templates.clone());
         self.handoffs = desk;
         self
     }
@@ -356,30 +228,30 @@ impl Engine {
 
     /// The agency's name: the business file's, else `ZAGUAN_BUSINESS_NAME`.
     pub fn business_name(&self) -> String {
-        self.assistants().business_name.clone()
+        self.prompt_set().business_name.clone()
     }
 
     /// How customers reach a person: the business file's lines, else
     /// `ZAGUAN_BUSINESS_CONTACT`.
     pub fn business_contact(&self) -> Option<String> {
-        self.assistants().business_contact.clone()
+        self.prompt_set().business_contact.clone()
     }
 
     /// The templates messages are sent with: the prompts' `templates.toml`, and the
     /// environment's for the purposes it leaves out.
     pub fn templates(&self) -> Arc<Templates> {
-        self.assistants().templates.clone()
+        self.prompt_set().templates.clone()
     }
 
     /// The prompt set new turns start with.
     pub fn prompts(&self) -> Arc<AgentRegistry> {
-        self.assistants().agents.clone()
+        self.prompt_set().agents.clone()
     }
 
     /// Makes `agents` the set of every turn that starts from now on; turns in flight finish
     /// with theirs.
     pub fn reload(&self, agents: Arc<AgentRegistry>) {
-        let assistants = Arc::new(Assistants::new(
+        let assistants = Arc::new(PromptSet::new(
             agents,
             &self.tools,
             &self.llm,
@@ -387,7 +259,7 @@ impl Engine {
             &self.settings,
         ));
         self.handoffs.use_templates(assistants.templates.clone());
-        *self.assistants.write().unwrap_or_else(|e| e.into_inner()) = assistants;
+        *self.prompt_set.write().unwrap_or_else(|e| e.into_inner()) = assistants;
     }
 
     fn windows(&self) -> std::sync::MutexGuard<'_, Windows> {
@@ -402,11 +274,76 @@ impl Engine {
         }
     }
 
-    fn assistants(&self) -> Arc<Assistants> {
-        self.assistants
+    fn prompt_set(&self) -> Arc<PromptSet> {
+        self.prompt_set
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// One turn's view of the engine, with the prompt set `set` it started with.
+    fn turn<'a>(&'a self, set: &'a PromptSet) -> Turn<'a> {
+        Turn {
+            store: self.store.as_ref(),
+            set,
+            settings: &self.settings,
+            tools: &self.tools,
+            handoffs: &self.handoffs,
+            decisions: self.decisions.as_deref(),
+            users: &self.users,
+            contexts: &self.contexts,
+        }
+    }
+
+    /// Queues a message of the engine's own (not an answer to any inbound message, so it
+    /// never stands in for one), translated into the conversation's language and sent from
+    /// the number `via` arrived on.
+    pub async fn notice(
+        &self,
+        wa_id: &WaId,
+        text: &str,
+        via: &InboxEntry,
+    ) -> Result<(), EngineError> {
+        let set = self.prompt_set();
+        delivery::notice(self.store.as_ref(), &set, wa_id, text, via, self.now()).await
+    }
+
+    /// A message of the business's own that answers nothing (a visit reminder, a listing
+    /// alert): the send governor decides whether it may go and how — text inside the
+    /// contact's 24-hour window (with the purpose's template as its fallback), the template in
+    /// their language outside it, or nothing, recorded as `skipped`, to a contact who opted out
+    /// or with no template to send. The words go through guard_translator like any reply and
+    /// are written to the history as `agent`'s, so the next turn knows what the user is
+    /// answering. Queued first: a crash before the history write loses that line, never the
+    /// message.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "what the message says, to whom, how"
+    )]
+    pub async fn notify(
+        &self,
+        wa_id: &WaId,
+        text: &str,
+        agent: &str,
+        phone_number_id: &str,
+        purpose: Purpose,
+        values: &[(&str, String)],
+        now: chrono::DateTime<Utc>,
+    ) -> Result<Notified, EngineError> {
+        let set = self.prompt_set();
+        let store = self.store.as_ref();
+        delivery::notify(
+            store,
+            &set,
+            wa_id,
+            text,
+            agent,
+            phone_number_id,
+            purpose,
+            values,
+            now,
+        )
+        .await
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -446,14 +383,15 @@ impl Engine {
         answering: impl FnOnce() -> T,
     ) -> Result<TurnOutcome, EngineError> {
         let started = std::time::Instant::now();
-        let set = self.assistants();
+        let set = self.prompt_set();
+        let turn = self.turn(&set);
         let user = self.users.user(self.store.as_ref(), wa_id).await?;
         // Taken out: put back only by a turn that ends well.
         let window = options
             .hold
             .and_then(|hold| self.windows().take(wa_id, hold));
         let mut state = context_with(self.store.as_ref(), wa_id, user, window).await?;
-        self.role_from_data(&mut state).await?;
+        inbound::role_from_data(&turn, self.roles.as_deref(), &mut state).await?;
         if let Some(source) = &self.context {
             state.context = self
                 .contexts
@@ -489,20 +427,21 @@ impl Engine {
         }
         // What was stored before this call: a reply delivered from it may have gone out.
         let loaded_seq = state.messages.last().map_or(0, |m| m.seq);
-        let new = self.add_human_message(&set, &mut state, inbox).await?;
+        let new =
+            inbound::add_human_message(&turn, self.voice.as_deref(), &mut state, inbox).await?;
         let new: Vec<&InboxEntry> = new.iter().collect();
         // The turn's messages, new or resumed after a crash: all reactions, nothing to answer.
         if !inbox.is_empty() && inbox.iter().all(is_reaction) {
             // A reaction is context for the next turn, never a message to answer (nor a yes).
             tracing::info!(reactions = new.len(), "reaction recorded, not answered");
             metrics::counter!("zaguan_turns_total", "outcome" => "reaction").increment(1);
-            self.save(&mut state).await?;
+            turn.save(&mut state).await?;
             return Ok(TurnOutcome::silent(state.dialog_state, answered));
         }
         if let Some(last) = new.last().copied()
-            && self.delivered_late(last).await
+            && inbound::delivered_late(&turn, last).await
         {
-            self.answer_late(&set, &mut state, last).await?;
+            inbound::answer_late(&turn, &mut state, last).await?;
             return Ok(TurnOutcome::silent(state.dialog_state, answered));
         }
         let turn_started = self.now();
@@ -512,7 +451,7 @@ impl Engine {
                 // assistants once the conversation is back), the bot says nothing.
                 tracing::info!(operator = %handoff.operator, "message held for the operator");
                 metrics::counter!("zaguan_turns_total", "outcome" => "handoff").increment(1);
-                self.save(&mut state).await?;
+                turn.save(&mut state).await?;
                 return Ok(TurnOutcome::silent(state.dialog_state, answered));
             }
             tracing::info!(operator = %handoff.operator, "handoff expired: the bot answers again");
@@ -524,14 +463,16 @@ impl Engine {
         // remaining nodes answer offline at once instead of waiting for the same timeouts.
         let mut llm_down = false;
         if !new.is_empty() {
-            self.before_assistant(&set, &mut state, &new).await?;
-            if matches!(next_step(&state), Next::Assistant) && self.over_budget(&state).await? {
+            confirmations::before_assistant(&turn, &mut state, &new).await?;
+            if matches!(next_step(&state), Next::Assistant)
+                && inbound::over_budget(&turn, &state).await?
+            {
                 if self.offline.is_some() {
                     // Past its budget, the conversation is served without a model.
-                    self.flag_over_budget(&set, &mut state).await?;
+                    inbound::flag_over_budget(&turn, &mut state).await?;
                     llm_down = true;
                 } else {
-                    self.answer_over_budget(&set, &mut state).await?;
+                    inbound::answer_over_budget(&turn, &mut state).await?;
                 }
             }
         }
@@ -548,16 +489,15 @@ impl Engine {
                     let asked = asked.cloned();
                     let fresh = state.unsaved > 0
                         || state.messages.last().map_or(0, |m| m.seq) > loaded_seq;
-                    let (parts, to_send) = self
-                        .deliver(
-                            &set,
-                            &mut state,
-                            &text,
-                            asked.as_ref(),
-                            reply_to,
-                            Delivery { fresh, options },
-                        )
-                        .await?;
+                    let (parts, to_send) = delivery::deliver(
+                        &turn,
+                        &mut state,
+                        &text,
+                        asked.as_ref(),
+                        reply_to,
+                        Delivery { fresh, options },
+                    )
+                    .await?;
                     if state.first_contact {
                         // A lead: the contact's first message, and where it led.
                         let assistant = state
@@ -576,7 +516,7 @@ impl Engine {
                             name: state.user.name.clone(),
                             assistant,
                         };
-                        self.record_events(wa_id, [lead], self.now(), "").await?;
+                        turn.record_events(wa_id, [lead], self.now(), "").await?;
                     }
                     break TurnOutcome {
                         reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
@@ -591,22 +531,25 @@ impl Engine {
                     tracing::error!(transitions, "turn cut short: too many node transitions");
                     metrics::counter!("zaguan_turn_guard_total", "guard" => "transitions")
                         .increment(1);
-                    self.set_dialog_state(&mut state, DialogState::primary())
+                    turn.set_dialog_state(&mut state, DialogState::primary())
                         .await?;
                     let text = set.with_contact(phrases::apology(None));
-                    self.append(
-                        &mut state,
-                        self.ai_message(wa_id, &text, "guard", Vec::new()),
-                    )
-                    .await?;
+                    let message = turn.ai_message(wa_id, &text, "guard", Vec::new());
+                    turn.append(&mut state, message);
                 }
                 Next::Assistant => {
                     transitions += 1;
-                    self.assistant_node(&set, &mut state, &mut llm_down).await?;
+                    AssistantNode {
+                        llm: self.llm.as_ref(),
+                        model_status: &self.model_status,
+                        offline: self.offline.as_deref(),
+                    }
+                    .run(&turn, &mut state, &mut llm_down)
+                    .await?;
                 }
                 Next::Router(calls) => {
                     transitions += 1;
-                    self.router(&set, &mut state, calls).await?;
+                    router::router(&turn, &mut state, calls).await?;
                 }
             }
         };
@@ -641,94 +584,5 @@ impl Engine {
         metrics::histogram!("zaguan_turn_transitions").record(outcome.transitions as f64);
         metrics::histogram!("zaguan_turn_duration_seconds").record(elapsed.as_secs_f64());
         Ok(outcome)
-    }
-
-    async fn set_dialog_state(
-        &self,
-        state: &mut State,
-        dialog_state: DialogState,
-    ) -> Result<(), EngineError> {
-        if state.dialog_state != dialog_state {
-            // The messages that led here first: a crash after them replays the transition.
-            self.save(state).await?;
-            self.store
-                .set_dialog_state(&state.wa_id, &dialog_state, self.now())
-                .await?;
-            state.dialog_state = dialog_state;
-        }
-        Ok(())
-    }
-
-    /// A node's output, kept for the next write ([`save`](Self::save)); the state machine
-    /// reads it at once.
-    async fn append(&self, state: &mut State, message: NewMessage) -> Result<(), EngineError> {
-        let seq = state.messages.last().map_or(0, |m| m.seq) + 1;
-        state.messages.push(StoredMessage { seq, message });
-        state.unsaved += 1;
-        Ok(())
-    }
-
-    /// update_state_in_db: the messages not stored yet, in one write. Runs before anything
-    /// else the turn changes, so the history always explains the state.
-    async fn save(&self, state: &mut State) -> Result<(), EngineError> {
-        if state.unsaved == 0 {
-            return Ok(());
-        }
-        let first = state.messages.len() - state.unsaved;
-        let after = first
-            .checked_sub(1)
-            .map_or(0, |last| state.messages[last].seq);
-        let unsaved: Vec<NewMessage> = state.messages[first..]
-            .iter()
-            .map(|m| m.message.clone())
-            .collect();
-        let stored = self.store.append_messages(unsaved, after).await?;
-        state.messages.truncate(first);
-        state.messages.extend(stored);
-        state.unsaved = 0;
-        Ok(())
-    }
-}
-
-/// Reads the next step off the stored history.
-fn next_step(state: &State) -> Next {
-    let messages = &state.messages;
-    let Some(last) = messages.last() else {
-        return Next::Assistant;
-    };
-    match last.message.role {
-        MessageRole::Human => Next::Assistant,
-        MessageRole::Ai if last.message.tool_calls.is_empty() => {
-            Next::Deliver(last.message.content.clone())
-        }
-        MessageRole::Ai => Next::Router(last.message.tool_calls.clone()),
-        MessageRole::Tool => {
-            // The AI message this run of tool results answers; calls still unanswered (a crash
-            // between two tool messages) go back to the router.
-            let run_start = messages
-                .iter()
-                .rposition(|m| m.message.role != MessageRole::Tool)
-                .unwrap_or(0);
-            let answered: HashSet<&str> = messages[run_start..]
-                .iter()
-                .filter_map(|m| m.message.tool_call_id.as_deref())
-                .collect();
-            match &messages[run_start].message {
-                ai if ai.role == MessageRole::Ai => {
-                    let pending: Vec<ToolCall> = ai
-                        .tool_calls
-                        .iter()
-                        .filter(|c| !answered.contains(c.id.as_str()))
-                        .cloned()
-                        .collect();
-                    if pending.is_empty() {
-                        Next::Assistant
-                    } else {
-                        Next::Router(pending)
-                    }
-                }
-                _ => Next::Assistant,
-            }
-        }
     }
 }

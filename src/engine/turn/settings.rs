@@ -30,7 +30,7 @@ pub struct EngineSettings {
     pub languages: Vec<String>,
     /// A pending action not confirmed within this is dropped.
     pub pending_action_ttl: Duration,
-    /// LLM tokens a conversation may use per UTC day (see [`super::abuse`]); 0 is no budget.
+    /// LLM tokens a conversation may use per UTC day (see [`crate::engine::abuse`]); 0 is no budget.
     pub daily_token_budget: u64,
     /// The environment's one template per purpose (`WHATSAPP_REMINDER_TEMPLATE`,
     /// `WHATSAPP_ALERT_TEMPLATE`, `WHATSAPP_HANDOFF_TEMPLATE`): what stands for a purpose the
