@@ -207,7 +207,7 @@ fn cross_validate<'r>(
         let subgraphs: Vec<(String, Vec<String>, Vec<String>)> = registry
             .agents()
             .filter(|a| a.kind == AgentKind::Subgraph)
-            .map(|a| (a.name.clone(), kept(&a.examples), a.keywords.clone()))
+            .map(|a| (a.name.to_string(), kept(&a.examples), a.keywords.clone()))
             .collect();
         let primary: Vec<String> = registry
             .agents()

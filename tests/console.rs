@@ -129,7 +129,7 @@ fn message(
         wa_id: wa_id.clone(),
         role,
         content: content.into(),
-        agent: agent.map(str::to_owned),
+        agent: agent.map(Into::into),
         tool_calls: calls,
         tool_call_id: None,
         wamids: Vec::new(),

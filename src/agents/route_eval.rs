@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::registry::{AgentKind, AgentRegistry};
-use crate::domain::Role;
+use crate::domain::{AgentName, Role};
 
 /// The held-out corpus, built into the binary: it only measures the router, never shapes it.
 pub const HELD_OUT: &str = include_str!("../../tests/data/routing/held_out.jsonl");
@@ -95,7 +95,7 @@ pub struct Bars {
 pub struct Labelled {
     pub text: String,
     /// The assistant that should answer: a subgraph, or the role's primary assistant.
-    pub agent: String,
+    pub agent: AgentName,
     pub role: Role,
     pub lang: String,
     #[serde(default)]
@@ -151,8 +151,8 @@ pub struct Misroute {
     /// 1-based, among the evaluated lines.
     pub line: usize,
     pub text: String,
-    pub expected: String,
-    pub routed: String,
+    pub expected: AgentName,
+    pub routed: AgentName,
     pub hard: bool,
 }
 
@@ -163,7 +163,7 @@ pub struct Evaluation {
     pub hard: Score,
     /// Per agent: `lines` and `should_route` count the lines expecting it, `routed` the lines
     /// sent to it, `right` those sent to it rightly: so its precision and recall.
-    pub per_agent: BTreeMap<String, Score>,
+    pub per_agent: BTreeMap<AgentName, Score>,
     /// `(expected, routed)` → lines; routed is `-` when the router left it to the LLM.
     pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
     pub misroutes: Vec<Misroute>,
@@ -258,7 +258,7 @@ pub fn evaluate<'a>(
         expected_score.lines += 1;
         expected_score.should_route += usize::from(should_route);
         if let Some(routed) = routed {
-            let routed_score = evaluation.per_agent.entry(routed.to_owned()).or_default();
+            let routed_score = evaluation.per_agent.entry(routed.into()).or_default();
             routed_score.routed += 1;
             routed_score.right += usize::from(right);
             if !right {
@@ -266,14 +266,14 @@ pub fn evaluate<'a>(
                     line: i + 1,
                     text: line.text.clone(),
                     expected: line.agent.clone(),
-                    routed: routed.to_owned(),
+                    routed: routed.into(),
                     hard: line.hard,
                 });
             }
         }
         *evaluation
             .confusion
-            .entry(line.agent.clone())
+            .entry(line.agent.to_string())
             .or_default()
             .entry(routed.unwrap_or("-").to_owned())
             .or_default() += 1;

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::ToolCall;
+use crate::domain::{AgentName, ToolCall};
 use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, LlmResponse, Usage};
 
 /// The cassette of the tests in `test_file`.
@@ -31,7 +31,7 @@ pub fn path_for(test_file: &Path) -> PathBuf {
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interaction {
-    pub agent: String,
+    pub agent: AgentName,
     /// The request in normal form ([`normal_form`]), the system prompt by its hash.
     pub request: String,
     pub answer: Answer,
@@ -236,7 +236,7 @@ pub enum Mode {
 /// Why a replayed test stopped: no recorded call matches.
 #[derive(Debug, Clone)]
 pub struct Mismatch {
-    pub agent: String,
+    pub agent: AgentName,
     /// The recorded call it was expected to be, if any was left.
     pub diff: Option<String>,
     pub recorded: usize,

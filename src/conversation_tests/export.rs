@@ -193,7 +193,7 @@ impl Llm for HistoryLlm {
         self.answers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get_mut(&request.agent)
+            .get_mut(request.agent.as_str())
             .and_then(VecDeque::pop_front)
             .ok_or_else(|| {
                 LlmError::Unavailable(format!(

@@ -408,7 +408,7 @@ async fn score(
         .or_else(|| step.voice.clone())
         .unwrap_or_else(|| describe(step));
     let request = LlmRequest {
-        agent: "judge".to_owned(),
+        agent: "judge".into(),
         conversation: None,
         system: "You check a real-estate WhatsApp bot's reply against one criterion. Answer \
                  with PASS or FAIL on the first line, then one sentence saying why."

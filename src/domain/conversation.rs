@@ -69,7 +69,7 @@ pub struct PendingAction {
     /// The one line the user was asked to confirm.
     pub summary: String,
     /// The assistant that asked.
-    pub agent: String,
+    pub agent: AgentName,
     pub created_at: DateTime<Utc>,
 }
 
@@ -88,8 +88,12 @@ impl Handoff {
     }
 }
 
-/// An assistant's name as the prompts folder spells it (`appointment_assistant`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// An assistant's name as the prompts folder spells it (`appointment_assistant`), or the name
+/// a step taken without one writes in the history (`guard`, `handoff`).
+///
+/// It reads as a `str` (`Deref`, `Borrow`, comparisons with strings), so code that only
+/// reads a name takes `&str` and lookups by name need no copy.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct AgentName(String);
 
@@ -118,6 +122,74 @@ impl From<&str> for AgentName {
 impl From<String> for AgentName {
     fn from(name: String) -> Self {
         Self(name)
+    }
+}
+
+impl From<&String> for AgentName {
+    fn from(name: &String) -> Self {
+        Self(name.clone())
+    }
+}
+
+impl From<&AgentName> for AgentName {
+    fn from(name: &AgentName) -> Self {
+        name.clone()
+    }
+}
+
+impl From<AgentName> for String {
+    fn from(name: AgentName) -> Self {
+        name.0
+    }
+}
+
+impl std::ops::Deref for AgentName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for AgentName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for AgentName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for AgentName {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for AgentName {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for AgentName {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl PartialEq<AgentName> for str {
+    fn eq(&self, other: &AgentName) -> bool {
+        self == other.0
+    }
+}
+
+impl PartialEq<AgentName> for &str {
+    fn eq(&self, other: &AgentName) -> bool {
+        *self == other.0
     }
 }
 

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::domain::AgentName;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -65,7 +67,8 @@ pub const OFFLINE: &str = "offline";
 pub struct LlmCall {
     /// The conversation's contact key; `None` for calls outside a conversation.
     pub conversation: Option<String>,
-    pub agent: String,
+    /// The assistant (or the guard's step) that made the call.
+    pub agent: AgentName,
     /// `openai` or `anthropic`.
     pub provider: String,
     pub model: String,

@@ -3,18 +3,18 @@
 //! in MongoDB is exactly where the next message goes.
 
 use crate::agents::{Agent, AgentKind, AgentRegistry};
-use crate::domain::DialogState;
 use crate::domain::Role;
+use crate::domain::{AgentName, DialogState};
 
 /// Why routing did not follow `dialog_state` as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RouteFallback {
     /// The state names no agent we have (a prompt file removed or renamed).
-    UnknownAgent(String),
+    UnknownAgent(AgentName),
     /// The state names a primary agent, which is never a subgraph.
-    NotASubgraph(String),
+    NotASubgraph(AgentName),
     /// The agent exists but this user's role may not reach it (the role changed).
-    NotForRole(String),
+    NotForRole(AgentName),
 }
 
 /// The node that runs, and why it differs from `dialog_state` when it does.
@@ -40,12 +40,12 @@ pub fn route_to_workflow<'r>(
         return (primary, None);
     };
     match registry.get(name) {
-        None => (primary, Some(RouteFallback::UnknownAgent(name.to_owned()))),
+        None => (primary, Some(RouteFallback::UnknownAgent(name.into()))),
         Some(agent) if agent.kind != AgentKind::Subgraph => {
-            (primary, Some(RouteFallback::NotASubgraph(name.to_owned())))
+            (primary, Some(RouteFallback::NotASubgraph(name.into())))
         }
         Some(agent) if !agent.roles.contains(&role) => {
-            (primary, Some(RouteFallback::NotForRole(name.to_owned())))
+            (primary, Some(RouteFallback::NotForRole(name.into())))
         }
         Some(agent) => (
             Route {

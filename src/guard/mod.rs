@@ -78,7 +78,7 @@ impl GuardTranslator {
         let mut names: Vec<String> = tools.into_iter().collect();
         names.push(COMPLETE_OR_ESCALATE.to_owned());
         for agent in agents.agents() {
-            names.push(agent.name.clone());
+            names.push(agent.name.to_string());
             names.push(AgentRegistry::delegation_tool_name(&agent.name));
         }
         let rendered = agents.prompt_renderings(&business_name);
@@ -159,7 +159,7 @@ impl GuardTranslator {
             .map_err(|error| tracing::error!("translator prompt did not render: {error:#}"))
             .ok()?;
         let request = LlmRequest {
-            agent: "guard_translator".to_owned(),
+            agent: "guard_translator".into(),
             conversation: Some(conversation.to_owned()),
             system,
             messages: vec![ChatMessage::human(text)],

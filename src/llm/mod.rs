@@ -14,7 +14,7 @@ pub mod policy;
 pub mod scripted;
 pub mod settings;
 
-use crate::domain::ToolCall;
+use crate::domain::{AgentName, ToolCall};
 use async_trait::async_trait;
 use serde::Serialize;
 
@@ -78,7 +78,7 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LlmRequest {
     /// Which agent asks (for scripts, logs and metrics).
-    pub agent: String,
+    pub agent: AgentName,
     /// The conversation's contact key, for usage accounting; `None` outside a conversation.
     pub conversation: Option<String>,
     pub system: String,

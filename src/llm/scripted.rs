@@ -9,12 +9,12 @@ use async_trait::async_trait;
 
 use super::{Llm, LlmError, LlmRequest, LlmResponse};
 
-use crate::domain::ToolCall;
+use crate::domain::{AgentName, ToolCall};
 
 /// One scripted answer, optionally checked against the agent that asks.
 #[derive(Debug, Clone)]
 struct Step {
-    agent: Option<String>,
+    agent: Option<AgentName>,
     answer: Result<LlmResponse, String>,
     /// Never answers (a hung provider), for timeout tests.
     stall: bool,
@@ -34,7 +34,7 @@ impl ScriptedLlm {
 
     fn push(self, agent: Option<&str>, answer: Result<LlmResponse, String>) -> Self {
         self.steps.lock().unwrap().push_back(Step {
-            agent: agent.map(str::to_owned),
+            agent: agent.map(AgentName::from),
             answer,
             stall: false,
         });

@@ -137,7 +137,10 @@ impl PromptReloader {
             version: prompts.version().to_owned(),
             loaded_at: prompts.loaded_at(),
             dir: self.dir.display().to_string(),
-            agents: prompts.agents().map(|agent| agent.name.clone()).collect(),
+            agents: prompts
+                .agents()
+                .map(|agent| agent.name.to_string())
+                .collect(),
             last_rejected: self
                 .last_rejected
                 .lock()

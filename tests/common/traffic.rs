@@ -36,7 +36,7 @@ fn message(
         wa_id: wa_id.clone(),
         role,
         content: text.into(),
-        agent: agent.map(str::to_owned),
+        agent: agent.map(Into::into),
         tool_calls: tools
             .iter()
             .map(|name| ToolCall {

@@ -113,7 +113,7 @@ async fn a_stuck_conversation_is_found_shown_and_reset(store: Arc<dyn Store>) {
                 wa_id: stuck.clone(),
                 role,
                 content: content.into(),
-                agent: (role == MessageRole::Ai).then(|| "appointment_assistant".to_owned()),
+                agent: (role == MessageRole::Ai).then(|| "appointment_assistant".into()),
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 wamids: Vec::new(),

@@ -225,7 +225,7 @@ async fn the_primary_delegates_into_every_subgraph(store: Arc<dyn Store>) {
     let subgraphs: Vec<(String, Vec<Role>)> = agents
         .agents()
         .filter(|a| a.kind == AgentKind::Subgraph)
-        .map(|a| (a.name.clone(), a.roles.clone()))
+        .map(|a| (a.name.to_string(), a.roles.clone()))
         .collect();
     assert_eq!(subgraphs.len(), 7);
     for (i, (name, roles)) in subgraphs.iter().enumerate() {

@@ -380,7 +380,7 @@ async fn a_prompt_injection_obeyed_by_the_model_changes_nothing_and_leaks_nothin
         // No internal name, no JSON, no run of any system prompt, no owner's data.
         let internal = agents
             .agents()
-            .map(|a| a.name.clone())
+            .map(|a| a.name.to_string())
             .chain(known_tools())
             .chain(["ToOwnerInfoAssistant".to_owned(), "dialog_state".to_owned()]);
         for name in internal {

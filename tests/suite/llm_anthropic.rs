@@ -89,7 +89,7 @@ fn call(id: &str, name: &str, args: Value) -> ToolCall {
 
 fn request_with(messages: Vec<ChatMessage>) -> LlmRequest {
     LlmRequest {
-        agent: "listings".to_owned(),
+        agent: "listings".into(),
         conversation: None,
         system: "You are Zaguan, a real-estate assistant.".to_owned(),
         messages,
@@ -118,7 +118,7 @@ fn full_request() -> LlmRequest {
 
 fn plain_request() -> LlmRequest {
     LlmRequest {
-        agent: "greeter".to_owned(),
+        agent: "greeter".into(),
         conversation: None,
         system: String::new(),
         messages: vec![ChatMessage::human("Hola")],

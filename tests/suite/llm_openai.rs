@@ -74,7 +74,7 @@ fn search_tool() -> ToolSpec {
 /// assistant text.
 fn full_request() -> LlmRequest {
     LlmRequest {
-        agent: "listings".to_owned(),
+        agent: "listings".into(),
         conversation: None,
         system: "You are Zaguan, a real-estate assistant.".to_owned(),
         messages: vec![
@@ -97,7 +97,7 @@ fn full_request() -> LlmRequest {
 
 fn plain_request() -> LlmRequest {
     LlmRequest {
-        agent: "greeter".to_owned(),
+        agent: "greeter".into(),
         conversation: None,
         system: String::new(),
         messages: vec![ChatMessage::human("Hola")],

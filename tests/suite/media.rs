@@ -188,7 +188,7 @@ async fn search_results_are_a_list_and_a_tap_brings_the_photos(
     let outcome = engine.run_turn(&customer, &[entry]).await.unwrap();
     assert_eq!(outcome.reply.as_deref(), Some("Te mando las fotos."));
     assert_eq!(outcome.dialog_state.to_list(), ["property_assistant"]);
-    let asked: Vec<String> = llm.requests().iter().map(|r| r.agent.clone()).collect();
+    let asked: Vec<String> = llm.requests().iter().map(|r| r.agent.to_string()).collect();
     assert_eq!(asked, ["property_assistant", "property_assistant"]);
     let first = &llm.requests()[0];
     assert!(

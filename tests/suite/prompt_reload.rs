@@ -34,7 +34,7 @@ impl Llm for GatedLlm {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let first = {
             let mut systems = self.systems.lock().unwrap();
-            systems.push((request.agent.clone(), request.system.clone()));
+            systems.push((request.agent.to_string(), request.system.clone()));
             systems.len() == 1
         };
         if first {

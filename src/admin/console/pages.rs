@@ -216,7 +216,7 @@ pub(super) async fn conversations(
     let agents: Vec<String> = state
         .prompts
         .as_ref()
-        .map(|p| p.prompts().agents().map(|a| a.name.clone()).collect())
+        .map(|p| p.prompts().agents().map(|a| a.name.to_string()).collect())
         .unwrap_or_default();
     render(
         "conversations.html",

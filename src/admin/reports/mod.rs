@@ -454,7 +454,7 @@ pub fn compute(inputs: &Inputs, period: &Period, prices: &Prices) -> Report {
     let mut turns: BTreeMap<String, u64> = BTreeMap::new();
     for m in &inputs.messages {
         if m.message.role == MessageRole::Ai {
-            let agent = m.message.agent.clone().unwrap_or_else(|| "—".to_owned());
+            let agent = m.message.agent.as_deref().unwrap_or("—").to_owned();
             *turns.entry(agent).or_default() += 1;
         }
     }

@@ -21,7 +21,7 @@ fn message(
             wa_id: WaId::parse(wa).unwrap(),
             role,
             content: text.into(),
-            agent: agent.map(str::to_owned),
+            agent: agent.map(Into::into),
             tool_calls: tools
                 .iter()
                 .map(|name| ToolCall {

@@ -3,6 +3,7 @@
 //! `zaguan prompts check` can list them all at once; the folder-wide checks (duplicate names, one
 //! primary agent per role) live in the registry.
 
+use crate::domain::AgentName;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Range;
@@ -84,7 +85,7 @@ pub enum PromptKind {
 #[derive(Debug, Clone)]
 pub struct PromptFile {
     pub path: PathBuf,
-    pub name: String,
+    pub name: AgentName,
     pub kind: PromptKind,
     pub delegation: Option<String>,
     /// Without duplicates, in the order written.
@@ -126,7 +127,7 @@ impl PromptFile {
             ));
             return false;
         }
-        if let Err(error) = env.add_template_owned(self.name.clone(), self.body.clone()) {
+        if let Err(error) = env.add_template_owned(self.name.to_string(), self.body.clone()) {
             let line = self.body_line + error.line().unwrap_or(1) - 1;
             let detail = error.detail().unwrap_or("invalid template");
             problems.push(self.problem(line, format!("template syntax error: {detail}")));
@@ -404,7 +405,7 @@ pub fn parse(
 
     Some(PromptFile {
         path: path.to_owned(),
-        name,
+        name: name.into(),
         kind,
         delegation: delegation.map(|text| text.trim().to_owned()),
         roles,

@@ -10,6 +10,7 @@ use crate::agents::registry::checks::{
     check_examples, prompt_paths, read_business, read_templates, tools_promised,
 };
 
+use crate::domain::AgentName;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,7 +65,7 @@ const OFFLINE_CONFIDENCE: f32 = 0.6;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Agent {
     /// snake_case, ends in `_assistant`; the name stored in `dialog_state`.
-    pub name: String,
+    pub name: AgentName,
     pub kind: AgentKind,
     /// What the LLM reads to decide when to delegate (subgraph agents only).
     pub delegation: Option<String>,
@@ -513,7 +514,9 @@ impl AgentRegistry {
                         .is_some_and(|routed| routed.name == agent.name)
                 });
                 if !hit {
-                    report.misses.push((agent.name.clone(), example.clone()));
+                    report
+                        .misses
+                        .push((agent.name.to_string(), example.clone()));
                 }
             }
         }

@@ -196,7 +196,7 @@ pub async fn reply(
             wa_id: wa_id.clone(),
             role: MessageRole::Ai,
             content: text.to_owned(),
-            agent: Some(OPERATOR_AGENT.to_owned()),
+            agent: Some(OPERATOR_AGENT.into()),
             tool_calls: Vec::new(),
             tool_call_id: None,
             wamids: Vec::new(),
@@ -295,7 +295,7 @@ pub async fn follow_up(
                 "[{operator} envió la plantilla de seguimiento `{}`]",
                 template.name
             ),
-            agent: Some(OPERATOR_AGENT.to_owned()),
+            agent: Some(OPERATOR_AGENT.into()),
             tool_calls: Vec::new(),
             tool_call_id: None,
             wamids: Vec::new(),

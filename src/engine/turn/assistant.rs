@@ -55,7 +55,7 @@ impl AssistantNode<'_> {
             turn.set_dialog_state(state, DialogState::primary()).await?;
         }
         let agent = route.agent;
-        metrics::counter!("zaguan_route_total", "agent" => agent.name.clone()).increment(1);
+        metrics::counter!("zaguan_route_total", "agent" => agent.name.to_string()).increment(1);
 
         if let Some(message) = router::tapped_route(turn, state, agent) {
             turn.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
@@ -65,7 +65,7 @@ impl AssistantNode<'_> {
         if turn.settings.fast_route
             && let Some((target, message)) = router::fast_delegation(turn, state, agent)
         {
-            metrics::counter!("zaguan_fast_route_total", "agent" => target.name.clone())
+            metrics::counter!("zaguan_fast_route_total", "agent" => target.name.to_string())
                 .increment(1);
             tracing::info!(to = %target.name, "fast path: entered by the router");
             turn.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
@@ -77,7 +77,7 @@ impl AssistantNode<'_> {
             && let Some((target, message)) = router::fast_leave(turn, state, agent)
         {
             // The primary assistant's fast path enters `target` in the next node.
-            metrics::counter!("zaguan_fast_leaves_total", "agent" => agent.name.clone())
+            metrics::counter!("zaguan_fast_leaves_total", "agent" => agent.name.to_string())
                 .increment(1);
             tracing::info!(from = %agent.name, to = %target.name, "fast path: left for another assistant");
             turn.decided_without_model(&state.wa_id, &agent.name, FAST_PATH);
@@ -152,7 +152,7 @@ impl AssistantNode<'_> {
                     });
             if leaves {
                 tracing::info!(from = %agent.name, "offline: left by the router");
-                metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.clone())
+                metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.to_string())
                     .increment(1);
                 return turn.set_dialog_state(state, DialogState::primary()).await;
             }
@@ -168,7 +168,7 @@ impl AssistantNode<'_> {
                 // Offline, keywords still find the right subgraph, whose offline reply is more
                 // useful than the primary's general one.
                 Some((target, delegation)) => {
-                    metrics::counter!("zaguan_offline_routes_total", "agent" => target.name.clone())
+                    metrics::counter!("zaguan_offline_routes_total", "agent" => target.name.to_string())
                         .increment(1);
                     delegation
                 }
@@ -192,12 +192,12 @@ impl AssistantNode<'_> {
             None => None,
         };
         let served = |how: &'static str| {
-            metrics::counter!("zaguan_offline_turns_total", "agent" => agent.name.clone(), "how" => how)
+            metrics::counter!("zaguan_offline_turns_total", "agent" => agent.name.to_string(), "how" => how)
                 .increment(1);
         };
         Ok(match answer {
             Some(OfflineAnswer::Calls(calls)) => {
-                metrics::counter!("zaguan_offline_calls_total", "agent" => agent.name.clone())
+                metrics::counter!("zaguan_offline_calls_total", "agent" => agent.name.to_string())
                     .increment(calls.len() as u64);
                 tracing::info!(agent = %agent.name, calls = calls.len(), "offline: tools called");
                 turn.ai_message(&state.wa_id, "", &agent.name, calls)
@@ -210,7 +210,7 @@ impl AssistantNode<'_> {
             }
             Some(OfflineAnswer::Transfer { to }) => {
                 tracing::info!(from = %agent.name, %to, "offline: handed to another assistant");
-                metrics::counter!("zaguan_offline_calls_total", "agent" => agent.name.clone())
+                metrics::counter!("zaguan_offline_calls_total", "agent" => agent.name.to_string())
                     .increment(1);
                 // As a tapped row asking for `to`: a subgraph hands back, and the primary
                 // enters `to` with the customer's words in the next node.
@@ -247,7 +247,7 @@ impl AssistantNode<'_> {
             }
             None => {
                 served("offline_reply");
-                metrics::counter!("zaguan_offline_replies_total", "agent" => agent.name.clone())
+                metrics::counter!("zaguan_offline_replies_total", "agent" => agent.name.to_string())
                     .increment(1);
                 let text = turn.set.with_contact(
                     agent

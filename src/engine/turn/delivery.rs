@@ -256,7 +256,7 @@ pub(super) async fn notify(
             wa_id: wa_id.clone(),
             role: MessageRole::Ai,
             content: body,
-            agent: Some(agent.to_owned()),
+            agent: Some(agent.into()),
             tool_calls: Vec::new(),
             tool_call_id: None,
             wamids: Vec::new(),

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use chrono::Utc;
 
-use crate::domain::{DialogState, LlmCall, MessageRole, ToolCall, WaId};
+use crate::domain::{AgentName, DialogState, LlmCall, MessageRole, ToolCall, WaId};
 use crate::engine::context_extractor::{State, UserCache};
 use crate::engine::handoff::HandoffDesk;
 use crate::engine::tools::{ToolContext, ToolRegistry};
@@ -48,14 +48,14 @@ impl Turn<'_> {
         &self,
         wa_id: &WaId,
         content: &str,
-        agent: &str,
+        agent: impl Into<AgentName>,
         tool_calls: Vec<ToolCall>,
     ) -> NewMessage {
         NewMessage {
             wa_id: wa_id.clone(),
             role: MessageRole::Ai,
             content: content.to_owned(),
-            agent: Some(agent.to_owned()),
+            agent: Some(agent.into()),
             tool_calls,
             tool_call_id: None,
             wamids: Vec::new(),
@@ -152,11 +152,11 @@ impl Turn<'_> {
 
     /// A step `agent` took without a model: `how` is `fast_path` (keywords, a tapped row) or
     /// `offline` (the agency's data).
-    pub(super) fn decided_without_model(&self, wa_id: &WaId, agent: &str, how: &'static str) {
+    pub(super) fn decided_without_model(&self, wa_id: &WaId, agent: &AgentName, how: &'static str) {
         if let Some(log) = self.decisions {
             log.record(LlmCall {
                 conversation: Some(wa_id.as_str().to_owned()),
-                agent: agent.to_owned(),
+                agent: agent.clone(),
                 provider: how.to_owned(),
                 model: "-".to_owned(),
                 outcome: crate::domain::CallOutcome::Ok,

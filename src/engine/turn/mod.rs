@@ -505,7 +505,7 @@ impl Engine {
                             .current()
                             .map(str::to_owned)
                             .unwrap_or_else(|| {
-                                set.agents.primary_for(state.user.role).name.clone()
+                                set.agents.primary_for(state.user.role).name.to_string()
                             });
                         // On the profile too: exports read leads from there, so they outlive
                         // the events' retention.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::agents::{Agent, AgentKind, AgentRegistry};
-use crate::domain::Role;
+use crate::domain::{AgentName, Role};
 use crate::engine::tools::ToolRegistry;
 use crate::engine::turn::EngineSettings;
 use crate::guard::{GuardTranslator, LanguageDetector};
@@ -28,7 +28,7 @@ pub(super) struct PromptSet {
     pub(super) templates: Arc<Templates>,
     /// What each agent is offered when talking to each role, built once per set: the domain
     /// tools the role may run, the delegations it may reach, CompleteOrEscalate for subgraphs.
-    pub(super) tools: HashMap<(String, Role), Arc<[ToolSpec]>>,
+    pub(super) tools: HashMap<(AgentName, Role), Arc<[ToolSpec]>>,
 }
 
 impl PromptSet {

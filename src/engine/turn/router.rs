@@ -116,7 +116,8 @@ pub(super) fn tapped_route(
         }
     };
     tracing::info!(from = %agent.name, to = %target.name, "a tapped list row routes the turn");
-    metrics::counter!("zaguan_tapped_routes_total", "agent" => target.name.clone()).increment(1);
+    metrics::counter!("zaguan_tapped_routes_total", "agent" => target.name.to_string())
+        .increment(1);
     Some(turn.ai_message(&state.wa_id, "", &agent.name, vec![call]))
 }
 

@@ -1,7 +1,7 @@
 //! The BSON form of the store's records: one function per direction and record, so a field's
 //! name is spelled in one place (`docs/operators.md`, what each collection holds).
 
-use crate::domain::{CallOutcome, DialogState};
+use crate::domain::{AgentName, CallOutcome, DialogState};
 use crate::domain::{Content, Handoff, MessageRole, OutboxId, PendingAction, Role, ToolCall};
 use crate::domain::{GraphError, WaId, WaMessageId};
 use crate::store::{
@@ -253,7 +253,7 @@ pub(super) fn pending_action(doc: &Document) -> Option<PendingAction> {
             .and_then(|args| serde_json::to_value(args.clone().into_relaxed_extjson()).ok())
             .unwrap_or(serde_json::Value::Null),
         summary: f.str("summary").unwrap_or_default(),
-        agent: f.str("agent").unwrap_or_default(),
+        agent: f.str("agent").unwrap_or_default().into(),
         created_at: f.date("created_at")?,
     })
 }
@@ -279,7 +279,7 @@ pub(super) fn llm_call(doc: &Document) -> StoreResult<LlmCall> {
     let outcome = f.required_str("outcome")?;
     Ok(LlmCall {
         conversation: f.str("wa_id"),
-        agent: f.required_str("agent")?,
+        agent: f.required_str("agent")?.into(),
         provider: f.required_str("provider")?,
         model: f.required_str("model")?,
         outcome: CallOutcome::parse(&outcome)
@@ -341,7 +341,7 @@ pub(super) fn message_doc(seq: i64, m: &NewMessage) -> StoreResult<Document> {
         "seq": seq,
         "role": m.role.as_str(),
         "content": &m.content,
-        "agent": opt_str(&m.agent),
+        "agent": m.agent.as_deref().map_or(Bson::Null, |agent| Bson::String(agent.to_owned())),
         "tool_calls": tool_calls,
         "tool_call_id": opt_str(&m.tool_call_id),
         "wamids": m.wamids.iter().map(|w| w.as_str()).collect::<Vec<_>>(),
@@ -373,7 +373,7 @@ pub(super) fn stored_message(doc: &Document) -> StoreResult<StoredMessage> {
                 .and_then(|r| MessageRole::parse(&r))
                 .ok_or_else(|| anyhow::anyhow!("message without a known role"))?,
             content: f.str("content").unwrap_or_default(),
-            agent: f.str("agent"),
+            agent: f.str("agent").map(AgentName::from),
             tool_calls,
             tool_call_id: f.str("tool_call_id"),
             wamids: match doc.get("wamids") {

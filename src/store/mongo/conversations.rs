@@ -250,7 +250,7 @@ impl ConversationStore for MongoStore {
                     "tool": &action.tool,
                     "args": bson::to_bson(&action.args).context("tool arguments to BSON")?,
                     "summary": &action.summary,
-                    "agent": &action.agent,
+                    "agent": action.agent.as_str(),
                     "created_at": date(action.created_at),
                 }},
             },

@@ -19,7 +19,7 @@ impl UsageStore for MongoStore {
             .iter()
             .map(|call| {
                 let mut doc = doc! {
-                    "agent": &call.agent,
+                    "agent": call.agent.as_str(),
                     "provider": &call.provider,
                     "model": &call.model,
                     "outcome": call.outcome.as_str(),

@@ -1,6 +1,6 @@
 //! `messages`: the history, and what a tool shows besides text.
 
-use crate::domain::{MessageRole, ToolCall, WaId, WaMessageId};
+use crate::domain::{AgentName, MessageRole, ToolCall, WaId, WaMessageId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +12,7 @@ pub struct NewMessage {
     pub wa_id: WaId,
     pub role: MessageRole,
     pub content: String,
-    pub agent: Option<String>,
+    pub agent: Option<AgentName>,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
     /// For a human message: the inbox messages it carries (several when merged). Lets a
