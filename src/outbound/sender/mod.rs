@@ -15,6 +15,8 @@ mod part;
 
 mod record;
 
+use part::PartSender;
+
 use crate::outbound::sender::record::{
     count_template, local_error, record_with_patience, send_entry, status_label,
 };
@@ -142,7 +144,7 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
                 // The parts behind it wait for it; the worker looks again at its next poll.
                 return Ok(Flushed::Waiting);
             }
-            match self.send_part(entry).await? {
+            match self.part_sender().send(entry).await? {
                 PartOutcome::Settled => continue,
                 // Its status may still confirm it: as above.
                 PartOutcome::Unconfirmed => return Ok(Flushed::Waiting),
@@ -261,8 +263,9 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
                     .increment(1);
                     let wait = match error {
                         SendError::Retry { error, retry_after } => {
-                            let delay = self.backoff(1).max(retry_after.unwrap_or_default());
-                            self.back_off(&phone_number_id, entry, &error, delay);
+                            let delay = part::backoff(&self.settings, 1)
+                                .max(retry_after.unwrap_or_default());
+                            part::back_off(&self.limiters, &phone_number_id, entry, &error, delay);
                             tracing::warn!(conversation.id = %masked, ?delay, "send failed, retrying: {error}");
                             entry.error = Some(error);
                             Some(delay)
@@ -327,7 +330,7 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
         // two writes, the first clearing it: read between them, the grace from `sending_at`.
         let due = entry
             .next_attempt_at
-            .unwrap_or_else(|| entry.sending_at.unwrap_or_default() + self.grace());
+            .unwrap_or_else(|| entry.sending_at.unwrap_or_default() + part::grace(&self.settings));
         let waiting = due > Utc::now();
         if waiting {
             tracing::debug!(conversation.id = %entry.wa_id.masked(), part = entry.part, %due, "waiting for the status of a part's unconfirmed attempt");
@@ -335,8 +338,15 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
         waiting
     }
 
-    fn grace(&self) -> chrono::Duration {
-        chrono::Duration::from_std(self.settings.unconfirmed_grace).unwrap_or(chrono::Duration::MAX)
+    /// A stored part's way to the Graph API, through this channel.
+    fn part_sender(&self) -> PartSender<'_, S> {
+        PartSender {
+            store: &self.store,
+            graph: &self.graph,
+            limiters: &self.limiters,
+            settings: &self.settings,
+            in_flight: &self.in_flight,
+        }
     }
 
     /// The limits this process sends within (shared with the other instances).

@@ -9,19 +9,28 @@ use chrono::{DateTime, Utc};
 use rand::Rng as _;
 use std::time::Duration;
 
-use crate::outbound::Outbound;
-use crate::outbound::sender::PartOutcome;
+use std::sync::Arc;
+
+use crate::outbound::graph::GraphClient;
+use crate::outbound::limits::Limiters;
 use crate::outbound::sender::record::{
     count_template, local_error, record_sent, send_entry, status_label,
 };
+use crate::outbound::sender::{InFlight, OutboundSettings, PartOutcome};
 
-impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
-    /// Sends one part, retrying in place while the wait is short. `fresh`: stored `sending`
-    /// for this very attempt, so its first call needs no `sending` write.
-    pub(super) async fn send_part(
-        &self,
-        mut entry: OutboxEntry,
-    ) -> Result<PartOutcome, StoreError> {
+/// One stored part on its way to the Graph API, with what it uses of the `Outbound` sending it.
+pub(super) struct PartSender<'a, S: ?Sized> {
+    pub(super) store: &'a Arc<S>,
+    pub(super) graph: &'a Arc<GraphClient>,
+    pub(super) limiters: &'a Limiters,
+    pub(super) settings: &'a OutboundSettings,
+    /// The parts whose call runs in this process: not sent again meanwhile.
+    pub(super) in_flight: &'a InFlight,
+}
+
+impl<S: OutboxStore + ConversationStore + ?Sized> PartSender<'_, S> {
+    /// Sends one part, retrying in place while the wait is short.
+    pub(super) async fn send(&self, mut entry: OutboxEntry) -> Result<PartOutcome, StoreError> {
         let masked = entry.wa_id.masked();
         if entry.status == OutboxStatus::Sending {
             metrics::counter!("zaguan_outbound_unconfirmed_resent_total").increment(1);
@@ -54,7 +63,7 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
             let now = Utc::now();
             let sending = OutboxUpdate::Sending {
                 at: now,
-                resend_at: now + self.grace(),
+                resend_at: now + grace(self.settings),
             };
             if !self.store.update_outbox(&entry.id, &sending).await? {
                 // A status webhook confirmed an earlier attempt meanwhile.
@@ -106,10 +115,9 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
                     .increment(1);
                     match error {
                         SendError::Retry { error, retry_after } => {
-                            let delay = self
-                                .backoff(entry.attempts)
+                            let delay = backoff(self.settings, entry.attempts)
                                 .max(retry_after.unwrap_or_default());
-                            self.back_off(&phone_number_id, &entry, &error, delay);
+                            back_off(self.limiters, &phone_number_id, &entry, &error, delay);
                             tracing::warn!(conversation.id = %masked, attempt = entry.attempts, ?delay, "send failed, retrying: {error}");
                             let at = self.retry_later(&entry, delay, &error).await?;
                             entry.next_attempt_at = Some(at);
@@ -166,22 +174,6 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
         }
     }
 
-    /// Meta's own slow-downs reach every part of the number or the recipient, not only the one
-    /// refused: 130429 pauses the number, 131056 the recipient.
-    pub(super) fn back_off(
-        &self,
-        phone_number_id: &str,
-        entry: &OutboxEntry,
-        error: &GraphError,
-        delay: Duration,
-    ) {
-        match error.code {
-            Some(130429) => self.limiters.pause_number(phone_number_id, delay),
-            Some(131056) => self.limiters.pause_recipient(entry.wa_id.as_str(), delay),
-            _ => {}
-        }
-    }
-
     /// Schedules the part's next attempt `delay` from now; returns when.
     pub(super) async fn retry_later(
         &self,
@@ -209,16 +201,36 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
             .await
             .map(drop)
     }
+}
 
-    /// `base · 2^(attempt-1)`, capped, with jitter over its upper half so retries of many
-    /// conversations do not land together.
-    pub(super) fn backoff(&self, attempt: u32) -> Duration {
-        let exponential = self
-            .settings
-            .base_backoff
-            .saturating_mul(1 << attempt.saturating_sub(1).min(20))
-            .min(self.settings.max_backoff);
-        let half = exponential / 2;
-        half + half.mul_f64(rand::rng().random::<f64>())
+/// Meta's own slow-downs reach every part of the number or the recipient, not only the one
+/// refused: 130429 pauses the number, 131056 the recipient.
+pub(super) fn back_off(
+    limiters: &Limiters,
+    phone_number_id: &str,
+    entry: &OutboxEntry,
+    error: &GraphError,
+    delay: Duration,
+) {
+    match error.code {
+        Some(130429) => limiters.pause_number(phone_number_id, delay),
+        Some(131056) => limiters.pause_recipient(entry.wa_id.as_str(), delay),
+        _ => {}
     }
+}
+
+/// `base · 2^(attempt-1)`, capped, with jitter over its upper half so retries of many
+/// conversations do not land together.
+pub(super) fn backoff(settings: &OutboundSettings, attempt: u32) -> Duration {
+    let exponential = settings
+        .base_backoff
+        .saturating_mul(1 << attempt.saturating_sub(1).min(20))
+        .min(settings.max_backoff);
+    let half = exponential / 2;
+    half + half.mul_f64(rand::rng().random::<f64>())
+}
+
+/// How long a part's attempt waits for its status before it may be sent again.
+pub(super) fn grace(settings: &OutboundSettings) -> chrono::Duration {
+    chrono::Duration::from_std(settings.unconfirmed_grace).unwrap_or(chrono::Duration::MAX)
 }
