@@ -133,12 +133,19 @@ pub(crate) async fn post_json<T: DeserializeOwned>(
 ) -> Result<T, LlmError> {
     let started = Instant::now();
     tracing::trace!(body = %String::from_utf8_lossy(&body), "{provider} request");
-    // reqwest keeps the body until the answer comes (to resend it on a stale connection), so a
-    // call waiting on the model holds it: copied to its exact size rather than kept in the
-    // encoder's doubling buffer (a third larger, on average).
-    let body = bytes::Bytes::copy_from_slice(&body);
+    // A call waiting on the model holds nothing of its request: the body goes as a one-chunk
+    // stream, which the connection frees once written. A body of bytes would be kept by reqwest
+    // until the answer (to resend it should a pooled connection turn out closed; the policy's
+    // retries cover that), and the encoder's buffer, were it not dropped here, to the end of
+    // the call: together about three times the body per waiting call.
+    let length = body.len();
+    let chunk = bytes::Bytes::from(body);
+    let body = reqwest::Body::wrap_stream(futures::stream::once(async move {
+        Ok::<_, std::convert::Infallible>(chunk)
+    }));
     let response = request
         .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(reqwest::header::CONTENT_LENGTH, length)
         .body(body)
         .send()
         .await
