@@ -125,12 +125,6 @@ impl From<String> for AgentName {
     }
 }
 
-impl From<&String> for AgentName {
-    fn from(name: &String) -> Self {
-        Self(name.clone())
-    }
-}
-
 impl From<&AgentName> for AgentName {
     fn from(name: &AgentName) -> Self {
         name.clone()

@@ -65,6 +65,16 @@ impl State {
             .any(|m| m.message.wamids.contains(wamid))
     }
 
+    /// The agent of the last AI message: the one that called the tools being run, or wrote
+    /// the reply.
+    pub fn last_agent(&self) -> Option<&str> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.message.role == MessageRole::Ai)
+            .and_then(|m| m.message.agent.as_deref())
+    }
+
     /// A readable summary of the user for prompts.
     pub fn user_info(&self) -> String {
         let mut info = format!("Rol: {}", self.user.role.as_str());

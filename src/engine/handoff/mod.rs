@@ -22,8 +22,8 @@ pub use desk::{
 };
 
 use super::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::domain::Handoff;
 use crate::domain::WaId;
-use crate::domain::{Handoff, MessageRole};
 use crate::store::{BusinessEvent, Event, NewMessage, NewOutbox, StoreError};
 use crate::store::{
     ConversationStore, EventStore, HistoryStore, InboxStore, LeaseStore, OutboxStore, UserStore,
@@ -192,17 +192,7 @@ pub async fn reply(
         ));
     }
     store
-        .append_message(NewMessage {
-            wa_id: wa_id.clone(),
-            role: MessageRole::Ai,
-            content: text.to_owned(),
-            agent: Some(OPERATOR_AGENT.into()),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-            wamids: Vec::new(),
-            attachments: Vec::new(),
-            at: now,
-        })
+        .append_message(NewMessage::ai(wa_id, text, OPERATOR_AGENT, Vec::new(), now))
         .await?;
     store.note_history_written(wa_id, now).await?;
     let outbox = NewOutbox::parts(wa_id, None, Some(&last.phone_number_id), &parts, now);
@@ -288,20 +278,16 @@ pub async fn follow_up(
     part.template = Some(template.clone());
     store.insert_outbox(std::slice::from_ref(&part)).await?;
     store
-        .append_message(NewMessage {
-            wa_id: wa_id.clone(),
-            role: MessageRole::Ai,
-            content: format!(
+        .append_message(NewMessage::ai(
+            wa_id,
+            format!(
                 "[{operator} envió la plantilla de seguimiento `{}`]",
                 template.name
             ),
-            agent: Some(OPERATOR_AGENT.into()),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-            wamids: Vec::new(),
-            attachments: Vec::new(),
-            at: now,
-        })
+            OPERATOR_AGENT,
+            Vec::new(),
+            now,
+        ))
         .await?;
     store.note_history_written(wa_id, now).await?;
     tracing::info!(conversation.id = %wa_id.masked(), %operator, template = %template.name, "follow-up template queued");

@@ -4,7 +4,7 @@
 
 use chrono::Utc;
 
-use crate::domain::{MessageRole, PendingAction};
+use crate::domain::PendingAction;
 use crate::domain::{OutboxId, WaId};
 use crate::engine::context_extractor::State;
 use crate::engine::{attachments, pending};
@@ -252,17 +252,7 @@ pub(super) async fn notify(
     }
     store.insert_outbox(std::slice::from_ref(&part)).await?;
     store
-        .append_message(NewMessage {
-            wa_id: wa_id.clone(),
-            role: MessageRole::Ai,
-            content: body,
-            agent: Some(agent.into()),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-            wamids: Vec::new(),
-            attachments: Vec::new(),
-            at: now,
-        })
+        .append_message(NewMessage::ai(wa_id, body, agent, Vec::new(), now))
         .await?;
     store.note_history_written(wa_id, now).await?;
     Ok(Notified::Queued(Box::new(part)))

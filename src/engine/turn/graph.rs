@@ -51,17 +51,7 @@ impl Turn<'_> {
         agent: impl Into<AgentName>,
         tool_calls: Vec<ToolCall>,
     ) -> NewMessage {
-        NewMessage {
-            wa_id: wa_id.clone(),
-            role: MessageRole::Ai,
-            content: content.to_owned(),
-            agent: Some(agent.into()),
-            tool_calls,
-            tool_call_id: None,
-            wamids: Vec::new(),
-            attachments: Vec::new(),
-            at: self.now(),
-        }
+        NewMessage::ai(wa_id, content, agent, tool_calls, self.now())
     }
 
     /// A node's output, kept for the next write ([`save`](Self::save)); the state machine

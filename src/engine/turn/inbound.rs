@@ -149,12 +149,7 @@ pub(super) async fn answer_over_budget(
     state: &mut State,
 ) -> Result<(), EngineError> {
     tracing::warn!("daily token budget used up: fixed reply, a person is asked for");
-    metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
-    let now = turn.now();
-    let key = format!("budget:{}", now.date_naive());
-    let told = turn
-        .hand_over(state, BUDGET_HANDOFF_REASON, &key, now)
-        .await?;
+    let told = ask_for_person_over_budget(turn, state).await?;
     let text = format!("{BUDGET_REPLY} {told}");
     let message = turn.ai_message(&state.wa_id, &text, "guard", Vec::new());
     turn.append(state, message);
@@ -168,12 +163,21 @@ pub(super) async fn flag_over_budget(
     state: &mut State,
 ) -> Result<(), EngineError> {
     tracing::warn!("daily token budget used up: served offline, flagged for a person");
+    ask_for_person_over_budget(turn, state).await?;
+    Ok(())
+}
+
+/// The day's one request for a person for a conversation past its budget (keyed by the
+/// day, so asked again it changes nothing); returns what the customer may be told.
+async fn ask_for_person_over_budget(
+    turn: &Turn<'_>,
+    state: &mut State,
+) -> Result<String, EngineError> {
     metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
     let now = turn.now();
     let key = format!("budget:{}", now.date_naive());
     turn.hand_over(state, BUDGET_HANDOFF_REASON, &key, now)
-        .await?;
-    Ok(())
+        .await
 }
 
 /// The transcript of a voice note (an `audio` message without text), when voice notes are

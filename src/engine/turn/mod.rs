@@ -28,7 +28,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use chrono::Utc;
 
 use crate::agents::AgentRegistry;
-use crate::domain::MessageRole;
 use crate::domain::{WaId, WaMessageId};
 use crate::engine::context_extractor::UserCache;
 use crate::engine::context_extractor::{Window, context_with};
@@ -566,13 +565,7 @@ impl Engine {
         }
         let elapsed = started.elapsed();
         // The agent that wrote the reply (the last of `dialog_state` is the one routed to).
-        let agent = state
-            .messages
-            .iter()
-            .rev()
-            .find(|m| m.message.role == MessageRole::Ai)
-            .and_then(|m| m.message.agent.as_deref())
-            .unwrap_or("none");
+        let agent = state.last_agent().unwrap_or("none");
         tracing::info!(
             agent = %agent,
             transitions = outcome.transitions,

@@ -154,11 +154,7 @@ pub(super) async fn router(
 ) -> Result<(), EngineError> {
     let role = state.user.role;
     let caller = state
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.message.role == MessageRole::Ai)
-        .and_then(|m| m.message.agent.as_deref())
+        .last_agent()
         .and_then(|name| turn.set.agents.get(name))
         .unwrap_or_else(|| turn.set.agents.primary_for(role));
     let plans: Vec<Plan<'_>> = calls.iter().map(|c| plan(turn, caller, role, c)).collect();

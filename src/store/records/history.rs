@@ -24,6 +24,30 @@ pub struct NewMessage {
     pub at: DateTime<Utc>,
 }
 
+impl NewMessage {
+    /// An AI message of `agent`: the assistant's (or a step's without a model, or an
+    /// operator's) words and tool calls, nothing attached yet.
+    pub fn ai(
+        wa_id: &WaId,
+        content: impl Into<String>,
+        agent: impl Into<AgentName>,
+        tool_calls: Vec<ToolCall>,
+        at: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            wa_id: wa_id.clone(),
+            role: MessageRole::Ai,
+            content: content.into(),
+            agent: Some(agent.into()),
+            tool_calls,
+            tool_call_id: None,
+            wamids: Vec::new(),
+            attachments: Vec::new(),
+            at,
+        }
+    }
+}
+
 /// Something a tool shows the customer besides the assistant's words, in Spanish; the reply
 /// puts it into the conversation's language.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
