@@ -705,7 +705,11 @@ fn mortgage(said: &Said<'_>) -> OfflineAnswer {
 fn offers(said: &Said<'_>) -> OfflineAnswer {
     let lang = said.turn.lang;
     let text = said.last_human().map_or("", |(_, text)| text);
-    let amount = criteria::amounts(text).into_iter().map(|(a, _)| a).max();
+    // A listing's reference is no amount: «una oferta por el P-1001» names none.
+    let amount = criteria::amounts(&LISTING_ID.replace_all(text, " "))
+        .into_iter()
+        .map(|(a, _)| a)
+        .max();
     let listing = said.mentioned_listing();
     match (listing, amount) {
         (Some(id), Some(amount)) => said.call_or_menu(
