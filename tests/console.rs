@@ -313,6 +313,25 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
     engine
         .model_status()
         .went_offline(Utc::now() - chrono::Duration::minutes(75));
+    // Nor any other: the call records show a model's last answer, then two steps served
+    // offline, whichever instance served them.
+    let step = |provider: &str, ago: i64| zaguan::domain::LlmCall {
+        conversation: None,
+        agent: "searcher_assistant".into(),
+        provider: provider.into(),
+        model: "gpt-test".into(),
+        outcome: zaguan::domain::CallOutcome::Ok,
+        input_tokens: 0,
+        output_tokens: 0,
+        latency: Duration::ZERO,
+        error: None,
+        at: Utc::now() - chrono::Duration::seconds(ago),
+    };
+    let offline_from = step("offline", 10);
+    store
+        .insert_llm_calls(&[step("openai", 20), offline_from.clone(), step("offline", 5)])
+        .await
+        .unwrap();
     let reloader = Arc::new(PromptReloader::new(
         prompts,
         zaguan::startup::known_tools(),
@@ -389,14 +408,32 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
     let offline = text_of(&client, "#offline").await;
     assert!(offline.contains("Offline since"), "{offline}");
     assert!(offline.contains("1h 15m"), "{offline}");
+    let deployment = text_of(&client, "#deployment-offline").await;
+    let since = offline_from.at.format("%d/%m %H:%M UTC").to_string();
+    assert!(
+        deployment.contains(&format!("offline since {since}")),
+        "{deployment}"
+    );
+    assert!(deployment.contains("2 steps"), "{deployment}");
     screenshot(&client, "overview").await;
-    // A model answers again: the banner is gone.
+    // A model answers this instance again, and another instance's call: both banners are gone.
     engine.model_status().answered();
+    store
+        .insert_llm_calls(&[step("anthropic", 0)])
+        .await
+        .unwrap();
     client.refresh().await.unwrap();
     wait_text(&client, "#stuck", "1").await;
     assert!(
         client.find(Locator::Css("#offline")).await.is_err(),
         "no offline banner once a model answers"
+    );
+    assert!(
+        client
+            .find(Locator::Css("#deployment-offline"))
+            .await
+            .is_err(),
+        "no deployment banner once a model answers any instance"
     );
 
     // Find it with the filter.

@@ -82,6 +82,17 @@ pub(super) async fn overview(
     let inputs = crate::admin::reports::gather(store, state.realestate.as_deref(), &period).await?;
     let report =
         crate::admin::reports::compute(&inputs, &period, &crate::admin::reports::Prices::default());
+    // Every instance's: the spell the call records show, whoever served it.
+    let deployment_offline = crate::admin::reports::offline_spell(&inputs.calls).map(|spell| {
+        let minutes = (Utc::now() - spell.since).num_minutes().max(0);
+        json!({
+            "since": spell.since.format("%d/%m %H:%M UTC").to_string(),
+            "at_least": !spell.began_in_period,
+            "for": format!("{}h {:02}m", minutes / 60, minutes % 60),
+            "last": spell.last.format("%d/%m %H:%M UTC").to_string(),
+            "steps": spell.steps,
+        })
+    });
     let seconds = super::reports::duration;
     let today = json!({
         "conversations": report.days.iter().map(|d| d.conversations).sum::<u64>(),
@@ -117,6 +128,7 @@ pub(super) async fn overview(
                 "undelivered": undelivered,
                 "taken": taken, "prompts": prompts, "today": today,
                 "offline": offline,
+                "deployment_offline": deployment_offline,
                 "last_hour": last_hour,
             }),
         ),

@@ -145,6 +145,48 @@ pub struct Inputs {
     pub cut: Vec<&'static str>,
 }
 
+/// The offline spell the whole deployment is in, read from every instance's call records: each
+/// instance knows only its own model, but they share the providers, keys and budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OfflineSpell {
+    /// The first step served offline after the last answer any model gave (the period's first
+    /// offline step when no model answered in the period: the spell may be older).
+    pub since: DateTime<Utc>,
+    /// Whether a model answered earlier in the period, so `since` is the spell's true start.
+    pub began_in_period: bool,
+    /// The last step served offline, and how many were since `since`.
+    pub last: DateTime<Utc>,
+    pub steps: u64,
+}
+
+/// The deployment's offline spell still going on in `calls`: steps served offline after the last
+/// call a model answered (steps the fast path took say nothing either way). `None` when a model
+/// answered last.
+pub fn offline_spell(calls: &[LlmCall]) -> Option<OfflineSpell> {
+    let answered = |c: &&LlmCall| {
+        c.provider != FAST_PATH
+            && c.provider != OFFLINE
+            && c.outcome == crate::domain::CallOutcome::Ok
+    };
+    let last_answer = calls.iter().filter(answered).map(|c| c.at).max();
+    let mut spell: Option<OfflineSpell> = None;
+    for call in calls.iter().filter(|c| c.provider == OFFLINE) {
+        if last_answer.is_some_and(|answer| call.at <= answer) {
+            continue;
+        }
+        let spell = spell.get_or_insert(OfflineSpell {
+            since: call.at,
+            began_in_period: last_answer.is_some(),
+            last: call.at,
+            steps: 0,
+        });
+        spell.since = spell.since.min(call.at);
+        spell.last = spell.last.max(call.at);
+        spell.steps += 1;
+    }
+    spell
+}
+
 /// Reads the period's records from the stores.
 pub async fn gather(
     store: &(impl HistoryStore + UsageStore + EventStore + OutboxStore + UserStore + ?Sized),

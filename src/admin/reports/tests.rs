@@ -228,3 +228,55 @@ fn prices_and_periods_refuse_what_they_cannot_read() {
     assert_eq!(madrid.from(), at(22, 23, 0), "local midnight");
     assert_eq!(madrid.days().len(), 1);
 }
+
+#[test]
+fn the_deployment_is_offline_from_the_first_offline_step_after_the_last_answer() {
+    let failed = |when| LlmCall {
+        outcome: CallOutcome::Unavailable,
+        ..call("openai", "gpt-test", (0, 0), when)
+    };
+    // Two instances' records, out of order: answers until 10:00, then a failure and offline
+    // steps from 10:05 (the fast path's steps say nothing either way).
+    let calls = vec![
+        call(OFFLINE, "", (0, 0), at(27, 10, 30)),
+        call("openai", "gpt-test", (10, 5), at(27, 9, 0)),
+        call(OFFLINE, "", (0, 0), at(27, 9, 30)),
+        call("anthropic", "claude", (10, 5), at(27, 10, 0)),
+        failed(at(27, 10, 4)),
+        call(FAST_PATH, "", (0, 0), at(27, 10, 20)),
+        call(OFFLINE, "", (0, 0), at(27, 10, 5)),
+    ];
+    assert_eq!(
+        offline_spell(&calls),
+        Some(OfflineSpell {
+            since: at(27, 10, 5),
+            began_in_period: true,
+            last: at(27, 10, 30),
+            steps: 2,
+        })
+    );
+
+    // A model answers again: the spell is over.
+    let mut back = calls.clone();
+    back.push(call("openai", "gpt-test", (10, 5), at(27, 10, 31)));
+    assert_eq!(offline_spell(&back), None);
+
+    // No model answered in the period at all: offline since at least its first offline step.
+    let only_offline = vec![
+        call(OFFLINE, "", (0, 0), at(27, 8, 0)),
+        failed(at(27, 7, 59)),
+        call(OFFLINE, "", (0, 0), at(27, 8, 1)),
+    ];
+    let spell = offline_spell(&only_offline).unwrap();
+    assert_eq!(
+        (spell.since, spell.began_in_period, spell.steps),
+        (at(27, 8, 0), false, 2)
+    );
+
+    // Nothing served offline: no spell.
+    assert_eq!(
+        offline_spell(&[call("openai", "gpt-test", (1, 1), at(27, 9, 0))]),
+        None
+    );
+    assert_eq!(offline_spell(&[]), None);
+}
