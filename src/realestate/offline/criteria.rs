@@ -257,9 +257,19 @@ fn close(word: &str, name: &str) -> bool {
         && strsim::osa_distance(word, name) <= allowed
 }
 
+/// A listing's reference, as the data writes it (`P-1001`).
+pub static LISTING_ID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bP-\d{1,9}\b").expect("valid"));
+
+/// `text` folded, without listing references: «el P-1001» names no price, and «una oferta por
+/// el P-1001» no amount.
+fn fold_without_references(text: &str) -> String {
+    fold(&LISTING_ID.replace_all(text, " "))
+}
+
 /// Reads the criteria in `text`.
 pub fn read(text: &str, places: &Places) -> Criteria {
-    let folded = fold(text);
+    let folded = fold_without_references(text);
     let mut tokens = lex(&folded);
     let mut criteria = Criteria {
         min_bedrooms: bedrooms(&mut tokens),
@@ -788,7 +798,7 @@ const VOCABULARY: &[&str] = &[
 /// «60.000 de entrada»): what a mortgage or an offer is read from. Bedrooms and areas are not
 /// amounts.
 pub fn amounts(text: &str) -> Vec<(u64, Vec<String>)> {
-    let folded = fold(text);
+    let folded = fold_without_references(text);
     let mut tokens = lex(&folded);
     bedrooms(&mut tokens);
     let mut found = Vec::new();

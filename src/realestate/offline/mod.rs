@@ -25,6 +25,7 @@ use crate::realestate::PropertyFilter;
 use crate::realestate::{AppointmentStore, PropertyStore, RealEstateStore};
 use crate::store::{Attachment, ListRow, ReplyButton, StoredMessage};
 
+use criteria::LISTING_ID;
 pub use criteria::{Criteria, Places};
 use texts::Text;
 
@@ -315,8 +316,6 @@ struct Answered<'a> {
     attachments: &'a [Attachment],
 }
 
-static LISTING_ID: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\bP-\d{1,9}\b").expect("valid"));
 static SLOT_ID: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\bS-[A-Za-z0-9]+-\d{8,14}\b").expect("valid"));
 
@@ -705,11 +704,7 @@ fn mortgage(said: &Said<'_>) -> OfflineAnswer {
 fn offers(said: &Said<'_>) -> OfflineAnswer {
     let lang = said.turn.lang;
     let text = said.last_human().map_or("", |(_, text)| text);
-    // A listing's reference is no amount: «una oferta por el P-1001» names none.
-    let amount = criteria::amounts(&LISTING_ID.replace_all(text, " "))
-        .into_iter()
-        .map(|(a, _)| a)
-        .max();
+    let amount = criteria::amounts(text).into_iter().map(|(a, _)| a).max();
     let listing = said.mentioned_listing();
     match (listing, amount) {
         (Some(id), Some(amount)) => said.call_or_menu(

@@ -155,3 +155,29 @@ fn amounts_years_and_rates_read_for_a_mortgage() {
     assert_eq!(criteria::percent("al 2,95 %"), Some(2.95));
     assert_eq!(criteria::amounts("3 habitaciones y 2 baños"), Vec::new());
 }
+
+#[test]
+fn a_listing_reference_is_no_price_and_no_amount() {
+    // «el P-1001» after a search names a listing, not a maximum price of 1,001.
+    assert_eq!(
+        criteria::read("el P-1001", &demo_places()),
+        Criteria::default()
+    );
+    assert!(criteria::read("el p-1001", &demo_places()).is_empty());
+    // «por el P-1001» names no amount; the amounts beside it still count.
+    assert!(criteria::amounts("Quiero hacer una oferta por el P-1001").is_empty());
+    assert_eq!(
+        criteria::amounts("ofrezco 700.000 € por el P-1001")
+            .iter()
+            .map(|(a, _)| *a)
+            .collect::<Vec<_>>(),
+        vec![700_000]
+    );
+    assert_eq!(
+        criteria::amounts("simula la hipoteca del P-1023 con 30k de entrada")
+            .iter()
+            .map(|(a, _)| *a)
+            .collect::<Vec<_>>(),
+        vec![30_000]
+    );
+}
