@@ -82,17 +82,29 @@ pub(super) async fn overview(
     let inputs = crate::admin::reports::gather(store, state.realestate.as_deref(), &period).await?;
     let report =
         crate::admin::reports::compute(&inputs, &period, &crate::admin::reports::Prices::default());
-    // Every instance's: the spell the call records show, whoever served it.
-    let deployment_offline = crate::admin::reports::offline_spell(&inputs.calls).map(|spell| {
-        let minutes = (Utc::now() - spell.since).num_minutes().max(0);
-        json!({
-            "since": spell.since.format("%d/%m %H:%M UTC").to_string(),
-            "at_least": !spell.began_in_period,
-            "for": format!("{}h {:02}m", minutes / 60, minutes % 60),
-            "last": spell.last.format("%d/%m %H:%M UTC").to_string(),
-            "steps": spell.steps,
-        })
-    });
+    // Every instance's: the spell the last day's call records show, whoever served it. A day
+    // too busy to read whole says nothing rather than something stale.
+    let now = Utc::now();
+    let recent = store
+        .llm_calls_between(
+            now - chrono::Duration::hours(24),
+            now,
+            crate::admin::reports::MAX_RECORDS,
+        )
+        .await?;
+    let deployment_offline = (recent.len() < crate::admin::reports::MAX_RECORDS)
+        .then(|| crate::admin::reports::offline_spell(&recent))
+        .flatten()
+        .map(|spell| {
+            let minutes = (now - spell.since).num_minutes().max(0);
+            json!({
+                "since": spell.since.format("%d/%m %H:%M UTC").to_string(),
+                "at_least": !spell.began_in_period,
+                "for": format!("{}h {:02}m", minutes / 60, minutes % 60),
+                "last": spell.last.format("%d/%m %H:%M UTC").to_string(),
+                "steps": spell.steps,
+            })
+        });
     let seconds = super::reports::duration;
     let today = json!({
         "conversations": report.days.iter().map(|d| d.conversations).sum::<u64>(),

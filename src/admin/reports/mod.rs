@@ -149,10 +149,11 @@ pub struct Inputs {
 /// instance knows only its own model, but they share the providers, keys and budget.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OfflineSpell {
-    /// The first step served offline after the last answer any model gave (the period's first
-    /// offline step when no model answered in the period: the spell may be older).
+    /// The first step served offline after the last answer any model gave (the first offline
+    /// step read when no model answered in the records read: the spell may be older).
     pub since: DateTime<Utc>,
-    /// Whether a model answered earlier in the period, so `since` is the spell's true start.
+    /// Whether a model answered earlier in the records read, so `since` is the spell's true
+    /// start.
     pub began_in_period: bool,
     /// The last step served offline, and how many were since `since`.
     pub last: DateTime<Utc>,
