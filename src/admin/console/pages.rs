@@ -62,13 +62,7 @@ pub(super) async fn overview(
         .prompts
         .as_ref()
         .and_then(|p| p.engine().model_status().offline_since())
-        .map(|since| {
-            let minutes = (Utc::now() - since).num_minutes().max(0);
-            json!({
-                "since": since.format("%d/%m %H:%M UTC").to_string(),
-                "for": format!("{}h {:02}m", minutes / 60, minutes % 60),
-            })
-        });
+        .map(|since| offline_since(since, Utc::now()));
     let last_hour = store
         .inbox_outcomes_since(Utc::now() - chrono::Duration::hours(1))
         .await?;
@@ -82,28 +76,30 @@ pub(super) async fn overview(
     let inputs = crate::admin::reports::gather(store, state.realestate.as_deref(), &period).await?;
     let report =
         crate::admin::reports::compute(&inputs, &period, &crate::admin::reports::Prices::default());
-    // Every instance's: the spell the last day's call records show, whoever served it. A day
-    // too busy to read whole says nothing rather than something stale.
+    // Every instance's: the spell the last day's call records show, whoever served it. Today's
+    // are read already; only the hours before midnight are added. A day too busy to read whole
+    // says nothing rather than something stale.
     let now = Utc::now();
-    let recent = store
-        .llm_calls_between(
-            now - chrono::Duration::hours(24),
-            now,
-            crate::admin::reports::MAX_RECORDS,
-        )
-        .await?;
-    let deployment_offline = (recent.len() < crate::admin::reports::MAX_RECORDS)
+    let day_ago = now - chrono::Duration::hours(24);
+    let mut recent = if day_ago < period.from() {
+        store
+            .llm_calls_between(day_ago, period.from(), crate::admin::reports::MAX_RECORDS)
+            .await?
+    } else {
+        Vec::new()
+    };
+    let whole =
+        recent.len() < crate::admin::reports::MAX_RECORDS && !inputs.cut.contains(&"llm_calls");
+    recent.extend_from_slice(&inputs.calls);
+    let deployment_offline = whole
         .then(|| crate::admin::reports::offline_spell(&recent))
         .flatten()
         .map(|spell| {
-            let minutes = (now - spell.since).num_minutes().max(0);
-            json!({
-                "since": spell.since.format("%d/%m %H:%M UTC").to_string(),
-                "at_least": !spell.began_in_period,
-                "for": format!("{}h {:02}m", minutes / 60, minutes % 60),
-                "last": spell.last.format("%d/%m %H:%M UTC").to_string(),
-                "steps": spell.steps,
-            })
+            let mut shown = offline_since(spell.since, now);
+            shown["at_least"] = json!(!spell.began_in_period);
+            shown["last"] = json!(spell.last.format(SHOWN_AT).to_string());
+            shown["steps"] = json!(spell.steps);
+            shown
         });
     let seconds = super::reports::duration;
     let today = json!({
@@ -439,4 +435,16 @@ pub(super) async fn export_test(
         body,
     )
         .into_response())
+}
+
+/// How the overview writes an instant.
+const SHOWN_AT: &str = "%d/%m %H:%M UTC";
+
+/// An offline spell's start, and how long it has lasted by `now`.
+fn offline_since(since: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> Value {
+    let minutes = (now - since).num_minutes().max(0);
+    json!({
+        "since": since.format(SHOWN_AT).to_string(),
+        "for": format!("{}h {:02}m", minutes / 60, minutes % 60),
+    })
 }
