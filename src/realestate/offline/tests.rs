@@ -145,12 +145,9 @@ fn a_refinement_replaces_only_what_it_names() {
 
 #[test]
 fn amounts_years_and_rates_read_for_a_mortgage() {
-    let amounts = criteria::amounts("250.000 €, entrada 60.000, 30 años al 2,95 %");
-    assert_eq!(
-        amounts.iter().map(|(a, _)| *a).collect::<Vec<_>>(),
-        vec![250_000, 60_000]
-    );
-    assert!(amounts[1].1.contains(&"entrada".to_owned()));
+    let text = "250.000 €, entrada 60.000, 30 años al 2,95 %";
+    assert_eq!(amounts_in(text), vec![250_000, 60_000]);
+    assert!(criteria::amounts(text)[1].1.contains(&"entrada".to_owned()));
     assert_eq!(criteria::years("a 25 años"), Some(25));
     assert_eq!(criteria::percent("al 2,95 %"), Some(2.95));
     assert_eq!(criteria::amounts("3 habitaciones y 2 baños"), Vec::new());
@@ -166,18 +163,17 @@ fn a_listing_reference_is_no_price_and_no_amount() {
     assert!(criteria::read("el p-1001", &demo_places()).is_empty());
     // «por el P-1001» names no amount; the amounts beside it still count.
     assert!(criteria::amounts("Quiero hacer una oferta por el P-1001").is_empty());
+    assert_eq!(amounts_in("ofrezco 700.000 € por el P-1001"), vec![700_000]);
     assert_eq!(
-        criteria::amounts("ofrezco 700.000 € por el P-1001")
-            .iter()
-            .map(|(a, _)| *a)
-            .collect::<Vec<_>>(),
-        vec![700_000]
-    );
-    assert_eq!(
-        criteria::amounts("simula la hipoteca del P-1023 con 30k de entrada")
-            .iter()
-            .map(|(a, _)| *a)
-            .collect::<Vec<_>>(),
+        amounts_in("simula la hipoteca del P-1023 con 30k de entrada"),
         vec![30_000]
     );
+}
+
+/// The amounts read from `text`, without the words around them.
+fn amounts_in(text: &str) -> Vec<u64> {
+    criteria::amounts(text)
+        .into_iter()
+        .map(|(a, _)| a)
+        .collect()
 }
