@@ -19,7 +19,7 @@ impl HistoryStore for MemoryStore {
             .messages
             .values()
             .flat_map(|history| history.iter())
-            .filter(|(_, m)| {
+            .filter(|StoredMessage { message: m, .. }| {
                 m.at >= from
                     && m.at < to
                     && matches!(
@@ -27,10 +27,7 @@ impl HistoryStore for MemoryStore {
                         crate::domain::MessageRole::Human | crate::domain::MessageRole::Ai
                     )
             })
-            .map(|(seq, message)| StoredMessage {
-                seq: *seq,
-                message: message.clone(),
-            })
+            .cloned()
             .collect();
         found.sort_by_key(|m| m.message.at);
         found.truncate(limit);
@@ -40,9 +37,10 @@ impl HistoryStore for MemoryStore {
     async fn append_message(&self, message: NewMessage) -> StoreResult<StoredMessage> {
         let mut inner = self.lock();
         let history = inner.messages.entry(message.wa_id.clone()).or_default();
-        let seq = history.keys().next_back().map_or(1, |last| last + 1);
-        history.insert(seq, message.clone());
-        Ok(StoredMessage { seq, message })
+        let seq = history.last().map_or(1, |last| last.seq + 1);
+        let stored = StoredMessage { seq, message };
+        history.push(stored.clone());
+        Ok(stored)
     }
 
     async fn recent_messages(&self, wa_id: &WaId, limit: usize) -> StoreResult<Vec<StoredMessage>> {
@@ -50,17 +48,7 @@ impl HistoryStore for MemoryStore {
         let Some(history) = inner.messages.get(wa_id) else {
             return Ok(Vec::new());
         };
-        let mut recent: Vec<StoredMessage> = history
-            .iter()
-            .rev()
-            .take(limit)
-            .map(|(seq, message)| StoredMessage {
-                seq: *seq,
-                message: message.clone(),
-            })
-            .collect();
-        recent.reverse();
-        Ok(recent)
+        Ok(history[history.len().saturating_sub(limit)..].to_vec())
     }
 
     async fn append_messages(

@@ -85,7 +85,7 @@ impl MaintenanceStore for MemoryStore {
         if let Some(at) = before.messages {
             for history in inner.messages.values_mut() {
                 let before_len = history.len();
-                history.retain(|_, m| m.at >= at);
+                history.retain(|stored| stored.message.at >= at);
                 counts.messages += (before_len - history.len()) as u64;
             }
         }

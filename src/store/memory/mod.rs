@@ -20,8 +20,8 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
 use crate::store::{
-    Conversation, Event, InboxEntry, InstanceRecord, LlmCall, NewMessage, NewOutbox, OutboxEntry,
-    OutboxStatus, RejectedEntry, StatusOutcome, TemplateStatus, User,
+    Conversation, Event, InboxEntry, InstanceRecord, LlmCall, NewOutbox, OutboxEntry, OutboxStatus,
+    RejectedEntry, StatusOutcome, StoredMessage, TemplateStatus, User,
 };
 
 #[derive(Default)]
@@ -47,7 +47,9 @@ struct Inner {
     llm_calls: Vec<LlmCall>,
     users: HashMap<WaId, User>,
     conversations: HashMap<WaId, Conversation>,
-    messages: HashMap<WaId, BTreeMap<i64, NewMessage>>,
+    /// Each conversation's history in `seq` order (appended at the end, so a plain vector: a
+    /// B-tree's first leaf alone took 2 KiB for the few messages most conversations have).
+    messages: HashMap<WaId, Vec<StoredMessage>>,
     outbox: Vec<OutboxEntry>,
     outbox_by_id: HashMap<OutboxId, usize>,
     /// Business events by id.
