@@ -4,6 +4,7 @@
 
 use crate::domain::DialogState;
 use crate::domain::{Content, MediaKind};
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::domain::MessageRole;
@@ -23,17 +24,18 @@ use crate::voice::VoiceNotes;
 
 /// Appends the inbox messages not yet in the history as one human message, voice notes
 /// transcribed. Before that, a subgraph idle past the TTL is left, so the new message starts
-/// from the primary agent. Returns the new entries, a voice note's text its transcript.
-pub(super) async fn add_human_message(
+/// from the primary agent. Returns the new entries, a voice note's text its transcript (only
+/// those are copied).
+pub(super) async fn add_human_message<'a>(
     turn: &Turn<'_>,
     voice: Option<&VoiceNotes>,
     state: &mut State,
-    inbox: &[InboxEntry],
-) -> Result<Vec<InboxEntry>, EngineError> {
-    let mut new: Vec<InboxEntry> = inbox
+    inbox: &'a [InboxEntry],
+) -> Result<Vec<Cow<'a, InboxEntry>>, EngineError> {
+    let mut new: Vec<Cow<'a, InboxEntry>> = inbox
         .iter()
         .filter(|e| !state.is_stored(&e.wamid))
-        .cloned()
+        .map(Cow::Borrowed)
         .collect();
     if new.is_empty() {
         return Ok(new);
@@ -41,11 +43,11 @@ pub(super) async fn add_human_message(
     let mut voice_notes = HashSet::new();
     for entry in &mut new {
         if let Some(transcript) = transcribe(voice, entry, state.lang.as_deref()).await {
-            entry.text = Some(transcript);
+            entry.to_mut().text = Some(transcript);
             voice_notes.insert(entry.wamid.clone());
         }
     }
-    if let Some(location) = new.iter().rev().find_map(shared_location) {
+    if let Some(location) = new.iter().rev().find_map(|e| shared_location(e)) {
         turn.store
             .set_conversation_location(&state.wa_id, location)
             .await?;

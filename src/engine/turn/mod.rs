@@ -406,8 +406,10 @@ impl Engine {
             .filter(|e| state.is_stored(&e.wamid))
             .cloned()
             .collect();
-        let inbox: Vec<InboxEntry> = if resumed.is_empty() {
-            inbox.to_vec()
+        // Borrowed in the usual case: a turn waiting on the model holds one copy of its
+        // messages, the worker's.
+        let inbox: std::borrow::Cow<'_, [InboxEntry]> = if resumed.is_empty() {
+            std::borrow::Cow::Borrowed(inbox)
         } else {
             // Counted: a message whose turns keep being cut (one that crashes the process)
             // is given up on after `max_attempts`.
@@ -417,9 +419,9 @@ impl Engine {
             }
             tracing::info!(messages = resumed.len(), "resuming a turn cut short");
             metrics::counter!("zaguan_turns_resumed_total").increment(1);
-            resumed
+            std::borrow::Cow::Owned(resumed)
         };
-        let inbox = inbox.as_slice();
+        let inbox = inbox.as_ref();
         let answered: Vec<WaMessageId> = inbox.iter().map(|e| e.wamid.clone()).collect();
         if inbox.is_empty() {
             return Ok(TurnOutcome::silent(state.dialog_state, answered));
@@ -428,7 +430,7 @@ impl Engine {
         let loaded_seq = state.messages.last().map_or(0, |m| m.seq);
         let new =
             inbound::add_human_message(&turn, self.voice.as_deref(), &mut state, inbox).await?;
-        let new: Vec<&InboxEntry> = new.iter().collect();
+        let new: Vec<&InboxEntry> = new.iter().map(AsRef::as_ref).collect();
         // The turn's messages, new or resumed after a crash: all reactions, nothing to answer.
         if !inbox.is_empty() && inbox.iter().all(is_reaction) {
             // A reaction is context for the next turn, never a message to answer (nor a yes).
