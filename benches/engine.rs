@@ -129,6 +129,14 @@ fn hygiene(c: &mut Criterion) {
     c.bench_function("engine/history::clean, 200 messages", |b| {
         b.iter(|| history::clean(std::hint::black_box(&messages), history::WINDOW))
     });
+    // What a model call does now: the history loaded is converted once and cleaned in place.
+    c.bench_function("engine/history::for_model, 200 messages, taken", |b| {
+        b.iter_batched(
+            || messages.clone(),
+            |messages| history::for_model(messages, history::WINDOW),
+            criterion::BatchSize::SmallInput,
+        )
+    });
 }
 
 fn turns(c: &mut Criterion) {

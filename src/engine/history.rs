@@ -18,8 +18,6 @@
 //!
 //! The result keeps the stored order, and cleaning it again changes nothing.
 
-use std::collections::HashSet;
-
 use crate::llm::ChatMessage;
 
 use crate::domain::ToolCall;
@@ -35,28 +33,40 @@ pub const WINDOW: usize = 50;
 /// The window is exceeded only to keep the last human message: the current question is never
 /// dropped.
 pub fn clean(messages: &[ChatMessage], window: usize) -> Vec<ChatMessage> {
+    clean_owned(messages.to_vec(), window)
+}
+
+/// [`clean`], taking the messages: nothing is copied (before every model call, the history
+/// loaded is about twice the window).
+pub fn clean_owned(messages: Vec<ChatMessage>, window: usize) -> Vec<ChatMessage> {
     let paired = pair_tool_calls(messages);
     let joined = join_consecutive_humans(paired);
     keep_window(joined, window)
 }
 
+/// The history as the model is sent it: [`clean_owned`], then [`with_opening_words`].
+pub fn for_model(history: Vec<ChatMessage>, window: usize) -> Vec<ChatMessage> {
+    let opening = Opening::of(&history);
+    opening.apply(clean_owned(history, window))
+}
+
 /// Keeps each assistant tool call only if a tool message in the run right after it answers it, and
 /// each tool message only if it answers a kept call of the assistant message right before its run.
-fn pair_tool_calls(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+fn pair_tool_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
     let mut paired = Vec::with_capacity(messages.len());
-    let mut rest = messages;
-    while let Some((message, after)) = rest.split_first() {
-        rest = after;
+    let mut rest = messages.into_iter().peekable();
+    while let Some(message) = rest.next() {
         match message {
-            ChatMessage::Human { .. } => paired.push(message.clone()),
+            ChatMessage::Human { .. } => paired.push(message),
             ChatMessage::Ai {
                 content,
                 tool_calls,
             } => {
-                let run_len = rest.iter().take_while(|m| is_tool(m)).count();
-                let (run, after_run) = rest.split_at(run_len);
-                paired.extend(answered_turn(content, tool_calls, run));
-                rest = after_run;
+                let mut run = Vec::new();
+                while let Some(tool) = rest.next_if(is_tool) {
+                    run.push(tool);
+                }
+                answered_turn(content, tool_calls, run, &mut paired);
             }
             // Every run of tool messages that follows an assistant message was taken with it above:
             // this one follows a human message or opens the history, so it answers nothing.
@@ -66,32 +76,50 @@ fn pair_tool_calls(messages: &[ChatMessage]) -> Vec<ChatMessage> {
     paired
 }
 
-/// One assistant message and the run of tool messages after it, reduced to what pairs up: the
-/// calls that have an answer (the first call of an id, as a repeated id could not be told apart),
-/// the first answer to each of them, in their stored order. An assistant message left with neither
-/// a call nor text says nothing and is left out (Anthropic refuses empty assistant content).
-fn answered_turn(content: &str, tool_calls: &[ToolCall], run: &[ChatMessage]) -> Vec<ChatMessage> {
-    let answered: HashSet<&str> = run.iter().filter_map(tool_call_id).collect();
-    let mut called = HashSet::new();
-    let kept_calls: Vec<ToolCall> = tool_calls
-        .iter()
-        .filter(|call| answered.contains(call.id.as_str()) && called.insert(call.id.as_str()))
-        .cloned()
-        .collect();
-
-    if kept_calls.is_empty() && content.trim().is_empty() {
-        return Vec::new();
+/// One assistant message and the run of tool messages after it, reduced to what pairs up (pushed
+/// onto `paired`): the calls that have an answer (the first call of an id, as a repeated id could
+/// not be told apart), the first answer to each of them, in their stored order. An assistant
+/// message left with neither a call nor text says nothing and is left out (Anthropic refuses
+/// empty assistant content).
+fn answered_turn(
+    content: String,
+    tool_calls: Vec<ToolCall>,
+    run: Vec<ChatMessage>,
+    paired: &mut Vec<ChatMessage>,
+) {
+    // A message makes a few calls at most: linear scans, no hashing of ids.
+    let mut kept_calls: Vec<ToolCall> = Vec::with_capacity(tool_calls.len());
+    for call in tool_calls {
+        let answered = run
+            .iter()
+            .any(|m| tool_call_id(m) == Some(call.id.as_str()));
+        if answered && !kept_calls.iter().any(|k| k.id == call.id) {
+            kept_calls.push(call);
+        }
     }
-    let mut replied = HashSet::new();
-    let answers = run
-        .iter()
-        .filter(|m| tool_call_id(m).is_some_and(|id| called.contains(id) && replied.insert(id)))
-        .cloned();
-    let ai = ChatMessage::Ai {
-        content: content.to_owned(),
+    if kept_calls.is_empty() && content.trim().is_empty() {
+        return;
+    }
+    let start = paired.len();
+    paired.push(ChatMessage::Ai {
+        content,
         tool_calls: kept_calls,
-    };
-    std::iter::once(ai).chain(answers).collect()
+    });
+    for message in run {
+        let Some(id) = tool_call_id(&message) else {
+            continue;
+        };
+        let ChatMessage::Ai { tool_calls, .. } = &paired[start] else {
+            continue;
+        };
+        let called = tool_calls.iter().any(|call| call.id == id);
+        let replied = paired[start + 1..]
+            .iter()
+            .any(|answer| tool_call_id(answer) == Some(id));
+        if called && !replied {
+            paired.push(message);
+        }
+    }
 }
 
 /// Joins each run of human messages into one, their contents separated by a newline. The seed kept
@@ -134,38 +162,53 @@ fn keep_window(mut messages: Vec<ChatMessage>, window: usize) -> Vec<ChatMessage
 /// `cleaned` (from [`clean`] of `history`) with the business's words that opened the
 /// conversation — text of the assistant before any user message — quoted at the start of the
 /// first user message, when the window still starts at that first user message.
-pub fn with_opening_words(
-    history: &[ChatMessage],
-    mut cleaned: Vec<ChatMessage>,
-) -> Vec<ChatMessage> {
-    let opening: Vec<&str> = history
-        .iter()
-        .take_while(|m| !is_human(m))
-        .filter_map(|m| match m {
-            ChatMessage::Ai {
-                content,
-                tool_calls,
-            } if tool_calls.is_empty() && !content.trim().is_empty() => Some(content.as_str()),
-            _ => None,
-        })
-        .collect();
-    let humans = |messages: &[ChatMessage]| messages.iter().filter(|m| is_human(m)).count();
-    // Consecutive user messages are joined by `clean`: compare runs, not messages.
-    let runs = history
-        .iter()
-        .zip(history.iter().skip(1).map(Some).chain([None]))
-        .filter(|(m, next)| is_human(m) && !next.is_some_and(is_human))
-        .count();
-    if opening.is_empty() || humans(&cleaned) != runs {
-        return cleaned;
+pub fn with_opening_words(history: &[ChatMessage], cleaned: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    Opening::of(history).apply(cleaned)
+}
+
+/// What [`with_opening_words`] needs of the whole history, read before it is cleaned.
+struct Opening {
+    /// The assistant's texts before the first user message (most histories have none).
+    words: Vec<String>,
+    /// The runs of consecutive user messages, which `clean` joins into one each.
+    runs: usize,
+}
+
+impl Opening {
+    fn of(history: &[ChatMessage]) -> Self {
+        let words = history
+            .iter()
+            .take_while(|m| !is_human(m))
+            .filter_map(|m| match m {
+                ChatMessage::Ai {
+                    content,
+                    tool_calls,
+                } if tool_calls.is_empty() && !content.trim().is_empty() => Some(content.clone()),
+                _ => None,
+            })
+            .collect();
+        let runs = history
+            .iter()
+            .zip(history.iter().skip(1).map(Some).chain([None]))
+            .filter(|(m, next)| is_human(m) && !next.is_some_and(is_human))
+            .count();
+        Self { words, runs }
     }
-    if let Some(ChatMessage::Human { content }) = cleaned.first_mut() {
-        *content = format!(
-            "[Antes, la agencia escribió: «{}»]\n\n{content}",
-            opening.join("» «")
-        );
+
+    fn apply(self, mut cleaned: Vec<ChatMessage>) -> Vec<ChatMessage> {
+        let humans = cleaned.iter().filter(|m| is_human(m)).count();
+        // Consecutive user messages are joined by `clean`: compare runs, not messages.
+        if self.words.is_empty() || humans != self.runs {
+            return cleaned;
+        }
+        if let Some(ChatMessage::Human { content }) = cleaned.first_mut() {
+            *content = format!(
+                "[Antes, la agencia escribió: «{}»]\n\n{content}",
+                self.words.join("» «")
+            );
+        }
+        cleaned
     }
-    cleaned
 }
 
 fn is_human(message: &ChatMessage) -> bool {
@@ -580,6 +623,16 @@ mod tests {
             fn cleaning_twice_changes_nothing(history in history(), window in 1..=60usize) {
                 let once = clean(&history, window);
                 prop_assert_eq!(clean(&once, window), once);
+            }
+
+            #[test]
+            fn the_model_is_sent_the_cleaned_history_with_its_opening_words(
+                history in history(), window in 1..=60usize,
+            ) {
+                prop_assert_eq!(
+                    for_model(history.clone(), window),
+                    with_opening_words(&history, clean(&history, window))
+                );
             }
         }
     }

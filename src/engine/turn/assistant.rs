@@ -310,10 +310,7 @@ fn request_for(turn: &Turn<'_>, agent: &Agent, state: &State) -> LlmRequest {
         agent: agent.name.clone(),
         conversation: Some(state.wa_id.as_str().to_owned()),
         system,
-        messages: {
-            let chat = state.chat_messages();
-            history::with_opening_words(&chat, history::clean(&chat, turn.settings.window))
-        },
+        messages: history::for_model(state.chat_messages(), turn.settings.window),
         tools,
     }
 }
