@@ -1,5 +1,5 @@
 //! History hygiene: the conversation as stored, made acceptable to every provider. The engine runs
-//! [`clean`] on the messages of a conversation right before every LLM call, as the seed's
+//! [`for_model`] on the messages of a conversation right before every LLM call, as the seed's
 //! `agent_invoke` cleaned its messages before invoking the model.
 //!
 //! A stored history is not always well formed: a turn can stop between an assistant's tool call and
@@ -13,8 +13,8 @@
 //! 3. only the last [`WINDOW`] messages are kept, starting at a user message.
 //!
 //! A conversation the business opened (a visit reminder, an operator's message) starts with
-//! the business's words, which step 3 drops; [`with_opening_words`] puts them back into the
-//! first user message, who is likely answering them.
+//! the business's words, which step 3 drops; [`for_model`] puts them back into the first user
+//! message, who is likely answering them.
 //!
 //! The result keeps the stored order, and cleaning it again changes nothing.
 
@@ -38,13 +38,15 @@ pub fn clean(messages: &[ChatMessage], window: usize) -> Vec<ChatMessage> {
 
 /// [`clean`], taking the messages: nothing is copied (before every model call, the history
 /// loaded is about twice the window).
-pub fn clean_owned(messages: Vec<ChatMessage>, window: usize) -> Vec<ChatMessage> {
+fn clean_owned(messages: Vec<ChatMessage>, window: usize) -> Vec<ChatMessage> {
     let paired = pair_tool_calls(messages);
     let joined = join_consecutive_humans(paired);
     keep_window(joined, window)
 }
 
-/// The history as the model is sent it: [`clean_owned`], then [`with_opening_words`].
+/// The history as the model is sent it: [`clean`], with the business's words that opened the
+/// conversation — text of the assistant before any user message — quoted at the start of the
+/// first user message, when the window still starts at that first user message.
 pub fn for_model(history: Vec<ChatMessage>, window: usize) -> Vec<ChatMessage> {
     let opening = Opening::of(&history);
     opening.apply(clean_owned(history, window))
@@ -100,26 +102,23 @@ fn answered_turn(
     if kept_calls.is_empty() && content.trim().is_empty() {
         return;
     }
-    let start = paired.len();
+    let mut answers: Vec<ChatMessage> = Vec::with_capacity(kept_calls.len());
+    for message in run {
+        let first_answer = tool_call_id(&message).is_some_and(|id| {
+            kept_calls.iter().any(|call| call.id == id)
+                && !answers
+                    .iter()
+                    .any(|answer| tool_call_id(answer) == Some(id))
+        });
+        if first_answer {
+            answers.push(message);
+        }
+    }
     paired.push(ChatMessage::Ai {
         content,
         tool_calls: kept_calls,
     });
-    for message in run {
-        let Some(id) = tool_call_id(&message) else {
-            continue;
-        };
-        let ChatMessage::Ai { tool_calls, .. } = &paired[start] else {
-            continue;
-        };
-        let called = tool_calls.iter().any(|call| call.id == id);
-        let replied = paired[start + 1..]
-            .iter()
-            .any(|answer| tool_call_id(answer) == Some(id));
-        if called && !replied {
-            paired.push(message);
-        }
-    }
+    paired.extend(answers);
 }
 
 /// Joins each run of human messages into one, their contents separated by a newline. The seed kept
@@ -159,14 +158,7 @@ fn keep_window(mut messages: Vec<ChatMessage>, window: usize) -> Vec<ChatMessage
     messages
 }
 
-/// `cleaned` (from [`clean`] of `history`) with the business's words that opened the
-/// conversation — text of the assistant before any user message — quoted at the start of the
-/// first user message, when the window still starts at that first user message.
-pub fn with_opening_words(history: &[ChatMessage], cleaned: Vec<ChatMessage>) -> Vec<ChatMessage> {
-    Opening::of(history).apply(cleaned)
-}
-
-/// What [`with_opening_words`] needs of the whole history, read before it is cleaned.
+/// What [`for_model`] needs of the whole history, read before it is cleaned.
 struct Opening {
     /// The assistant's texts before the first user message (most histories have none).
     words: Vec<String>,
@@ -273,7 +265,7 @@ mod tests {
             human("¿Me la pasas"),
             human("al viernes?"),
         ];
-        let sent = with_opening_words(&history, clean(&history, WINDOW));
+        let sent = for_model(history.clone(), WINDOW);
         assert_eq!(
             sent,
             [human(
@@ -288,13 +280,10 @@ mod tests {
             long.push(human(&format!("pregunta {i}")));
         }
         let cleaned = clean(&long, 10);
-        assert_eq!(with_opening_words(&long, cleaned.clone()), cleaned);
+        assert_eq!(for_model(long, 10), cleaned);
         // A conversation the user opened is left as it is.
         let history = vec![human("hola"), ChatMessage::ai("Hola, ¿qué buscas?")];
-        assert_eq!(
-            with_opening_words(&history, clean(&history, WINDOW)),
-            history
-        );
+        assert_eq!(for_model(history.clone(), WINDOW), history);
     }
 
     #[test]
@@ -626,13 +615,25 @@ mod tests {
             }
 
             #[test]
-            fn the_model_is_sent_the_cleaned_history_with_its_opening_words(
+            fn the_model_is_sent_the_cleaned_history_at_most_quoting_the_opening_words(
                 history in history(), window in 1..=60usize,
             ) {
-                prop_assert_eq!(
-                    for_model(history.clone(), window),
-                    with_opening_words(&history, clean(&history, window))
-                );
+                let sent = for_model(history.clone(), window);
+                let cleaned = clean(&history, window);
+                prop_assert_eq!(sent.len(), cleaned.len());
+                prop_assert_eq!(sent.get(1..), cleaned.get(1..));
+                if let (Some(first_sent), Some(first_cleaned)) = (sent.first(), cleaned.first())
+                    && first_sent != first_cleaned
+                {
+                    let (ChatMessage::Human { content: sent }, ChatMessage::Human { content }) =
+                        (first_sent, first_cleaned)
+                    else {
+                        return Err(TestCaseError::fail("only a user message gets the opening words"));
+                    };
+                    prop_assert!(sent.starts_with("[Antes, la agencia escribió: «"));
+                    let answered = format!("»]\n\n{content}");
+                    prop_assert!(sent.ends_with(&answered));
+                }
             }
         }
     }

@@ -22,6 +22,7 @@
 
 use crate::domain::DialogState;
 use crate::domain::phrases;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -408,8 +409,8 @@ impl Engine {
             .collect();
         // Borrowed in the usual case: a turn waiting on the model holds one copy of its
         // messages, the worker's.
-        let inbox: std::borrow::Cow<'_, [InboxEntry]> = if resumed.is_empty() {
-            std::borrow::Cow::Borrowed(inbox)
+        let inbox: Cow<'_, [InboxEntry]> = if resumed.is_empty() {
+            Cow::Borrowed(inbox)
         } else {
             // Counted: a message whose turns keep being cut (one that crashes the process)
             // is given up on after `max_attempts`.
@@ -419,7 +420,7 @@ impl Engine {
             }
             tracing::info!(messages = resumed.len(), "resuming a turn cut short");
             metrics::counter!("zaguan_turns_resumed_total").increment(1);
-            std::borrow::Cow::Owned(resumed)
+            Cow::Owned(resumed)
         };
         let inbox = inbox.as_ref();
         let answered: Vec<WaMessageId> = inbox.iter().map(|e| e.wamid.clone()).collect();
