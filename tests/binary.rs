@@ -260,6 +260,21 @@ async fn three_instances_survive_a_kill_and_a_drain_answering_each_turn_once_in_
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let answered = started.elapsed();
+    // The survivor timed its database calls by command and collection: which round trips the
+    // database spends its time on.
+    let metrics = http_response(ports[2], "/metrics").unwrap_or_default();
+    for series in [
+        r#"zaguan_store_command_seconds_count{command="insert",collection="inbox",outcome="ok"}"#,
+        r#"zaguan_store_command_seconds_count{command="find",collection="inbox",outcome="ok"}"#,
+        r#"zaguan_store_command_seconds_count{command="insert",collection="outbox",outcome="ok"}"#,
+    ] {
+        let count: f64 = metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(series))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in /metrics:\n{metrics}"));
+        assert!(count >= 1.0, "{series} {count}");
+    }
     for mut child in children.into_iter().flatten() {
         let _ = Command::new("kill")
             .args(["-TERM", &child.id().to_string()])

@@ -866,10 +866,23 @@ async fn the_backlog_and_the_leases_are_counted(store: Arc<dyn Store>) {
         )
         .await
         .unwrap();
+    // Left `processing` by an older version: open too, and here the oldest open.
+    store
+        .set_inbox_status(
+            &[WaMessageId::parse("wamid.B2").unwrap()],
+            InboxStatus::Processing,
+        )
+        .await
+        .unwrap();
     let backlog = store.inbox_backlog().await.unwrap();
     assert_eq!(
         (backlog.open, backlog.failed, backlog.oldest_received_at),
         (2, 1, Some(at(20)))
+    );
+    assert_eq!(
+        store.conversations_with_open_inbox(10).await.unwrap(),
+        [wa("34600111222"), wa("34600333444")],
+        "oldest open first, whatever its status"
     );
     assert_eq!(store.active_leases(at(100), &[]).await.unwrap(), 0);
     assert!(

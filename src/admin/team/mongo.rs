@@ -32,11 +32,15 @@ impl MongoTeam {
             (SESSIONS, doc! {"expires_at": 1}),
         ] {
             self.pool
-                .run(Lane::Work, move |db| async move {
-                    db.collection::<Document>(collection)
-                        .create_index(mongodb::IndexModel::builder().keys(keys).build())
-                        .await
-                })
+                .run(
+                    Lane::Work,
+                    ("createIndexes", collection),
+                    move |db| async move {
+                        db.collection::<Document>(collection)
+                            .create_index(mongodb::IndexModel::builder().keys(keys).build())
+                            .await
+                    },
+                )
                 .await?;
         }
         Ok(())

@@ -76,10 +76,10 @@ impl MongoRealEstate {
         ];
         for (collection, keys) in indexes {
             let model = IndexModel::builder().keys(keys).build();
-            let collection = collection.to_owned();
+            let owned = collection.to_owned();
             self.pool
-                .run(Lane::Work, move |db| async move {
-                    db.collection::<Document>(&collection)
+                .run(Lane::Work, ("createIndexes", collection), move |db| async move {
+                    db.collection::<Document>(&owned)
                         .create_index(model)
                         .await
                 })
@@ -163,7 +163,7 @@ async fn replace_by_id(pool: &MongoPool, collection: &str, document: Document) -
     for attempt in 0..2 {
         let (name, filter, document) = (collection.to_owned(), filter.clone(), document.clone());
         let result = pool
-            .run_raw(Lane::Work, move |db| async move {
+            .run_raw(Lane::Work, ("update", collection), move |db| async move {
                 db.collection::<Document>(&name)
                     .replace_one(filter, document)
                     .upsert(true)

@@ -456,15 +456,6 @@ pub(super) fn outbox_id(id: &OutboxId) -> Bson {
     ObjectId::parse_str(&id.0).map_or_else(|_| Bson::String(id.0.clone()), Bson::ObjectId)
 }
 
-/// The filter naming inbox entries by id: a lone `_id` where it can (the filter every
-/// MongoDB-compatible server looks up by index).
-pub(super) fn by_ids(wamids: &[WaMessageId]) -> Document {
-    match wamids {
-        [one] => doc! {"_id": one.as_str()},
-        many => doc! {"_id": {"$in": many.iter().map(|w| w.as_str()).collect::<Vec<_>>()}},
-    }
-}
-
 /// An `outbox` document.
 pub(super) fn outbox_doc(entry: &OutboxEntry) -> Document {
     let mut doc = doc! {

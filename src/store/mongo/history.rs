@@ -100,7 +100,7 @@ impl HistoryStore for MongoStore {
                 .collect::<StoreResult<Vec<Document>>>()?;
             let inserted = self
                 .pool
-                .run_raw(Lane::Work, move |db| async move {
+                .run_raw(Lane::Work, ("insert", "messages"), move |db| async move {
                     db.collection::<Document>("messages")
                         .insert_many(docs)
                         .await

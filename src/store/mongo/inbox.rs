@@ -2,7 +2,7 @@
 
 use crate::domain::{WaId, WaMessageId};
 use crate::store::mongo::OPEN_INBOX;
-use crate::store::mongo::codec::{Fields, by_ids, date, inbox_doc, inbox_entry};
+use crate::store::mongo::codec::{Fields, date, inbox_doc, inbox_entry};
 use crate::store::pool::{DUPLICATE_KEY, Find, Lane, classify};
 use crate::store::{
     InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatus, MongoStore, RejectedEntry,
@@ -23,7 +23,7 @@ impl InboxStore for MongoStore {
         let docs: Vec<Document> = messages.iter().map(inbox_doc).collect();
         let result = self
             .pool
-            .run_raw(Lane::Ingress, move |db| async move {
+            .run_raw(Lane::Ingress, ("insert", "inbox"), move |db| async move {
                 db.collection::<Document>("inbox")
                     .insert_many(docs)
                     .ordered(false)
@@ -164,12 +164,13 @@ impl InboxStore for MongoStore {
         // times `limit` and keep the first occurrence of each.
         let docs = self
             .pool
-            .find(
+            .find_any_of(
                 Lane::Work,
                 "inbox",
-                doc! {"status": {"$in": &OPEN_INBOX[..]}},
+                doc! {},
+                ("status", &OPEN_INBOX),
                 Find::sorted(doc! {"received_at": 1, "_id": 1})
-                    .projection(doc! {"wa_id": 1})
+                    .projection(doc! {"wa_id": 1, "received_at": 1})
                     .limit(limit.saturating_mul(4)),
             )
             .await?;
@@ -189,32 +190,18 @@ impl InboxStore for MongoStore {
         if status == InboxStatus::Processing {
             update.insert("$inc", doc! {"attempts": 1_i64});
         }
-        self.pool
-            .update_many(Lane::Work, "inbox", by_ids(wamids), update)
-            .await
-            .map(drop)
+        self.update_each(wamids, update).await
     }
 
     async fn count_attempt(&self, wamids: &[WaMessageId]) -> StoreResult<()> {
-        self.pool
-            .update_many(
-                Lane::Work,
-                "inbox",
-                by_ids(wamids),
-                doc! {"$inc": {"attempts": 1_i64}},
-            )
+        self.update_each(wamids, doc! {"$inc": {"attempts": 1_i64}})
             .await
-            .map(drop)
     }
 
     async fn inbox_backlog(&self) -> StoreResult<InboxBacklog> {
         let open = self
             .pool
-            .count(
-                Lane::Work,
-                "inbox",
-                doc! {"status": {"$in": &OPEN_INBOX[..]}},
-            )
+            .count_any_of(Lane::Work, "inbox", ("status", &OPEN_INBOX))
             .await?;
         let failed = self
             .pool
@@ -226,13 +213,17 @@ impl InboxStore for MongoStore {
             .await?;
         let oldest = self
             .pool
-            .find_one(
+            .find_any_of(
                 Lane::Work,
                 "inbox",
-                doc! {"status": {"$in": &OPEN_INBOX[..]}},
-                Find::sorted(doc! {"received_at": 1}),
+                doc! {},
+                ("status", &OPEN_INBOX),
+                Find::sorted(doc! {"received_at": 1})
+                    .projection(doc! {"received_at": 1})
+                    .limit(1),
             )
-            .await?;
+            .await?
+            .pop();
         Ok(InboxBacklog {
             open,
             oldest_received_at: oldest.as_ref().and_then(|d| Fields(d).date("received_at")),
@@ -251,5 +242,24 @@ impl InboxStore for MongoStore {
             )
             .await?;
         found.as_ref().map(inbox_entry).transpose()
+    }
+}
+
+impl MongoStore {
+    /// `update` on each of `wamids`, one by `_id` at a time: FerretDB serves an `_id` equality
+    /// from its index but filters `$in` itself after reading the whole inbox, and a turn that
+    /// answers several messages would otherwise read every message ever received.
+    async fn update_each(&self, wamids: &[WaMessageId], update: Document) -> StoreResult<()> {
+        for wamid in wamids {
+            self.pool
+                .update_one(
+                    Lane::Work,
+                    "inbox",
+                    doc! {"_id": wamid.as_str()},
+                    update.clone(),
+                )
+                .await?;
+        }
+        Ok(())
     }
 }

@@ -161,7 +161,7 @@ impl LeaseStore for MongoStore {
     async fn server_time(&self) -> StoreResult<DateTime<Utc>> {
         let hello = self
             .pool
-            .run(Lane::Control, |db| async move {
+            .run(Lane::Control, ("hello", "-"), |db| async move {
                 db.run_command(doc! {"hello": 1}).await
             })
             .await?;
@@ -185,13 +185,17 @@ impl LeaseStore for MongoStore {
         let update = doc! {"$set": {"nonce": nonce}, "$currentDate": {"seen_at": true}};
         let beat = self
             .pool
-            .run(Lane::Control, move |db| async move {
-                db.collection::<Document>("instances")
-                    .find_one_and_update(filter, update)
-                    .upsert(take_over)
-                    .return_document(mongodb::options::ReturnDocument::After)
-                    .await
-            })
+            .run(
+                Lane::Control,
+                ("findAndModify", "instances"),
+                move |db| async move {
+                    db.collection::<Document>("instances")
+                        .find_one_and_update(filter, update)
+                        .upsert(take_over)
+                        .return_document(mongodb::options::ReturnDocument::After)
+                        .await
+                },
+            )
             .await?;
         Ok(beat.and_then(|doc| Fields(&doc).date("seen_at")))
     }

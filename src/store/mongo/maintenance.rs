@@ -20,7 +20,7 @@ impl MaintenanceStore for MongoStore {
 
     async fn ping(&self) -> StoreResult<()> {
         self.pool
-            .run(Lane::Control, |db| async move {
+            .run(Lane::Control, ("ping", "-"), |db| async move {
                 db.run_command(doc! {"ping": 1}).await
             })
             .await

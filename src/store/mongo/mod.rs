@@ -98,10 +98,10 @@ impl MongoStore {
         ];
         for (collection, keys, options) in indexes {
             let model = IndexModel::builder().keys(keys).options(options).build();
-            let collection = collection.to_owned();
+            let owned = collection.to_owned();
             self.pool
-                .run(Lane::Work, move |db| async move {
-                    db.collection::<Document>(&collection)
+                .run(Lane::Work, ("createIndexes", collection), move |db| async move {
+                    db.collection::<Document>(&owned)
                         .create_index(model)
                         .await
                 })
@@ -133,7 +133,9 @@ impl MongoStore {
     /// Drops the whole database. For tests, which each use a database of their own.
     pub async fn drop_database(&self) -> StoreResult<()> {
         self.pool
-            .run(Lane::Work, |db| async move { db.drop().await })
+            .run(Lane::Work, ("dropDatabase", "-"), |db| async move {
+                db.drop().await
+            })
             .await
     }
 

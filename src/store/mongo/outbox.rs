@@ -17,6 +17,12 @@ use chrono::{DateTime, Utc};
 
 use crate::store::OutboxStore;
 
+/// Statuses of parts not yet sent: the ones the worker still owes.
+const UNSENT: [&str; 2] = [
+    OutboxStatus::Queued.as_str(),
+    OutboxStatus::Sending.as_str(),
+];
+
 #[async_trait]
 impl OutboxStore for MongoStore {
     async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
@@ -39,7 +45,7 @@ impl OutboxStore for MongoStore {
             let docs: Vec<Document> = rest.iter().map(outbox_doc).collect();
             let inserted = self
                 .pool
-                .run_raw(Lane::Work, move |db| async move {
+                .run_raw(Lane::Work, ("insert", "outbox"), move |db| async move {
                     db.collection::<Document>("outbox").insert_many(docs).await
                 })
                 .await?;
@@ -172,13 +178,11 @@ impl OutboxStore for MongoStore {
     async fn unsent_outbox(&self, wa_id: &WaId) -> StoreResult<Vec<OutboxEntry>> {
         let docs = self
             .pool
-            .find(
+            .find_any_of(
                 Lane::Work,
                 "outbox",
-                doc! {
-                    "wa_id": wa_id.as_str(),
-                    "status": {"$in": statuses(&[OutboxStatus::Queued, OutboxStatus::Sending])},
-                },
+                doc! {"wa_id": wa_id.as_str()},
+                ("status", &UNSENT),
                 Find::sorted(doc! {"at": 1, "part": 1, "_id": 1}),
             )
             .await?;
@@ -192,18 +196,18 @@ impl OutboxStore for MongoStore {
     ) -> StoreResult<Vec<WaId>> {
         let docs = self
             .pool
-            .find(
+            .find_any_of(
                 Lane::Work,
                 "outbox",
                 doc! {
-                    "status": {"$in": statuses(&[OutboxStatus::Queued, OutboxStatus::Sending])},
                     "$or": [
                         {"next_attempt_at": Bson::Null},
                         {"next_attempt_at": {"$lte": date(now)}},
                     ],
                 },
+                ("status", &UNSENT),
                 Find::sorted(doc! {"at": 1, "_id": 1})
-                    .projection(doc! {"wa_id": 1})
+                    .projection(doc! {"wa_id": 1, "at": 1})
                     .limit(limit.saturating_mul(4)),
             )
             .await?;

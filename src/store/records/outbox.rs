@@ -48,7 +48,7 @@ pub enum OutboxStatus {
 }
 
 impl OutboxStatus {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             OutboxStatus::Queued => "queued",
             OutboxStatus::Sending => "sending",
