@@ -137,6 +137,23 @@ fn hygiene(c: &mut Criterion) {
             criterion::BatchSize::SmallInput,
         )
     });
+    // A model call's messages from the 120 loaded (converting a stored message is a copy, as
+    // here): all of them converted, then cleaned, against converting what the window reaches.
+    let stored = &messages[messages.len() - 120..];
+    c.bench_function(
+        "engine/history: model messages from 120 stored, all converted",
+        |b| b.iter(|| history::for_model(std::hint::black_box(stored).to_vec(), history::WINDOW)),
+    );
+    c.bench_function("engine/history::for_model_from, 120 stored", |b| {
+        b.iter(|| {
+            history::for_model_from(
+                std::hint::black_box(stored),
+                history::WINDOW,
+                |m| matches!(m, ChatMessage::Human { .. }),
+                Clone::clone,
+            )
+        })
+    });
 }
 
 fn turns(c: &mut Criterion) {

@@ -91,9 +91,15 @@ impl State {
         info
     }
 
-    /// The history as the LLM sees it.
-    pub fn chat_messages(&self) -> Vec<ChatMessage> {
-        self.messages.iter().map(|m| to_chat(&m.message)).collect()
+    /// The history as the model is sent it, at most `window` messages of it
+    /// ([`history::for_model_from`](crate::engine::history::for_model_from)).
+    pub fn model_messages(&self, window: usize) -> Vec<ChatMessage> {
+        crate::engine::history::for_model_from(
+            &self.messages,
+            window,
+            |m| m.message.role == MessageRole::Human,
+            |m| to_chat(&m.message),
+        )
     }
 }
 

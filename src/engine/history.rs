@@ -52,6 +52,38 @@ pub fn for_model(history: Vec<ChatMessage>, window: usize) -> Vec<ChatMessage> {
     opening.apply(clean_owned(history, window))
 }
 
+/// [`for_model`] over a stored history, converting only what the window can reach: the history
+/// loaded before a model call is over twice the window, and converting all of it was most of
+/// the cost of a request. `human` tells a stored user message, `convert` makes a stored message
+/// the model's.
+///
+/// The part converted starts at a user message: no tool answer before it pairs with a call
+/// after it, so the cleaned part is the cleaned whole's tail, but for its first message (which
+/// a user message right before may join). When the window falls inside that tail and holds a
+/// user message, it is the whole history's window, and it leaves out a user message, so no
+/// opening words apply. Otherwise the whole history is converted.
+pub fn for_model_from<M>(
+    stored: &[M],
+    window: usize,
+    human: impl Fn(&M) -> bool,
+    convert: impl Fn(&M) -> ChatMessage,
+) -> Vec<ChatMessage> {
+    // A little beyond the window: what pairing and joining drop from a usual history.
+    let reach = window + window / 4 + 1;
+    if let Some(latest) = stored.len().checked_sub(reach) {
+        let point = (1..=latest).rev().find(|&i| human(&stored[i]));
+        if let Some(point) = point {
+            let part: Vec<ChatMessage> = stored[point..].iter().map(&convert).collect();
+            let joined = join_consecutive_humans(pair_tool_calls(part));
+            let cut = joined.len().saturating_sub(window);
+            if cut >= 1 && joined[cut..].iter().any(is_human) {
+                return keep_window(joined, window);
+            }
+        }
+    }
+    for_model(stored.iter().map(convert).collect(), window)
+}
+
 /// Keeps each assistant tool call only if a tool message in the run right after it answers it, and
 /// each tool message only if it answers a kept call of the assistant message right before its run.
 fn pair_tool_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
@@ -425,6 +457,77 @@ mod tests {
     }
 
     #[test]
+    fn a_long_history_is_converted_only_as_far_as_the_window_reaches() {
+        // 30 turns of a delegation: question, call, answer of the tool, reply.
+        let history: Vec<ChatMessage> = (0..30)
+            .flat_map(|t| {
+                let id = format!("c{t}");
+                [
+                    human(&format!("pregunta {t}")),
+                    ChatMessage::Ai {
+                        content: String::new(),
+                        tool_calls: vec![call(&id)],
+                    },
+                    tool(&id, &format!("datos {t}")),
+                    ChatMessage::Ai {
+                        content: format!("respuesta {t}"),
+                        tool_calls: vec![],
+                    },
+                ]
+            })
+            .collect();
+        let converted = std::cell::Cell::new(0);
+        let sent = for_model_from(&history, WINDOW, is_human, |m| {
+            converted.set(converted.get() + 1);
+            m.clone()
+        });
+        assert_eq!(sent, for_model(history.clone(), WINDOW));
+        assert_eq!(
+            sent.len(),
+            48,
+            "12 whole turns: the window starts at a question"
+        );
+        assert!(
+            converted.get() <= WINDOW + WINDOW / 4 + 4,
+            "{} of {} converted",
+            converted.get(),
+            history.len()
+        );
+    }
+
+    #[test]
+    fn the_opening_words_are_quoted_when_the_window_reaches_the_first_question() {
+        // A reminder the agency sent, 22 lookups of the assistant before anyone wrote, then
+        // ten questions and answers: the window reaches back to the first question.
+        let mut history = vec![ChatMessage::Ai {
+            content: "Le recordamos su visita de mañana".to_owned(),
+            tool_calls: vec![],
+        }];
+        for t in 0..22 {
+            let id = format!("c{t}");
+            history.push(ChatMessage::Ai {
+                content: String::new(),
+                tool_calls: vec![call(&id)],
+            });
+            history.push(tool(&id, "ok"));
+        }
+        for t in 0..10 {
+            history.push(human(&format!("pregunta {t}")));
+            history.push(ChatMessage::Ai {
+                content: format!("respuesta {t}"),
+                tool_calls: vec![],
+            });
+        }
+        let sent = for_model_from(&history, WINDOW, is_human, Clone::clone);
+        assert_eq!(sent, for_model(history.clone(), WINDOW));
+        assert!(
+            matches!(&sent[0], ChatMessage::Human { content } if content.contains("Le recordamos")),
+            "{:?}",
+            sent[0]
+        );
+    }
+
+    #[test]
     fn an_empty_history_stays_empty() {
         assert_eq!(clean(&[], WINDOW), vec![]);
     }
@@ -545,6 +648,20 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(open.unwrap_or_default(), Vec::<&str>::new());
+            }
+
+            #[test]
+            fn converting_only_what_the_window_reaches_sends_the_model_the_same(
+                history in history(), window in 1..=60usize,
+            ) {
+                let converted = std::cell::Cell::new(0);
+                let partial = for_model_from(&history, window, is_human, |m| {
+                    converted.set(converted.get() + 1);
+                    m.clone()
+                });
+                prop_assert_eq!(partial, for_model(history.clone(), window));
+                // At most the part, then the whole.
+                prop_assert!(converted.get() <= 2 * history.len());
             }
 
             #[test]

@@ -8,7 +8,6 @@ use crate::agents::{Agent, AgentKind, PromptContext};
 use crate::domain::MessageRole;
 use crate::domain::llm_call::{FAST_PATH, OFFLINE};
 use crate::engine::context_extractor::State;
-use crate::engine::history;
 use crate::engine::offline::{Keep, OfflineAnswer, OfflineTurn};
 use crate::engine::route::route_to_workflow;
 use crate::llm::LlmRequest;
@@ -310,7 +309,7 @@ fn request_for(turn: &Turn<'_>, agent: &Agent, state: &State) -> LlmRequest {
         agent: agent.name.clone(),
         conversation: Some(state.wa_id.as_str().to_owned()),
         system,
-        messages: history::for_model(state.chat_messages(), turn.settings.window),
+        messages: state.model_messages(turn.settings.window),
         tools,
     }
 }
