@@ -92,10 +92,9 @@ impl OutboxStore for MongoStore {
 
     async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<bool> {
         let filter = doc! {"_id": outbox_id(id)};
-        let unsent = statuses(&[OutboxStatus::Queued, OutboxStatus::Sending]);
         let (condition, change) = match update {
             OutboxUpdate::Sending { at, resend_at } => (
-                doc! {"status": {"$in": &unsent}},
+                doc! {"status": {"$in": &UNSENT[..]}},
                 doc! {
                     "$set": {
                         "status": OutboxStatus::Sending.as_str(),
@@ -145,7 +144,7 @@ impl OutboxStore for MongoStore {
                 return Ok(true);
             }
             OutboxUpdate::Retry { at, error } => (
-                doc! {"status": {"$in": &unsent}},
+                doc! {"status": {"$in": &UNSENT[..]}},
                 doc! {"$set": {
                     "status": OutboxStatus::Queued.as_str(),
                     "next_attempt_at": date(*at),
@@ -153,7 +152,7 @@ impl OutboxStore for MongoStore {
                 }},
             ),
             OutboxUpdate::Failed { error } => (
-                doc! {"status": {"$in": &unsent}},
+                doc! {"status": {"$in": &UNSENT[..]}},
                 doc! {"$set": {
                     "status": OutboxStatus::Failed.as_str(),
                     "error": bson::to_bson(error).context("Graph error to BSON")?,
