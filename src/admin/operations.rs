@@ -173,6 +173,7 @@ pub async fn list_conversations(
             .map(crate::domain::AgentName::from),
         idle_since,
         handoff,
+        in_assistant: false,
         skip: (page - 1) * limit,
         limit,
     };

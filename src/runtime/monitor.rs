@@ -84,16 +84,12 @@ impl<S: InboxStore + LeaseStore + ConversationStore + ?Sized> Monitor<S> {
         let stuck: Vec<_> = self
             .store
             .list_conversations(&ConversationQuery {
-                agent: None,
                 idle_since: Some(stuck_since),
-                handoff: None,
-                skip: 0,
+                in_assistant: true,
                 limit: MAX_STUCK,
+                ..ConversationQuery::default()
             })
-            .await?
-            .into_iter()
-            .filter(|c| !c.dialog_state.is_primary())
-            .collect();
+            .await?;
         {
             let mut reported = self
                 .reported

@@ -50,6 +50,7 @@ pub(crate) fn page_of_conversations<C: std::borrow::Borrow<Conversation>>(
             .idle_since
             .is_none_or(|since| c.last_activity().is_none_or(|at| at <= since))
             && query.handoff.is_none_or(|filter| filter.admits(c))
+            && (!query.in_assistant || !c.dialog_state.is_primary())
     });
     conversations.sort_by(|a, b| {
         let (a, b) = (a.borrow(), b.borrow());

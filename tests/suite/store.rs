@@ -267,6 +267,118 @@ async fn a_contact_becomes_a_prospect_with_a_conversation(store: Arc<dyn Store>)
     assert_eq!(user.role, Role::Owner, "a new profile name keeps the role");
 }
 
+/// What operators and the health monitor list: filtered, ordered by last activity and paged by
+/// the store, whichever order the writes came in.
+async fn conversations_are_listed_by_last_activity_a_page_at_a_time(store: Arc<dyn Store>) {
+    use zaguan::domain::DialogState;
+    let appointment = DialogState::entered("appointment_assistant");
+    let seen = |id: &str, secs| ContactSeen {
+        user_id: None,
+        ..contact(id, None, secs)
+    };
+    // A: its older message recorded last. B: moved to an assistant after writing.
+    store
+        .record_contact(&seen("34600000001", 45))
+        .await
+        .unwrap();
+    store.record_contact(&seen("34600000001", 8)).await.unwrap();
+    store
+        .record_contact(&seen("34600000002", 20))
+        .await
+        .unwrap();
+    store
+        .set_dialog_state(&wa("34600000002"), &appointment, at(30))
+        .await
+        .unwrap();
+    // C: never wrote (an outreach); D: asked for a person.
+    store
+        .set_dialog_state(
+            &wa("34600000003"),
+            &DialogState::entered("visit_assistant"),
+            at(50),
+        )
+        .await
+        .unwrap();
+    store
+        .record_contact(&seen("34600000004", 60))
+        .await
+        .unwrap();
+    let reason = HandoffReason {
+        at: at(61),
+        reason: "Quiere hablar con una persona".into(),
+        key: String::new(),
+    };
+    store
+        .request_handoff(&wa("34600000004"), &reason, None)
+        .await
+        .unwrap();
+    // E: a turn that began before its latest message was recorded.
+    store
+        .record_contact(&seen("34600000005", 70))
+        .await
+        .unwrap();
+    store
+        .set_dialog_state(&wa("34600000005"), &appointment, at(25))
+        .await
+        .unwrap();
+
+    // `updated_at` only rises, so it is each one's last activity.
+    for (id, last) in [("34600000001", 45), ("34600000005", 70)] {
+        let c = store.conversation(&wa(id)).await.unwrap().unwrap();
+        assert_eq!(
+            (c.updated_at, c.last_activity()),
+            (Some(at(last)), Some(at(last)))
+        );
+    }
+
+    let list = |query: ConversationQuery| {
+        let store = store.clone();
+        async move {
+            let listed = store.list_conversations(&query).await.unwrap();
+            listed
+                .into_iter()
+                .map(|c| c.wa_id.as_str()[8..].to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = ConversationQuery {
+        limit: 10,
+        ..ConversationQuery::default()
+    };
+    assert_eq!(list(all.clone()).await, ["002", "001", "003", "004", "005"]);
+    let page = ConversationQuery {
+        skip: 1,
+        limit: 2,
+        ..all.clone()
+    };
+    assert_eq!(list(page).await, ["001", "003"]);
+    let idle = ConversationQuery {
+        idle_since: Some(at(45)),
+        ..all.clone()
+    };
+    assert_eq!(list(idle.clone()).await, ["002", "001"]);
+    // The monitor's stuck conversations: the limit counts only those in an assistant.
+    let stuck = ConversationQuery {
+        idle_since: Some(at(100)),
+        in_assistant: true,
+        limit: 2,
+        ..all.clone()
+    };
+    assert_eq!(list(stuck).await, ["002", "003"]);
+    let requested = ConversationQuery {
+        handoff: Some(HandoffFilter::Requested),
+        ..all.clone()
+    };
+    assert_eq!(list(requested).await, ["004"]);
+    let in_appointments = ConversationQuery {
+        agent: Some("appointment_assistant".into()),
+        ..all.clone()
+    };
+    assert_eq!(list(in_appointments).await, ["002", "005"]);
+    let none = ConversationQuery { limit: 0, ..all };
+    assert_eq!(list(none).await, Vec::<String>::new());
+}
+
 async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
     let message = |wa_id: &str, role: MessageRole, content: &str, seconds: i64| NewMessage {
         wa_id: wa(wa_id),
@@ -1213,6 +1325,7 @@ crate::both_stores!(
     a_batch_with_some_known_ids_inserts_the_rest,
     pending_entries_come_oldest_first,
     a_contact_becomes_a_prospect_with_a_conversation,
+    conversations_are_listed_by_last_activity_a_page_at_a_time,
     messages_get_increasing_seq_per_conversation,
     statuses_move_an_outbox_entry_forward_only,
     a_failed_status_records_the_graph_error,
@@ -1726,5 +1839,38 @@ async fn an_entry_left_processing_by_an_older_version_is_served_again() {
     assert_eq!(open.len(), 1, "pending again once claimed");
     assert_eq!(open[0].wamid, entry.wamid);
     assert_eq!(open[0].status, InboxStatus::Pending);
+    db.drop().await;
+}
+
+/// A conversation an older version wrote may have `updated_at` before `last_inbound_at` (it set
+/// the former from each message as it came); it is idle only once both are old enough.
+#[tokio::test]
+async fn a_conversation_written_by_an_older_version_is_idle_by_its_latest_message() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    db.store
+        .database()
+        .collection::<bson::Document>("conversations")
+        .insert_one(bson::doc! {
+            "_id": "34600111780",
+            "wa_id": "34600111780",
+            "dialog_state": ["appointment_assistant"],
+            "updated_at": bson::DateTime::from_chrono(at(10)),
+            "last_inbound_at": bson::DateTime::from_chrono(at(60)),
+        })
+        .await
+        .unwrap();
+    let stuck = |since| ConversationQuery {
+        idle_since: Some(since),
+        in_assistant: true,
+        limit: 10,
+        ..ConversationQuery::default()
+    };
+    let listed = db.store.list_conversations(&stuck(at(30))).await.unwrap();
+    assert!(listed.is_empty(), "it wrote at 60: {listed:?}");
+    let listed = db.store.list_conversations(&stuck(at(60))).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].last_activity(), Some(at(60)));
     db.drop().await;
 }

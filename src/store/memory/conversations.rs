@@ -28,7 +28,7 @@ impl ConversationStore for MemoryStore {
         let conversation = inner.conversation_mut(wa_id);
         conversation.dialog_state = dialog_state.clone();
         conversation.state_entered_at = Some(at);
-        conversation.updated_at = Some(at);
+        conversation.updated_at = conversation.updated_at.max(Some(at));
         Ok(())
     }
 
@@ -68,7 +68,7 @@ impl ConversationStore for MemoryStore {
         conversation.dialog_state = DialogState::primary();
         conversation.pending_action = None;
         conversation.state_entered_at = Some(at);
-        conversation.updated_at = Some(at);
+        conversation.updated_at = conversation.updated_at.max(Some(at));
         conversation.reset_by = Some(by.to_owned());
         conversation.reset_at = Some(at);
         Ok(true)

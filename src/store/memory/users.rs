@@ -76,7 +76,7 @@ impl UserStore for MemoryStore {
             conversation.user_id.clone_from(&contact.user_id);
         }
         conversation.last_inbound_at = conversation.last_inbound_at.max(Some(contact.seen_at));
-        conversation.updated_at = Some(contact.seen_at);
+        conversation.updated_at = conversation.updated_at.max(Some(contact.seen_at));
         Ok(())
     }
 

@@ -7,7 +7,7 @@ use crate::store::mongo::codec::{conversation, date, handoff_reason_doc, handoff
 use crate::store::pool::{Find, Lane};
 use crate::store::{
     Conversation, ConversationQuery, HandoffFilter, HandoffReason, HandoffRequest, HandoffStep,
-    MongoStore, StoreResult, page_of_conversations,
+    MongoStore, StoreResult,
 };
 use anyhow::Context as _;
 use async_trait::async_trait;
@@ -41,11 +41,13 @@ impl ConversationStore for MongoStore {
         self.upsert_conversation(
             Lane::Work,
             doc! {"_id": wa_id.as_str()},
-            doc! {"$set": {
-                "dialog_state": dialog_state.to_list(),
-                "state_entered_at": date(at),
-                "updated_at": date(at),
-            }},
+            doc! {
+                "$set": {
+                    "dialog_state": dialog_state.to_list(),
+                    "state_entered_at": date(at),
+                },
+                "$max": {"updated_at": date(at)},
+            },
         )
         .await
     }
@@ -54,10 +56,24 @@ impl ConversationStore for MongoStore {
         &self,
         query: &ConversationQuery,
     ) -> StoreResult<Vec<Conversation>> {
+        // The database filters, sorts and pages: only the page comes back (the health monitor
+        // asks every tick, and an agency keeps every conversation it ever had).
+        if query.limit == 0 {
+            return Ok(Vec::new()); // MongoDB reads a limit of 0 as none
+        }
         let mut filter = match &query.agent {
             Some(agent) => doc! {"dialog_state": agent.as_str()},
             None => doc! {},
         };
+        if query.in_assistant {
+            filter.insert("dialog_state.0", doc! {"$exists": true});
+        }
+        if let Some(since) = query.idle_since {
+            // `last_activity() <= since`: neither is later (a missing one is not).
+            let not_later = doc! {"$not": {"$gt": date(since)}};
+            filter.insert("updated_at", not_later.clone());
+            filter.insert("last_inbound_at", not_later);
+        }
         match query.handoff {
             Some(HandoffFilter::Requested) => {
                 filter.insert("handoff_requested", doc! {"$exists": true});
@@ -67,19 +83,21 @@ impl ConversationStore for MongoStore {
             }
             None => {}
         }
+        let page = Find::sorted(doc! {"updated_at": 1, "_id": 1})
+            .skip(query.skip)
+            .limit(query.limit);
         let docs = self
             .pool
-            .find(Lane::Work, "conversations", filter, Find::default())
+            .find(Lane::Work, "conversations", filter, page)
             .await?;
-        let conversations = docs
+        Ok(docs
             .iter()
             .filter_map(|doc| {
                 conversation(doc)
                     .map_err(|error| tracing::warn!("conversation skipped: {error}"))
                     .ok()
             })
-            .collect();
-        Ok(page_of_conversations(conversations, query))
+            .collect())
     }
 
     async fn reset_conversation(
@@ -98,10 +116,10 @@ impl ConversationStore for MongoStore {
                     "$set": {
                         "dialog_state": Bson::Array(Vec::new()),
                         "state_entered_at": date(at),
-                        "updated_at": date(at),
                         "reset_by": by,
                         "reset_at": date(at),
                     },
+                    "$max": {"updated_at": date(at)},
                     "$unset": {"pending_action": ""},
                 },
             )

@@ -69,7 +69,7 @@ impl MongoStore {
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 19] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 20] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             // The cleanup job's deletes by age.
             ("messages", doc! {"at": 1}, None),
@@ -89,6 +89,8 @@ impl MongoStore {
             ("events", doc! {"status": 1, "at": 1}, None),
             ("events", doc! {"wa_id": 1, "at": 1}, None),
             ("event_claims", doc! {"event_id": 1}, None),
+            // Conversations listed by their last activity (operators, the health monitor).
+            ("conversations", doc! {"updated_at": 1, "_id": 1}, None),
             // The handoff escalation's due notices.
             (
                 "conversations",

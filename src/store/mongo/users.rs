@@ -79,21 +79,20 @@ impl UserStore for MongoStore {
             .upsert_one(Lane::Ingress, "users", doc! {"_id": key}, user_update)
             .await?;
 
-        let mut conversation_set = doc! {"updated_at": seen};
+        // Both only ever rise: `updated_at` then sorts conversations by their last activity
+        // (`Conversation::last_activity`).
+        let mut conversation_update = doc! {"$max": {"last_inbound_at": seen, "updated_at": seen}};
+        let mut conversation_set = doc! {};
         for (field, value) in [("wa_id", &contact.phone), ("user_id", &contact.user_id)] {
             if let Some(value) = value {
                 conversation_set.insert(field, value);
             }
         }
-        self.upsert_conversation(
-            Lane::Ingress,
-            doc! {"_id": key},
-            doc! {
-                "$set": conversation_set,
-                "$max": {"last_inbound_at": seen},
-            },
-        )
-        .await
+        if !conversation_set.is_empty() {
+            conversation_update.insert("$set", conversation_set);
+        }
+        self.upsert_conversation(Lane::Ingress, doc! {"_id": key}, conversation_update)
+            .await
     }
 
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>> {

@@ -7,11 +7,12 @@ use mongodb::results::UpdateResult;
 use crate::store::pool::{classify, is_duplicate_key};
 use crate::store::{Lane, MongoPool};
 
-/// How a find sorts, projects and limits its documents.
+/// How a find sorts, projects, skips and limits its documents.
 #[derive(Debug, Clone, Default)]
 pub struct Find {
     pub sort: Option<Document>,
     pub projection: Option<Document>,
+    pub skip: Option<u64>,
     pub limit: Option<i64>,
 }
 
@@ -30,6 +31,11 @@ impl Find {
 
     pub fn projection(mut self, projection: Document) -> Self {
         self.projection = Some(projection);
+        self
+    }
+
+    pub fn skip(mut self, skip: usize) -> Self {
+        self.skip = (skip > 0).then(|| u64::try_from(skip).unwrap_or(u64::MAX));
         self
     }
 }
@@ -76,6 +82,9 @@ impl MongoPool {
             if let Some(projection) = options.projection {
                 find = find.projection(projection);
             }
+            if let Some(skip) = options.skip {
+                find = find.skip(skip);
+            }
             if let Some(limit) = options.limit {
                 find = find.limit(limit);
             }
@@ -96,6 +105,10 @@ impl MongoPool {
         (field, values): (&str, &[&str]),
         options: Find,
     ) -> StoreResult<Vec<Document>> {
+        debug_assert!(
+            options.skip.is_none(),
+            "a skip cannot be split across the finds"
+        );
         let mut found = Vec::new();
         for value in values {
             let mut filter = filter.clone();

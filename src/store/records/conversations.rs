@@ -109,7 +109,9 @@ pub struct HandoffStep {
 }
 
 impl Conversation {
-    /// When anything last happened: the user wrote or the conversation moved.
+    /// When anything last happened: the user wrote or the conversation moved. The stores
+    /// only ever raise `updated_at`, and raise it with `last_inbound_at`, so for a conversation
+    /// written by this version it is `updated_at`, which MongoDB can sort by from an index.
     pub fn last_activity(&self) -> Option<DateTime<Utc>> {
         self.last_inbound_at.max(self.updated_at)
     }
@@ -156,6 +158,8 @@ pub struct ConversationQuery {
     pub idle_since: Option<DateTime<Utc>>,
     /// Only conversations in this handoff state.
     pub handoff: Option<HandoffFilter>,
+    /// Only conversations held by an assistant other than the primary one.
+    pub in_assistant: bool,
     pub skip: usize,
     pub limit: usize,
 }
