@@ -1,10 +1,11 @@
 //! How the periodic reads of `conversations` scale with the number of conversations an agency
-//! keeps: the health monitor's check (every 30 s on each instance) and an operator's page of
-//! conversations, on the MongoDB (or FerretDB) at `MONGODB_URI`.
+//! keeps: the health monitor's check (every 30 s on each instance), an operator's page of
+//! conversations, and the handoff escalation's look for due notices (every 0.2 to 5 s), on the
+//! MongoDB (or FerretDB) at `MONGODB_URI`.
 //!
 //! It fills a fresh `zaguan_scale_…` database with `--conversations N` conversations as the
 //! service writes them (a tenth of them left in an assistant, the rest back with the primary
-//! one; all idle for hours), runs each read `--runs` times and prints the median time, the CPU
+//! one; all idle for hours; 20 waiting for a person), runs each read `--runs` times and prints the median time, the CPU
 //! this process spent per read (decoding what came back), and with FerretDB its CPU and
 //! PostgreSQL's per read. The database is dropped afterwards.
 //!
@@ -19,9 +20,10 @@ use bson::{Document, doc};
 use chrono::Utc;
 use clap::Parser;
 use secrecy::SecretString;
+use zaguan::domain::WaId;
 use zaguan::runtime::monitor::Monitor;
 use zaguan::store::pool::MongoConfig;
-use zaguan::store::{ConversationQuery, ConversationStore, MongoStore};
+use zaguan::store::{ConversationQuery, ConversationStore, HandoffReason, MongoStore};
 
 #[derive(Parser, Debug)]
 #[command(about = "Time the periodic reads of `conversations` on MONGODB_URI")]
@@ -47,6 +49,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     store.ensure_indexes().await?;
     fill(&store, args.conversations).await?;
+    // A few customers waiting for a person, their next notice due.
+    for i in 0..args.conversations.min(20) {
+        let reason = HandoffReason {
+            at: Utc::now(),
+            reason: "Quiere hablar con una persona".into(),
+            key: String::new(),
+        };
+        let wa_id = WaId::parse(&format!("346{:08}", i * 7 + 1))?;
+        store
+            .request_handoff(&wa_id, &reason, Some(Utc::now()))
+            .await?;
+    }
 
     let monitor = Monitor::new(store.clone(), Duration::from_secs(30 * 60));
     let health = monitor.check(Utc::now()).await?;
@@ -66,6 +80,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "an operator's page of 50 conversations",
         args.runs,
         || async { store.list_conversations(&page).await.map(drop) },
+    )
+    .await?;
+    let due = store.due_handoffs(Utc::now(), 100).await?.len();
+    measure(
+        &format!("the handoff escalation's look for due notices ({due} due)"),
+        args.runs,
+        || async { store.due_handoffs(Utc::now(), 100).await.map(drop) },
     )
     .await?;
     store.drop_database().await?;

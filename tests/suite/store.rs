@@ -379,6 +379,62 @@ async fn conversations_are_listed_by_last_activity_a_page_at_a_time(store: Arc<d
     assert_eq!(list(none).await, Vec::<String>::new());
 }
 
+/// The handoff escalation's due notices: due from their time, until the last one is sent or a
+/// person takes the conversation.
+async fn handoff_notices_are_due_until_all_are_told_or_one_takes_it(store: Arc<dyn Store>) {
+    let (first, second) = (wa("34600000011"), wa("34600000012"));
+    let reason = |secs| HandoffReason {
+        at: at(secs),
+        reason: "Quiere hablar con una persona".into(),
+        key: String::new(),
+    };
+    store
+        .request_handoff(&first, &reason(0), Some(at(100)))
+        .await
+        .unwrap();
+    store
+        .request_handoff(&second, &reason(1), Some(at(150)))
+        .await
+        .unwrap();
+    let due = |secs| {
+        let store = store.clone();
+        async move {
+            let due = store.due_handoffs(at(secs), 10).await.unwrap();
+            due.into_iter()
+                .map(|(wa_id, _)| wa_id.as_str()[9..].to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(due(99).await, Vec::<String>::new());
+    assert_eq!(due(200).await, ["11", "12"]);
+    let step = |level, next: Option<i64>| HandoffStep {
+        level,
+        told: vec!["lucia".into()],
+        next_notice_at: next.map(at),
+    };
+    assert!(
+        store
+            .advance_handoff(&first, at(0), 0, &step(1, Some(300)))
+            .await
+            .unwrap()
+    );
+    assert_eq!(due(200).await, ["12"]);
+    assert_eq!(due(300).await, ["12", "11"]);
+    assert!(
+        store
+            .advance_handoff(&first, at(0), 1, &step(2, None))
+            .await
+            .unwrap()
+    );
+    let taken = zaguan::domain::Handoff {
+        operator: "marta".into(),
+        since: at(310),
+        until: at(4000),
+    };
+    assert!(store.set_handoff(&second, Some(&taken)).await.unwrap());
+    assert_eq!(due(1000).await, Vec::<String>::new());
+}
+
 async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
     let message = |wa_id: &str, role: MessageRole, content: &str, seconds: i64| NewMessage {
         wa_id: wa(wa_id),
@@ -1326,6 +1382,7 @@ crate::both_stores!(
     pending_entries_come_oldest_first,
     a_contact_becomes_a_prospect_with_a_conversation,
     conversations_are_listed_by_last_activity_a_page_at_a_time,
+    handoff_notices_are_due_until_all_are_told_or_one_takes_it,
     messages_get_increasing_seq_per_conversation,
     statuses_move_an_outbox_entry_forward_only,
     a_failed_status_records_the_graph_error,
@@ -1872,5 +1929,69 @@ async fn a_conversation_written_by_an_older_version_is_idle_by_its_latest_messag
     let listed = db.store.list_conversations(&stuck(at(60))).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].last_activity(), Some(at(60)));
+    db.drop().await;
+}
+
+/// A handoff request an older version wrote lacks the flag the escalation and the lists now ask
+/// for by equality; starting the service adds it, so the customer is still escalated and listed.
+#[tokio::test]
+async fn a_handoff_request_written_by_an_older_version_is_still_escalated() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    db.store
+        .database()
+        .collection::<bson::Document>("conversations")
+        .insert_one(bson::doc! {
+            "_id": "34600111781",
+            "dialog_state": [],
+            "handoff_requested": {
+                "at": bson::DateTime::from_chrono(at(0)),
+                "reason": "Quiere una persona",
+                "level": 0,
+                "next_notice_at": bson::DateTime::from_chrono(at(50)),
+            },
+        })
+        .await
+        .unwrap();
+    assert!(db.store.due_handoffs(at(60), 10).await.unwrap().is_empty());
+    db.store.ensure_indexes().await.unwrap();
+    let due = db.store.due_handoffs(at(60), 10).await.unwrap();
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].1.next_notice_at, Some(at(50)));
+    let waiting = ConversationQuery {
+        handoff: Some(HandoffFilter::Requested),
+        limit: 10,
+        ..ConversationQuery::default()
+    };
+    assert_eq!(
+        db.store.list_conversations(&waiting).await.unwrap().len(),
+        1
+    );
+
+    // Taken by a person, it is no longer marked as waiting.
+    let taken = zaguan::domain::Handoff {
+        operator: "marta".into(),
+        since: at(70),
+        until: at(4000),
+    };
+    let key = wa("34600111781");
+    assert!(db.store.set_handoff(&key, Some(&taken)).await.unwrap());
+    let raw = db
+        .store
+        .database()
+        .collection::<bson::Document>("conversations")
+        .find_one(bson::doc! {"_id": "34600111781"})
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!raw.contains_key("handoff_waiting"), "{raw}");
+    assert!(
+        db.store
+            .list_conversations(&waiting)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     db.drop().await;
 }

@@ -76,6 +76,7 @@ impl ConversationStore for MongoStore {
         }
         match query.handoff {
             Some(HandoffFilter::Requested) => {
+                filter.insert(HANDOFF_WAITING, true);
                 filter.insert("handoff_requested", doc! {"$exists": true});
             }
             Some(HandoffFilter::ActiveAt(now)) => {
@@ -135,7 +136,7 @@ impl ConversationStore for MongoStore {
                     "since": date(handoff.since),
                     "until": date(handoff.until),
                 }},
-                "$unset": {"handoff_requested": ""},
+                "$unset": {"handoff_requested": "", HANDOFF_WAITING: ""},
             },
             None => doc! {"$unset": {"handoff": ""}},
         };
@@ -168,7 +169,10 @@ impl ConversationStore for MongoStore {
             self.upsert_conversation(
                 Lane::Work,
                 doc! {"_id": wa_id.as_str()},
-                doc! {"$set": {"handoff_requested": handoff_request_doc(&request)}},
+                doc! {"$set": {
+                    "handoff_requested": handoff_request_doc(&request),
+                    HANDOFF_WAITING: true,
+                }},
             )
             .await?;
             return Ok(request);
@@ -199,7 +203,10 @@ impl ConversationStore for MongoStore {
             .find(
                 Lane::Work,
                 "conversations",
-                doc! {"handoff_requested.next_notice_at": {"$lte": date(now)}},
+                doc! {
+                    HANDOFF_WAITING: true,
+                    "handoff_requested.next_notice_at": {"$lte": date(now)},
+                },
                 Find {
                     sort: Some(doc! {"handoff_requested.next_notice_at": 1}),
                     limit: i64::try_from(limit).ok(),
@@ -314,3 +321,9 @@ impl ConversationStore for MongoStore {
         .await
     }
 }
+
+/// `true` while `handoff_requested` is set: the escalation and the lists of those waiting for a
+/// person ask for it by equality, which FerretDB hands to its database and MongoDB serves from
+/// an index. FerretDB filters `$exists` and a range on a nested date itself, after reading every
+/// conversation, and the escalation looks every few seconds.
+pub(super) const HANDOFF_WAITING: &str = "handoff_waiting";

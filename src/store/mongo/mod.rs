@@ -66,10 +66,11 @@ impl MongoStore {
         &self.pool
     }
 
-    /// Creates the indexes the queries rely on. Idempotent; run at start-up.
+    /// Creates the indexes the queries rely on, and adds what this version asks for to the
+    /// documents an older one wrote. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 20] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 21] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             // The cleanup job's deletes by age.
             ("messages", doc! {"at": 1}, None),
@@ -91,6 +92,12 @@ impl MongoStore {
             ("event_claims", doc! {"event_id": 1}, None),
             // Conversations listed by their last activity (operators, the health monitor).
             ("conversations", doc! {"updated_at": 1, "_id": 1}, None),
+            // Those waiting for a person (see `conversations::HANDOFF_WAITING`).
+            (
+                "conversations",
+                doc! {conversations::HANDOFF_WAITING: 1},
+                None,
+            ),
             // The handoff escalation's due notices.
             (
                 "conversations",
@@ -109,6 +116,18 @@ impl MongoStore {
                 })
                 .await?;
         }
+        // Handoff requests written before `handoff_waiting` existed.
+        self.pool
+            .update_many(
+                Lane::Work,
+                "conversations",
+                doc! {
+                    "handoff_requested": {"$exists": true},
+                    conversations::HANDOFF_WAITING: {"$exists": false},
+                },
+                doc! {"$set": {conversations::HANDOFF_WAITING: true}},
+            )
+            .await?;
         Ok(())
     }
 
