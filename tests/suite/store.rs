@@ -433,6 +433,27 @@ async fn handoff_notices_are_due_until_all_are_told_or_one_takes_it(store: Arc<d
     };
     assert!(store.set_handoff(&second, Some(&taken)).await.unwrap());
     assert_eq!(due(1000).await, Vec::<String>::new());
+
+    // The person's handoff is active until it ends or is released.
+    let active = |secs| {
+        let store = store.clone();
+        async move {
+            let query = ConversationQuery {
+                handoff: Some(HandoffFilter::ActiveAt(at(secs))),
+                limit: 10,
+                ..ConversationQuery::default()
+            };
+            let listed = store.list_conversations(&query).await.unwrap();
+            listed
+                .into_iter()
+                .map(|c| c.wa_id.as_str()[9..].to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(active(400).await, ["12"]);
+    assert_eq!(active(5000).await, Vec::<String>::new());
+    assert!(store.set_handoff(&second, None).await.unwrap());
+    assert_eq!(active(400).await, Vec::<String>::new());
 }
 
 async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
@@ -1932,10 +1953,10 @@ async fn a_conversation_written_by_an_older_version_is_idle_by_its_latest_messag
     db.drop().await;
 }
 
-/// A handoff request an older version wrote lacks the flag the escalation and the lists now ask
-/// for by equality; starting the service adds it, so the customer is still escalated and listed.
+/// A handoff an older version wrote lacks the mark the escalation and the lists now ask for by
+/// equality; starting the service adds it, so the customer is still escalated and listed.
 #[tokio::test]
-async fn a_handoff_request_written_by_an_older_version_is_still_escalated() {
+async fn a_handoff_written_by_an_older_version_is_still_escalated_and_listed() {
     let Some(db) = common::TestMongo::new().await else {
         return;
     };
@@ -1954,8 +1975,36 @@ async fn a_handoff_request_written_by_an_older_version_is_still_escalated() {
         })
         .await
         .unwrap();
+    let handed = wa("34600111782");
+    db.store
+        .database()
+        .collection::<bson::Document>("conversations")
+        .insert_one(bson::doc! {
+            "_id": handed.as_str(),
+            "dialog_state": [],
+            "handoff": {
+                "operator": "lucia",
+                "since": bson::DateTime::from_chrono(at(0)),
+                "until": bson::DateTime::from_chrono(at(4000)),
+            },
+        })
+        .await
+        .unwrap();
+    let active = ConversationQuery {
+        handoff: Some(HandoffFilter::ActiveAt(at(60))),
+        limit: 10,
+        ..ConversationQuery::default()
+    };
     assert!(db.store.due_handoffs(at(60), 10).await.unwrap().is_empty());
+    assert!(
+        db.store
+            .list_conversations(&active)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     db.store.ensure_indexes().await.unwrap();
+    assert_eq!(db.store.list_conversations(&active).await.unwrap().len(), 1);
     let due = db.store.due_handoffs(at(60), 10).await.unwrap();
     assert_eq!(due.len(), 1);
     assert_eq!(due[0].1.next_notice_at, Some(at(50)));
@@ -1993,5 +2042,17 @@ async fn a_handoff_request_written_by_an_older_version_is_still_escalated() {
             .unwrap()
             .is_empty()
     );
+    assert_eq!(db.store.list_conversations(&active).await.unwrap().len(), 2);
+    assert!(db.store.set_handoff(&handed, None).await.unwrap());
+    let raw = db
+        .store
+        .database()
+        .collection::<bson::Document>("conversations")
+        .find_one(bson::doc! {"_id": handed.as_str()})
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!raw.contains_key("handoff_taken"), "{raw}");
+    assert_eq!(db.store.list_conversations(&active).await.unwrap().len(), 1);
     db.drop().await;
 }

@@ -80,6 +80,7 @@ impl ConversationStore for MongoStore {
                 filter.insert("handoff_requested", doc! {"$exists": true});
             }
             Some(HandoffFilter::ActiveAt(now)) => {
+                filter.insert(HANDOFF_TAKEN, true);
                 filter.insert("handoff.until", doc! {"$gt": date(now)});
             }
             None => {}
@@ -131,14 +132,17 @@ impl ConversationStore for MongoStore {
     async fn set_handoff(&self, wa_id: &WaId, handoff: Option<&Handoff>) -> StoreResult<bool> {
         let update = match handoff {
             Some(handoff) => doc! {
-                "$set": {"handoff": {
-                    "operator": &handoff.operator,
-                    "since": date(handoff.since),
-                    "until": date(handoff.until),
-                }},
+                "$set": {
+                    "handoff": {
+                        "operator": &handoff.operator,
+                        "since": date(handoff.since),
+                        "until": date(handoff.until),
+                    },
+                    HANDOFF_TAKEN: true,
+                },
                 "$unset": {"handoff_requested": "", HANDOFF_WAITING: ""},
             },
-            None => doc! {"$unset": {"handoff": ""}},
+            None => doc! {"$unset": {"handoff": "", HANDOFF_TAKEN: ""}},
         };
         let result = self
             .pool
@@ -327,3 +331,13 @@ impl ConversationStore for MongoStore {
 /// an index. FerretDB filters `$exists` and a range on a nested date itself, after reading every
 /// conversation, and the escalation looks every few seconds.
 pub(super) const HANDOFF_WAITING: &str = "handoff_waiting";
+
+/// `true` while `handoff` is set (a person has the conversation, or had it and nobody wrote
+/// since), for the lists of active handoffs, as [`HANDOFF_WAITING`] is for requests.
+pub(super) const HANDOFF_TAKEN: &str = "handoff_taken";
+
+/// Each mark and the field it stands beside, for the documents an older version wrote.
+pub(super) const MARKS: [(&str, &str); 2] = [
+    (HANDOFF_WAITING, "handoff_requested"),
+    (HANDOFF_TAKEN, "handoff"),
+];

@@ -70,7 +70,7 @@ impl MongoStore {
     /// documents an older one wrote. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 21] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 22] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             // The cleanup job's deletes by age.
             ("messages", doc! {"at": 1}, None),
@@ -92,10 +92,15 @@ impl MongoStore {
             ("event_claims", doc! {"event_id": 1}, None),
             // Conversations listed by their last activity (operators, the health monitor).
             ("conversations", doc! {"updated_at": 1, "_id": 1}, None),
-            // Those waiting for a person (see `conversations::HANDOFF_WAITING`).
+            // Those waiting for a person, and those a person has (see `conversations::MARKS`).
             (
                 "conversations",
                 doc! {conversations::HANDOFF_WAITING: 1},
+                None,
+            ),
+            (
+                "conversations",
+                doc! {conversations::HANDOFF_TAKEN: 1},
                 None,
             ),
             // The handoff escalation's due notices.
@@ -116,18 +121,17 @@ impl MongoStore {
                 })
                 .await?;
         }
-        // Handoff requests written before `handoff_waiting` existed.
-        self.pool
-            .update_many(
-                Lane::Work,
-                "conversations",
-                doc! {
-                    "handoff_requested": {"$exists": true},
-                    conversations::HANDOFF_WAITING: {"$exists": false},
-                },
-                doc! {"$set": {conversations::HANDOFF_WAITING: true}},
-            )
-            .await?;
+        // Handoffs written before their marks existed.
+        for (mark, beside) in conversations::MARKS {
+            self.pool
+                .update_many(
+                    Lane::Work,
+                    "conversations",
+                    doc! {beside: {"$exists": true}, mark: {"$exists": false}},
+                    doc! {"$set": {mark: true}},
+                )
+                .await?;
+        }
         Ok(())
     }
 
