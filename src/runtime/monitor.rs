@@ -17,6 +17,9 @@ use crate::store::{Store, StoreError};
 /// Most stuck conversations looked at per check.
 const MAX_STUCK: usize = 10_000;
 
+/// Longest between two counts of the stuck conversations.
+const STUCK_RECOUNT_MAX: Duration = Duration::from_secs(5 * 60);
+
 /// What one check found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Health {
@@ -36,10 +39,21 @@ pub struct Monitor<S: ?Sized = dyn Store> {
     store: Arc<S>,
     /// A conversation in an assistant idle this long is stuck.
     stuck_after: Duration,
-    /// Already logged as stuck; forgotten once it is not.
-    reported: std::sync::Mutex<HashSet<WaId>>,
+    /// How often the stuck ones are counted again: a small part of `stuck_after`. Their query
+    /// is a range with no equality, which FerretDB answers by reading every conversation.
+    stuck_every: Duration,
+    stuck: std::sync::Mutex<Stuck>,
     /// Who is alive: a lease counts while its holder beats.
     membership: Option<Arc<Membership>>,
+}
+
+/// The last count of the stuck conversations.
+#[derive(Default)]
+struct Stuck {
+    counted_at: Option<DateTime<Utc>>,
+    count: u64,
+    /// Already logged as stuck; forgotten once it is not.
+    reported: HashSet<WaId>,
 }
 
 impl<S: InboxStore + LeaseStore + ConversationStore + ?Sized> Monitor<S> {
@@ -47,7 +61,8 @@ impl<S: InboxStore + LeaseStore + ConversationStore + ?Sized> Monitor<S> {
         Self {
             store,
             stuck_after,
-            reported: Default::default(),
+            stuck_every: (stuck_after / 24).min(STUCK_RECOUNT_MAX),
+            stuck: Default::default(),
             membership: None,
         }
     }
@@ -70,6 +85,54 @@ impl<S: InboxStore + LeaseStore + ConversationStore + ?Sized> Monitor<S> {
         })
     }
 
+    /// How many conversations are stuck in an assistant, counted again once `stuck_every` has
+    /// passed since the last count; those newly stuck are logged.
+    async fn stuck(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {
+        let every = chrono::Duration::from_std(self.stuck_every).unwrap_or(chrono::Duration::MAX);
+        {
+            let known = self
+                .stuck
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some(at) = known.counted_at
+                && at <= now
+                && now - at < every
+            {
+                return Ok(known.count);
+            }
+        }
+        let since =
+            now - chrono::Duration::from_std(self.stuck_after).unwrap_or(chrono::Duration::MAX);
+        let stuck = self
+            .store
+            .list_conversations(&ConversationQuery {
+                idle_since: Some(since),
+                in_assistant: true,
+                limit: MAX_STUCK,
+                ..ConversationQuery::default()
+            })
+            .await?;
+        let mut known = self
+            .stuck
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now_stuck: HashSet<WaId> = stuck.iter().map(|c| c.wa_id.clone()).collect();
+        for conversation in &stuck {
+            if known.reported.insert(conversation.wa_id.clone()) {
+                tracing::warn!(
+                    conversation.id = %conversation.wa_id.masked(),
+                    agent = %conversation.dialog_state,
+                    idle_since = ?conversation.last_activity(),
+                    "conversation stuck in an assistant; `zaguan conversations reset` sends it back"
+                );
+            }
+        }
+        known.reported.retain(|wa_id| now_stuck.contains(wa_id));
+        known.counted_at = Some(now);
+        known.count = stuck.len() as u64;
+        Ok(known.count)
+    }
+
     /// One check: measures, sets the gauges, logs newly stuck conversations.
     pub async fn check(&self, now: DateTime<Utc>) -> Result<Health, StoreError> {
         let backlog = self.store.inbox_backlog().await?;
@@ -79,35 +142,7 @@ impl<S: InboxStore + LeaseStore + ConversationStore + ?Sized> Monitor<S> {
             .map(|membership| membership.live())
             .unwrap_or_default();
         let active_leases = self.store.active_leases(now, &live).await?;
-        let stuck_since =
-            now - chrono::Duration::from_std(self.stuck_after).unwrap_or(chrono::Duration::MAX);
-        let stuck: Vec<_> = self
-            .store
-            .list_conversations(&ConversationQuery {
-                idle_since: Some(stuck_since),
-                in_assistant: true,
-                limit: MAX_STUCK,
-                ..ConversationQuery::default()
-            })
-            .await?;
-        {
-            let mut reported = self
-                .reported
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let now_stuck: HashSet<WaId> = stuck.iter().map(|c| c.wa_id.clone()).collect();
-            for conversation in &stuck {
-                if reported.insert(conversation.wa_id.clone()) {
-                    tracing::warn!(
-                        conversation.id = %conversation.wa_id.masked(),
-                        agent = %conversation.dialog_state,
-                        idle_since = ?conversation.last_activity(),
-                        "conversation stuck in an assistant; `zaguan conversations reset` sends it back"
-                    );
-                }
-            }
-            reported.retain(|wa_id| now_stuck.contains(wa_id));
-        }
+        let stuck = self.stuck(now).await?;
         let handoffs = |filter| ConversationQuery {
             handoff: Some(filter),
             limit: MAX_STUCK,
@@ -130,7 +165,7 @@ impl<S: InboxStore + LeaseStore + ConversationStore + ?Sized> Monitor<S> {
                 .map_or(0, |at| (now - at).num_seconds().max(0)),
             inbox_failed: backlog.failed,
             active_leases,
-            stuck: stuck.len() as u64,
+            stuck,
             handoffs_active,
             handoffs_requested,
         };
@@ -144,5 +179,61 @@ impl<S: InboxStore + LeaseStore + ConversationStore + ?Sized> Monitor<S> {
         metrics::gauge!("zaguan_handoffs", "state" => "requested")
             .set(health.handoffs_requested as f64);
         Ok(health)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::DialogState;
+    use crate::store::{HandoffReason, MemoryStore};
+
+    /// The stuck conversations are counted again only once a small part of the threshold has
+    /// passed; the other figures are fresh at every check.
+    #[tokio::test]
+    async fn stuck_conversations_are_recounted_every_few_minutes() {
+        let store = Arc::new(MemoryStore::new());
+        let now = Utc::now();
+        let stuck_in = |wa_id: &'static str| {
+            let store = store.clone();
+            async move {
+                let wa_id = WaId::parse(wa_id).unwrap();
+                let state = DialogState::entered("appointment_assistant");
+                let hours_ago = now - chrono::Duration::hours(3);
+                store
+                    .set_dialog_state(&wa_id, &state, hours_ago)
+                    .await
+                    .unwrap();
+            }
+        };
+        stuck_in("34600000001").await;
+        let monitor = Monitor::new(store.clone(), Duration::from_secs(2 * 3600));
+        assert_eq!(monitor.stuck_every, Duration::from_secs(5 * 60));
+        assert_eq!(monitor.check(now).await.unwrap().stuck, 1);
+
+        stuck_in("34600000002").await;
+        let reason = HandoffReason {
+            at: now,
+            reason: "Quiere hablar con una persona".into(),
+            key: String::new(),
+        };
+        let waiting = WaId::parse("34600000003").unwrap();
+        store
+            .request_handoff(&waiting, &reason, None)
+            .await
+            .unwrap();
+        let a_minute_on = monitor
+            .check(now + chrono::Duration::minutes(1))
+            .await
+            .unwrap();
+        assert_eq!((a_minute_on.stuck, a_minute_on.handoffs_requested), (1, 1));
+        let later = monitor
+            .check(now + chrono::Duration::minutes(5))
+            .await
+            .unwrap();
+        assert_eq!(later.stuck, 2);
+        // A clock set back counts again rather than trusting a count from the future.
+        stuck_in("34600000004").await;
+        assert_eq!(monitor.check(now).await.unwrap().stuck, 3);
     }
 }
