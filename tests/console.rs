@@ -206,6 +206,19 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
     let stuck = WaId::parse("34611000961").unwrap();
     let other = WaId::parse("34611000962").unwrap();
     let three_hours_ago = Utc::now() - chrono::Duration::hours(3);
+    // More conversations idle for longer, back with the primary assistant, than the overview
+    // counts at most: they are not stuck, and must not hide the one that is.
+    for i in 0..201 {
+        let wa_id = WaId::parse(&format!("3461100{i:04}")).unwrap();
+        store
+            .set_dialog_state(
+                &wa_id,
+                &zaguan::domain::DialogState::primary(),
+                Utc::now() - chrono::Duration::hours(5),
+            )
+            .await
+            .unwrap();
+    }
     for (wa_id, name) in [(&stuck, "Lucía Pérez"), (&other, "Tomás")] {
         store
             .record_contact(&ContactSeen {

@@ -134,6 +134,8 @@ pub struct ListParams {
     pub idle_for: Option<String>,
     /// `requested` (an assistant asked for a person) or `active` (an operator has it).
     pub handoff: Option<String>,
+    /// `true`: only conversations in some assistant other than the primary one.
+    pub in_assistant: Option<bool>,
     pub page: Option<usize>,
     pub limit: Option<usize>,
 }
@@ -173,7 +175,7 @@ pub async fn list_conversations(
             .map(crate::domain::AgentName::from),
         idle_since,
         handoff,
-        in_assistant: false,
+        in_assistant: params.in_assistant.unwrap_or(false),
         skip: (page - 1) * limit,
         limit,
     };

@@ -144,6 +144,21 @@ async fn a_stuck_conversation_is_found_shown_and_reset(store: Arc<dyn Store>) {
     );
     assert!(listed[0]["idle_seconds"].as_i64().unwrap() >= 3 * 3600 - 5);
 
+    // In any assistant: the older conversation back with the primary one does not take the
+    // only place on the page.
+    let (status, body) = call(
+        &app,
+        "GET",
+        "/admin/conversations?idle_for=2h&in_assistant=true&limit=1",
+        Some(&auth),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let listed = body["conversations"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{body}");
+    assert_eq!(listed[0]["wa_id"], "34600000101");
+
     let (_, body) = call(
         &app,
         "GET",

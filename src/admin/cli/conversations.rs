@@ -108,6 +108,7 @@ pub async fn run(args: ConversationsArgs, config: Config) -> anyhow::Result<()> 
                 state: state.clone(),
                 idle_for: idle_for.clone(),
                 handoff: handoff.clone(),
+                in_assistant: None,
                 page: Some(*page),
                 limit: Some(*limit),
             };

@@ -26,21 +26,15 @@ pub(super) async fn overview(
             .await
             .map(|page| page["conversations"].as_array().map_or(0, Vec::len))
     };
-    let stuck = operations::list_conversations(
-        store,
-        &ListParams {
-            idle_for: Some(STUCK_AFTER.to_owned()),
-            limit: Some(200),
-            ..ListParams::default()
-        },
-    )
-    .await?["conversations"]
-        .as_array()
-        .map_or(0, |list| {
-            list.iter()
-                .filter(|c| c["dialog_state"].as_array().is_some_and(|s| !s.is_empty()))
-                .count()
-        });
+    // In an assistant is part of the query: the oldest idle conversations are mostly back
+    // with the primary assistant, and would fill the page.
+    let stuck = count(ListParams {
+        idle_for: Some(STUCK_AFTER.to_owned()),
+        in_assistant: Some(true),
+        limit: Some(200),
+        ..ListParams::default()
+    })
+    .await?;
     let requested = count(ListParams {
         handoff: Some("requested".into()),
         limit: Some(200),
@@ -157,6 +151,9 @@ pub(super) struct ListFilters {
     lang: String,
     #[serde(default)]
     q: String,
+    /// `1`: only conversations in an assistant (the overview's stuck ones).
+    #[serde(default)]
+    in_assistant: String,
     page: Option<usize>,
 }
 
@@ -178,6 +175,7 @@ pub(super) async fn conversations(
             state: Some(filters.state.clone()),
             idle_for: Some(filters.idle_for.clone()),
             handoff: Some(filters.handoff.clone()),
+            in_assistant: Some(!filters.in_assistant.is_empty()),
             page: Some(if narrowing { 1 } else { page }),
             limit: Some(if narrowing { 200 } else { PAGE }),
         },
@@ -231,6 +229,7 @@ pub(super) async fn conversations(
             ("role", &filters.role),
             ("lang", &filters.lang),
             ("q", &filters.q),
+            ("in_assistant", &filters.in_assistant),
         ])
         .finish();
     let agents: Vec<String> = state
@@ -246,7 +245,8 @@ pub(super) async fn conversations(
                 "conversations": rows,
                 "filters": {"state": filters.state, "idle_for": filters.idle_for,
                             "handoff": filters.handoff, "role": filters.role,
-                            "lang": filters.lang, "q": filters.q},
+                            "lang": filters.lang, "q": filters.q,
+                            "in_assistant": filters.in_assistant},
                 "agents": agents, "page": page, "more": more, "query": query,
             }),
         ),
