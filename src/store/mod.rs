@@ -39,30 +39,6 @@ pub use records::{
 use crate::domain::LlmCall;
 use crate::domain::{StatusUpdate, WaId, WaMessageId};
 
-/// The page of `conversations` (already filtered) an operator asked for, longest idle first.
-pub(crate) fn page_of_conversations<C: std::borrow::Borrow<Conversation>>(
-    mut conversations: Vec<C>,
-    query: &ConversationQuery,
-) -> Vec<C> {
-    conversations.retain(|c| {
-        let c = c.borrow();
-        query
-            .idle_since
-            .is_none_or(|since| c.last_activity().is_none_or(|at| at <= since))
-            && query.handoff.is_none_or(|filter| filter.admits(c))
-            && (!query.in_assistant || !c.dialog_state.is_primary())
-    });
-    conversations.sort_by(|a, b| {
-        let (a, b) = (a.borrow(), b.borrow());
-        (a.last_activity(), &a.wa_id).cmp(&(b.last_activity(), &b.wa_id))
-    });
-    conversations
-        .into_iter()
-        .skip(query.skip)
-        .take(query.limit)
-        .collect()
-}
-
 pub(crate) fn first_distinct(keys: impl IntoIterator<Item = WaId>, limit: usize) -> Vec<WaId> {
     let mut seen: Vec<WaId> = Vec::new();
     for key in keys {

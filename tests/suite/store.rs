@@ -1960,9 +1960,11 @@ async fn a_handoff_written_by_an_older_version_is_still_escalated_and_listed() {
     let Some(db) = common::TestMongo::new().await else {
         return;
     };
-    db.store
+    let conversations = db
+        .store
         .database()
-        .collection::<bson::Document>("conversations")
+        .collection::<bson::Document>("conversations");
+    conversations
         .insert_one(bson::doc! {
             "_id": "34600111781",
             "dialog_state": [],
@@ -1976,9 +1978,7 @@ async fn a_handoff_written_by_an_older_version_is_still_escalated_and_listed() {
         .await
         .unwrap();
     let handed = wa("34600111782");
-    db.store
-        .database()
-        .collection::<bson::Document>("conversations")
+    conversations
         .insert_one(bson::doc! {
             "_id": handed.as_str(),
             "dialog_state": [],
@@ -2026,10 +2026,7 @@ async fn a_handoff_written_by_an_older_version_is_still_escalated_and_listed() {
     };
     let key = wa("34600111781");
     assert!(db.store.set_handoff(&key, Some(&taken)).await.unwrap());
-    let raw = db
-        .store
-        .database()
-        .collection::<bson::Document>("conversations")
+    let raw = conversations
         .find_one(bson::doc! {"_id": "34600111781"})
         .await
         .unwrap()
@@ -2044,10 +2041,7 @@ async fn a_handoff_written_by_an_older_version_is_still_escalated_and_listed() {
     );
     assert_eq!(db.store.list_conversations(&active).await.unwrap().len(), 2);
     assert!(db.store.set_handoff(&handed, None).await.unwrap());
-    let raw = db
-        .store
-        .database()
-        .collection::<bson::Document>("conversations")
+    let raw = conversations
         .find_one(bson::doc! {"_id": handed.as_str()})
         .await
         .unwrap()

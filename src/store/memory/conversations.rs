@@ -5,7 +5,7 @@ use crate::domain::{DialogState, WaId};
 use crate::domain::{Handoff, PendingAction};
 use crate::store::{
     Conversation, ConversationQuery, HandoffReason, HandoffRequest, HandoffStep, MemoryStore,
-    StoreResult, page_of_conversations,
+    StoreResult,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -39,18 +39,17 @@ impl ConversationStore for MemoryStore {
         // Filtered and sorted by reference: only the page is copied (the health monitor asks
         // three times a tick, and copying every conversation cost 9 MB a time at 10,000).
         let inner = self.lock();
-        let matching: Vec<&Conversation> = inner
+        let mut matching: Vec<&Conversation> = inner
             .conversations
             .values()
-            .filter(|c| {
-                query
-                    .agent
-                    .as_ref()
-                    .is_none_or(|agent| c.dialog_state.current() == Some(agent.as_str()))
-            })
+            .filter(|c| query.admits(c))
             .collect();
-        Ok(page_of_conversations(matching, query)
+        // Oldest activity first, as MongoStore sorts by `updated_at` from its index.
+        matching.sort_by(|a, b| (a.last_activity(), &a.wa_id).cmp(&(b.last_activity(), &b.wa_id)));
+        Ok(matching
             .into_iter()
+            .skip(query.skip)
+            .take(query.limit)
             .cloned()
             .collect())
     }

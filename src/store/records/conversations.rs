@@ -164,6 +164,22 @@ pub struct ConversationQuery {
     pub limit: usize,
 }
 
+impl ConversationQuery {
+    /// Whether `conversation` is one this query asks for (its page aside).
+    pub fn admits(&self, conversation: &Conversation) -> bool {
+        self.agent
+            .as_ref()
+            .is_none_or(|agent| conversation.dialog_state.current() == Some(agent.as_str()))
+            && self
+                .idle_since
+                .is_none_or(|since| conversation.last_activity().is_none_or(|at| at <= since))
+            && self
+                .handoff
+                .is_none_or(|filter| filter.admits(conversation))
+            && (!self.in_assistant || !conversation.dialog_state.is_primary())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HandoffFilter {
     /// An assistant asked for a person; nobody took it yet.
