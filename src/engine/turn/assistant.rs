@@ -51,7 +51,7 @@ impl AssistantNode<'_> {
                 route.agent.name
             );
             metrics::counter!("zaguan_route_fallbacks_total").increment(1);
-            turn.set_dialog_state(state, DialogState::primary()).await?;
+            Box::pin(turn.set_dialog_state(state, DialogState::primary())).await?;
         }
         let agent = route.agent;
         metrics::counter!("zaguan_route_total", "agent" => agent.name.to_string()).increment(1);
@@ -153,7 +153,7 @@ impl AssistantNode<'_> {
                 tracing::info!(from = %agent.name, "offline: left by the router");
                 metrics::counter!("zaguan_offline_leaves_total", "agent" => agent.name.to_string())
                     .increment(1);
-                return turn.set_dialog_state(state, DialogState::primary()).await;
+                return Box::pin(turn.set_dialog_state(state, DialogState::primary())).await;
             }
         }
         if message.is_none() {
@@ -171,7 +171,7 @@ impl AssistantNode<'_> {
                         .increment(1);
                     delegation
                 }
-                None => self.offline_message(turn, state, agent).await?,
+                None => Box::pin(self.offline_message(turn, state, agent)).await?,
             },
         };
         turn.append(state, message);

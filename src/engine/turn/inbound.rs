@@ -32,11 +32,15 @@ pub(super) async fn add_human_message<'a>(
     state: &mut State,
     inbox: &'a [InboxEntry],
 ) -> Result<Vec<Cow<'a, InboxEntry>>, EngineError> {
-    let mut new: Vec<Cow<'a, InboxEntry>> = inbox
-        .iter()
-        .filter(|e| !state.is_stored(&e.wamid))
-        .map(Cow::Borrowed)
-        .collect();
+    // Sized to the inbox (a filter's collect would start at four entries): held while the
+    // turn waits on the model.
+    let mut new: Vec<Cow<'a, InboxEntry>> = Vec::with_capacity(inbox.len());
+    new.extend(
+        inbox
+            .iter()
+            .filter(|e| !state.is_stored(&e.wamid))
+            .map(Cow::Borrowed),
+    );
     if new.is_empty() {
         return Ok(new);
     }

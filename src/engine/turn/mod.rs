@@ -385,17 +385,24 @@ impl Engine {
         let started = std::time::Instant::now();
         let set = self.prompt_set();
         let turn = self.turn(&set);
-        let user = self.users.user(self.store.as_ref(), wa_id).await?;
+        let user = Box::pin(self.users.user(self.store.as_ref(), wa_id)).await?;
         // Taken out: put back only by a turn that ends well.
         let window = options
             .hold
             .and_then(|hold| self.windows().take(wa_id, hold));
-        let mut state = context_with(self.store.as_ref(), wa_id, user, window).await?;
-        inbound::role_from_data(&turn, self.roles.as_deref(), &mut state).await?;
+        let mut state = Box::pin(context_with(self.store.as_ref(), wa_id, user, window)).await?;
+        Box::pin(inbound::role_from_data(
+            &turn,
+            self.roles.as_deref(),
+            &mut state,
+        ))
+        .await?;
         if let Some(source) = &self.context {
-            state.context = self
-                .contexts
-                .get(source.as_ref(), wa_id, state.user.role, self.now())
+            state.context =
+                Box::pin(
+                    self.contexts
+                        .get(source.as_ref(), wa_id, state.user.role, self.now()),
+                )
                 .await;
         }
         // A turn cut short (crash, lost lease, store error) is finished first with the
@@ -429,21 +436,26 @@ impl Engine {
         }
         // What was stored before this call: a reply delivered from it may have gone out.
         let loaded_seq = state.messages.last().map_or(0, |m| m.seq);
-        let new =
-            inbound::add_human_message(&turn, self.voice.as_deref(), &mut state, inbox).await?;
+        let new = Box::pin(inbound::add_human_message(
+            &turn,
+            self.voice.as_deref(),
+            &mut state,
+            inbox,
+        ))
+        .await?;
         let new: Vec<&InboxEntry> = new.iter().map(AsRef::as_ref).collect();
         // The turn's messages, new or resumed after a crash: all reactions, nothing to answer.
         if !inbox.is_empty() && inbox.iter().all(is_reaction) {
             // A reaction is context for the next turn, never a message to answer (nor a yes).
             tracing::info!(reactions = new.len(), "reaction recorded, not answered");
             metrics::counter!("zaguan_turns_total", "outcome" => "reaction").increment(1);
-            turn.save(&mut state).await?;
+            Box::pin(turn.save(&mut state)).await?;
             return Ok(TurnOutcome::silent(state.dialog_state, answered));
         }
         if let Some(last) = new.last().copied()
-            && inbound::delivered_late(&turn, last).await
+            && Box::pin(inbound::delivered_late(&turn, last)).await
         {
-            inbound::answer_late(&turn, &mut state, last).await?;
+            Box::pin(inbound::answer_late(&turn, &mut state, last)).await?;
             return Ok(TurnOutcome::silent(state.dialog_state, answered));
         }
         let turn_started = self.now();
@@ -453,7 +465,7 @@ impl Engine {
                 // assistants once the conversation is back), the bot says nothing.
                 tracing::info!(operator = %handoff.operator, "message held for the operator");
                 metrics::counter!("zaguan_turns_total", "outcome" => "handoff").increment(1);
-                turn.save(&mut state).await?;
+                Box::pin(turn.save(&mut state)).await?;
                 return Ok(TurnOutcome::silent(state.dialog_state, answered));
             }
             tracing::info!(operator = %handoff.operator, "handoff expired: the bot answers again");
@@ -465,16 +477,16 @@ impl Engine {
         // remaining nodes answer offline at once instead of waiting for the same timeouts.
         let mut llm_down = false;
         if !new.is_empty() {
-            confirmations::before_assistant(&turn, &mut state, &new).await?;
+            Box::pin(confirmations::before_assistant(&turn, &mut state, &new)).await?;
             if matches!(next_step(&state), Next::Assistant)
-                && inbound::over_budget(&turn, &state).await?
+                && Box::pin(inbound::over_budget(&turn, &state)).await?
             {
                 if self.offline.is_some() {
                     // Past its budget, the conversation is served without a model.
-                    inbound::flag_over_budget(&turn, &mut state).await?;
+                    Box::pin(inbound::flag_over_budget(&turn, &mut state)).await?;
                     llm_down = true;
                 } else {
-                    inbound::answer_over_budget(&turn, &mut state).await?;
+                    Box::pin(inbound::answer_over_budget(&turn, &mut state)).await?;
                 }
             }
         }
@@ -491,14 +503,14 @@ impl Engine {
                     let asked = asked.cloned();
                     let fresh = state.unsaved > 0
                         || state.messages.last().map_or(0, |m| m.seq) > loaded_seq;
-                    let (parts, to_send) = delivery::deliver(
+                    let (parts, to_send) = Box::pin(delivery::deliver(
                         &turn,
                         &mut state,
                         &text,
                         asked.as_ref(),
                         reply_to,
                         Delivery { fresh, options },
-                    )
+                    ))
                     .await?;
                     if state.first_contact {
                         // A lead: the contact's first message, and where it led.
@@ -518,7 +530,7 @@ impl Engine {
                             name: state.user.name.clone(),
                             assistant,
                         };
-                        turn.record_events(wa_id, [lead], self.now(), "").await?;
+                        Box::pin(turn.record_events(wa_id, [lead], self.now(), "")).await?;
                     }
                     break TurnOutcome {
                         reply: (!parts.is_empty()).then(|| parts.join("\n\n")),
@@ -533,8 +545,7 @@ impl Engine {
                     tracing::error!(transitions, "turn cut short: too many node transitions");
                     metrics::counter!("zaguan_turn_guard_total", "guard" => "transitions")
                         .increment(1);
-                    turn.set_dialog_state(&mut state, DialogState::primary())
-                        .await?;
+                    Box::pin(turn.set_dialog_state(&mut state, DialogState::primary())).await?;
                     let text = set.with_contact(phrases::apology(None));
                     let message = turn.ai_message(wa_id, &text, "guard", Vec::new());
                     turn.append(&mut state, message);
@@ -551,7 +562,7 @@ impl Engine {
                 }
                 Next::Router(calls) => {
                     transitions += 1;
-                    router::router(&turn, &mut state, calls).await?;
+                    Box::pin(router::router(&turn, &mut state, calls)).await?;
                 }
             }
         };

@@ -368,8 +368,10 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
             // The first mark always goes out, however short the turn: the user sees their
             // message read. Renewals stop with the turn.
             loop {
-                limiters.until_call_allowed(&phone_number_id).await;
-                match graph.mark_read(&phone_number_id, &wamid, true).await {
+                // Boxed: the task sleeps between marks for as long as the turn waits on the
+                // model, holding only its sleep, not the room for a Graph call.
+                Box::pin(limiters.until_call_allowed(&phone_number_id)).await;
+                match Box::pin(graph.mark_read(&phone_number_id, &wamid, true)).await {
                     Ok(()) => {
                         metrics::counter!("zaguan_outbound_read_marks_total", "status" => "ok")
                             .increment(1)

@@ -26,7 +26,7 @@ impl Dispatcher {
             .held
             .get(wa_id)
             .is_some_and(|held| held.epoch == epoch);
-        if !held && !self.claim(wa_id, epoch).await {
+        if !held && !Box::pin(self.claim(wa_id, epoch)).await {
             return;
         }
         let finished = tokio::select! {
@@ -113,7 +113,7 @@ impl Dispatcher {
             }
             // Replies owed from before (a retry due, a crash mid-send) go out before new ones.
             if self.queue().owed.remove(wa_id) {
-                match outbound.flush(wa_id).await {
+                match Box::pin(outbound.flush(wa_id)).await {
                     Ok(Flushed::All) => {
                         self.queue().behind.remove(wa_id);
                     }
@@ -134,7 +134,7 @@ impl Dispatcher {
             }
             // The conversation's open messages as stored, oldest first: what other instances
             // received too, in order.
-            let open = match store.open_inbox(wa_id).await {
+            let mut open = match store.open_inbox(wa_id).await {
                 Ok(open) => open,
                 Err(error) => {
                     tracing::warn!(conversation.id = %wa_id.masked(), "cannot read inbox: {error}");
@@ -142,6 +142,9 @@ impl Dispatcher {
                     return;
                 }
             };
+            // A collected vector has room for four entries (1.2 KB): the turn holds this one
+            // while it waits on the model.
+            open.shrink_to_fit();
             self.queue().read.insert(
                 wa_id.clone(),
                 open.iter().map(|e| e.wamid.clone()).collect(),
@@ -150,9 +153,10 @@ impl Dispatcher {
                 continue;
             }
             turns += 1;
-            let (poisoned, open): (Vec<_>, Vec<_>) = open
-                .into_iter()
-                .partition(|e| e.attempts >= settings.max_attempts);
+            // In place: the turn waits on the model holding `open`, so no copy of it.
+            let poisoned: Vec<_> = open
+                .extract_if(.., |e| e.attempts >= settings.max_attempts)
+                .collect();
             if !poisoned.is_empty() {
                 tracing::error!(
                     conversation.id = %wa_id.masked(),
@@ -181,9 +185,9 @@ impl Dispatcher {
                 self.queue().work.insert(wa_id.clone());
                 if notify {
                     let via = open.last().expect("not empty");
-                    if let Err(error) = engine.notice(wa_id, SLOW_DOWN, via).await {
+                    if let Err(error) = Box::pin(engine.notice(wa_id, SLOW_DOWN, via)).await {
                         tracing::warn!(conversation.id = %wa_id.masked(), "cannot queue notice: {error}");
-                    } else if let Err(error) = outbound.flush(wa_id).await {
+                    } else if let Err(error) = Box::pin(outbound.flush(wa_id)).await {
                         tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
                     }
                 }
@@ -238,8 +242,8 @@ impl Dispatcher {
             }
             // The reply goes out (and is recorded) before the messages are marked answered.
             let sent = match outcome.to_send {
-                Some(parts) => outbound.send_reply(parts).await,
-                None if outcome.reply.is_some() => outbound.flush(wa_id).await,
+                Some(parts) => Box::pin(outbound.send_reply(parts)).await,
+                None if outcome.reply.is_some() => Box::pin(outbound.flush(wa_id)).await,
                 None => Ok(Flushed::All),
             };
             match sent {
