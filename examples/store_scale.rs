@@ -26,6 +26,9 @@ use zaguan::runtime::monitor::Monitor;
 use zaguan::store::pool::MongoConfig;
 use zaguan::store::{ConversationQuery, ConversationStore, HandoffReason, MongoStore};
 
+#[path = "common/procfs.rs"]
+mod procfs;
+
 #[derive(Parser, Debug)]
 #[command(about = "Time the periodic reads of `conversations` on MONGODB_URI")]
 struct Args {
@@ -141,7 +144,7 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<(), zaguan::store::StoreError>>,
 {
-    let ticks = 100.0;
+    let ticks = procfs::clock_ticks();
     let (own, ferretdb, postgres) = (
         cpu_of_self(ticks),
         cpu_of("ferretdb", ticks),
@@ -166,45 +169,13 @@ where
 }
 
 fn cpu_of_self(ticks: f64) -> f64 {
-    process_cpu(
-        &std::fs::read_to_string("/proc/self/stat").unwrap_or_default(),
-        ticks,
-    )
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| procfs::stat_seconds(&stat, true, ticks))
+        .unwrap_or(0.0)
 }
 
 /// CPU seconds of the processes whose name starts with `name`, with their reaped children.
 fn cpu_of(name: &str, ticks: f64) -> f64 {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0.0;
-    };
-    entries
-        .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .is_some_and(|p| p.parse::<u32>().is_ok())
-        })
-        .filter(|entry| {
-            std::fs::read_to_string(entry.path().join("comm")).is_ok_and(|c| c.starts_with(name))
-        })
-        .map(|entry| {
-            process_cpu(
-                &std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default(),
-                ticks,
-            )
-        })
-        .sum()
-}
-
-/// utime + stime + cutime + cstime from a `/proc/PID/stat` line, in seconds.
-fn process_cpu(stat: &str, ticks: f64) -> f64 {
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    (11..=14)
-        .filter_map(|i| fields.get(i)?.parse::<f64>().ok())
-        .sum::<f64>()
-        / ticks
+    procfs::seconds_of_named(|comm| comm.starts_with(name), ticks).unwrap_or(0.0)
 }

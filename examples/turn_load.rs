@@ -87,6 +87,9 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::{sleep, timeout};
 
+#[path = "common/procfs.rs"]
+mod procfs;
+
 type BoxError = Box<dyn Error + Send + Sync>;
 
 /// Longest a webhook POST may take before it counts as an error.
@@ -762,25 +765,6 @@ fn listen(port: u16) -> std::io::Result<TcpListener> {
 
 // ---- the service's process ----------------------------------------------------------------
 
-fn clock_ticks() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-/// utime + stime of a process, in seconds.
-fn cpu_seconds(pid: u32, ticks: f64) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / ticks)
-}
-
 /// Peak resident set size (`VmHWM`) in MiB.
 fn peak_rss_mib(pid: u32) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -818,39 +802,6 @@ fn find_store_process(port: Option<u16>) -> Option<(u32, String)> {
             .max_by_key(|(pid, ..)| *pid)
             .map(|(pid, comm, _)| (pid, comm))
     })
-}
-
-/// CPU seconds of every `postgres` process (FerretDB's PostgreSQL backend), with what the
-/// postmaster has reaped of backends that exited (cutime + cstime).
-fn postgres_cpu_seconds(ticks: f64) -> Option<f64> {
-    let mut total = 0.0;
-    let mut found = false;
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.trim() != "postgres" {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let sum: f64 = (11..=14)
-            .filter_map(|i| fields.get(i)?.parse::<f64>().ok())
-            .sum();
-        total += sum / ticks;
-        found = true;
-    }
-    found.then_some(total)
 }
 
 fn open_files_limit() -> Option<u64> {
@@ -1166,7 +1117,7 @@ async fn main() -> Result<(), BoxError> {
         return Err(e);
     }
     let log_offset = service.as_ref().map_or(0, |s| s.log_text().len());
-    let ticks = clock_ticks();
+    let ticks = procfs::clock_ticks();
     let pid = service.as_ref().map(Service::pid).or(shared.args.pid);
     let store = shared
         .args
@@ -1179,10 +1130,12 @@ async fn main() -> Result<(), BoxError> {
             });
             mongo.as_ref().and_then(|_| find_store_process(port))
         });
-    let cpu = |pid: Option<u32>| pid.and_then(|pid| cpu_seconds(pid, ticks));
+    let cpu = |pid: Option<u32>| pid.and_then(|pid| procfs::seconds_of_pid(pid, ticks));
     let service_before = cpu(pid);
     let store_before = cpu(store.as_ref().map(|s| s.0));
-    let postgres_before = mongo.as_ref().and_then(|_| postgres_cpu_seconds(ticks));
+    let postgres_before = mongo
+        .as_ref()
+        .and_then(|_| procfs::seconds_of_named(|comm| comm == "postgres", ticks));
     let self_before = cpu(Some(std::process::id()));
 
     // ---- load ----
@@ -1341,7 +1294,9 @@ async fn main() -> Result<(), BoxError> {
     watcher.abort();
     let service_after = cpu(pid);
     let store_after = cpu(store.as_ref().map(|s| s.0));
-    let postgres_after = mongo.as_ref().and_then(|_| postgres_cpu_seconds(ticks));
+    let postgres_after = mongo
+        .as_ref()
+        .and_then(|_| procfs::seconds_of_named(|comm| comm == "postgres", ticks));
     let self_after = cpu(Some(std::process::id()));
     let peak_rss = pid.and_then(peak_rss_mib);
     // Late duplicates show up here.
