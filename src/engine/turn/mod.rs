@@ -374,6 +374,11 @@ impl Engine {
     }
 
     /// [`run_turn_with`](Self::run_turn_with) as `options` ask.
+    ///
+    /// The steps other than the model call are boxed where they are awaited: a future keeps
+    /// room for every future it awaits inline, and a turn spends its life waiting on the model,
+    /// so the room is held by every waiting turn (`docs/performance.md`, *Memory per waiting
+    /// turn*).
     #[tracing::instrument(name = "run_turn", skip_all, fields(conversation.id = %wa_id.masked(), turn.messages = inbox.len()))]
     pub async fn serve_turn<T>(
         &self,

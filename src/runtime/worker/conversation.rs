@@ -98,6 +98,8 @@ impl Dispatcher {
     /// each turn's reply before the next turn. Stops after a turn when the process drains.
     /// `claimed`: the lease was just taken, so what was stored is read first (a previous
     /// holder may have left messages open or replies unsent).
+    /// The flushes and sends are boxed where they are awaited: the task would otherwise keep
+    /// their room while the turn waits on the model (see `serve_turn`).
     pub(super) async fn serve_conversation(&self, wa_id: &WaId, claimed: bool) {
         let (engine, outbound, settings) = (&self.engine, &self.outbound, &self.settings);
         let store = engine.store();
