@@ -82,8 +82,8 @@ impl AnthropicClient {
         in_flight: usize,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        self.http = http::Clients::new(timeout, http2, in_flight)?;
-        tracing::debug!(clients = self.http.len(), ?http2, "LLM HTTP clients");
+        self.http = http::Clients::new(&self.endpoint, timeout, http2, in_flight)?;
+        tracing::debug!(transport = %self.http.describe(), ?http2, "LLM HTTP clients");
         Ok(self)
     }
 
@@ -93,17 +93,25 @@ impl AnthropicClient {
         fields(llm.provider = "anthropic", llm.model = %self.model, llm.agent = %request.agent)
     )]
     async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let mut builder = self
-            .http
-            .get()
-            .post(self.endpoint.clone())
-            .header("anthropic-version", API_VERSION);
+        let mut headers = ::http::HeaderMap::new();
+        headers.insert(
+            "anthropic-version",
+            ::http::HeaderValue::from_static(API_VERSION),
+        );
         if let Some(key) = &self.api_key {
-            builder = builder.header("x-api-key", key.expose_secret());
+            headers.insert("x-api-key", http::secret_header(key.expose_secret())?);
         }
         let body = self.encode(request);
-        let answer: WireResponse =
-            http::post_json(builder, body, self.api_key.as_ref(), "anthropic").await?;
+        let answer: WireResponse = self
+            .http
+            .post_json(
+                &self.endpoint,
+                headers,
+                body,
+                self.api_key.as_ref(),
+                "anthropic",
+            )
+            .await?;
         answered(answer)
     }
 }

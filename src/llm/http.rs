@@ -3,12 +3,13 @@
 //! error texts that never carry the API key, and tool-call ids valid for every provider.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 
-use reqwest::{RequestBuilder, StatusCode};
+use http::{HeaderMap, HeaderValue};
+use reqwest::StatusCode;
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use url::Url;
@@ -16,6 +17,7 @@ use url::Url;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use super::lane::{Lane, LaneError};
 use super::{LlmError, ToolSpec};
 
 /// How much of an error body goes into an [`LlmError`] message.
@@ -86,22 +88,40 @@ impl Http2 {
 /// policy lets run at once.
 pub(crate) const STREAMS_PER_CONNECTION: usize = 100;
 
-/// The clients a provider's calls are spread over, round robin.
+/// How a provider's calls reach it: reqwest clients spread round robin, and where HTTP/2 is
+/// certain the leaner [`Lane`] in front of them.
 pub(crate) struct Clients {
     clients: Box<[reqwest::Client]>,
     next: AtomicU64,
+    lane: Option<Lane>,
+    /// Set when the server turned out not to speak HTTP/2: reqwest from then on.
+    lane_refused: AtomicBool,
 }
 
 impl Clients {
-    /// Enough clients for `in_flight` calls at once, at most [`STREAMS_PER_CONNECTION`] each.
-    pub(crate) fn new(timeout: Duration, http2: Http2, in_flight: usize) -> anyhow::Result<Self> {
+    /// Enough connections for `in_flight` calls at once, at most [`STREAMS_PER_CONNECTION`]
+    /// each, to `endpoint`.
+    pub(crate) fn new(
+        endpoint: &Url,
+        timeout: Duration,
+        http2: Http2,
+        in_flight: usize,
+    ) -> anyhow::Result<Self> {
         let count = in_flight.div_ceil(STREAMS_PER_CONNECTION).max(1);
-        let clients = (0..count)
+        let lane = match http2 {
+            Http2::Off => None,
+            Http2::Auto => Lane::new(endpoint, false, count, timeout),
+            Http2::PriorKnowledge => Lane::new(endpoint, true, count, timeout),
+        };
+        // With a lane, reqwest is only its fallback: one client is enough.
+        let clients = (0..if lane.is_some() { 1 } else { count })
             .map(|_| client_with(timeout, http2))
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Self {
             clients: clients.into_boxed_slice(),
             next: AtomicU64::new(0),
+            lane,
+            lane_refused: AtomicBool::new(false),
         })
     }
 
@@ -109,49 +129,110 @@ impl Clients {
         Self {
             clients: Box::new([client]),
             next: AtomicU64::new(0),
+            lane: None,
+            lane_refused: AtomicBool::new(false),
         }
     }
 
-    pub(crate) fn get(&self) -> &reqwest::Client {
+    fn get(&self) -> &reqwest::Client {
         let n = self.next.fetch_add(1, Ordering::Relaxed) as usize;
         &self.clients[n % self.clients.len()]
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.clients.len()
+    /// How the calls go, for the startup log.
+    pub(crate) fn describe(&self) -> String {
+        match &self.lane {
+            Some(_) => "HTTP/2 lane".to_owned(),
+            None => format!("{} reqwest clients", self.clients.len()),
+        }
+    }
+
+    /// POSTs the JSON `body` to `endpoint` with `headers` and reads a JSON answer of type `T`.
+    /// `api_key` is only used to blank it out of error texts and logs, should a server echo
+    /// it. Bodies are logged at trace level only: they hold what customers wrote.
+    pub(crate) async fn post_json<T: DeserializeOwned>(
+        &self,
+        endpoint: &Url,
+        headers: HeaderMap,
+        body: Vec<u8>,
+        api_key: Option<&SecretString>,
+        provider: &'static str,
+    ) -> Result<T, LlmError> {
+        let started = Instant::now();
+        tracing::trace!(body = %String::from_utf8_lossy(&body), "{provider} request");
+        let body = bytes::Bytes::from(body);
+        let (headers, body) = match &self.lane {
+            Some(lane) if !self.lane_refused.load(Ordering::Relaxed) => {
+                match lane.post(headers, body).await {
+                    Ok((status, answer)) => {
+                        return read_answer(status, &answer, started, api_key, provider);
+                    }
+                    Err(LaneError::NotHttp2(headers, body)) => {
+                        if !self.lane_refused.swap(true, Ordering::Relaxed) {
+                            tracing::info!(
+                                endpoint = %endpoint,
+                                "{provider} does not offer HTTP/2: its calls go over HTTP/1.1"
+                            );
+                        }
+                        (headers, body)
+                    }
+                    Err(error) => return Err(LlmError::Unavailable(error.to_string())),
+                }
+            }
+            _ => (headers, body),
+        };
+        let (status, answer) = self.send(endpoint, headers, body).await?;
+        read_answer(status, &answer, started, api_key, provider)
+    }
+
+    /// The call through reqwest.
+    async fn send(
+        &self,
+        endpoint: &Url,
+        headers: HeaderMap,
+        body: bytes::Bytes,
+    ) -> Result<(StatusCode, bytes::Bytes), LlmError> {
+        // A call waiting on the model holds nothing of its request: the body goes as a
+        // one-chunk stream, which the connection frees once written. A body of bytes would be
+        // kept by reqwest until the answer (to resend it should a pooled connection turn out
+        // closed; the policy's retries cover that).
+        let length = body.len();
+        let body = reqwest::Body::wrap_stream(futures::stream::once(async move {
+            Ok::<_, std::convert::Infallible>(body)
+        }));
+        let response = self
+            .get()
+            .post(endpoint.clone())
+            .headers(headers)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::CONTENT_LENGTH, length)
+            .body(body)
+            .send()
+            .await
+            .map_err(transport_error)?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(transport_error)?;
+        Ok((status, body))
     }
 }
 
-/// Sends the JSON `body` with `request` and reads a JSON answer of type `T`. `api_key` is only
-/// used to blank it out of error texts and logs, should a server echo it. Bodies are logged at
-/// trace level only: they hold what customers wrote.
-pub(crate) async fn post_json<T: DeserializeOwned>(
-    request: RequestBuilder,
-    body: Vec<u8>,
+/// A header whose value is secret: never shown in debug output.
+pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, LlmError> {
+    let mut value = HeaderValue::from_str(value).map_err(|_| {
+        LlmError::Unexpected(anyhow::anyhow!("the API key is not a valid header value"))
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// The answer's status and body as a `T`, or the error they mean.
+fn read_answer<T: DeserializeOwned>(
+    status: StatusCode,
+    body: &[u8],
+    started: Instant,
     api_key: Option<&SecretString>,
     provider: &'static str,
 ) -> Result<T, LlmError> {
-    let started = Instant::now();
-    tracing::trace!(body = %String::from_utf8_lossy(&body), "{provider} request");
-    // A call waiting on the model holds nothing of its request: the body goes as a one-chunk
-    // stream, which the connection frees once written. A body of bytes would be kept by reqwest
-    // until the answer (to resend it should a pooled connection turn out closed; the policy's
-    // retries cover that), and the encoder's buffer, were it not dropped here, to the end of
-    // the call: together about three times the body per waiting call.
-    let length = body.len();
-    let chunk = bytes::Bytes::from(body);
-    let body = reqwest::Body::wrap_stream(futures::stream::once(async move {
-        Ok::<_, std::convert::Infallible>(chunk)
-    }));
-    let response = request
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(reqwest::header::CONTENT_LENGTH, length)
-        .body(body)
-        .send()
-        .await
-        .map_err(transport_error)?;
-    let status = response.status();
-    let body = response.bytes().await.map_err(transport_error)?;
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     tracing::debug!(
         duration_ms,
@@ -159,10 +240,10 @@ pub(crate) async fn post_json<T: DeserializeOwned>(
         "{provider} answered"
     );
     if tracing::enabled!(tracing::Level::TRACE) {
-        tracing::trace!(body = %redacted(&body, api_key), "{provider} response");
+        tracing::trace!(body = %redacted(body, api_key), "{provider} response");
     }
     if !status.is_success() {
-        let message = format!("HTTP {status}: {}", error_message(&body, api_key));
+        let message = format!("HTTP {status}: {}", error_message(body, api_key));
         return Err(if is_retryable(status) {
             LlmError::Unavailable(message)
         } else {
@@ -172,7 +253,7 @@ pub(crate) async fn post_json<T: DeserializeOwned>(
             }
         });
     }
-    serde_json::from_slice(&body)
+    serde_json::from_slice(body)
         .map_err(|e| LlmError::Unavailable(format!("unparseable answer (HTTP {status}): {e}")))
 }
 

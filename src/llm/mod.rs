@@ -8,6 +8,7 @@
 pub mod anthropic;
 pub mod call_log;
 mod http;
+mod lane;
 pub mod offline;
 pub mod openai;
 pub mod policy;

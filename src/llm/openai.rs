@@ -59,8 +59,8 @@ impl OpenAiClient {
         in_flight: usize,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        self.http = http::Clients::new(timeout, http2, in_flight)?;
-        tracing::debug!(clients = self.http.len(), ?http2, "LLM HTTP clients");
+        self.http = http::Clients::new(&self.endpoint, timeout, http2, in_flight)?;
+        tracing::debug!(transport = %self.http.describe(), ?http2, "LLM HTTP clients");
         Ok(self)
     }
 
@@ -70,13 +70,24 @@ impl OpenAiClient {
         fields(llm.provider = "openai", llm.model = %self.model, llm.agent = %request.agent)
     )]
     async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let mut builder = self.http.get().post(self.endpoint.clone());
+        let mut headers = ::http::HeaderMap::new();
         if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key.expose_secret());
+            headers.insert(
+                ::http::header::AUTHORIZATION,
+                http::secret_header(&format!("Bearer {}", key.expose_secret()))?,
+            );
         }
         let body = self.encode(request);
-        let answer: WireResponse =
-            http::post_json(builder, body, self.api_key.as_ref(), "openai").await?;
+        let answer: WireResponse = self
+            .http
+            .post_json(
+                &self.endpoint,
+                headers,
+                body,
+                self.api_key.as_ref(),
+                "openai",
+            )
+            .await?;
         from_wire(answer)
     }
 }

@@ -176,12 +176,15 @@ pub async fn nothing_listening_is_unavailable(p: &Provider) {
     assert!(matches!(error, LlmError::Unavailable(_)), "{error:?}");
 }
 
-/// The suite as `#[tokio::test]`s in a `conformance` module, for the provider `$provider` (an
-/// expression building a [`Provider`]).
+/// The suite as `#[tokio::test]`s in a `conformance` module (or the one named), for the
+/// provider `$provider` (an expression building a [`Provider`]).
 #[macro_export]
 macro_rules! provider_conformance {
     ($provider:expr) => {
-        mod conformance {
+        $crate::provider_conformance!(conformance, $provider);
+    };
+    ($module:ident, $provider:expr) => {
+        mod $module {
             use super::*;
             $crate::provider_conformance!(@cases $provider;
                 a_server_error_is_unavailable_and_says_why,

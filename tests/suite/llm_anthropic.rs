@@ -676,6 +676,22 @@ fn provider() -> common::provider::Provider {
 
 crate::provider_conformance!(provider());
 
+/// The same suite over the model calls' own HTTP/2 connections (h2c, `LLM_HTTP2=prior-knowledge`).
+fn provider_over_http2() -> common::provider::Provider {
+    common::provider::Provider {
+        client: |base, key, timeout| {
+            Box::new(
+                client_with(base, key, timeout)
+                    .with_transport(zaguan::llm::Http2::PriorKnowledge, 64, timeout)
+                    .unwrap(),
+            )
+        },
+        ..provider()
+    }
+}
+
+crate::provider_conformance!(conformance_over_http2, provider_over_http2());
+
 /// The client encodes each tool list once and reuses it: the bodies are the ones a fresh
 /// encoding gives, for the first call, the next ones, and a call without tools.
 #[test]
