@@ -181,7 +181,9 @@ impl Clients {
             }
             _ => (headers, body),
         };
-        let (status, answer) = self.send(endpoint, headers, body).await?;
+        // Boxed: with a lane this is the rare path, and a waiting call's future would otherwise
+        // keep room for reqwest's.
+        let (status, answer) = Box::pin(self.send(endpoint, headers, body)).await?;
         read_answer(status, &answer, started, api_key, provider)
     }
 

@@ -131,10 +131,24 @@ impl Lane {
     ) -> Result<(StatusCode, Bytes), LaneError> {
         let slot =
             &self.slots[self.next.fetch_add(1, Ordering::Relaxed) as usize % self.slots.len()];
-        let streams = match self.streams(slot).await {
-            Ok(streams) => streams,
-            Err(LaneError::NotHttp2(..)) => return Err(LaneError::NotHttp2(headers, body)),
-            Err(error) => return Err(error),
+        // Waits while the connection carries as many streams as the server allows; once more
+        // on a new connection if it closed since it was taken.
+        let mut retried = false;
+        let mut streams = loop {
+            let connection = match self.streams(slot).await {
+                Ok(connection) => connection,
+                Err(LaneError::NotHttp2(..)) => return Err(LaneError::NotHttp2(headers, body)),
+                Err(error) => return Err(error),
+            };
+            match connection.streams.ready().await {
+                Ok(streams) => break streams,
+                Err(error) if !retried => {
+                    tracing::debug!(%error, "LLM HTTP/2 connection closed, reopening");
+                    connection.closed.store(true, Ordering::Release);
+                    retried = true;
+                }
+                Err(error) => return Err(transport(error)),
+            }
         };
         let mut request = Request::new(());
         *request.method_mut() = Method::POST;
@@ -147,20 +161,6 @@ impl Lane {
         request
             .headers_mut()
             .insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-        // Waits while the connection carries as many streams as the server allows.
-        let mut streams = match streams.streams.ready().await {
-            Ok(streams) => streams,
-            Err(error) => {
-                // Closed since it was taken: once more on a new connection.
-                tracing::debug!(%error, "LLM HTTP/2 connection closed, reopening");
-                streams.closed.store(true, Ordering::Release);
-                let streams = self.streams(slot).await.map_err(|e| match e {
-                    LaneError::NotHttp2(..) => LaneError::Connect(e.to_string()),
-                    e => e,
-                })?;
-                streams.streams.ready().await.map_err(transport)?
-            }
-        };
         let (answer, mut send) = streams.send_request(request, false).map_err(transport)?;
         // Buffered by the connection and sent as the server's window allows, then freed.
         send.send_data(body, true).map_err(transport)?;
@@ -190,7 +190,9 @@ impl Lane {
         {
             return Ok(connection.clone());
         }
-        let connection = self.connect().await?;
+        // Boxed: connecting (TCP, TLS, the handshake) is rare and its future large, and a
+        // waiting call's future would otherwise keep room for it.
+        let connection = Box::pin(self.connect()).await?;
         *slot = Some(connection.clone());
         Ok(connection)
     }
@@ -538,6 +540,19 @@ mod tests {
                 assert_eq!(headers[http::header::AUTHORIZATION], "Bearer k");
             }
         }
+    }
+
+    #[test]
+    fn a_waiting_call_is_small() {
+        let url = Url::parse("http://127.0.0.1:9/v1").unwrap();
+        let lane = Lane::new(&url, true, 1, Duration::from_secs(1)).unwrap();
+        let call = lane.post(headers(), Bytes::new());
+        // What a call waiting on the model holds besides its stream: the request was sent.
+        assert!(
+            std::mem::size_of_val(&call) <= 1100,
+            "{}",
+            std::mem::size_of_val(&call)
+        );
     }
 
     #[test]

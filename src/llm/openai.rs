@@ -346,6 +346,34 @@ fn parse_arguments(raw: &str) -> serde_json::Value {
 mod tests {
     use super::*;
 
+    /// A call waiting on the model is boxed whole by `async_trait`: its future keeps no room for
+    /// connecting or for reqwest's path, which are boxed where they run.
+    #[test]
+    fn a_waiting_call_is_small() {
+        let client = OpenAiClient::new(
+            Url::parse("http://127.0.0.1:9/v1").unwrap(),
+            None,
+            "m".to_owned(),
+            Duration::from_secs(1),
+        )
+        .unwrap()
+        .with_transport(http::Http2::PriorKnowledge, 64, Duration::from_secs(1))
+        .unwrap();
+        let request = LlmRequest {
+            agent: crate::domain::AgentName::new("primary_assistant"),
+            conversation: None,
+            system: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new().into(),
+        };
+        let call = client.complete(&request);
+        assert!(
+            std::mem::size_of_val(&*call) <= 1600,
+            "{}",
+            std::mem::size_of_val(&*call)
+        );
+    }
+
     #[test]
     fn empty_arguments_mean_no_arguments_and_bad_ones_are_kept_raw() {
         assert_eq!(parse_arguments(""), serde_json::json!({}));
