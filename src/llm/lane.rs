@@ -92,7 +92,12 @@ impl Lane {
         }
         Some(Self {
             uri: endpoint.as_str().parse().ok()?,
-            host: endpoint.host_str()?.to_owned(),
+            // An IPv6 address without its URL brackets, as connecting and TLS take it.
+            host: match endpoint.host()? {
+                url::Host::Domain(name) => name.to_owned(),
+                url::Host::Ipv4(address) => address.to_string(),
+                url::Host::Ipv6(address) => address.to_string(),
+            },
             port: endpoint.port_or_known_default()?,
             tls,
             slots: (0..connections.max(1)).map(|_| Mutex::new(None)).collect(),
@@ -560,5 +565,12 @@ mod tests {
         let url = Url::parse("http://127.0.0.1:9/v1").unwrap();
         assert!(Lane::new(&url, false, 1, Duration::from_secs(1)).is_none());
         assert!(Lane::new(&url, true, 1, Duration::from_secs(1)).is_some());
+        let ipv6 = Url::parse("http://[::1]:9/v1").unwrap();
+        assert_eq!(
+            Lane::new(&ipv6, true, 1, Duration::from_secs(1))
+                .unwrap()
+                .host,
+            "::1"
+        );
     }
 }
