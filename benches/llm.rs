@@ -55,7 +55,9 @@ fn request() -> LlmRequest {
     LlmRequest {
         agent: primary.name.clone(),
         conversation: Some("34600111222".into()),
-        system: "Eres el asistente principal de Zaguan Inmobiliaria. ".repeat(40),
+        system: "Eres el asistente principal de Zaguan Inmobiliaria. "
+            .repeat(40)
+            .into(),
         messages,
         tools: tools.into(),
     }
@@ -90,7 +92,7 @@ fn assembly(c: &mut Criterion) {
             let request = LlmRequest {
                 agent: agent.name.clone(),
                 conversation: Some("34600111222".into()),
-                system,
+                system: system.into(),
                 messages: zaguan::engine::history::clean(&history, 50),
                 tools: tools.into(),
             };

@@ -150,7 +150,7 @@ pub fn normal_form(request: &LlmRequest) -> String {
     };
     let mut out = String::new();
     let _ = writeln!(out, "agent: {}", request.agent);
-    let _ = writeln!(out, "system: {}", hash(&request.system));
+    let _ = writeln!(out, "system: {}", hash(&request.system.text()));
     let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     let specs = serde_json::to_string(&*request.tools).unwrap_or_default();
     let _ = writeln!(out, "tools: {} ({})", names.join(", "), hash(&specs));
@@ -363,7 +363,8 @@ impl Llm for CassetteLlm {
                 .or_else(|| tape.recorded.iter().find(|(_, used)| !*used))
                 .map(|(i, _)| i.request.clone());
             let mut prompts = tape.prompts.clone();
-            prompts.insert(hash(&request.system), request.system.clone());
+            let system = request.system.text().into_owned();
+            prompts.insert(hash(&system), system);
             let diff = expected.map(|recorded_form| {
                 diff(
                     &expanded(&recorded_form, &tape.prompts),
@@ -387,8 +388,8 @@ impl Llm for CassetteLlm {
         let mut tape = self.tape();
         tape.calls += 1;
         if self.mode == Mode::Record {
-            tape.prompts
-                .insert(hash(&request.system), request.system.clone());
+            let system = request.system.text().into_owned();
+            tape.prompts.insert(hash(&system), system);
             tape.made.push(Interaction {
                 agent: request.agent.clone(),
                 request: form,
@@ -449,7 +450,8 @@ mod tests {
                 ..Answer::from(&LlmResponse::default())
             },
         }];
-        let prompts = BTreeMap::from([(hash(&recorded.system), recorded.system.clone())]);
+        let system = recorded.system.text().into_owned();
+        let prompts = BTreeMap::from([(hash(&system), system)]);
         let replay = CassetteLlm::replay(interactions.clone(), prompts.clone());
         let answer = replay.complete(&request("b")).await.unwrap();
         assert_eq!(answer.content, "Hola, ¿qué buscas?");

@@ -412,7 +412,7 @@ async fn score(
         conversation: None,
         system: "You check a real-estate WhatsApp bot's reply against one criterion. Answer \
                  with PASS or FAIL on the first line, then one sentence saying why."
-            .to_owned(),
+            .into(),
         messages: vec![ChatMessage::human(format!(
             "Criterion: {criterion}\n\nThe customer: {said}\n\nThe bot's reply:\n{}",
             observed.reply

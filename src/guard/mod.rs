@@ -161,7 +161,7 @@ impl GuardTranslator {
         let request = LlmRequest {
             agent: "guard_translator".into(),
             conversation: Some(conversation.to_owned()),
-            system,
+            system: system.into(),
             messages: vec![ChatMessage::human(text)],
             tools: Arc::from(Vec::new()),
         };

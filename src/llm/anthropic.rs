@@ -122,7 +122,8 @@ impl AnthropicClient {
         let tools = self
             .tools
             .get(&request.tools, || wire_tools(&request.tools));
-        let mut wire = wire_request(&self.model, self.max_tokens, request);
+        let system = request.system.text();
+        let mut wire = wire_request(&self.model, self.max_tokens, &system, request);
         wire.tools = WireTools::Encoded(&tools);
         serde_json::to_vec(&wire).expect("the wire request is plain JSON")
     }
@@ -130,7 +131,8 @@ impl AnthropicClient {
 
 /// The body this client sends for `request`: a call's own work before the network.
 pub fn encode_request(model: &str, max_tokens: u32, request: &LlmRequest) -> Vec<u8> {
-    serde_json::to_vec(&wire_request(model, max_tokens, request))
+    let system = request.system.text();
+    serde_json::to_vec(&wire_request(model, max_tokens, &system, request))
         .expect("the wire request is plain JSON")
 }
 
@@ -221,7 +223,12 @@ struct WireToolChoice {
     disable_parallel_tool_use: bool,
 }
 
-fn wire_request<'a>(model: &'a str, max_tokens: u32, request: &'a LlmRequest) -> WireRequest<'a> {
+fn wire_request<'a>(
+    model: &'a str,
+    max_tokens: u32,
+    system: &'a str,
+    request: &'a LlmRequest,
+) -> WireRequest<'a> {
     let tool_choice = (!request.tools.is_empty()).then_some(WireToolChoice {
         kind: "auto",
         disable_parallel_tool_use: true,
@@ -229,7 +236,7 @@ fn wire_request<'a>(model: &'a str, max_tokens: u32, request: &'a LlmRequest) ->
     WireRequest {
         model,
         max_tokens,
-        system: &request.system,
+        system,
         messages: wire_messages(&request.messages),
         tools: WireTools::Fresh(wire_tools(&request.tools)),
         tool_choice,

@@ -18,6 +18,8 @@ pub mod settings;
 use crate::domain::{AgentName, ToolCall};
 use async_trait::async_trait;
 use serde::Serialize;
+use std::borrow::Cow;
+use std::sync::Arc;
 
 pub use anthropic::AnthropicClient;
 pub use call_log::CallLog;
@@ -82,10 +84,74 @@ pub struct LlmRequest {
     pub agent: AgentName,
     /// The conversation's contact key, for usage accounting; `None` outside a conversation.
     pub conversation: Option<String>,
-    pub system: String,
+    pub system: SystemPrompt,
     pub messages: Vec<ChatMessage>,
     /// Shared: an assistant's tools are built once per prompt set, not per call.
     pub tools: std::sync::Arc<[ToolSpec]>,
+}
+
+/// A call's system prompt: written out, or rendered each time the call is encoded.
+///
+/// An assistant's prompt is about 2 KB of text that differs per customer (name, language, the
+/// time), and a call keeps its request for the policy's retries and fallback while it waits on
+/// the model. Rendering it again per attempt costs microseconds; keeping it costs every waiting
+/// turn its size.
+#[derive(Clone)]
+pub enum SystemPrompt {
+    Text(String),
+    Rendered(Arc<dyn RenderPrompt>),
+}
+
+/// What a [`SystemPrompt::Rendered`] is rendered from: a template and the few fields it fills.
+pub trait RenderPrompt: Send + Sync {
+    /// The prompt's text; empty, after logging why, when the template cannot render.
+    fn render(&self) -> String;
+}
+
+impl SystemPrompt {
+    /// The prompt's text.
+    pub fn text(&self) -> Cow<'_, str> {
+        match self {
+            SystemPrompt::Text(text) => Cow::Borrowed(text),
+            SystemPrompt::Rendered(prompt) => Cow::Owned(prompt.render()),
+        }
+    }
+}
+
+impl Default for SystemPrompt {
+    fn default() -> Self {
+        SystemPrompt::Text(String::new())
+    }
+}
+
+impl From<String> for SystemPrompt {
+    fn from(text: String) -> Self {
+        SystemPrompt::Text(text)
+    }
+}
+
+impl From<&str> for SystemPrompt {
+    fn from(text: &str) -> Self {
+        SystemPrompt::Text(text.to_owned())
+    }
+}
+
+impl PartialEq for SystemPrompt {
+    fn eq(&self, other: &Self) -> bool {
+        self.text() == other.text()
+    }
+}
+
+impl std::fmt::Display for SystemPrompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+impl std::fmt::Debug for SystemPrompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.text(), f)
+    }
 }
 
 /// Tokens a call used.

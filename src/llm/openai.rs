@@ -98,7 +98,8 @@ impl OpenAiClient {
         let tools = self
             .tools
             .get(&request.tools, || wire_tools(&request.tools));
-        let mut wire = wire_request(&self.model, request);
+        let system = request.system.text();
+        let mut wire = wire_request(&self.model, &system, request);
         wire.tools = WireTools::Encoded(&tools);
         serde_json::to_vec(&wire).expect("the wire request is plain JSON")
     }
@@ -106,7 +107,9 @@ impl OpenAiClient {
 
 /// The body this client sends for `request`: a call's own work before the network.
 pub fn encode_request(model: &str, request: &LlmRequest) -> Vec<u8> {
-    serde_json::to_vec(&wire_request(model, request)).expect("the wire request is plain JSON")
+    let system = request.system.text();
+    serde_json::to_vec(&wire_request(model, &system, request))
+        .expect("the wire request is plain JSON")
 }
 
 /// Reads a Chat Completions answer as the client does: a call's own work after the network.
@@ -179,10 +182,8 @@ struct WireTool<'a> {
     function: &'a ToolSpec,
 }
 
-fn wire_request<'a>(model: &'a str, request: &'a LlmRequest) -> WireRequest<'a> {
-    let system = (!request.system.is_empty()).then_some(WireMessage::System {
-        content: &request.system,
-    });
+fn wire_request<'a>(model: &'a str, system: &'a str, request: &'a LlmRequest) -> WireRequest<'a> {
+    let system = (!system.is_empty()).then_some(WireMessage::System { content: system });
     let messages = system
         .into_iter()
         .chain(request.messages.iter().map(wire_message))
@@ -362,7 +363,7 @@ mod tests {
         let request = LlmRequest {
             agent: crate::domain::AgentName::new("primary_assistant"),
             conversation: None,
-            system: String::new(),
+            system: String::new().into(),
             messages: Vec::new(),
             tools: Vec::new().into(),
         };

@@ -1028,7 +1028,11 @@ async fn roles_come_from_the_business_data_unless_an_operator_set_one() {
     );
     let first = carmen.llm.requests()[0].clone();
     assert_eq!(first.agent, "only_owner_assistant");
-    assert!(first.system.contains("Rol: owner"), "{}", first.system);
+    assert!(
+        first.system.text().contains("Rol: owner"),
+        "{}",
+        first.system
+    );
     let recorded = user(owner_wa.clone()).await;
     assert_eq!(recorded.role, Role::Owner);
     assert_eq!(recorded.role_set_by.as_deref(), Some("data"));
@@ -1043,7 +1047,7 @@ async fn roles_come_from_the_business_data_unless_an_operator_set_one() {
         .await;
     lucia.say("Hola, soy Lucía").await;
     assert_eq!(user(agent_wa.clone()).await.role, Role::Agent);
-    assert!(lucia.llm.requests()[0].system.contains("Rol: agent"));
+    assert!(lucia.llm.requests()[0].system.text().contains("Rol: agent"));
 
     // The owner's record loses the number: a prospect from the next refresh on.
     world
@@ -1114,7 +1118,7 @@ async fn the_prompts_carry_the_users_listings_appointments_and_offers() {
         )
         .await;
     carmen.say("Hola").await;
-    let system = &carmen.llm.requests()[0].system;
+    let system = carmen.llm.requests()[0].system.text().into_owned();
     assert!(
         system.contains(&format!("Propietario {}", owner.id)),
         "{system}"
@@ -1144,14 +1148,14 @@ async fn the_prompts_carry_the_users_listings_appointments_and_offers() {
         )
         .await;
     customer.say("Quiero agendar una visita").await;
-    let system = customer.llm.requests()[0].system.clone();
+    let system = customer.llm.requests()[0].system.text().into_owned();
     assert!(system.contains("Ofertas abiertas:"), "{system}");
     assert!(system.contains(&offer.id), "{system}");
     assert!(!system.contains("Próximas citas:"), "{system}");
     customer.press("Confirmar").await;
     customer.say("Gracias, eso es todo").await;
     let requests = customer.llm.requests();
-    let last = &requests.last().unwrap().system;
+    let last = requests.last().unwrap().system.text().into_owned();
     let booked = world
         .realestate
         .appointments_of(&customer.wa_id)

@@ -196,7 +196,7 @@ async fn a_plain_answer_comes_from_the_primary_assistant(store: Arc<dyn Store>) 
         .format("%Y-%m-%d")
         .to_string();
     assert!(
-        request.system.contains(&today_in_madrid),
+        request.system.text().contains(&today_in_madrid),
         "{}",
         request.system
     );
@@ -836,7 +836,7 @@ async fn a_spanish_reply_to_an_english_user_is_translated_once(store: Arc<dyn St
     assert_eq!(translation.agent, "guard_translator");
     assert!(translation.tools.is_empty(), "the translator gets no tools");
     assert!(
-        translation.system.contains("«en»"),
+        translation.system.text().contains("«en»"),
         "{}",
         translation.system
     );

@@ -288,7 +288,10 @@ impl zaguan::llm::Llm for ObedientLlm {
     ) -> Result<zaguan::llm::LlmResponse, zaguan::llm::LlmError> {
         use zaguan::domain::ToolCall;
         use zaguan::llm::{ChatMessage, LlmResponse};
-        self.systems.lock().unwrap().push(request.system.clone());
+        self.systems
+            .lock()
+            .unwrap()
+            .push(request.system.text().into_owned());
         let after_tools = matches!(request.messages.last(), Some(ChatMessage::Tool { .. }));
         if !after_tools {
             return Ok(LlmResponse {

@@ -91,7 +91,7 @@ fn request_with(messages: Vec<ChatMessage>) -> LlmRequest {
     LlmRequest {
         agent: "listings".into(),
         conversation: None,
-        system: "You are Zaguan, a real-estate assistant.".to_owned(),
+        system: "You are Zaguan, a real-estate assistant.".into(),
         messages,
         tools: vec![search_tool()].into(),
     }
@@ -120,7 +120,7 @@ fn plain_request() -> LlmRequest {
     LlmRequest {
         agent: "greeter".into(),
         conversation: None,
-        system: String::new(),
+        system: String::new().into(),
         messages: vec![ChatMessage::human("Hola")],
         tools: Vec::new().into(),
     }

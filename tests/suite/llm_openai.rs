@@ -76,7 +76,7 @@ fn full_request() -> LlmRequest {
     LlmRequest {
         agent: "listings".into(),
         conversation: None,
-        system: "You are Zaguan, a real-estate assistant.".to_owned(),
+        system: "You are Zaguan, a real-estate assistant.".into(),
         messages: vec![
             ChatMessage::human("Busco un depto de 2 ambientes en Rosario"),
             ChatMessage::Ai {
@@ -99,7 +99,7 @@ fn plain_request() -> LlmRequest {
     LlmRequest {
         agent: "greeter".into(),
         conversation: None,
-        system: String::new(),
+        system: String::new().into(),
         messages: vec![ChatMessage::human("Hola")],
         tools: Vec::new().into(),
     }

@@ -34,7 +34,10 @@ impl Llm for GatedLlm {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let first = {
             let mut systems = self.systems.lock().unwrap();
-            systems.push((request.agent.to_string(), request.system.clone()));
+            systems.push((
+                request.agent.to_string(),
+                request.system.text().into_owned(),
+            ));
             systems.len() == 1
         };
         if first {

@@ -1,7 +1,8 @@
 //! The assistant node: one model call for the agent `route_to_workflow` names, with its tools
 //! and the conversation's context, or the fast path's decision instead of the call.
 
-use crate::domain::{DialogState, phrases};
+use crate::domain::{AgentName, DialogState, Role, phrases};
+use std::sync::Arc;
 
 use crate::agents::fast_route::{Abstention, Decision};
 use crate::agents::{Agent, AgentKind, PromptContext};
@@ -10,11 +11,12 @@ use crate::domain::llm_call::{FAST_PATH, OFFLINE};
 use crate::engine::context_extractor::State;
 use crate::engine::offline::{Keep, OfflineAnswer, OfflineTurn};
 use crate::engine::route::route_to_workflow;
-use crate::llm::LlmRequest;
+use crate::llm::{LlmRequest, RenderPrompt, SystemPrompt};
 use crate::store::NewMessage;
 
 use crate::engine::offline::{ModelStatus, OfflineAssistants};
 use crate::engine::turn::EngineError;
+use crate::engine::turn::PromptSet;
 use crate::engine::turn::graph::Turn;
 use crate::engine::turn::{confirmations, router};
 use crate::llm::Llm;
@@ -287,30 +289,59 @@ pub(super) fn offline_turn<'a>(
 
 fn request_for(turn: &Turn<'_>, agent: &Agent, state: &State) -> LlmRequest {
     let role = state.user.role;
-    let context = PromptContext {
+    let prompt = AssistantPrompt {
+        set: Arc::clone(turn.set),
+        agent: agent.name.clone(),
         user_name: state.user.name.clone(),
         user_role: role,
         user_info: state.user_info(),
-        lang: state.lang.clone().unwrap_or_else(|| "es".to_owned()),
+        lang: state.lang.clone(),
         now: spanish_now(turn.now().with_timezone(&turn.settings.timezone)),
-        business_name: turn.set.business_name.clone(),
-        business_contact: turn.set.business_contact.clone().unwrap_or_default(),
     };
-    let system = turn
-        .set
-        .agents
-        .render_system_prompt(agent, &context)
-        .unwrap_or_else(|error| {
-            tracing::error!(agent = %agent.name, "prompt did not render: {error:#}");
-            String::new()
-        });
     let tools = turn.set.tools_for(agent, role);
     LlmRequest {
         agent: agent.name.clone(),
         conversation: Some(state.wa_id.as_str().to_owned()),
-        system,
+        system: SystemPrompt::Rendered(Arc::new(prompt)),
         messages: state.model_messages(turn.settings.window),
         tools,
+    }
+}
+
+/// An assistant's system prompt, rendered from the turn's prompt set each time its call is
+/// encoded: a call waiting on the model keeps these fields, not the prompt's text.
+struct AssistantPrompt {
+    set: Arc<PromptSet>,
+    agent: AgentName,
+    user_name: Option<String>,
+    user_role: Role,
+    user_info: String,
+    lang: Option<String>,
+    now: String,
+}
+
+impl RenderPrompt for AssistantPrompt {
+    fn render(&self) -> String {
+        let registry = &self.set.agents;
+        let Some(agent) = registry.get(self.agent.as_str()) else {
+            tracing::error!(agent = %self.agent, "prompt did not render: no such agent");
+            return String::new();
+        };
+        let context = PromptContext {
+            user_name: self.user_name.clone(),
+            user_role: self.user_role,
+            user_info: self.user_info.clone(),
+            lang: self.lang.clone().unwrap_or_else(|| "es".to_owned()),
+            now: self.now.clone(),
+            business_name: self.set.business_name.clone(),
+            business_contact: self.set.business_contact.clone().unwrap_or_default(),
+        };
+        registry
+            .render_system_prompt(agent, &context)
+            .unwrap_or_else(|error| {
+                tracing::error!(agent = %self.agent, "prompt did not render: {error:#}");
+                String::new()
+            })
     }
 }
 

@@ -6,6 +6,7 @@
 //! takes as its own input.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use chrono::Utc;
 
@@ -23,7 +24,7 @@ pub(super) struct Turn<'a> {
     /// Where the history, `dialog_state` and whatever the turn changes are written.
     pub(super) store: &'a dyn Store,
     /// The prompt set the turn started with: a reload in the middle does not change it.
-    pub(super) set: &'a PromptSet,
+    pub(super) set: &'a Arc<PromptSet>,
     pub(super) settings: &'a EngineSettings,
     /// The domain tools the router runs, and a confirmed action.
     pub(super) tools: &'a ToolRegistry,

@@ -282,7 +282,7 @@ impl Engine {
     }
 
     /// One turn's view of the engine, with the prompt set `set` it started with.
-    fn turn<'a>(&'a self, set: &'a PromptSet) -> Turn<'a> {
+    fn turn<'a>(&'a self, set: &'a Arc<PromptSet>) -> Turn<'a> {
         Turn {
             store: self.store.as_ref(),
             set,
