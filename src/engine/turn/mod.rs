@@ -102,8 +102,9 @@ struct Windows {
     messages: usize,
 }
 
-/// Messages kept in windows at most (some tens of MB); past it, windows are dropped.
-const WINDOWS_BUDGET: usize = 50_000;
+/// Messages kept in windows at most (a few MB: 200 full windows of 50, or 2,500 of four);
+/// past it, windows are dropped and their next turns read the history from the store.
+const WINDOWS_BUDGET: usize = 10_000;
 
 impl Windows {
     fn take(&mut self, wa_id: &WaId, hold: u64) -> Option<Window> {

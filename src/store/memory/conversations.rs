@@ -15,7 +15,7 @@ use crate::store::ConversationStore;
 #[async_trait]
 impl ConversationStore for MemoryStore {
     async fn conversation(&self, wa_id: &WaId) -> StoreResult<Option<Conversation>> {
-        Ok(self.lock().conversations.get(wa_id).cloned())
+        Ok(self.lock().conversations.get(wa_id).map(|c| (**c).clone()))
     }
 
     async fn set_dialog_state(
@@ -42,6 +42,7 @@ impl ConversationStore for MemoryStore {
         let mut matching: Vec<&Conversation> = inner
             .conversations
             .values()
+            .map(Box::as_ref)
             .filter(|c| query.admits(c))
             .collect();
         // Oldest activity first, as MongoStore sorts by `updated_at` from its index.

@@ -20,7 +20,9 @@ impl InboxStore for MemoryStore {
                 outcome.duplicates += 1;
                 outcome.known.push(entry.wamid.clone());
             } else {
-                inner.inbox.insert(entry.wamid.clone(), entry.clone());
+                inner
+                    .inbox
+                    .insert(entry.wamid.clone(), Box::new(entry.clone()));
                 inner.inbox_order.push(entry.wamid.clone());
                 let arrival = inner.next_arrival;
                 inner.next_arrival += 1;
@@ -33,7 +35,7 @@ impl InboxStore for MemoryStore {
     }
 
     async fn inbox_entry(&self, wamid: &WaMessageId) -> StoreResult<Option<InboxEntry>> {
-        Ok(self.lock().inbox.get(wamid).cloned())
+        Ok(self.lock().inbox.get(wamid).map(|e| (**e).clone()))
     }
 
     async fn pending_inbox(&self, limit: usize) -> StoreResult<Vec<InboxEntry>> {
@@ -45,7 +47,7 @@ impl InboxStore for MemoryStore {
             .filter_map(|id| inner.inbox.get(id))
             .filter(|e| e.status == InboxStatus::Pending)
             .take(limit)
-            .cloned()
+            .map(|e| (**e).clone())
             .collect())
     }
 
@@ -79,9 +81,9 @@ impl InboxStore for MemoryStore {
             .open_by_conversation
             .get(wa_id)
             .into_iter()
-            .flat_map(|open| open.values())
+            .flat_map(|open| open.iter().map(|(_, id)| id))
             .filter_map(|id| inner.inbox.get(id))
-            .cloned()
+            .map(|e| (**e).clone())
             .collect())
     }
 
@@ -152,6 +154,6 @@ impl InboxStore for MemoryStore {
             .rev()
             .filter_map(|id| inner.inbox.get(id))
             .find(|entry| &entry.wa_id == wa_id)
-            .cloned())
+            .map(|e| (**e).clone()))
     }
 }

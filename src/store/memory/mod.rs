@@ -33,24 +33,32 @@ pub struct MemoryStore {
 
 #[derive(Default)]
 struct Inner {
-    inbox: HashMap<WaMessageId, InboxEntry>,
+    /// Records are boxed here and below: a table has room for up to twice its entries, and
+    /// holds both tables while it grows, so large records inline doubled the store's size.
+    inbox: HashMap<WaMessageId, Box<InboxEntry>>,
     /// Arrival order of inbox ids, for `pending_inbox`.
     inbox_order: Vec<WaMessageId>,
     /// Open (`pending`, `processing`) messages in `received_at` then arrival order, overall and
     /// per conversation: the workers' queries read these instead of the whole inbox.
     open: BTreeMap<OpenKey, WaMessageId>,
-    open_by_conversation: HashMap<WaId, BTreeMap<OpenKey, WaMessageId>>,
+    /// Per conversation, a vector in key order: most have one open message, and a B-tree's
+    /// first leaf took about 500 bytes for it.
+    open_by_conversation: HashMap<WaId, Vec<(OpenKey, WaMessageId)>>,
     /// Arrival number of each inbox message (ties in `received_at` keep arrival order).
     arrivals: HashMap<WaMessageId, u64>,
     next_arrival: u64,
     rejected: Vec<RejectedEntry>,
     llm_calls: Vec<LlmCall>,
-    users: HashMap<WaId, User>,
-    conversations: HashMap<WaId, Conversation>,
+    users: HashMap<WaId, Box<User>>,
+    conversations: HashMap<WaId, Box<Conversation>>,
     /// Each conversation's history in `seq` order (appended at the end, so a plain vector: a
     /// B-tree's first leaf alone took 2 KiB for the few messages most conversations have).
     messages: HashMap<WaId, Vec<StoredMessage>>,
-    outbox: Vec<OutboxEntry>,
+    #[allow(
+        clippy::vec_box,
+        reason = "an entry is 632 bytes, and the vector's spare room would hold them inline"
+    )]
+    outbox: Vec<Box<OutboxEntry>>,
     outbox_by_id: HashMap<OutboxId, usize>,
     /// Business events by id.
     events: BTreeMap<String, Event>,
@@ -112,14 +120,20 @@ impl Inner {
         let key = (entry.received_at, arrival);
         if entry.status.is_open() {
             self.open.insert(key, entry.wamid.clone());
-            self.open_by_conversation
+            let open = self
+                .open_by_conversation
                 .entry(entry.wa_id.clone())
-                .or_default()
-                .insert(key, entry.wamid.clone());
+                .or_default();
+            match open.binary_search_by(|(k, _)| k.cmp(&key)) {
+                Ok(i) => open[i].1 = entry.wamid.clone(),
+                Err(i) => open.insert(i, (key, entry.wamid.clone())),
+            }
         } else {
             self.open.remove(&key);
             if let Some(conversation) = self.open_by_conversation.get_mut(&entry.wa_id) {
-                conversation.remove(&key);
+                if let Ok(i) = conversation.binary_search_by(|(k, _)| k.cmp(&key)) {
+                    conversation.remove(i);
+                }
                 if conversation.is_empty() {
                     self.open_by_conversation.remove(&entry.wa_id);
                 }
@@ -144,13 +158,13 @@ impl Inner {
         if let Some(wamid) = &entry.wamid {
             self.outbox_by_wamid.insert(wamid.clone(), position);
         }
-        self.outbox.push(entry);
+        self.outbox.push(Box::new(entry));
     }
 
     fn conversation_mut(&mut self, wa_id: &WaId) -> &mut Conversation {
         self.conversations
             .entry(wa_id.clone())
-            .or_insert_with(|| Conversation::new(wa_id.clone()))
+            .or_insert_with(|| Box::new(Conversation::new(wa_id.clone())))
     }
 }
 

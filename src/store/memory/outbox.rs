@@ -40,7 +40,7 @@ impl OutboxStore for MemoryStore {
                 completed.status = early.status;
                 completed.status_at = early.status_at;
                 completed.wamid = early.wamid.or(completed.wamid);
-                inner.outbox[index] = completed;
+                *inner.outbox[index] = completed;
                 inner.reindex_outbox();
             }
         }
@@ -52,7 +52,7 @@ impl OutboxStore for MemoryStore {
         Ok(inner
             .outbox_by_id
             .get(id)
-            .map(|&index| inner.outbox[index].clone()))
+            .map(|&index| (*inner.outbox[index]).clone()))
     }
 
     async fn update_outbox(&self, id: &OutboxId, update: &OutboxUpdate) -> StoreResult<bool> {
@@ -108,7 +108,7 @@ impl OutboxStore for MemoryStore {
         let mut unsent: Vec<OutboxEntry> = inner
             .unsent
             .iter()
-            .map(|&i| &inner.outbox[i])
+            .map(|&i| &*inner.outbox[i])
             .filter(|e| &e.wa_id == wa_id)
             .cloned()
             .collect();
@@ -125,7 +125,7 @@ impl OutboxStore for MemoryStore {
         let mut due: Vec<&OutboxEntry> = inner
             .unsent
             .iter()
-            .map(|&i| &inner.outbox[i])
+            .map(|&i| &*inner.outbox[i])
             .filter(|e| e.next_attempt_at.is_none_or(|at| at <= now))
             .collect();
         due.sort_by_key(|e| e.at);
@@ -137,7 +137,7 @@ impl OutboxStore for MemoryStore {
         Ok(inner
             .outbox_by_wamid
             .get(wamid)
-            .map(|&index| inner.outbox[index].clone()))
+            .map(|&index| (*inner.outbox[index]).clone()))
     }
 
     async fn outbox_in_reply_to(&self, wamid: &WaMessageId) -> StoreResult<Vec<OutboxEntry>> {
@@ -147,7 +147,7 @@ impl OutboxStore for MemoryStore {
             .get(wamid)
             .into_iter()
             .flatten()
-            .map(|&position| inner.outbox[position].clone())
+            .map(|&position| (*inner.outbox[position]).clone())
             .collect())
     }
 
@@ -188,7 +188,7 @@ impl OutboxStore for MemoryStore {
                 matches!(e.status, OutboxStatus::Failed | OutboxStatus::Skipped) && e.at >= since
             })
             .take(limit)
-            .cloned()
+            .map(|e| (**e).clone())
             .collect())
     }
 

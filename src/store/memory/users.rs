@@ -18,7 +18,7 @@ impl UserStore for MemoryStore {
         let user = inner
             .users
             .entry(wa_id.clone())
-            .or_insert_with(|| User::new(wa_id.clone()));
+            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
         if user.lead_at.is_none() {
             user.lead_at = Some(at);
             user.lead_assistant = Some(assistant.to_owned());
@@ -36,7 +36,7 @@ impl UserStore for MemoryStore {
             .users
             .values()
             .filter(|u| u.lead_at.is_some_and(|at| at >= since))
-            .cloned()
+            .map(|u| (**u).clone())
             .collect();
         leads.sort_by(|a, b| (a.lead_at, &a.wa_id).cmp(&(b.lead_at, &b.wa_id)));
         leads.truncate(limit);
@@ -61,7 +61,7 @@ impl UserStore for MemoryStore {
         let user = inner
             .users
             .entry(contact.wa_id.clone())
-            .or_insert_with(|| User::new(contact.wa_id.clone()));
+            .or_insert_with(|| Box::new(User::new(contact.wa_id.clone())));
         if contact.name.is_some() {
             user.name.clone_from(&contact.name);
         }
@@ -81,7 +81,7 @@ impl UserStore for MemoryStore {
     }
 
     async fn user(&self, wa_id: &WaId) -> StoreResult<Option<User>> {
-        Ok(self.lock().users.get(wa_id).cloned())
+        Ok(self.lock().users.get(wa_id).map(|u| (**u).clone()))
     }
 
     async fn set_opt_out(&self, wa_id: &WaId, opt_out: Option<&OptOut>) -> StoreResult<()> {
@@ -89,7 +89,7 @@ impl UserStore for MemoryStore {
         let user = inner
             .users
             .entry(wa_id.clone())
-            .or_insert_with(|| User::new(wa_id.clone()));
+            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
         user.opted_out_at = opt_out.map(|o| o.at);
         user.opt_out_source = opt_out.map(|o| o.source.clone());
         Ok(())
@@ -100,7 +100,7 @@ impl UserStore for MemoryStore {
         let user = inner
             .users
             .entry(wa_id.clone())
-            .or_insert_with(|| User::new(wa_id.clone()));
+            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
         user.role = assignment.role;
         user.role_source = Some(assignment.source);
         user.role_set_by = Some(assignment.by.clone());
