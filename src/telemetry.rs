@@ -472,6 +472,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "How long a held-back Graph API call waited, in seconds",
     ),
     (
+        "zaguan_graph_calls_not_started_total",
+        Kind::Counter,
+        "Graph API calls not sent: the client's calls in flight stayed at their bound for the whole timeout",
+    ),
+    (
         "zaguan_reminders_total",
         Kind::Counter,
         "Visit reminders queued",

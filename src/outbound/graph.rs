@@ -111,11 +111,21 @@ impl SendError {
     }
 }
 
+/// Calls to the Graph API one client makes at once; the others wait their turn. As many as one
+/// HTTP/2 connection to graph.facebook.com carries at once: over HTTP/1.1 (a proxy, a local
+/// fake) a burst of 10,000 read marks otherwise opened about 900 connections together, each
+/// with its buffers and task (about 20 KiB).
+pub const GRAPH_IN_FLIGHT: usize = 100;
+
 /// The Graph API client for one access token; `None` is a dry run (nothing leaves the process).
 pub struct GraphClient {
     http: reqwest::Client,
     base: Url,
     token: Option<SecretString>,
+    /// [`GRAPH_IN_FLIGHT`] permits.
+    in_flight: tokio::sync::Semaphore,
+    /// Bounds a call's wait for a permit, as it bounds the call.
+    timeout: Duration,
 }
 
 impl GraphClient {
@@ -125,13 +135,19 @@ impl GraphClient {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
-            .pool_max_idle_per_host(crate::transport::IDLE_CONNECTIONS)
+            .pool_max_idle_per_host(GRAPH_IN_FLIGHT)
             .build()
             .context("building the Graph API HTTP client")?;
         if base.cannot_be_a_base() {
             anyhow::bail!("`{base}` cannot be a base URL");
         }
-        Ok(Self { http, base, token })
+        Ok(Self {
+            http,
+            base,
+            token,
+            in_flight: tokio::sync::Semaphore::new(GRAPH_IN_FLIGHT),
+            timeout,
+        })
     }
 
     pub fn is_dry_run(&self) -> bool {
@@ -247,6 +263,18 @@ impl GraphClient {
             .pop_if_empty()
             .extend([phone_number_id, "messages"]);
         tracing::trace!(body = %body, "Graph API request");
+        let Ok(Ok(_permit)) = tokio::time::timeout(self.timeout, self.in_flight.acquire()).await
+        else {
+            metrics::counter!("zaguan_graph_calls_not_started_total").increment(1);
+            // Never sent: safe to send again.
+            return Err(SendError::Retry {
+                error: local_error(format!(
+                    "not sent: {GRAPH_IN_FLIGHT} Graph API calls were in flight for {:?}",
+                    self.timeout
+                )),
+                retry_after: None,
+            });
+        };
         let response = self
             .http
             .post(url)

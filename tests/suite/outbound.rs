@@ -972,3 +972,63 @@ async fn a_long_markdown_answer_arrives_as_formatted_parts_in_order_once() {
             .collect::<Vec<_>>()
     );
 }
+
+/// A burst of read marks waits its turn beyond `GRAPH_IN_FLIGHT` calls at once, instead of
+/// opening a connection per call, and every call still goes.
+#[tokio::test]
+async fn a_burst_of_calls_keeps_to_the_in_flight_bound_and_all_go() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use zaguan::outbound::graph::GRAPH_IN_FLIGHT;
+
+    #[derive(Default)]
+    struct Gauge {
+        now: AtomicUsize,
+        max: AtomicUsize,
+        seen: AtomicUsize,
+    }
+    let gauge = Arc::new(Gauge::default());
+    let app = axum::Router::new().route(
+        "/v21.0/{phone}/messages",
+        axum::routing::post({
+            let gauge = gauge.clone();
+            move || {
+                let gauge = gauge.clone();
+                async move {
+                    let now = gauge.now.fetch_add(1, Ordering::SeqCst) + 1;
+                    gauge.max.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    gauge.now.fetch_sub(1, Ordering::SeqCst);
+                    gauge.seen.fetch_add(1, Ordering::SeqCst);
+                    axum::Json(json!({"success": true}))
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = GraphClient::new(
+        format!("{base}/v21.0").parse().unwrap(),
+        Some(SecretString::from(TOKEN.to_owned())),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let calls = 2 * GRAPH_IN_FLIGHT + 50;
+    let wamids: Vec<WaMessageId> = (0..calls)
+        .map(|i| WaMessageId::parse(&format!("wamid.BURST{i}")).unwrap())
+        .collect();
+    let results = futures::future::join_all(
+        wamids
+            .iter()
+            .map(|wamid| client.mark_read(PHONE_NUMBER_ID, wamid, true)),
+    )
+    .await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(gauge.seen.load(Ordering::SeqCst), calls);
+    let max = gauge.max.load(Ordering::SeqCst);
+    assert!(max <= GRAPH_IN_FLIGHT, "{max} calls at once");
+    assert!(
+        max > GRAPH_IN_FLIGHT / 2,
+        "the calls went one by one: {max}"
+    );
+}
