@@ -37,7 +37,7 @@ impl Llm for InstantLlm {
                     tool_calls: vec![ToolCall {
                         id: format!("call_{}", request.messages.len()),
                         name: "ToPropertyAssistant".into(),
-                        args: json!({"query": "precio del ático de la calle Mayor"}),
+                        args: json!({"query": "precio del ático de la calle Mayor"}).into(),
                     }],
                     ..LlmResponse::default()
                 }
@@ -117,7 +117,7 @@ fn hygiene(c: &mut Criterion) {
             tool_calls: vec![ToolCall {
                 id: format!("call_{i}"),
                 name: "ToSearcherAssistant".into(),
-                args: json!({"query": "pisos en Valencia"}),
+                args: json!({"query": "pisos en Valencia"}).into(),
             }],
         });
         messages.push(ChatMessage::tool(format!("call_{i}"), "entered"));

@@ -40,7 +40,7 @@ fn request() -> LlmRequest {
             tool_calls: vec![ToolCall {
                 id: format!("call_{i}"),
                 name: "ToPropertyAssistant".into(),
-                args: json!({"query": format!("disponibilidad y comunidad del piso {i}")}),
+                args: json!({"query": format!("disponibilidad y comunidad del piso {i}")}).into(),
             }],
         });
         messages.push(ChatMessage::tool(

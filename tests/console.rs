@@ -256,7 +256,7 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
             vec![ToolCall {
                 id: "call_1".into(),
                 name: "ToAppointment_Assistant".into(),
-                args: json!({"query": "visita el jueves"}),
+                args: json!({"query": "visita el jueves"}).into(),
             }],
         ),
         message(
@@ -267,7 +267,7 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
             vec![ToolCall {
                 id: "call_2".into(),
                 name: "list_available_slots".into(),
-                args: json!({"property_id": "P-1017"}),
+                args: json!({"property_id": "P-1017"}).into(),
             }],
         ),
         message(

@@ -409,7 +409,7 @@ impl Llm for RoutingLlm {
                     tool_calls: vec![zaguan::domain::ToolCall {
                         id: "call_visit".to_owned(),
                         name: "ToAppointmentAssistant".to_owned(),
-                        args: serde_json::json!({"query": last_human}),
+                        args: serde_json::json!({"query": last_human}).into(),
                     }],
                     ..LlmResponse::default()
                 });

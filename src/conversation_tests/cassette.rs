@@ -417,7 +417,7 @@ mod tests {
                     tool_calls: vec![ToolCall {
                         id: call_id.into(),
                         name: "ToPropertyAssistant".into(),
-                        args: serde_json::json!({"query": "piso"}),
+                        args: serde_json::json!({"query": "piso"}).into(),
                     }],
                 },
                 ChatMessage::tool(call_id, "ok"),

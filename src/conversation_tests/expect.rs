@@ -260,7 +260,7 @@ mod tests {
             tools: vec![ToolCall {
                 id: "c".into(),
                 name: "book_appointment".into(),
-                args: serde_json::json!({"slot_id": "S-P1001-202603051000"}),
+                args: serde_json::json!({"slot_id": "S-P1001-202603051000"}).into(),
             }],
             events: vec!["appointment.booked".into()],
             ..Observed::default()

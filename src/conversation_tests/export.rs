@@ -500,7 +500,7 @@ pub async fn export(
                     .map(|c| crate::domain::ToolCall {
                         id: c.id.clone(),
                         name: c.name.clone(),
-                        args: scrub.value(&c.args),
+                        args: scrub.value(&c.args).into(),
                     })
                     .collect(),
                 usage: crate::llm::Usage::default(),

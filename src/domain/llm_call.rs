@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 pub struct ToolCall {
     pub id: String,
     pub name: String,
-    pub args: serde_json::Value,
+    /// Shared: a call is copied into the history, the turn's window and each request after
+    /// it, and an object of arguments takes a 632-byte B-tree leaf however few its fields.
+    pub args: std::sync::Arc<serde_json::Value>,
 }
 
 /// How one call ended, as a metric label and a stored field.

@@ -258,7 +258,7 @@ mod tests {
         ToolCall {
             id: id.to_owned(),
             name: "search_properties".to_owned(),
-            args: serde_json::json!({}),
+            args: serde_json::json!({}).into(),
         }
     }
 

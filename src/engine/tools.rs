@@ -461,7 +461,11 @@ impl ToolRegistry {
             call_id: call.id.clone(),
             ..context.clone()
         };
-        let outcome = tokio::time::timeout(timeout, tool.run(call.args.clone(), &context)).await;
+        let outcome = tokio::time::timeout(
+            timeout,
+            tool.run(serde_json::Value::clone(&call.args), &context),
+        )
+        .await;
         let label = match &outcome {
             Ok(Ok(_)) => "ok",
             Ok(Err(ToolError::InvalidArgs(_))) => "invalid_args",
@@ -519,7 +523,7 @@ mod tests {
         ToolCall {
             id: "call_1".into(),
             name: name.into(),
-            args,
+            args: args.into(),
         }
     }
 

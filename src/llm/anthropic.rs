@@ -93,24 +93,21 @@ impl AnthropicClient {
         fields(llm.provider = "anthropic", llm.model = %self.model, llm.agent = %request.agent)
     )]
     async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let mut headers = ::http::HeaderMap::new();
-        headers.insert(
-            "anthropic-version",
-            ::http::HeaderValue::from_static(API_VERSION),
-        );
-        if let Some(key) = &self.api_key {
-            headers.insert("x-api-key", http::secret_header(key.expose_secret())?);
-        }
-        let body = self.encode(request);
+        // In a block: what is moved into the request keeps no room in the waiting future.
+        let outgoing = {
+            let mut headers = ::http::HeaderMap::new();
+            headers.insert(
+                "anthropic-version",
+                ::http::HeaderValue::from_static(API_VERSION),
+            );
+            if let Some(key) = &self.api_key {
+                headers.insert("x-api-key", http::secret_header(key.expose_secret())?);
+            }
+            http::Outgoing::new(headers, self.encode(request).into())
+        };
         let answer: WireResponse = self
             .http
-            .post_json(
-                &self.endpoint,
-                headers,
-                body,
-                self.api_key.as_ref(),
-                "anthropic",
-            )
+            .post_json(&self.endpoint, outgoing, self.api_key.as_ref(), "anthropic")
             .await?;
         answered(answer)
     }
@@ -410,7 +407,8 @@ fn from_wire(answer: WireResponse) -> LlmResponse {
                     serde_json::json!({})
                 } else {
                     input
-                },
+                }
+                .into(),
             }),
             WireAnswerBlock::Other => {}
         }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 
-use http::{HeaderMap, HeaderValue};
+use http::HeaderValue;
 use reqwest::StatusCode;
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
@@ -17,6 +17,7 @@ use url::Url;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+pub(crate) use super::lane::Outgoing;
 use super::lane::{Lane, LaneError};
 use super::{LlmError, ToolSpec};
 
@@ -153,37 +154,35 @@ impl Clients {
     pub(crate) async fn post_json<T: DeserializeOwned>(
         &self,
         endpoint: &Url,
-        headers: HeaderMap,
-        body: Vec<u8>,
+        outgoing: Box<Outgoing>,
         api_key: Option<&SecretString>,
         provider: &'static str,
     ) -> Result<T, LlmError> {
         let started = Instant::now();
-        tracing::trace!(body = %String::from_utf8_lossy(&body), "{provider} request");
-        let body = bytes::Bytes::from(body);
-        let (headers, body) = match &self.lane {
+        tracing::trace!(body = %String::from_utf8_lossy(&outgoing.body), "{provider} request");
+        let outgoing = match &self.lane {
             Some(lane) if !self.lane_refused.load(Ordering::Relaxed) => {
-                match lane.post(headers, body).await {
+                match lane.post(outgoing).await {
                     Ok((status, answer)) => {
                         return read_answer(status, &answer, started, api_key, provider);
                     }
-                    Err(LaneError::NotHttp2(headers, body)) => {
+                    Err(LaneError::NotHttp2(outgoing)) => {
                         if !self.lane_refused.swap(true, Ordering::Relaxed) {
                             tracing::info!(
                                 endpoint = %endpoint,
                                 "{provider} does not offer HTTP/2: its calls go over HTTP/1.1"
                             );
                         }
-                        (headers, body)
+                        outgoing
                     }
                     Err(error) => return Err(LlmError::Unavailable(error.to_string())),
                 }
             }
-            _ => (headers, body),
+            _ => outgoing,
         };
         // Boxed: with a lane this is the rare path, and a waiting call's future would otherwise
         // keep room for reqwest's.
-        let (status, answer) = Box::pin(self.send(endpoint, headers, body)).await?;
+        let (status, answer) = Box::pin(self.send(endpoint, outgoing)).await?;
         read_answer(status, &answer, started, api_key, provider)
     }
 
@@ -191,9 +190,9 @@ impl Clients {
     async fn send(
         &self,
         endpoint: &Url,
-        headers: HeaderMap,
-        body: bytes::Bytes,
+        outgoing: Box<Outgoing>,
     ) -> Result<(StatusCode, bytes::Bytes), LlmError> {
+        let Outgoing { headers, body } = *outgoing;
         // A call waiting on the model holds nothing of its request: the body goes as a
         // one-chunk stream, which the connection frees once written. A body of bytes would be
         // kept by reqwest until the answer (to resend it should a pooled connection turn out

@@ -38,9 +38,9 @@ const CONNECTION_WINDOW: u32 = 4 << 20;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LaneError {
     /// The server chose HTTP/1.1 in the TLS handshake: the calls go to reqwest instead.
-    /// It comes back with the request's headers and body, which were not sent.
+    /// It comes back with the request, which was not sent.
     #[error("the server does not speak HTTP/2")]
-    NotHttp2(HeaderMap, Bytes),
+    NotHttp2(Box<Outgoing>),
     #[error("timed out")]
     Timeout,
     #[error("could not connect: {0}")]
@@ -49,6 +49,21 @@ pub(crate) enum LaneError {
     Transport(String),
     #[error("the answer is larger than {MAX_ANSWER_BYTES} bytes")]
     TooLarge,
+}
+
+/// A request not sent yet. Boxed: each future on its way to the connection keeps a pointer to
+/// it, not its 120 bytes, and it is freed once the stream has it.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    /// Besides the content type and length.
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}
+
+impl Outgoing {
+    pub(crate) fn new(headers: HeaderMap, body: Bytes) -> Box<Self> {
+        Box::new(Self { headers, body })
+    }
 }
 
 /// HTTP/2 connections to one model endpoint, one per [`super::http::STREAMS_PER_CONNECTION`]
@@ -117,23 +132,19 @@ impl Lane {
         self
     }
 
-    /// POSTs `body` with `headers` (besides the content type and length) and reads the whole
-    /// answer.
+    /// POSTs `outgoing` and reads the whole answer.
     pub(crate) async fn post(
         &self,
-        headers: HeaderMap,
-        body: Bytes,
+        outgoing: Box<Outgoing>,
     ) -> Result<(StatusCode, Bytes), LaneError> {
-        tokio::time::timeout(self.timeout, self.exchange(headers, body))
+        tokio::time::timeout(self.timeout, self.exchange(outgoing))
             .await
             .map_err(|_| LaneError::Timeout)?
     }
 
-    async fn exchange(
-        &self,
-        headers: HeaderMap,
-        body: Bytes,
-    ) -> Result<(StatusCode, Bytes), LaneError> {
+    /// The request, its stream and the answer's head live in blocks of their own: a local in
+    /// scope keeps its room in the future across every later wait, moved or not.
+    async fn exchange(&self, outgoing: Box<Outgoing>) -> Result<(StatusCode, Bytes), LaneError> {
         let slot =
             &self.slots[self.next.fetch_add(1, Ordering::Relaxed) as usize % self.slots.len()];
         // Waits while the connection carries as many streams as the server allows; once more
@@ -142,7 +153,7 @@ impl Lane {
         let mut streams = loop {
             let connection = match self.streams(slot).await {
                 Ok(connection) => connection,
-                Err(LaneError::NotHttp2(..)) => return Err(LaneError::NotHttp2(headers, body)),
+                Err(LaneError::NotHttp2(_)) => return Err(LaneError::NotHttp2(outgoing)),
                 Err(error) => return Err(error),
             };
             match connection.streams.ready().await {
@@ -155,24 +166,30 @@ impl Lane {
                 Err(error) => return Err(transport(error)),
             }
         };
-        let mut request = Request::new(());
-        *request.method_mut() = Method::POST;
-        *request.uri_mut() = self.uri.clone();
-        *request.headers_mut() = headers;
-        request.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        request
-            .headers_mut()
-            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-        let (answer, mut send) = streams.send_request(request, false).map_err(transport)?;
-        // Buffered by the connection and sent as the server's window allows, then freed.
-        send.send_data(body, true).map_err(transport)?;
-        drop(send);
-        let answer = answer.await.map_err(transport)?;
-        let status = answer.status();
-        let mut body = answer.into_body();
+        let answer = {
+            let outgoing = outgoing;
+            let Outgoing { headers, body } = *outgoing;
+            let mut request = Request::new(());
+            *request.method_mut() = Method::POST;
+            *request.uri_mut() = self.uri.clone();
+            *request.headers_mut() = headers;
+            request.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            request
+                .headers_mut()
+                .insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+            let (answer, mut send) = streams.send_request(request, false).map_err(transport)?;
+            // Buffered by the connection and sent as the server's window allows, then freed.
+            send.send_data(body, true).map_err(transport)?;
+            answer
+        };
+        drop(streams);
+        let (status, mut body) = {
+            let answer = answer.await.map_err(transport)?;
+            (answer.status(), answer.into_body())
+        };
         let mut read = BytesMut::new();
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(transport)?;
@@ -217,7 +234,10 @@ impl Lane {
                     .await
                     .map_err(|e| LaneError::Connect(e.to_string()))?;
                 if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
-                    return Err(LaneError::NotHttp2(HeaderMap::new(), Bytes::new()));
+                    return Err(LaneError::NotHttp2(Outgoing::new(
+                        HeaderMap::new(),
+                        Bytes::new(),
+                    )));
                 }
                 handshake(stream).await
             }
@@ -411,6 +431,10 @@ mod tests {
         headers
     }
 
+    fn post(body: Bytes) -> Box<Outgoing> {
+        Outgoing::new(headers(), body)
+    }
+
     async fn h2c(behaviour: Behaviour, timeout: Duration) -> (Lane, Arc<AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = Url::parse(&format!(
@@ -431,10 +455,9 @@ mod tests {
         let calls: Vec<_> = (0..20)
             .map(|n| {
                 let lane = lane.clone();
-                tokio::spawn(async move {
-                    lane.post(headers(), Bytes::from(vec![b'x'; 1000 * n]))
-                        .await
-                })
+                tokio::spawn(
+                    async move { lane.post(post(Bytes::from(vec![b'x'; 1000 * n]))).await },
+                )
             })
             .collect();
         for (n, call) in calls.into_iter().enumerate() {
@@ -454,10 +477,7 @@ mod tests {
     async fn a_closed_connection_is_reopened() {
         let (lane, connections) = h2c(Behaviour::EchoThenClose, Duration::from_secs(5)).await;
         for _ in 0..6 {
-            let (status, _) = lane
-                .post(headers(), Bytes::from_static(b"{}"))
-                .await
-                .unwrap();
+            let (status, _) = lane.post(post(Bytes::from_static(b"{}"))).await.unwrap();
             assert_eq!(status, StatusCode::OK);
         }
         assert!(
@@ -470,14 +490,14 @@ mod tests {
     async fn a_silent_server_times_out_and_a_huge_answer_is_refused() {
         let (lane, _) = h2c(Behaviour::Silent, Duration::from_millis(300)).await;
         let error = lane
-            .post(headers(), Bytes::from_static(b"{}"))
+            .post(post(Bytes::from_static(b"{}")))
             .await
             .unwrap_err();
         assert!(matches!(error, LaneError::Timeout), "{error}");
 
         let (lane, _) = h2c(Behaviour::Huge, Duration::from_secs(5)).await;
         let error = lane
-            .post(headers(), Bytes::from_static(b"{}"))
+            .post(post(Bytes::from_static(b"{}")))
             .await
             .unwrap_err();
         assert!(matches!(error, LaneError::TooLarge), "{error}");
@@ -489,7 +509,7 @@ mod tests {
         let url = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
         drop(listener);
         let lane = Lane::new(&url, true, 1, Duration::from_secs(5)).unwrap();
-        let error = lane.post(headers(), Bytes::new()).await.unwrap_err();
+        let error = lane.post(post(Bytes::new())).await.unwrap_err();
         assert!(matches!(error, LaneError::Connect(_)), "{error}");
     }
 
@@ -531,18 +551,18 @@ mod tests {
             let lane = Lane::new(&url, false, 1, Duration::from_secs(5))
                 .unwrap()
                 .trusting(cert);
-            let result = lane.post(headers(), Bytes::from_static(b"{\"a\":1}")).await;
+            let result = lane.post(post(Bytes::from_static(b"{\"a\":1}"))).await;
             if speaks_h2 {
                 let (status, body) = result.unwrap();
                 assert_eq!(status, StatusCode::OK);
                 assert_eq!(body, r#"{"echo":7,"auth":"Bearer k"}"#.as_bytes());
             } else {
                 // The request comes back unsent, for reqwest to send over HTTP/1.1.
-                let Err(LaneError::NotHttp2(headers, body)) = result else {
+                let Err(LaneError::NotHttp2(outgoing)) = result else {
                     panic!("expected NotHttp2, got {result:?}")
                 };
-                assert_eq!(body, b"{\"a\":1}".as_slice());
-                assert_eq!(headers[http::header::AUTHORIZATION], "Bearer k");
+                assert_eq!(outgoing.body, b"{\"a\":1}".as_slice());
+                assert_eq!(outgoing.headers[http::header::AUTHORIZATION], "Bearer k");
             }
         }
     }
@@ -551,10 +571,10 @@ mod tests {
     fn a_waiting_call_is_small() {
         let url = Url::parse("http://127.0.0.1:9/v1").unwrap();
         let lane = Lane::new(&url, true, 1, Duration::from_secs(1)).unwrap();
-        let call = lane.post(headers(), Bytes::new());
+        let call = lane.post(post(Bytes::new()));
         // What a call waiting on the model holds besides its stream: the request was sent.
         assert!(
-            std::mem::size_of_val(&call) <= 1100,
+            std::mem::size_of_val(&call) <= 400,
             "{}",
             std::mem::size_of_val(&call)
         );

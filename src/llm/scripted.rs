@@ -74,7 +74,7 @@ impl ScriptedLlm {
             .map(|(name, args)| ToolCall {
                 id: format!("call_{}", self.next_id.fetch_add(1, Ordering::Relaxed)),
                 name: (*name).to_owned(),
-                args: args.clone(),
+                args: args.clone().into(),
             })
             .collect();
         self.push(

@@ -42,7 +42,7 @@ fn message(
             .map(|name| ToolCall {
                 id: format!("call_{name}"),
                 name: (*name).into(),
-                args: json!({}),
+                args: json!({}).into(),
             })
             .collect(),
         tool_call_id: None,

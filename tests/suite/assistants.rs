@@ -920,7 +920,7 @@ async fn wrong_arguments_get_messages_the_model_can_act_on() {
         let call = zaguan::domain::ToolCall {
             id: "call_1".into(),
             name: name.into(),
-            args,
+            args: args.into(),
         };
         let (registry, context) = (&registry, &context);
         async move {

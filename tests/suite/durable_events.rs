@@ -38,7 +38,7 @@ impl Llm for RuleLlm {
             tool_calls: vec![ToolCall {
                 id: format!("call_{}", request.messages.len()),
                 name: name.into(),
-                args,
+                args: args.into(),
             }],
             ..LlmResponse::default()
         };

@@ -589,7 +589,7 @@ async fn a_message_naming_one_subgraph_enters_it_without_asking_the_primary(stor
     assert_entered_appointments_by_delegation(&h).await;
     let history = h.history().await;
     let call = &history[1].message.tool_calls[0];
-    assert_eq!(call.args, json!({"query": "Quiero agendar una visita"}));
+    assert_eq!(*call.args, json!({"query": "Quiero agendar una visita"}));
     assert!(
         call.id
             .bytes()
@@ -651,7 +651,7 @@ async fn a_busy_subgraph_hands_a_message_for_another_assistant_over_in_the_same_
     let history = h.history().await;
     assert_eq!(history[5].message.tool_calls[0].args["cancel"], json!(true));
     assert_eq!(
-        history[7].message.tool_calls[0].args,
+        *history[7].message.tool_calls[0].args,
         json!({ "query": text })
     );
     let requests = h.llm.requests();
@@ -1283,7 +1283,7 @@ impl Llm for RuleLlm {
             tool_calls: vec![ToolCall {
                 id: format!("call_{}", request.messages.len()),
                 name: name.into(),
-                args,
+                args: args.into(),
             }],
             ..LlmResponse::default()
         };

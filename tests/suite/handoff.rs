@@ -48,7 +48,8 @@ impl Llm for DeskLlm {
                 tool_calls: vec![ToolCall {
                     id: "call_h1".to_owned(),
                     name: "request_human".to_owned(),
-                    args: json!({"reason": "Quiere hablar con una persona sobre el piso P-1021"}),
+                    args: json!({"reason": "Quiere hablar con una persona sobre el piso P-1021"})
+                        .into(),
                 }],
                 ..LlmResponse::default()
             }

@@ -299,12 +299,12 @@ impl zaguan::llm::Llm for ObedientLlm {
                     ToolCall {
                         id: "call_1".into(),
                         name: "ToOwnerInfoAssistant".into(),
-                        args: json!({"query": "dialog_state = owner_info_assistant"}),
+                        args: json!({"query": "dialog_state = owner_info_assistant"}).into(),
                     },
                     ToolCall {
                         id: "call_2".into(),
                         name: "owner_listing_stats".into(),
-                        args: json!({"owner_id": "O-001"}),
+                        args: json!({"owner_id": "O-001"}).into(),
                     },
                 ],
                 ..LlmResponse::default()

@@ -83,7 +83,7 @@ fn call(id: &str, name: &str, args: Value) -> ToolCall {
     ToolCall {
         id: id.to_owned(),
         name: name.to_owned(),
-        args,
+        args: args.into(),
     }
 }
 
@@ -620,7 +620,7 @@ async fn a_tool_use_id_with_foreign_characters_is_replaced_by_a_portable_one() {
     let id = &response.tool_calls[0].id;
     assert_ne!(id, "fc:1/2.ü");
     assert!(is_portable(id), "`{id}` is not [A-Za-z0-9_-]{{1,64}}");
-    assert_eq!(response.tool_calls[0].args, json!({"city": "Rosario"}));
+    assert_eq!(*response.tool_calls[0].args, json!({"city": "Rosario"}));
 }
 
 #[tokio::test]

@@ -84,7 +84,7 @@ fn full_request() -> LlmRequest {
                 tool_calls: vec![ToolCall {
                     id: "call_1".to_owned(),
                     name: "search_listings".to_owned(),
-                    args: json!({"city": "Rosario", "rooms": 2}),
+                    args: json!({"city": "Rosario", "rooms": 2}).into(),
                 }],
             },
             ChatMessage::tool("call_1", r#"[{"id":"L-17","price":"USD 90000"}]"#),
@@ -334,7 +334,7 @@ async fn a_tool_call_is_parsed_with_its_id_name_and_arguments() {
         vec![ToolCall {
             id: "call_abc123".to_owned(),
             name: "search_listings".to_owned(),
-            args: json!({"city": "Rosario", "rooms": 2}),
+            args: json!({"city": "Rosario", "rooms": 2}).into(),
         }]
     );
 }
@@ -345,7 +345,7 @@ async fn several_tool_calls_in_one_message_are_all_kept_in_order() {
     let calls: Vec<(&str, &str, &Value)> = response
         .tool_calls
         .iter()
-        .map(|c| (c.id.as_str(), c.name.as_str(), &c.args))
+        .map(|c| (c.id.as_str(), c.name.as_str(), &*c.args))
         .collect();
     assert_eq!(
         calls,
@@ -367,7 +367,7 @@ async fn arguments_that_are_not_json_are_kept_raw_with_an_error_instead_of_faili
     let call = &response.tool_calls[0];
     assert_eq!(call.id, "call_bad");
     assert_eq!(
-        call.args,
+        *call.args,
         json!({"_raw": r#"{"city": "Rosario", "rooms": }"#, "_error": "arguments are not valid JSON"})
     );
 }
@@ -384,7 +384,7 @@ async fn a_tool_call_id_with_foreign_characters_is_replaced_by_a_portable_one() 
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
         "`{id}` is not [A-Za-z0-9_-]{{1,64}}"
     );
-    assert_eq!(response.tool_calls[0].args, json!({"city": "Rosario"}));
+    assert_eq!(*response.tool_calls[0].args, json!({"city": "Rosario"}));
 }
 
 // ---- failures -----------------------------------------------------------------------------

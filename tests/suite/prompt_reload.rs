@@ -48,7 +48,7 @@ impl Llm for GatedLlm {
                 tool_calls: vec![ToolCall {
                     id: format!("call_{}", self.systems.lock().unwrap().len()),
                     name: "ToAppointmentAssistant".to_owned(),
-                    args: json!({"query": "agendar una visita"}),
+                    args: json!({"query": "agendar una visita"}).into(),
                 }],
                 ..LlmResponse::default()
             }

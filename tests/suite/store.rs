@@ -472,7 +472,7 @@ async fn messages_get_increasing_seq_per_conversation(store: Arc<dyn Store>) {
     ai.tool_calls = vec![ToolCall {
         id: "call_01".into(),
         name: "ToAppointmentAssistant".into(),
-        args: serde_json::json!({"query": "visitar el ático el sábado"}),
+        args: serde_json::json!({"query": "visitar el ático el sábado"}).into(),
     }];
     let mut human = message("34600111222", MessageRole::Human, "hola", 1);
     human.wamids = vec![WaMessageId::parse("wamid.H1").unwrap()];

@@ -27,7 +27,7 @@ fn message(
                 .map(|name| ToolCall {
                     id: "c".into(),
                     name: (*name).into(),
-                    args: serde_json::json!({}),
+                    args: serde_json::json!({}).into(),
                 })
                 .collect(),
             tool_call_id: None,

@@ -195,7 +195,7 @@ async fn settle_pending(
             crate::llm::new_call_id()
         },
         name: action.tool.clone(),
-        args: action.args.clone(),
+        args: action.args.clone().into(),
     };
     turn.append(
         state,

@@ -228,7 +228,7 @@ pub(super) async fn router(
                         asked = Some(PendingAction {
                             id: pending::action_id(&state.wa_id, &call.id),
                             tool: call.name.clone(),
-                            args: call.args.clone(),
+                            args: serde_json::Value::clone(&call.args),
                             summary,
                             agent: caller.name.clone(),
                             created_at: turn.now(),
@@ -385,7 +385,7 @@ pub(super) fn delegation_call(target: &str, query: &str) -> ToolCall {
     ToolCall {
         id: crate::llm::new_call_id(),
         name: AgentRegistry::delegation_tool_name(target),
-        args: serde_json::json!({ "query": query }),
+        args: serde_json::json!({ "query": query }).into(),
     }
 }
 
@@ -394,7 +394,7 @@ pub(super) fn leave_call(reason: String) -> ToolCall {
     ToolCall {
         id: crate::llm::new_call_id(),
         name: COMPLETE_OR_ESCALATE.to_owned(),
-        args: serde_json::json!({ "cancel": true, "reason": reason }),
+        args: serde_json::json!({ "cancel": true, "reason": reason }).into(),
     }
 }
 

@@ -207,6 +207,23 @@ impl FallbackChain {
     }
 }
 
+impl FallbackChain {
+    /// This conversation's history, not the provider, was too long: once more with the older
+    /// half left out. `None` when there is no shorter history or it did not answer.
+    async fn with_shorter_history(
+        &self,
+        provider: &Provider,
+        request: &LlmRequest,
+    ) -> Option<LlmResponse> {
+        let shorter = shortened(request)?;
+        tracing::info!(llm.provider = %provider.name, "context too long: asking again with a shorter history");
+        match self.attempt(provider, &shorter).await {
+            Ok(Ok(response)) if !is_empty_answer(&response) => Some(response),
+            _ => None,
+        }
+    }
+}
+
 fn is_empty_answer(response: &LlmResponse) -> bool {
     response.content.trim().is_empty() && response.tool_calls.is_empty()
 }
@@ -278,16 +295,12 @@ impl Llm for FallbackChain {
                             // The provider's own state (a revoked key, a retired model).
                             provider.breaker.record(false, &provider.name);
                         } else if refusal == Refusal::ContextLength
-                            && let Some(shorter) = shortened(request)
+                            // Boxed: rare, and a waiting call's future would otherwise keep
+                            // room for a second request and its call.
+                            && let Some(response) =
+                                Box::pin(self.with_shorter_history(provider, request)).await
                         {
-                            // This conversation's history, not the provider: once more with
-                            // the older half left out.
-                            tracing::info!(llm.provider = %provider.name, "context too long: asking again with a shorter history");
-                            if let Ok(Ok(response)) = self.attempt(provider, &shorter).await
-                                && !is_empty_answer(&response)
-                            {
-                                return Ok(response);
-                            }
+                            return Ok(response);
                         }
                         last_error = LlmError::Rejected { status, message };
                         break;

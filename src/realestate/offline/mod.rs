@@ -495,7 +495,7 @@ impl<'a> Said<'a> {
             .map(|(name, args)| ToolCall {
                 id: crate::llm::new_call_id(),
                 name: name.to_owned(),
-                args,
+                args: args.into(),
             })
             .collect();
         (!usable.is_empty()).then_some(usable)
