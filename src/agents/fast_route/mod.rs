@@ -176,13 +176,18 @@ pub struct Reading<'r> {
 pub struct FastRouter {
     /// `classes[0]` is the primary class (empty name); then the subgraph agents, sorted.
     classes: Vec<String>,
-    /// Feature hash → one weight per class.
-    weights: HashMap<u64, Box<[f32]>>,
+    /// Feature hash → its row in `rows`: one weight per class. Rows in one vector, and the
+    /// postings below in another, rather than a small allocation per feature: the router is
+    /// held for the process's life, and it was about 9 MB of an idle service's heap.
+    weights: HashMap<u64, u32>,
+    rows: Vec<f32>,
     bias: Vec<f32>,
     keywords: KeywordIndex,
     /// Feature hash → the learned examples that have it, with its value there: the examples
     /// by their features, for the nearest one to a message.
-    postings: HashMap<u64, Vec<(u32, f32)>>,
+    postings: HashMap<u64, (u32, u32)>,
+    /// The postings' lists, end to end: `postings` holds each one's start and length.
+    posting_lists: Vec<(u32, f32)>,
     /// The class of every learned example, by its index in `postings`.
     example_classes: Vec<u16>,
     params: Params,
@@ -264,10 +269,12 @@ impl FastRouter {
 
         let mut router = FastRouter {
             weights: HashMap::new(),
+            rows: Vec::new(),
             bias: vec![0.0; classes.len()],
             classes,
             keywords,
             postings: HashMap::new(),
+            posting_lists: Vec::new(),
             example_classes: Vec::new(),
             params,
         };
@@ -285,15 +292,24 @@ impl FastRouter {
         if samples.is_empty() {
             return router;
         }
+        let mut postings: HashMap<u64, Vec<(u32, f32)>> = HashMap::new();
         for (i, (features, class)) in samples.iter().enumerate() {
             router.example_classes.push(*class as u16);
             for (feature, value) in features {
-                router
-                    .postings
+                postings
                     .entry(*feature)
                     .or_default()
                     .push((i as u32, *value));
             }
+        }
+        router
+            .posting_lists
+            .reserve_exact(postings.values().map(Vec::len).sum());
+        router.postings.reserve(postings.len());
+        for (feature, list) in postings {
+            let start = router.posting_lists.len() as u32;
+            router.posting_lists.extend_from_slice(&list);
+            router.postings.insert(feature, (start, list.len() as u32));
         }
         router.fit(&samples);
         router
@@ -310,8 +326,9 @@ impl FastRouter {
     fn probabilities(&self, features: &[(u64, f32)], out: &mut [f32]) {
         out.copy_from_slice(&self.bias);
         for (feature, value) in features {
-            if let Some(w) = self.weights.get(feature) {
-                for (score, weight) in out.iter_mut().zip(w.iter()) {
+            if let Some(&row) = self.weights.get(feature) {
+                let w = &self.rows[row as usize * out.len()..][..out.len()];
+                for (score, weight) in out.iter_mut().zip(w) {
                     *score += weight * value;
                 }
             }
@@ -340,7 +357,10 @@ impl FastRouter {
     fn nearest(&self, features: &[(u64, f32)]) -> Option<(usize, f32)> {
         let mut similarity = vec![0.0f32; self.example_classes.len()];
         for (feature, value) in features {
-            for (example, weight) in self.postings.get(feature).into_iter().flatten() {
+            let list = self.postings.get(feature).map_or(&[][..], |&(start, len)| {
+                &self.posting_lists[start as usize..][..len as usize]
+            });
+            for (example, weight) in list {
                 similarity[*example as usize] += value * weight;
             }
         }

@@ -79,7 +79,8 @@ impl FastRouter {
         }
         self.weights = index
             .into_iter()
-            .map(|(feature, i)| (feature, weights[i * classes..][..classes].into()))
+            .map(|(feature, i)| (feature, i as u32))
             .collect();
+        self.rows = weights;
     }
 }
