@@ -3,9 +3,9 @@
 
 use crate::domain::{WaId, WaMessageId};
 use crate::engine::abuse::{Admission, SLOW_DOWN};
-use crate::engine::turn::{EngineError, TurnOptions};
+use crate::engine::turn::{EngineError, TurnOptions, TurnOutcome};
 use crate::outbound::Flushed;
-use crate::store::{InboxStatus, StoreError};
+use crate::store::{InboxEntry, InboxStatus, StoreError};
 use chrono::Utc;
 use std::time::{Duration, Instant};
 
@@ -216,74 +216,90 @@ impl Dispatcher {
                     outbound.typing(&last.phone_number_id, &last.wamid)
                 })
                 .await;
-            let outcome = match turn {
-                Ok(outcome) => outcome,
-                Err(error) => {
-                    let transient = matches!(error, EngineError::Store(StoreError::Unavailable(_)));
-                    tracing::error!(conversation.id = %wa_id.masked(), "turn failed, will resume: {:#}", anyhow::Error::from(error));
-                    metrics::counter!("zaguan_turns_total", "outcome" => "error").increment(1);
-                    if transient {
-                        // The store's slowness, not the message's: tried again, not counted.
-                        let mut queue = self.queue();
-                        queue.retry(wa_id);
-                        queue.store_cut.insert(wa_id.clone());
-                    } else {
-                        let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
-                        if let Err(error) = store.count_attempt(&ids).await {
-                            tracing::warn!(conversation.id = %wa_id.masked(), "cannot count the attempt: {error}");
-                        }
-                        // The poll brings them back, with their attempt counted.
-                        self.queue().read.remove(wa_id);
-                    }
-                    return;
-                }
-            };
-            if outcome.answered.len() < open.len() {
-                // It resumed a cut turn first: the others are the next turn.
-                self.queue().work.insert(wa_id.clone());
+            if !Box::pin(self.after_turn(wa_id, &open, turn)).await {
+                return;
             }
-            // The reply goes out (and is recorded) before the messages are marked answered.
-            let sent = match outcome.to_send {
-                Some(parts) => Box::pin(outbound.send_reply(parts)).await,
-                None if outcome.reply.is_some() => Box::pin(outbound.flush(wa_id)).await,
-                None => Ok(Flushed::All),
-            };
-            match sent {
-                Ok(Flushed::All) => {
-                    self.queue().behind.remove(wa_id);
-                }
-                Ok(Flushed::Waiting) => {
-                    // The next reply queues behind the part that waits.
-                    self.queue().behind.insert(wa_id.clone());
-                }
-                Err(error) => {
-                    // Not marked answered: resumed later, the reply found unrecorded is
-                    // recorded as unconfirmed, not sent again at once.
-                    tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
+        }
+    }
+
+    /// What follows a turn: its reply sent and its messages marked answered; `false` when the
+    /// conversation's work stops here. Boxed where it is awaited: the task of a turn waiting
+    /// on the model would otherwise keep room for the outcome and these steps.
+    async fn after_turn(
+        &self,
+        wa_id: &WaId,
+        open: &[InboxEntry],
+        turn: Result<TurnOutcome, EngineError>,
+    ) -> bool {
+        let (outbound, store) = (&self.outbound, self.engine.store());
+        let outcome = match turn {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                let transient = matches!(error, EngineError::Store(StoreError::Unavailable(_)));
+                tracing::error!(conversation.id = %wa_id.masked(), "turn failed, will resume: {:#}", anyhow::Error::from(error));
+                metrics::counter!("zaguan_turns_total", "outcome" => "error").increment(1);
+                if transient {
+                    // The store's slowness, not the message's: tried again, not counted.
                     let mut queue = self.queue();
                     queue.retry(wa_id);
                     queue.store_cut.insert(wa_id.clone());
-                    return;
+                } else {
+                    let ids: Vec<WaMessageId> = open.iter().map(|e| e.wamid.clone()).collect();
+                    if let Err(error) = store.count_attempt(&ids).await {
+                        tracing::warn!(conversation.id = %wa_id.masked(), "cannot count the attempt: {error}");
+                    }
+                    // The poll brings them back, with their attempt counted.
+                    self.queue().read.remove(wa_id);
                 }
+                return false;
             }
-            if let Err(error) = store
-                .set_inbox_status(&outcome.answered, InboxStatus::Done)
-                .await
-            {
-                // The poll brings them back; the history shows them answered.
-                tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
-                self.queue().read.remove(wa_id);
-                return;
+        };
+        if outcome.answered.len() < open.len() {
+            // It resumed a cut turn first: the others are the next turn.
+            self.queue().work.insert(wa_id.clone());
+        }
+        // The reply goes out (and is recorded) before the messages are marked answered.
+        let sent = match outcome.to_send {
+            Some(parts) => Box::pin(outbound.send_reply(parts)).await,
+            None if outcome.reply.is_some() => Box::pin(outbound.flush(wa_id)).await,
+            None => Ok(Flushed::All),
+        };
+        match sent {
+            Ok(Flushed::All) => {
+                self.queue().behind.remove(wa_id);
             }
-            let newest = open
-                .iter()
-                .filter(|e| outcome.answered.contains(&e.wamid))
-                .map(|e| e.received_at)
-                .max();
-            if let Some(newest) = newest {
-                self.queue().answered(wa_id, newest);
+            Ok(Flushed::Waiting) => {
+                // The next reply queues behind the part that waits.
+                self.queue().behind.insert(wa_id.clone());
+            }
+            Err(error) => {
+                // Not marked answered: resumed later, the reply found unrecorded is
+                // recorded as unconfirmed, not sent again at once.
+                tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
+                let mut queue = self.queue();
+                queue.retry(wa_id);
+                queue.store_cut.insert(wa_id.clone());
+                return false;
             }
         }
+        if let Err(error) = store
+            .set_inbox_status(&outcome.answered, InboxStatus::Done)
+            .await
+        {
+            // The poll brings them back; the history shows them answered.
+            tracing::warn!(conversation.id = %wa_id.masked(), "cannot close inbox: {error}");
+            self.queue().read.remove(wa_id);
+            return false;
+        }
+        let newest = open
+            .iter()
+            .filter(|e| outcome.answered.contains(&e.wamid))
+            .map(|e| e.received_at)
+            .max();
+        if let Some(newest) = newest {
+            self.queue().answered(wa_id, newest);
+        }
+        true
     }
 
     /// Gives back the leases of conversations idle for `idle_release`.
