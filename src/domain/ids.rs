@@ -2,20 +2,24 @@
 //! `webhook::payload`; past that edge nothing handles a bare `String` phone number or message id.
 
 use std::fmt;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// The conversation key: the sender's phone number (`wa_id`), or their business-scoped user id
 /// (`user_id`, e.g. `US.13491208655302741918`) when WhatsApp withholds the number.
+///
+/// Shared text (`Arc<str>`), as is [`WaMessageId`]'s: an id is copied into every index, queue
+/// and record of its conversation or message, and each copy was an allocation of its own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct WaId(String);
+pub struct WaId(Arc<str>);
 
 impl WaId {
     /// Accepts what WhatsApp sends as a sender: non-empty, printable, at most 256 bytes.
     pub fn parse(raw: &str) -> Result<Self, String> {
-        check_id("sender id", raw).map(|()| Self(raw.to_owned()))
+        check_id("sender id", raw).map(|()| Self(raw.into()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -41,11 +45,11 @@ impl fmt::Display for WaId {
 /// A WhatsApp message id (`wamid.…`), inbound or returned by the Graph API for an outbound one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct WaMessageId(String);
+pub struct WaMessageId(Arc<str>);
 
 impl WaMessageId {
     pub fn parse(raw: &str) -> Result<Self, String> {
-        check_id("message id", raw).map(|()| Self(raw.to_owned()))
+        check_id("message id", raw).map(|()| Self(raw.into()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -56,7 +60,7 @@ impl WaMessageId {
 impl From<String> for WaMessageId {
     /// Ids the Graph API hands back to us; no need to validate our own supplier's ids.
     fn from(raw: String) -> Self {
-        Self(raw)
+        Self(raw.into())
     }
 }
 
