@@ -116,14 +116,8 @@ impl Dispatcher {
             // Replies owed from before (a retry due, a crash mid-send) go out before new ones.
             if self.queue().owed.remove(wa_id) {
                 match Box::pin(outbound.flush(wa_id)).await {
-                    Ok(Flushed::All) => {
-                        self.queue().behind.remove(wa_id);
-                    }
-                    // A part waits for a retry or its status: the next reply queues behind
-                    // it, and the poll brings the conversation back when it is due.
-                    Ok(Flushed::Waiting) => {
-                        self.queue().behind.insert(wa_id.clone());
-                    }
+                    // A part still waiting: the poll brings the conversation back when it is due.
+                    Ok(flushed) => self.flushed(wa_id, flushed),
                     Err(error) => {
                         tracing::warn!(conversation.id = %wa_id.masked(), "cannot send: {error}");
                         self.queue().owe(wa_id.clone());
@@ -222,6 +216,20 @@ impl Dispatcher {
         }
     }
 
+    /// Where the conversation's replies stand after a flush: while a part waits for a retry or
+    /// its status, the next reply queues behind it.
+    fn flushed(&self, wa_id: &WaId, flushed: Flushed) {
+        let mut queue = self.queue();
+        match flushed {
+            Flushed::All => {
+                queue.behind.remove(wa_id);
+            }
+            Flushed::Waiting => {
+                queue.behind.insert(wa_id.clone());
+            }
+        }
+    }
+
     /// What follows a turn: its reply sent and its messages marked answered; `false` when the
     /// conversation's work stops here. Boxed where it is awaited: the task of a turn waiting
     /// on the model would otherwise keep room for the outcome and these steps.
@@ -265,13 +273,7 @@ impl Dispatcher {
             None => Ok(Flushed::All),
         };
         match sent {
-            Ok(Flushed::All) => {
-                self.queue().behind.remove(wa_id);
-            }
-            Ok(Flushed::Waiting) => {
-                // The next reply queues behind the part that waits.
-                self.queue().behind.insert(wa_id.clone());
-            }
+            Ok(flushed) => self.flushed(wa_id, flushed),
             Err(error) => {
                 // Not marked answered: resumed later, the reply found unrecorded is
                 // recorded as unconfirmed, not sent again at once.
