@@ -75,7 +75,7 @@ fuzz_target!(|input: Input| {
                     .map(|n| ToolCall {
                         id: id(n),
                         name: format!("tool_{}", n % 3),
-                        args: serde_json::json!({ "n": n }),
+                        args: serde_json::json!({ "n": n }).into(),
                     })
                     .collect(),
             },
