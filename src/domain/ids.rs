@@ -108,9 +108,11 @@ impl OutboxId {
 }
 
 impl OutboxId {
-    /// The id of a message queued by a step that may be replayed (a staff notice), the same
-    /// for the same `key`: the replay runs into the first copy. Like [`OutboxId::for_reply`],
-    /// its first four bytes are `at`'s second.
+    /// The id of a message queued by a step that may be replayed (a staff notice, a reminder),
+    /// the same for the same `key`: the replay runs into the first copy. Like
+    /// [`OutboxId::for_reply`], its first four bytes are `at`'s second — a time the step is
+    /// about (a request's, a visit's), never the clock's: a replay a second later, or a second
+    /// instance, must compute the same id.
     pub fn derived(key: &str, at: DateTime<Utc>) -> Self {
         use sha2::{Digest, Sha256};
         let mut bytes = [0u8; 12];

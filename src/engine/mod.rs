@@ -22,6 +22,6 @@ pub use context_extractor::{State, context_extractor, context_for};
 pub use route::{Route, RouteFallback, route_to_workflow};
 pub use tools::{ALL_ROLES, NoArgs, Tool, ToolContext, ToolError, ToolRegistry, TypedTool};
 pub use turn::{
-    DEFAULT_BUSINESS_NAME, Engine, EngineError, EngineSettings, Notified, TurnOptions, TurnOutcome,
-    default_templates, default_templates_in,
+    DEFAULT_BUSINESS_NAME, Engine, EngineError, EngineSettings, Notified, Outreach, TurnOptions,
+    TurnOutcome, default_templates, default_templates_in,
 };

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use super::tools::text::{listing_line, price};
 use super::{Alert, AlertCriteria, ListingStatus, Property, PropertyFilter, RealEstateStore};
 use crate::agents::keywords::tokens;
-use crate::engine::{Engine, EngineError, Notified};
+use crate::engine::{Engine, EngineError, Notified, Outreach};
 use crate::outbound::governor;
 use crate::runtime::{PeriodicJob, spawn_every};
 use crate::templates::Purpose;
@@ -185,15 +185,20 @@ impl<S: AlertStore + PropertyStore + ?Sized> Alerts<S> {
             ("reference", property.id.clone()),
             ("business", self.engine.business_name()),
         ];
+        let step = format!("alert:{}:{}", alert.id, property.id);
         let notified = self
             .engine
             .notify(
-                &alert.wa_id,
-                &text,
-                ALERT_AGENT,
-                &self.settings.phone_number_id,
-                Purpose::ListingAlert,
-                &values,
+                Outreach {
+                    to: &alert.wa_id,
+                    text: &text,
+                    agent: ALERT_AGENT,
+                    phone_number_id: &self.settings.phone_number_id,
+                    purpose: Purpose::ListingAlert,
+                    values: &values,
+                    step: &step,
+                    step_at: property.news_at(),
+                },
                 now,
             )
             .await?;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 
 use super::RealEstateStore;
-use crate::engine::{Engine, EngineError, Notified};
+use crate::engine::{Engine, EngineError, Notified, Outreach};
 use crate::outbound::governor;
 use crate::runtime::{PeriodicJob, spawn_every};
 use crate::templates::Purpose;
@@ -127,15 +127,20 @@ impl<S: AppointmentStore + PropertyStore + ?Sized> Reminders<S> {
                 ("address", address),
                 ("business", self.engine.business_name()),
             ];
+            let step = format!("reminder:{}", appointment.id);
             let notified = self
                 .engine
                 .notify(
-                    &appointment.wa_id,
-                    &text,
-                    REMINDER_AGENT,
-                    &self.settings.phone_number_id,
-                    Purpose::VisitReminder,
-                    &values,
+                    Outreach {
+                        to: &appointment.wa_id,
+                        text: &text,
+                        agent: REMINDER_AGENT,
+                        phone_number_id: &self.settings.phone_number_id,
+                        purpose: Purpose::VisitReminder,
+                        values: &values,
+                        step: &step,
+                        step_at: appointment.starts_at,
+                    },
                     now,
                 )
                 .await?;

@@ -197,23 +197,55 @@ pub(super) async fn notice(
     Ok(())
 }
 
+/// A message of the business's own that answers nothing (a reminder, an alert, a notice to
+/// an agent): to whom, what it says, and the step that sends it.
+#[derive(Debug, Clone, Copy)]
+pub struct Outreach<'a> {
+    pub to: &'a WaId,
+    /// In the business's language; guard_translator says it in the contact's.
+    pub text: &'a str,
+    /// The `agent` it is written to the history as (`visit_reminder`, `search_alert`…).
+    pub agent: &'a str,
+    /// The business number it goes from.
+    pub phone_number_id: &'a str,
+    pub purpose: Purpose,
+    /// What fills the purpose's template, by name.
+    pub values: &'a [(&'a str, String)],
+    /// Names the step (`reminder:A-…`): the message has the same id however often, and by
+    /// however many instances, the step runs, so it is queued once.
+    pub step: &'a str,
+    /// When what the step is about happened (a visit's start, a listing's news): the id's
+    /// time, never the clock's, which differs between two runs of the step.
+    pub step_at: chrono::DateTime<Utc>,
+}
+
+impl Outreach<'_> {
+    /// The id of the step's message.
+    pub fn id(&self) -> OutboxId {
+        OutboxId::derived(
+            &format!("{}:{}:{}", self.agent, self.step, self.to.as_str()),
+            self.step_at,
+        )
+    }
+}
+
 /// `Engine::notify`: a message of the business's own, sent as the send governor decides, with
 /// the prompt set `set`.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "what the message says, to whom, how"
-)]
 pub(super) async fn notify(
     store: &dyn Store,
     set: &PromptSet,
-    wa_id: &WaId,
-    text: &str,
-    agent: &str,
-    phone_number_id: &str,
-    purpose: Purpose,
-    values: &[(&str, String)],
+    outreach: Outreach<'_>,
     now: chrono::DateTime<Utc>,
 ) -> Result<Notified, EngineError> {
+    let Outreach {
+        to: wa_id,
+        text,
+        agent,
+        phone_number_id,
+        purpose,
+        values,
+        ..
+    } = outreach;
     let conversation = store.conversation(wa_id).await?;
     let lang = conversation.and_then(|c| c.lang);
     let database_now = store.server_time().await.unwrap_or(now);
@@ -238,10 +270,10 @@ pub(super) async fn notify(
     // One message: a reminder or an alert is short, and its fallback stands for all of it.
     let mut part = NewOutbox::text(wa_id.clone(), None, body.clone(), now);
     part.phone_number_id = Some(phone_number_id.to_owned());
+    let id = outreach.id();
     match form {
         Form::Skip(skip) => {
             tracing::info!(conversation.id = %wa_id.masked(), purpose = purpose.key(), reason = skip.as_str(), "not sent");
-            let id = OutboxId::derived(&format!("skip:{agent}:{}", wa_id.as_str()), now);
             store
                 .record_reply(&[governor::skipped(part, skip, id)])
                 .await?;
@@ -250,7 +282,10 @@ pub(super) async fn notify(
         Form::Text { fallback } => part.fallback = fallback,
         Form::Template(template) => part.template = Some(template),
     }
-    store.insert_outbox(std::slice::from_ref(&part)).await?;
+    // Under the step's id: a step run again runs into the first copy.
+    store
+        .record_reply(&[OutboxEntry::queued(id, &part)])
+        .await?;
     store
         .append_message(NewMessage::ai(wa_id, body, agent, Vec::new(), now))
         .await?;

@@ -40,7 +40,7 @@ use crate::engine::user_info::{ContextCache, ContextSource};
 use crate::guard::LanguageDetector;
 use crate::llm::Llm;
 use crate::store::{BusinessEvent, InboxEntry, Store};
-use crate::templates::{Purpose, Templates};
+use crate::templates::Templates;
 use crate::voice::VoiceNotes;
 
 mod assistant;
@@ -52,7 +52,7 @@ mod prompt_set;
 mod router;
 mod settings;
 
-pub use delivery::Notified;
+pub use delivery::{Notified, Outreach};
 pub use router::AWAITING_CONFIRMATION;
 pub use settings::{
     DEFAULT_BUSINESS_NAME, EngineError, EngineSettings, TurnOptions, TurnOutcome,
@@ -310,41 +310,21 @@ impl Engine {
     }
 
     /// A message of the business's own that answers nothing (a visit reminder, a listing
-    /// alert): the send governor decides whether it may go and how — text inside the
-    /// contact's 24-hour window (with the purpose's template as its fallback), the template in
-    /// their language outside it, or nothing, recorded as `skipped`, to a contact who opted out
-    /// or with no template to send. The words go through guard_translator like any reply and
-    /// are written to the history as `agent`'s, so the next turn knows what the user is
-    /// answering. Queued first: a crash before the history write loses that line, never the
-    /// message.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "what the message says, to whom, how"
-    )]
+    /// alert, a notice to an agent): the send governor decides whether it may go and how —
+    /// text inside the contact's 24-hour window (with the purpose's template as its
+    /// fallback), the template in their language outside it, or nothing, recorded as
+    /// `skipped`, to a contact who opted out or with no template to send. The words go through
+    /// guard_translator like any reply and are written to the history as `outreach.agent`'s,
+    /// so the next turn knows what the user is answering. Queued first, under the step's id:
+    /// a crash before the history write loses that line, never the message, and the step run
+    /// again queues nothing twice.
     pub async fn notify(
         &self,
-        wa_id: &WaId,
-        text: &str,
-        agent: &str,
-        phone_number_id: &str,
-        purpose: Purpose,
-        values: &[(&str, String)],
+        outreach: Outreach<'_>,
         now: chrono::DateTime<Utc>,
     ) -> Result<Notified, EngineError> {
         let set = self.prompt_set();
-        let store = self.store.as_ref();
-        delivery::notify(
-            store,
-            &set,
-            wa_id,
-            text,
-            agent,
-            phone_number_id,
-            purpose,
-            values,
-            now,
-        )
-        .await
+        delivery::notify(self.store.as_ref(), &set, outreach, now).await
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -450,8 +430,16 @@ impl Engine {
         ))
         .await?;
         let new: Vec<&InboxEntry> = new.iter().map(AsRef::as_ref).collect();
-        // The turn's messages, new or resumed after a crash: all reactions, nothing to answer.
-        if !inbox.is_empty() && inbox.iter().all(is_reaction) {
+        // The turn's messages, new or resumed after a crash: all reactions, nothing to answer
+        // — but a reaction to a confirmation's buttons, which is told how to confirm (once).
+        let held = state
+            .handoff
+            .as_ref()
+            .is_some_and(|h| h.is_active(self.now()));
+        if !inbox.is_empty()
+            && inbox.iter().all(is_reaction)
+            && (held || !Box::pin(confirmations::answer_reaction(&turn, &mut state, &new)).await?)
+        {
             // A reaction is context for the next turn, never a message to answer (nor a yes).
             tracing::info!(reactions = new.len(), "reaction recorded, not answered");
             metrics::counter!("zaguan_turns_total", "outcome" => "reaction").increment(1);
