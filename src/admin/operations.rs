@@ -99,6 +99,16 @@ pub struct HandoffSummary {
 pub struct HandoffRequestSummary {
     pub at: DateTime<Utc>,
     pub reason: String,
+    /// Staff notices that did not reach their member: who (masked) and why.
+    pub notice_failures: Vec<NoticeFailureSummary>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NoticeFailureSummary {
+    /// The staff member's number, masked.
+    pub member: String,
+    pub reason: String,
+    pub at: DateTime<Utc>,
 }
 
 pub(crate) fn summary(c: &Conversation, now: DateTime<Utc>) -> ConversationSummary {
@@ -122,6 +132,15 @@ pub(crate) fn summary(c: &Conversation, now: DateTime<Utc>) -> ConversationSumma
         handoff_requested: c.handoff_requested.as_ref().map(|r| HandoffRequestSummary {
             at: r.at,
             reason: r.reason.clone(),
+            notice_failures: r
+                .failures
+                .iter()
+                .map(|f| NoticeFailureSummary {
+                    member: f.member.masked(),
+                    reason: f.reason.clone(),
+                    at: f.at,
+                })
+                .collect(),
         }),
     }
 }

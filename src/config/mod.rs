@@ -79,6 +79,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_STUCK_AFTER",
     "ZAGUAN_HANDOFF_TTL",
     "ZAGUAN_HANDOFF_SLA",
+    "ZAGUAN_HANDOFF_DIGEST",
     "WHATSAPP_HANDOFF_TEMPLATE",
     "WHATSAPP_HANDOFF_TEMPLATE_LANGUAGE",
     "ZAGUAN_USER_TURNS_PER_MINUTE",
@@ -203,6 +204,7 @@ impl Config {
         let stuck_after = env.duration("ZAGUAN_STUCK_AFTER", "2h");
         let handoff_ttl = env.duration("ZAGUAN_HANDOFF_TTL", "2h");
         let handoff_sla = env.duration("ZAGUAN_HANDOFF_SLA", "15m");
+        let handoff_digest = env.duration("ZAGUAN_HANDOFF_DIGEST", "2m");
         let user_turns_per_minute =
             env.count("ZAGUAN_USER_TURNS_PER_MINUTE", 12, 0..=10_000, "turns");
         let daily_token_budget =
@@ -428,6 +430,7 @@ impl Config {
             handoff_ttl: handoff_ttl.expect(checked),
             handoffs: HandoffSettings {
                 sla: handoff_sla.expect(checked),
+                digest: handoff_digest.expect(checked),
                 phone_number_id: env.get("WHATSAPP_PHONE_NUMBER_ID").map(str::to_owned),
                 public_url,
                 timezone,

@@ -70,6 +70,23 @@ pub fn media_answer(lang: Option<&str>) -> &'static str {
 pub const STALE_BUTTON_REASKED: &str =
     "Esa confirmación ya no es válida. Esto es lo que queda pendiente de confirmar:";
 
+/// Said once to a reaction (a 👍) on the message with a pending action's buttons: it is not a
+/// yes, so nothing is done, and this is how to confirm `summary`.
+pub fn reaction_to_confirmation(lang: Option<&str>, summary: &str) -> String {
+    let summary = summary.trim().trim_end_matches('.');
+    match lang.unwrap_or("es") {
+        "en" => {
+            format!("It isn't done yet: {summary}. To confirm it, tap «Confirm» or reply «yes».")
+        }
+        "pt" => format!(
+            "Ainda não está feito: {summary}. Para o confirmar, toque em «Confirmar» ou responda «sim»."
+        ),
+        _ => format!(
+            "Todavía no está hecho: {summary}. Para confirmarlo, pulsa «Confirmar» o responde «sí»."
+        ),
+    }
+}
+
 /// Said for a Confirm or Cancel button when nothing is pending.
 pub const STALE_BUTTON: &str = "Esa confirmación ya no es válida: no hay nada pendiente de confirmar. ¿En qué te puedo ayudar?";
 

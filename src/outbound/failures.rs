@@ -7,6 +7,9 @@
 //!   template of its purpose, when it has one; otherwise the conversation is flagged for a
 //!   person, since nothing but a template can reach the customer now.
 //! - A per-user marketing cap (131049): nothing is sent again today.
+//! - A staff member's handoff notice, refused for any reason: the refusal goes back to each
+//!   request it was for, whose next member is tried at once. The staff member's own
+//!   conversation is never flagged: they are not the one waiting.
 //!
 //! A part falls back once (`fell_back`, set by the store for one caller only), so a refusal
 //! answered at once and a late `failed` status of the same part never send two fallbacks.
@@ -15,8 +18,10 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{GraphError, OutboxId, StatusUpdate, WaId};
 use crate::store::{
-    ConversationStore, Fallback, HandoffReason, Media, OutboxEntry, OutboxStore, StoreResult,
+    ConversationStore, Fallback, HandoffReason, Media, NoticeFailure, OutboxEntry, OutboxStore,
+    StoreResult,
 };
+use crate::templates::Purpose;
 
 /// Meta's code for a free-form message outside the customer-service window.
 pub const WINDOW_CLOSED: i64 = 131047;
@@ -45,14 +50,29 @@ pub fn fallback_for(entry: &OutboxEntry, error: &GraphError) -> Option<Fallback>
     }
 }
 
-/// After `entry` was refused with `error` and could not fall back: a text the closed window
-/// kept from the customer flags the conversation for a person (once per part).
-pub async fn flag_undelivered(
+/// After `entry` was refused for good with `error` and could not fall back: a staff notice
+/// goes back to the requests it was for; a text the closed window kept from a customer flags
+/// their conversation for a person (once per part). Returns whether anything was recorded.
+pub async fn undelivered(
     store: &(impl ConversationStore + ?Sized),
     entry: &OutboxEntry,
     error: &GraphError,
     now: DateTime<Utc>,
 ) -> StoreResult<bool> {
+    if entry.purpose == Some(Purpose::StaffHandoff) {
+        let reason = refusal(error);
+        for customer in &entry.about {
+            let failure = NoticeFailure {
+                member: entry.wa_id.clone(),
+                reason: reason.clone(),
+                at: now,
+            };
+            store.handoff_notice_failed(customer, &failure).await?;
+        }
+        tracing::warn!(conversation.id = %entry.wa_id.masked(), requests = entry.about.len(), code = error.code, "a staff notice was refused: its requests go to the next staff member");
+        metrics::counter!("zaguan_handoff_notices_total", "outcome" => "refused").increment(1);
+        return Ok(!entry.about.is_empty());
+    }
     if error.code != Some(WINDOW_CLOSED) || entry.template.is_some() {
         return Ok(false);
     }
@@ -69,6 +89,19 @@ pub async fn flag_undelivered(
     tracing::warn!(conversation.id = %entry.wa_id.masked(), part = entry.part, "a message could not be delivered (window closed, no template): flagged for a person");
     metrics::counter!("zaguan_outbound_fallbacks_total", "to" => "person").increment(1);
     Ok(true)
+}
+
+/// A refusal as operators read it in the queue: «131026: Message undeliverable».
+fn refusal(error: &GraphError) -> String {
+    let what = error
+        .message
+        .as_deref()
+        .or(error.title.as_deref())
+        .unwrap_or("refused");
+    match error.code {
+        Some(code) => format!("WhatsApp refused it ({code}: {what})"),
+        None => what.to_owned(),
+    }
 }
 
 /// A `failed` status webhook for one of our parts: the same handling as a refusal at once.
@@ -109,7 +142,7 @@ pub async fn after_failed_status(
             Ok(None)
         }
         None => {
-            flag_undelivered(store, &entry, error, now).await?;
+            undelivered(store, &entry, error, now).await?;
             Ok(None)
         }
     }

@@ -31,9 +31,9 @@ pub use records::{
     Attachment, ContactSeen, Conversation, ConversationQuery, Fallback, ForgetCounts,
     HandoffFilter, HandoffReason, HandoffRequest, HandoffStep, InboxBacklog, InboxEntry,
     InboxInsert, InboxOutcomes, InboxStatus, InstanceRecord, LeaseView, ListRow, Media, NewMessage,
-    NewOutbox, OptOut, OutboxEntry, OutboxStatus, OutboxUpdate, PurgeBefore, PurgeCounts,
-    RejectedEntry, ReplyButton, RoleAssignment, RoleSource, StatusOutcome, StoredMessage, Template,
-    TemplateStatus, User, reply_parts,
+    NewOutbox, NoticeFailure, OptOut, OutboxEntry, OutboxStatus, OutboxUpdate, Page, PageBatch,
+    PurgeBefore, PurgeCounts, RejectedEntry, ReplyButton, RoleAssignment, RoleSource,
+    StatusOutcome, StoredMessage, Template, TemplateStatus, User, reply_parts,
 };
 
 use crate::domain::LlmCall;
@@ -77,6 +77,7 @@ pub trait Store:
     + UsageStore
     + LeaseStore
     + EventStore
+    + PagerStore
     + MaintenanceStore
 {
 }
@@ -90,6 +91,7 @@ impl<
         + UsageStore
         + LeaseStore
         + EventStore
+        + PagerStore
         + MaintenanceStore,
 > Store for T
 {
@@ -244,6 +246,15 @@ pub trait ConversationStore: Send + Sync + 'static {
         requested_at: DateTime<Utc>,
         from_level: u8,
         step: &HandoffStep,
+    ) -> StoreResult<bool>;
+
+    /// A staff notice of `wa_id`'s handoff request did not reach its member: the failure is
+    /// added to the request and its next notice made due at once (the next member is tried).
+    /// `false` when the conversation has no request waiting.
+    async fn handoff_notice_failed(
+        &self,
+        wa_id: &WaId,
+        failure: &NoticeFailure,
     ) -> StoreResult<bool>;
 
     /// Holds (or, with `None`, drops) the action awaiting the user's confirmation.
@@ -471,6 +482,35 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// A failed event back to pending, due now: `false` when there is no failed event `id`.
     async fn retry_event(&self, id: &str, now: DateTime<Utc>) -> StoreResult<bool>;
+}
+
+/// `pagers`: staff notices waiting for their member's next message (see [`Page`]).
+#[async_trait]
+pub trait PagerStore: Send + Sync + 'static {
+    /// Adds `page` to `member`'s pager, unless a page with its key is there (a replayed step).
+    async fn page(&self, member: &WaId, page: &Page) -> StoreResult<()>;
+
+    /// Claims `member`'s waiting pages for one message at `now`, unless a message went to them
+    /// less than `quiet` ago: the pages, for one caller only. A batch claimed before and not
+    /// marked sent (its sender crashed) comes back first, whatever the time.
+    async fn claim_pages(
+        &self,
+        member: &WaId,
+        now: DateTime<Utc>,
+        quiet: chrono::Duration,
+    ) -> StoreResult<Option<PageBatch>>;
+
+    /// The message of `batch` is queued: its pages leave the pager.
+    async fn pages_sent(&self, member: &WaId, batch: &PageBatch) -> StoreResult<()>;
+
+    /// Members with pages waiting that may be told at `now` (none told within `quiet`, or a
+    /// claimed batch left behind), at most `limit`.
+    async fn due_pagers(
+        &self,
+        now: DateTime<Utc>,
+        quiet: chrono::Duration,
+        limit: usize,
+    ) -> StoreResult<Vec<WaId>>;
 }
 
 /// The database as a whole: is it there, how strained, and what it forgets or purges.

@@ -15,9 +15,10 @@ use crate::store::{
     ContactSeen, Conversation, ConversationQuery, ConversationStore, Event, EventQuery, EventStore,
     EventUpdate, Fallback, ForgetCounts, HandoffReason, HandoffRequest, HandoffStep, HistoryStore,
     InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatus, InboxStore, InstanceRecord,
-    LeaseStore, LeaseView, MaintenanceStore, NewMessage, NewOutbox, OptOut, OutboxEntry,
-    OutboxStore, OutboxUpdate, Pressure, PurgeBefore, PurgeCounts, RejectedEntry, RoleAssignment,
-    StatusOutcome, Store, StoreResult, StoredMessage, TemplateStatus, UsageStore, User, UserStore,
+    LeaseStore, LeaseView, MaintenanceStore, NewMessage, NewOutbox, NoticeFailure, OptOut,
+    OutboxEntry, OutboxStore, OutboxUpdate, Page, PageBatch, PagerStore, Pressure, PurgeBefore,
+    PurgeCounts, RejectedEntry, RoleAssignment, StatusOutcome, Store, StoreResult, StoredMessage,
+    TemplateStatus, UsageStore, User, UserStore,
 };
 
 /// One trait object per collection.
@@ -31,6 +32,7 @@ pub struct StoreParts {
     pub usage: Arc<dyn UsageStore>,
     pub leases: Arc<dyn LeaseStore>,
     pub events: Arc<dyn EventStore>,
+    pub pagers: Arc<dyn PagerStore>,
     pub maintenance: Arc<dyn MaintenanceStore>,
 }
 
@@ -46,6 +48,7 @@ impl StoreParts {
             usage: store.clone(),
             leases: store.clone(),
             events: store.clone(),
+            pagers: store.clone(),
             maintenance: store.clone(),
         }
     }
@@ -211,6 +214,16 @@ impl ConversationStore for StoreParts {
     ) -> StoreResult<bool> {
         self.conversations
             .advance_handoff(wa_id, requested_at, from_level, step)
+            .await
+    }
+
+    async fn handoff_notice_failed(
+        &self,
+        wa_id: &WaId,
+        failure: &NoticeFailure,
+    ) -> StoreResult<bool> {
+        self.conversations
+            .handoff_notice_failed(wa_id, failure)
             .await
     }
 
@@ -444,6 +457,35 @@ impl EventStore for StoreParts {
 
     async fn retry_event(&self, id: &str, now: DateTime<Utc>) -> StoreResult<bool> {
         self.events.retry_event(id, now).await
+    }
+}
+
+#[async_trait]
+impl PagerStore for StoreParts {
+    async fn page(&self, member: &WaId, page: &Page) -> StoreResult<()> {
+        self.pagers.page(member, page).await
+    }
+
+    async fn claim_pages(
+        &self,
+        member: &WaId,
+        now: DateTime<Utc>,
+        quiet: chrono::Duration,
+    ) -> StoreResult<Option<PageBatch>> {
+        self.pagers.claim_pages(member, now, quiet).await
+    }
+
+    async fn pages_sent(&self, member: &WaId, batch: &PageBatch) -> StoreResult<()> {
+        self.pagers.pages_sent(member, batch).await
+    }
+
+    async fn due_pagers(
+        &self,
+        now: DateTime<Utc>,
+        quiet: chrono::Duration,
+        limit: usize,
+    ) -> StoreResult<Vec<WaId>> {
+        self.pagers.due_pagers(now, quiet, limit).await
     }
 }
 

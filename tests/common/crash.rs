@@ -169,6 +169,15 @@ impl ConversationStore for CrashStore {
             .await
     }
 
+    async fn handoff_notice_failed(
+        &self,
+        wa_id: &WaId,
+        failure: &zaguan::store::NoticeFailure,
+    ) -> StoreResult<bool> {
+        self.crash.write()?;
+        self.inner.handoff_notice_failed(wa_id, failure).await
+    }
+
     async fn set_pending_action(
         &self,
         wa_id: &WaId,

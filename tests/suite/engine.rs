@@ -1125,6 +1125,15 @@ impl ConversationStore for CrashingStore {
         self.inner.advance_handoff(w, at, from, step).await
     }
 
+    async fn handoff_notice_failed(
+        &self,
+        w: &WaId,
+        failure: &zaguan::store::NoticeFailure,
+    ) -> StoreResult<bool> {
+        self.write().await?;
+        self.inner.handoff_notice_failed(w, failure).await
+    }
+
     async fn set_pending_action(
         &self,
         w: &WaId,

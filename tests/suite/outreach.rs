@@ -336,8 +336,78 @@ async fn a_reaction_neither_answers_nor_confirms(
     );
     assert_eq!(llm.remaining(), 1, "no model call for the reaction");
 
+    // A 👍 on the summary with the Confirm / Cancel buttons: told once that it is not done and
+    // how to confirm it; a second one, and its removal, get nothing more.
+    let with_buttons = our_question
+        .iter()
+        .find(|p| !p.buttons.is_empty())
+        .expect("the summary with its buttons");
+    let buttons_wamid = WaMessageId::parse("wamid.OURS-2").unwrap();
+    store
+        .update_outbox(
+            &with_buttons.id,
+            &zaguan::store::OutboxUpdate::Sent {
+                wamid: Some(buttons_wamid.clone()),
+            },
+        )
+        .await
+        .unwrap();
+    let summary = store
+        .conversation(&customer)
+        .await
+        .unwrap()
+        .unwrap()
+        .pending_action
+        .unwrap()
+        .summary;
+    let mut replies = Vec::new();
+    for (n, emoji) in [(2, "👍"), (3, "👌"), (4, "")] {
+        let mut reaction = common::inbox_entry(
+            &format!("wamid.REACT{n}"),
+            &customer,
+            emoji,
+            InboxStatus::Pending,
+        );
+        reaction.kind = "reaction".into();
+        reaction.content = Content::Reaction {
+            message_id: Some(buttons_wamid.as_str().to_owned()),
+            emoji: (!emoji.is_empty()).then(|| emoji.to_owned()),
+        };
+        store
+            .insert_inbox(std::slice::from_ref(&reaction))
+            .await
+            .unwrap();
+        let outcome = engine.run_turn(&customer, &[reaction]).await.unwrap();
+        store
+            .set_inbox_status(&outcome.answered, InboxStatus::Done)
+            .await
+            .unwrap();
+        replies.push(outcome.reply);
+    }
     assert_eq!(
-        common::say(&engine, &store, &customer, 3, "sí")
+        replies,
+        [
+            Some(format!(
+                "Todavía no está hecho: {}. Para confirmarlo, pulsa «Confirmar» o responde «sí».",
+                summary.trim_end_matches('.')
+            )),
+            None,
+            None
+        ]
+    );
+    assert!(summary.starts_with("Visita a P-"), "{summary}");
+    assert!(
+        realestate
+            .appointments_of(&customer)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a reaction confirms nothing"
+    );
+    assert_eq!(llm.remaining(), 1, "no model call for the reactions");
+
+    assert_eq!(
+        common::say(&engine, &store, &customer, 5, "sí")
             .await
             .as_deref(),
         Some("¡Reservada!")

@@ -410,6 +410,7 @@ async fn handoff_notices_are_due_until_all_are_told_or_one_takes_it(store: Arc<d
     let step = |level, next: Option<i64>| HandoffStep {
         level,
         told: vec!["lucia".into()],
+        failed: Vec::new(),
         next_notice_at: next.map(at),
     };
     assert!(
@@ -420,11 +421,67 @@ async fn handoff_notices_are_due_until_all_are_told_or_one_takes_it(store: Arc<d
     );
     assert_eq!(due(200).await, ["12"]);
     assert_eq!(due(300).await, ["12", "11"]);
+    // A notice refused at 250 makes the request due at once, with the failure kept.
+    let refused = zaguan::store::NoticeFailure {
+        member: wa("34699000001"),
+        reason: "WhatsApp refused it (131026: Message undeliverable)".into(),
+        at: at(250),
+    };
+    assert!(store.handoff_notice_failed(&first, &refused).await.unwrap());
+    assert_eq!(due(250).await, ["12", "11"]);
+    let request = store
+        .conversation(&first)
+        .await
+        .unwrap()
+        .unwrap()
+        .handoff_requested
+        .unwrap();
+    assert_eq!(request.failures, std::slice::from_ref(&refused));
+    assert!(request.failed_for(&wa("34699000001")));
+    assert_eq!(request.notified, ["lucia"]);
+    assert!(
+        !store
+            .handoff_notice_failed(&wa("34600000099"), &refused)
+            .await
+            .unwrap(),
+        "no request, nothing recorded"
+    );
+    // A step's own failures are kept with it.
+    let skipped = HandoffStep {
+        failed: vec![zaguan::store::NoticeFailure {
+            member: wa("34699000002"),
+            reason: "not sent".into(),
+            at: at(260),
+        }],
+        ..step(1, Some(300))
+    };
+    assert!(
+        store
+            .advance_handoff(&first, at(0), 1, &skipped)
+            .await
+            .unwrap()
+    );
+    let request = store
+        .conversation(&first)
+        .await
+        .unwrap()
+        .unwrap()
+        .handoff_requested
+        .unwrap();
+    assert_eq!(request.failures.len(), 2);
+    assert!(request.failed_for(&wa("34699000002")));
     assert!(
         store
             .advance_handoff(&first, at(0), 1, &step(2, None))
             .await
             .unwrap()
+    );
+    assert!(
+        !store
+            .advance_handoff(&first, at(0), 1, &step(2, None))
+            .await
+            .unwrap(),
+        "a step already recorded by another instance"
     );
     let taken = zaguan::domain::Handoff {
         operator: "marta".into(),
@@ -1421,7 +1478,108 @@ crate::both_stores!(
     the_backlog_and_the_leases_are_counted,
     a_pending_action_comes_back_with_its_id,
     operators_see_a_conversations_lease_and_the_inbox_by_outcome,
+    a_staff_pager_sends_at_most_one_message_per_quiet_time,
 );
+
+/// A staff member's pager: the first page may go at once, the ones within the quiet time wait
+/// and go together; a claimed batch is claimed by one caller, and one left by a crash comes
+/// back; a page paged twice is kept once.
+async fn a_staff_pager_sends_at_most_one_message_per_quiet_time(store: Arc<dyn Store>) {
+    use zaguan::store::Page;
+    let member = wa("34699000001");
+    let quiet = chrono::Duration::seconds(120);
+    let page = |n: u32, secs: i64| Page {
+        key: format!("handoff:{n}"),
+        customer: wa(&format!("3461100000{n}")),
+        label: format!("Cliente {n} (+3461100000{n})"),
+        reason: "Quiere hablar con una persona".into(),
+        text: format!("🔔 Un cliente quiere hablar con una persona\nCliente: {n}"),
+        link: format!("https://zaguan.example/console/conversations/3461100000{n}"),
+        staff_id: "A-01".into(),
+        phone_number_id: Some("PN-1".into()),
+        at: at(secs),
+    };
+    assert_eq!(
+        store.claim_pages(&member, at(0), quiet).await.unwrap(),
+        None
+    );
+    assert!(store.due_pagers(at(0), quiet, 10).await.unwrap().is_empty());
+    store.page(&member, &page(1, 0)).await.unwrap();
+    store.page(&member, &page(1, 0)).await.unwrap();
+    assert_eq!(
+        store.due_pagers(at(0), quiet, 10).await.unwrap(),
+        std::slice::from_ref(&member)
+    );
+    let first = store
+        .claim_pages(&member, at(1), quiet)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.pages, [page(1, 0)], "one page, kept once");
+    // Claimed and not sent (a crash): it comes back, whatever the time.
+    let again = store
+        .claim_pages(&member, at(2), quiet)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.at.timestamp_millis(), first.at.timestamp_millis());
+    assert_eq!(again.pages, first.pages);
+    store.pages_sent(&member, &first).await.unwrap();
+    assert!(store.due_pagers(at(3), quiet, 10).await.unwrap().is_empty());
+    // Within the quiet time, pages wait.
+    store.page(&member, &page(2, 10)).await.unwrap();
+    store.page(&member, &page(3, 20)).await.unwrap();
+    assert_eq!(
+        store.claim_pages(&member, at(60), quiet).await.unwrap(),
+        None
+    );
+    assert!(
+        store
+            .due_pagers(at(60), quiet, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.due_pagers(at(121), quiet, 10).await.unwrap(),
+        std::slice::from_ref(&member)
+    );
+    let digest = store
+        .claim_pages(&member, at(121), quiet)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(digest.pages, [page(2, 10), page(3, 20)]);
+    assert_eq!(
+        store
+            .claim_pages(&member, at(121), quiet)
+            .await
+            .unwrap()
+            .map(|b| b.at),
+        Some(digest.at),
+        "the same batch, not a second one"
+    );
+    // A page that came after the claim stays for the next message.
+    store.page(&member, &page(4, 125)).await.unwrap();
+    store.pages_sent(&member, &digest).await.unwrap();
+    assert!(
+        store
+            .due_pagers(at(200), quiet, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.due_pagers(at(242), quiet, 10).await.unwrap(),
+        std::slice::from_ref(&member)
+    );
+    let last = store
+        .claim_pages(&member, at(242), quiet)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(last.pages, [page(4, 125)]);
+}
 
 /// What the console shows: who serves a conversation until when, and the inbox of a period by
 /// outcome.

@@ -80,6 +80,7 @@ pub(super) async fn queue(
         row["since"] = json!(since.format("%d/%m %H:%M UTC").to_string());
         row["late"] = json!(now - since > sla);
         row["reason"] = c["handoff_requested"]["reason"].clone();
+        row["notice_failures"] = c["handoff_requested"]["notice_failures"].clone();
         rows.push(row);
     }
     let mut taken = Vec::new();

@@ -5,9 +5,17 @@
 //! that is. Who is on duty comes from the business data (`staff` with `notify_handoffs`, their
 //! `hours` or the agency's).
 //!
-//! Each notice is queued under an id derived from the request, its level and the staff member,
-//! then the step is recorded (only if no other instance recorded it first): a step replayed
-//! after a crash queues nothing twice.
+//! A notice goes to a staff member's pager (`pagers`), and from there as one message: at once
+//! when none went to them within `ZAGUAN_HANDOFF_DIGEST`, else gathered with the others that
+//! came meanwhile into one digest listing each customer — an outage or an opening hour brings
+//! one message per member, not hundreds. A member who cannot be reached (their window closed
+//! with no template, or WhatsApp refused the notice, at once or by a late `failed` status) is
+//! recorded on the request, which goes to the next member at once; the customer hears that a
+//! person was told only when a notice is on its way to someone.
+//!
+//! Pages are keyed by the request, its level and the member, and each message is queued under
+//! an id derived from the member and the moment its batch was claimed: a step replayed after a
+//! crash, or run by two instances, tells nobody twice.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +29,8 @@ use crate::domain::{MessageRole, OutboxId, WaId};
 use crate::outbound::governor::{self, Form};
 use crate::store::{
     ConversationStore, HandoffReason, HandoffRequest, HandoffStep, HistoryStore, InboxStore,
-    NewOutbox, OutboxEntry, OutboxStore, Store, StoreResult, UserStore,
+    NewOutbox, NoticeFailure, OutboxEntry, OutboxStore, Page, PageBatch, PagerStore, Store,
+    StoreResult, UserStore,
 };
 use crate::templates::{Purpose, Templates};
 
@@ -30,6 +39,9 @@ const ALL_TOLD: u8 = 3;
 
 /// Most conversations whose notices one escalation pass sends.
 const BATCH: usize = 50;
+
+/// Most customers a digest names; the rest are counted, and the queue has them all.
+const DIGEST_LINES: usize = 15;
 
 /// A staff member who may be told of handoffs.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +67,9 @@ pub struct HandoffSettings {
     /// Working time a request may wait before the next staff member is told
     /// (`ZAGUAN_HANDOFF_SLA`).
     pub sla: Duration,
+    /// At most one notice per staff member this often (`ZAGUAN_HANDOFF_DIGEST`); the ones
+    /// in between go together.
+    pub digest: Duration,
     /// The number notices go from when the customer's is not known (`WHATSAPP_PHONE_NUMBER_ID`).
     pub phone_number_id: Option<String>,
     /// Where the console is (`ZAGUAN_PUBLIC_URL`), for the link in each notice.
@@ -66,6 +81,7 @@ impl Default for HandoffSettings {
     fn default() -> Self {
         Self {
             sla: DEFAULT_HANDOFF_SLA,
+            digest: DEFAULT_HANDOFF_DIGEST,
             phone_number_id: None,
             public_url: None,
             timezone: chrono_tz::Europe::Madrid,
@@ -76,14 +92,30 @@ impl Default for HandoffSettings {
 /// `ZAGUAN_HANDOFF_SLA`'s default.
 pub const DEFAULT_HANDOFF_SLA: Duration = Duration::from_secs(15 * 60);
 
+/// `ZAGUAN_HANDOFF_DIGEST`'s default.
+pub const DEFAULT_HANDOFF_DIGEST: Duration = Duration::from_secs(2 * 60);
+
+/// What one notice step came to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Noticed {
+    /// A notice is on its way to someone.
+    Told,
+    /// Nobody is on duty now; the next one comes on duty then (`None`: not within a year).
+    NobodyOnDuty(Option<DateTime<Utc>>),
+    /// Everyone on duty was tried and none can be reached.
+    NobodyReached,
+}
+
 /// What a request for a person came to: what the customer may truthfully be told.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandoffOutcome {
-    /// Someone on duty has been told (now, or by an earlier request still waiting).
+    /// A notice is on its way to someone on duty (now, or for an earlier request still
+    /// waiting): queued or gathered into their next digest, not skipped, not refused.
     Told,
     /// Nobody is on duty: the team is told at `opens_at`.
     AfterHours { opens_at: DateTime<Utc> },
-    /// No staff member can be told (none has `notify_handoffs` and a number).
+    /// No staff member can be told: none has `notify_handoffs` and a number, or none of them
+    /// could be reached (the request still waits in the queue).
     Unreachable,
 }
 
@@ -150,7 +182,13 @@ pub struct HandoffDesk<S: ?Sized = dyn Store> {
 
 impl<S> HandoffDesk<S>
 where
-    S: ConversationStore + HistoryStore + InboxStore + OutboxStore + UserStore + ?Sized,
+    S: ConversationStore
+        + HistoryStore
+        + InboxStore
+        + OutboxStore
+        + UserStore
+        + PagerStore
+        + ?Sized,
 {
     pub fn new(
         store: Arc<S>,
@@ -217,19 +255,29 @@ where
             metrics::counter!("zaguan_handoff_notices_total", "outcome" => "nobody").increment(1);
             return Ok(HandoffOutcome::Unreachable);
         }
-        let told = if request.level > 0 {
-            true
+        let noticed = if request.level > 0 {
+            // Asked again: told only if a notice is on its way to someone for this request.
+            let reached = staff.iter().any(|member| {
+                request.notified.contains(&member.id) && !request.failed_for(&member.wa_id)
+            });
+            if reached {
+                Noticed::Told
+            } else if staff.iter().all(|member| request.failed_for(&member.wa_id)) {
+                Noticed::NobodyReached
+            } else {
+                Noticed::NobodyOnDuty(request.next_notice_at.or(first_on_duty))
+            }
         } else if request.next_notice_at.is_some_and(|at| at <= now) {
             self.notify(wa_id, &request, business, &staff, now).await?
         } else {
-            false
+            Noticed::NobodyOnDuty(request.next_notice_at.or(first_on_duty))
         };
-        if told {
-            return Ok(HandoffOutcome::Told);
-        }
-        Ok(match request.next_notice_at.or(first_on_duty) {
-            Some(at) if at > now => HandoffOutcome::AfterHours { opens_at: at },
-            // Nobody on duty within a year: as good as nobody at all.
+        Ok(match noticed {
+            Noticed::Told => HandoffOutcome::Told,
+            Noticed::NobodyOnDuty(Some(at)) if at > now => {
+                HandoffOutcome::AfterHours { opens_at: at }
+            }
+            // Nobody on duty within a year, or nobody reachable: as good as nobody at all.
             _ => HandoffOutcome::Unreachable,
         })
     }
@@ -238,57 +286,77 @@ where
     /// conversations were looked at.
     pub async fn escalate(&self, business: &Business, now: DateTime<Utc>) -> StoreResult<usize> {
         let due = self.store.due_handoffs(now, BATCH).await?;
-        if due.is_empty() {
-            return Ok(0);
+        if !due.is_empty() {
+            let staff = self.staff().await?;
+            for (wa_id, request) in &due {
+                self.notify(wa_id, request, business, &staff, now).await?;
+            }
         }
-        let staff = self.staff().await?;
-        for (wa_id, request) in &due {
-            self.notify(wa_id, request, business, &staff, now).await?;
+        // The digests whose time has come.
+        for member in self.store.due_pagers(now, self.digest(), BATCH).await? {
+            self.flush(&member, now).await?;
         }
         Ok(due.len())
     }
 
-    /// Sends the notice `request` is due: to the first staff member on duty, then the next one,
-    /// then all of them. Returns whether someone was told.
-    async fn notify(
+    fn digest(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.settings.digest).unwrap_or(chrono::Duration::MAX)
+    }
+
+    /// Pages the notice `request` is due: to the first staff member on duty who can be reached,
+    /// then the next one, then all of them; a member who cannot be reached is recorded and the
+    /// next one tried. Flushes the pagers it wrote to.
+    pub(super) async fn notify(
         &self,
         wa_id: &WaId,
         request: &HandoffRequest,
         business: &Business,
         staff: &[StaffOnCall],
         now: DateTime<Utc>,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Noticed> {
         let hours = business.opening_hours();
         let agency = Schedule::new(&hours, &business.holidays, self.settings.timezone);
-        let on_duty: Vec<&StaffOnCall> = staff
+        // Who failed this request is not tried again for it.
+        let candidates: Vec<&StaffOnCall> = staff
             .iter()
+            .filter(|member| !request.failed_for(&member.wa_id))
+            .collect();
+        let on_duty: Vec<&StaffOnCall> = candidates
+            .iter()
+            .copied()
             .filter(|member| on_duty_schedule(member, &agency).is_open(now))
             .collect();
         if on_duty.is_empty() {
             // Nobody there now: the notice waits for the first one back.
-            let next = staff
+            let next = candidates
                 .iter()
                 .filter_map(|member| on_duty_schedule(member, &agency).next_open(now))
                 .min();
             let step = HandoffStep {
                 level: request.level,
                 told: Vec::new(),
+                failed: Vec::new(),
                 next_notice_at: next,
             };
             self.store
                 .advance_handoff(wa_id, request.at, request.level, &step)
                 .await?;
-            return Ok(false);
+            return Ok(if candidates.is_empty() {
+                Noticed::NobodyReached
+            } else {
+                Noticed::NobodyOnDuty(next)
+            });
         }
         let fresh: Vec<&StaffOnCall> = on_duty
             .iter()
             .copied()
             .filter(|member| !request.notified.contains(&member.id))
             .collect();
-        let (targets, level): (Vec<&StaffOnCall>, u8) = match request.level {
-            0 => (fresh.iter().chain(&on_duty).take(1).copied().collect(), 1),
-            1 if !fresh.is_empty() => (fresh[..1].to_vec(), 2),
-            _ => (on_duty.clone(), ALL_TOLD),
+        // The first who can be reached of `tried`, or all of them at the last level.
+        let (tried, level, one): (Vec<&StaffOnCall>, u8, bool) = match request.level {
+            0 => (fresh.iter().chain(&on_duty).copied().collect(), 1, true),
+            1 if !fresh.is_empty() => (fresh, 2, true),
+            _ => (on_duty.clone(), ALL_TOLD, false),
         };
         let next_notice_at = (level < ALL_TOLD).then(|| {
             agency.after_open_time(
@@ -297,27 +365,42 @@ where
             )
         });
         let notice = self.notice(wa_id, request, now).await?;
-        let mut parts = Vec::new();
-        for member in &targets {
-            parts.push(
-                self.part_for(member, wa_id, request, level, &notice, now)
-                    .await?,
-            );
+        let mut reached: Vec<&StaffOnCall> = Vec::new();
+        let mut failed = Vec::new();
+        for member in tried {
+            if reached.iter().any(|m| m.id == member.id)
+                || failed
+                    .iter()
+                    .any(|f: &NoticeFailure| f.member == member.wa_id)
+            {
+                continue;
+            }
+            match self
+                .page(member, wa_id, request, level, &notice, now)
+                .await?
+            {
+                Ok(()) => reached.push(member),
+                Err(skip) => {
+                    tracing::warn!(staff = %member.id, reason = skip.as_str(), "a staff member could not be told");
+                    failed.push(NoticeFailure {
+                        member: member.wa_id.clone(),
+                        reason: skip.reason().to_owned(),
+                        at: now,
+                    });
+                }
+            }
+            if one && !reached.is_empty() {
+                break;
+            }
         }
-        self.store.record_reply(&parts).await?;
-        // Recorded as told even when no notice could go (no template for a closed window):
-        // the escalation moves on to the next one rather than waiting on them.
-        let reached = parts
-            .iter()
-            .filter(|p| p.status != crate::store::OutboxStatus::Skipped)
-            .count();
         let step = HandoffStep {
             level,
-            told: targets
+            told: reached
                 .iter()
                 .map(|m| m.id.clone())
                 .filter(|id| !request.notified.contains(id))
                 .collect(),
+            failed,
             next_notice_at,
         };
         if self
@@ -325,12 +408,23 @@ where
             .advance_handoff(wa_id, request.at, request.level, &step)
             .await?
         {
-            let names: Vec<&str> = targets.iter().map(|m| m.name.as_str()).collect();
+            let names: Vec<&str> = reached.iter().map(|m| m.name.as_str()).collect();
             tracing::info!(conversation.id = %wa_id.masked(), level, staff = ?names, "staff told of a handoff request");
             metrics::counter!("zaguan_handoff_notices_total", "outcome" => level_label(level))
-                .increment(reached as u64);
+                .increment(reached.len() as u64);
+            if !step.failed.is_empty() {
+                metrics::counter!("zaguan_handoff_notices_total", "outcome" => "unreachable")
+                    .increment(step.failed.len() as u64);
+            }
         }
-        Ok(reached > 0)
+        for member in &reached {
+            self.flush(&member.wa_id, now).await?;
+        }
+        Ok(if reached.is_empty() {
+            Noticed::NobodyReached
+        } else {
+            Noticed::Told
+        })
     }
 
     /// The notice of `wa_id`'s request as one text: who, the language, what they want, where
@@ -421,10 +515,10 @@ where
         Some(url.to_string())
     }
 
-    /// The outbox part telling `member`, as the send governor allows: text inside their
-    /// 24-hour window (the template as its fallback), the template in their language outside
-    /// it, or a `skipped` record when there is none to send.
-    async fn part_for(
+    /// Puts `notice` on `member`'s pager, when the send governor says they can be reached at
+    /// all (inside their 24-hour window, or with the staff template outside it); otherwise
+    /// why not.
+    async fn page(
         &self,
         member: &StaffOnCall,
         wa_id: &WaId,
@@ -432,50 +526,174 @@ where
         level: u8,
         notice: &Notice,
         now: DateTime<Utc>,
-    ) -> StoreResult<OutboxEntry> {
-        let lang = self
-            .store
-            .conversation(&member.wa_id)
-            .await?
-            .and_then(|c| c.lang);
+    ) -> StoreResult<Result<(), governor::Skip>> {
         let values = [
             ("customer", notice.customer.clone()),
             ("reason", notice.reason.clone()),
             ("link", notice.link.clone()),
         ];
-        let templates = self.templates();
-        let form = governor::form(
-            self.store.as_ref(),
-            &templates,
-            &member.wa_id,
-            Purpose::StaffHandoff,
-            lang.as_deref(),
-            &values,
-            now,
-        )
-        .await?;
+        if let Form::Skip(skip) = self.form_to(&member.wa_id, &values, now).await? {
+            return Ok(Err(skip));
+        }
         let phone_number_id = match self.store.latest_inbox(wa_id).await? {
             Some(entry) => Some(entry.phone_number_id),
             None => self.settings.phone_number_id.clone(),
         };
-        let mut part = NewOutbox::text(member.wa_id.clone(), None, notice.text.clone(), now);
-        part.phone_number_id = phone_number_id;
-        let key = format!(
-            "handoff:{}:{}:{level}:{}",
-            wa_id.as_str(),
-            request.at.timestamp_millis(),
-            member.id
-        );
-        let id = OutboxId::derived(&key, now);
-        match form {
-            Form::Text { fallback } => part.fallback = fallback,
-            Form::Template(template) => part.template = Some(template),
-            Form::Skip(skip) => {
-                tracing::warn!(staff = %member.id, reason = skip.as_str(), "a staff member could not be told");
-                return Ok(governor::skipped(part, skip, id));
-            }
+        let page = Page {
+            key: format!(
+                "handoff:{}:{}:{level}:{}",
+                wa_id.as_str(),
+                request.at.timestamp_millis(),
+                member.id
+            ),
+            customer: wa_id.clone(),
+            label: notice.customer.clone(),
+            reason: notice.reason.clone(),
+            text: notice.text.clone(),
+            link: notice.link.clone(),
+            staff_id: member.id.clone(),
+            phone_number_id,
+            at: now,
+        };
+        self.store.page(&member.wa_id, &page).await?;
+        Ok(Ok(()))
+    }
+
+    /// How a notice to `to` may go now (the governor's answer for the staff purpose).
+    async fn form_to(
+        &self,
+        to: &WaId,
+        values: &[(&str, String)],
+        now: DateTime<Utc>,
+    ) -> StoreResult<Form> {
+        let lang = self.store.conversation(to).await?.and_then(|c| c.lang);
+        let templates = self.templates();
+        governor::form(
+            self.store.as_ref(),
+            &templates,
+            to,
+            Purpose::StaffHandoff,
+            lang.as_deref(),
+            values,
+            now,
+        )
+        .await
+    }
+
+    /// Sends what waits on `member`'s pager, unless a message went to them within the digest
+    /// time: one notice alone as it is, several as one digest naming each customer. A notice
+    /// that cannot go now goes back to each request it was for.
+    async fn flush(&self, member: &WaId, now: DateTime<Utc>) -> StoreResult<()> {
+        let Some(batch) = self.store.claim_pages(member, now, self.digest()).await? else {
+            return Ok(());
+        };
+        if batch.pages.is_empty() {
+            return self.store.pages_sent(member, &batch).await;
         }
-        Ok(OutboxEntry::queued(id, &part))
+        let (text, values) = self.message_of(&batch);
+        let form = self.form_to(member, &values, now).await?;
+        let mut part = NewOutbox::text(member.clone(), None, text, now);
+        part.phone_number_id = batch
+            .pages
+            .iter()
+            .find_map(|p| p.phone_number_id.clone())
+            .or_else(|| self.settings.phone_number_id.clone());
+        part.purpose = Some(Purpose::StaffHandoff);
+        part.about = batch.pages.iter().map(|p| p.customer.clone()).collect();
+        // From the member and the claim only: a batch sent again after a crash, or by a
+        // second instance, runs into the first copy.
+        let id = OutboxId::derived(
+            &format!("pager:{}:{}", member.as_str(), batch.at.timestamp_millis()),
+            batch.at,
+        );
+        let entry = match form {
+            Form::Text { fallback } => {
+                part.fallback = fallback;
+                OutboxEntry::queued(id, &part)
+            }
+            Form::Template(template) => {
+                part.template = Some(template);
+                OutboxEntry::queued(id, &part)
+            }
+            Form::Skip(skip) => {
+                tracing::warn!(conversation.id = %member.masked(), reason = skip.as_str(), "a staff notice could not go");
+                for page in &batch.pages {
+                    let failure = NoticeFailure {
+                        member: member.clone(),
+                        reason: skip.reason().to_owned(),
+                        at: now,
+                    };
+                    self.store
+                        .handoff_notice_failed(&page.customer, &failure)
+                        .await?;
+                }
+                governor::skipped(part, skip, id)
+            }
+        };
+        if batch.pages.len() > 1 {
+            metrics::counter!("zaguan_handoff_digests_total").increment(1);
+        }
+        self.store.record_reply(&[entry]).await?;
+        self.store.pages_sent(member, &batch).await
+    }
+
+    /// The message of a batch and what its template takes: a lone notice as it is, several as
+    /// a digest.
+    fn message_of(&self, batch: &PageBatch) -> (String, Vec<(&'static str, String)>) {
+        if let [page] = batch.pages.as_slice() {
+            return (
+                page.text.clone(),
+                vec![
+                    ("customer", page.label.clone()),
+                    ("reason", page.reason.clone()),
+                    ("link", page.link.clone()),
+                ],
+            );
+        }
+        let count = batch.pages.len();
+        let queue = self.queue_link();
+        let mut lines = vec![format!("🔔 {count} clientes esperan a una persona:")];
+        for page in batch.pages.iter().take(DIGEST_LINES) {
+            lines.push(format!("• {} — {}", page.label, clip(&page.reason, 80)));
+        }
+        if count > DIGEST_LINES {
+            lines.push(format!("… y {} más", count - DIGEST_LINES));
+        }
+        lines.push(format!("Cola: {queue}"));
+        let names: Vec<&str> = batch
+            .pages
+            .iter()
+            .take(3)
+            .map(|p| p.label.as_str())
+            .collect();
+        let customers = if count > 3 {
+            format!("{} y {} más", names.join(", "), count - 3)
+        } else {
+            names.join(", ")
+        };
+        (
+            lines.join("\n"),
+            vec![
+                ("customer", customers),
+                ("reason", format!("{count} clientes esperan a una persona")),
+                ("link", queue),
+            ],
+        )
+    }
+
+    /// `/console/queue` under `ZAGUAN_PUBLIC_URL`, or the command that lists the queue.
+    fn queue_link(&self) -> String {
+        match &self.settings.public_url {
+            Some(base) => {
+                let mut url = base.clone();
+                url.set_path(&format!(
+                    "{}/console/queue",
+                    base.path().trim_end_matches('/')
+                ));
+                url.to_string()
+            }
+            None => "zaguan conversations list --handoff requested".to_owned(),
+        }
     }
 
     /// The templates staff notices are sent with (the running prompt set's).

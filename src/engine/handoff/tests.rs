@@ -7,6 +7,7 @@ use crate::business::Business;
 use crate::domain::{Content, Role, WaMessageId};
 use crate::engine::Tool as _;
 use crate::store::{InboxEntry, InboxStatus, MemoryStore, OutboxEntry, Store};
+use crate::templates::Purpose;
 use serde_json::json;
 
 /// The staff of a test, as the business data would give them.
@@ -376,4 +377,299 @@ async fn request_human_tells_the_model_the_truth_and_records_the_event() {
         tool.run(json!({"reason": " "}), &context).await,
         Err(ToolError::InvalidArgs(_))
     ));
+}
+
+impl Desk {
+    /// A second customer who wrote to `PN-1`, so notices about them go from there too.
+    async fn customer(&self, wa_id: &str) {
+        let entry = InboxEntry {
+            wamid: WaMessageId::parse(&format!("wamid.{wa_id}")).unwrap(),
+            wa_id: wa(wa_id),
+            phone_number_id: "PN-1".into(),
+            kind: "text".into(),
+            text: Some("Hola".into()),
+            payload: "{}".into(),
+            content: Content::Text {
+                body: "Hola".into(),
+            },
+            context_id: None,
+            sent_at: None,
+            status: InboxStatus::Pending,
+            received_at: Utc::now(),
+            attempts: 0,
+        };
+        self.store.insert_inbox(&[entry]).await.unwrap();
+    }
+
+    async fn request_of(&self, customer: &str) -> crate::store::HandoffRequest {
+        self.store
+            .conversation(&wa(customer))
+            .await
+            .unwrap()
+            .unwrap()
+            .handoff_requested
+            .unwrap()
+    }
+
+    /// `staff` wrote to the business `ago` before `now`: their 24-hour window is open.
+    async fn wrote(&self, staff: &str, at: DateTime<Utc>) {
+        self.store
+            .record_contact(&crate::store::ContactSeen {
+                wa_id: wa(staff),
+                phone: None,
+                user_id: None,
+                name: None,
+                username: None,
+                seen_at: at,
+            })
+            .await
+            .unwrap();
+    }
+
+    /// Without any staff template: a member outside their window cannot be told.
+    fn without_templates(&self) {
+        self.desk
+            .use_templates(Arc::new(crate::templates::Templates::default()));
+    }
+}
+
+#[tokio::test]
+async fn a_member_who_cannot_be_reached_is_passed_over_and_the_customer_hears_only_the_truth() {
+    let desk = Desk::new(vec![
+        member("A-01", "Lucía", "34699000001"),
+        member("A-02", "Javier", "34699000002"),
+    ])
+    .await;
+    desk.without_templates();
+    let now = madrid(2026, 11, 27, 10, 0);
+    // Javier wrote this morning; Lucía did not, and there is no template for her.
+    desk.wrote("34699000002", now - chrono::Duration::hours(1))
+        .await;
+    assert_eq!(
+        desk.request("Quiere una persona", "call_1", now).await,
+        HandoffOutcome::Told
+    );
+    assert!(desk.notices("34699000001").await.is_empty());
+    assert_eq!(desk.notices("34699000002").await.len(), 1);
+    let request = desk.request_of(CUSTOMER).await;
+    assert_eq!(request.notified, ["A-02"]);
+    assert!(request.failed_for(&wa("34699000001")));
+    assert!(
+        request.failures[0].reason.contains("no approved template"),
+        "{:?}",
+        request.failures
+    );
+}
+
+#[tokio::test]
+async fn when_nobody_can_be_reached_the_customer_is_not_told_a_person_knows() {
+    let desk = Desk::new(vec![
+        member("A-01", "Lucía", "34699000001"),
+        member("A-02", "Javier", "34699000002"),
+    ])
+    .await;
+    desk.without_templates();
+    let now = madrid(2026, 11, 27, 10, 0);
+    let outcome = desk.request("Quiere una persona", "call_1", now).await;
+    assert_eq!(outcome, HandoffOutcome::Unreachable);
+    let said = outcome.customer_text(
+        Some("es"),
+        &business(),
+        None,
+        chrono_tz::Europe::Madrid,
+        now,
+    );
+    assert_eq!(
+        said,
+        "Lo siento, desde este chat no puedo pasar tu petición a una persona. Puedes contactar \
+         directamente con la agencia: Tel. 960 000 000"
+    );
+    // Asked again a minute later: still the truth, not «he avisado».
+    assert_eq!(
+        desk.request(
+            "Sigue queriendo una persona",
+            "call_2",
+            now + chrono::Duration::minutes(1)
+        )
+        .await,
+        HandoffOutcome::Unreachable
+    );
+    // The request still waits in the queue, with why each notice failed.
+    let request = desk.request_of(CUSTOMER).await;
+    assert_eq!(request.failures.len(), 2);
+    assert!(request.notified.is_empty());
+    assert!(desk.notices("34699000001").await.is_empty());
+    assert!(desk.notices("34699000002").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_refused_notice_goes_back_to_the_desk_and_the_next_member_is_told_at_once() {
+    let desk = Desk::new(vec![
+        member("A-01", "Lucía", "34699000001"),
+        member("A-02", "Javier", "34699000002"),
+    ])
+    .await;
+    let now = madrid(2026, 11, 27, 10, 0);
+    assert_eq!(
+        desk.request("Quiere una persona", "call_1", now).await,
+        HandoffOutcome::Told
+    );
+    let sent = desk.notices("34699000001").await;
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].purpose, Some(Purpose::StaffHandoff));
+    assert_eq!(sent[0].about, [wa(CUSTOMER)]);
+    // Meta refuses Lucía's notice (her number is not on WhatsApp).
+    let refused = crate::domain::GraphError {
+        code: Some(131026),
+        title: None,
+        message: Some("Message undeliverable".into()),
+        error_data: None,
+    };
+    let later = now + chrono::Duration::seconds(30);
+    assert!(
+        crate::outbound::failures::undelivered(desk.store.as_ref(), &sent[0], &refused, later)
+            .await
+            .unwrap()
+    );
+    // Her own conversation is not flagged: she is not the one waiting.
+    let hers = desk.store.conversation(&wa("34699000001")).await.unwrap();
+    assert!(hers.is_none_or(|c| c.handoff_requested.is_none()));
+    // The next pass tells Javier, long before the SLA.
+    assert_eq!(desk.desk.escalate(&business(), later).await.unwrap(), 1);
+    assert_eq!(desk.notices("34699000002").await.len(), 1);
+    let request = desk.request_of(CUSTOMER).await;
+    assert_eq!(
+        request.failures[0].reason,
+        "WhatsApp refused it (131026: Message undeliverable)"
+    );
+    // Asked again: Javier's notice is on its way, so a person was told.
+    assert_eq!(
+        desk.request("¿Hola?", "call_2", later).await,
+        HandoffOutcome::Told
+    );
+}
+
+#[tokio::test]
+async fn requests_within_the_digest_time_reach_a_member_as_one_message_listing_each_customer() {
+    let desk = Desk::new(vec![member("A-01", "Lucía", "34699000001")]).await;
+    // Monday 30 November at 9:00, the office opens after a weekend of requests.
+    let opening = madrid(2026, 11, 30, 9, 0);
+    let customers: Vec<String> = (0..40).map(|n| format!("346110010{n:02}")).collect();
+    for customer in &customers {
+        desk.customer(customer).await;
+        desk.desk
+            .request(
+                &wa(customer),
+                "Quiere una persona",
+                &format!("asked:{customer}"),
+                &business(),
+                madrid(2026, 11, 28, 22, 0),
+            )
+            .await
+            .unwrap();
+    }
+    assert!(desk.notices("34699000001").await.is_empty(), "after hours");
+    desk.desk.escalate(&business(), opening).await.unwrap();
+    // One message now, with every customer of the pass in it.
+    let first = desk.notices("34699000001").await;
+    assert_eq!(first.len(), 1, "{first:#?}");
+    // Within two minutes, more passes send nothing more.
+    for seconds in [5, 30, 90, 119] {
+        desk.desk
+            .escalate(&business(), opening + chrono::Duration::seconds(seconds))
+            .await
+            .unwrap();
+    }
+    let all: Vec<OutboxEntry> = desk.notices("34699000001").await;
+    let listed: usize = all
+        .iter()
+        .map(|n| {
+            n.about
+                .iter()
+                .filter(|c| customers.contains(&c.as_str().to_owned()))
+                .count()
+        })
+        .sum();
+    assert!(all.len() <= 2, "{} messages", all.len());
+    desk.desk
+        .escalate(&business(), opening + chrono::Duration::seconds(121))
+        .await
+        .unwrap();
+    let all: Vec<OutboxEntry> = desk.notices("34699000001").await;
+    let listed_after: usize = all.iter().map(|n| n.about.len()).sum();
+    assert!(listed_after >= listed);
+    assert_eq!(
+        listed_after, 40,
+        "every customer in one message or the next"
+    );
+    assert!(all.len() <= 3, "{} messages for 40 customers", all.len());
+    let digest = all.iter().find(|n| n.about.len() > 1).expect("a digest");
+    assert!(
+        digest.body.contains("clientes esperan a una persona"),
+        "{}",
+        digest.body
+    );
+    assert!(
+        digest
+            .body
+            .contains("Cola: https://zaguan.example/console/queue"),
+        "{}",
+        digest.body
+    );
+    assert!(digest.body.contains("… y "), "{}", digest.body);
+    assert!(digest.body.chars().count() < 4096);
+}
+
+#[tokio::test]
+async fn a_notice_step_replayed_or_run_by_two_instances_tells_once() {
+    let desk = Desk::new(vec![member("A-01", "Lucía", "34699000001")]).await;
+    // A second instance: its own desk over the same store.
+    let other = HandoffDesk::new(
+        desk.store.clone(),
+        Some(Arc::new(Roster(Mutex::new(vec![member(
+            "A-01",
+            "Lucía",
+            "34699000001",
+        )])))),
+        HandoffSettings {
+            public_url: Some("https://zaguan.example/".parse().unwrap()),
+            ..HandoffSettings::default()
+        },
+    );
+    let start = madrid(2026, 11, 27, 10, 0);
+    // The request is recorded while nobody is on duty's notice is due yet.
+    desk.store
+        .request_handoff(
+            &wa(CUSTOMER),
+            &crate::store::HandoffReason {
+                at: start,
+                reason: "Quiere una persona".into(),
+                key: "asked:1".into(),
+            },
+            Some(start),
+        )
+        .await
+        .unwrap();
+    let request = desk.request_of(CUSTOMER).await;
+    // Both instances run the due step, a second apart; the first one's step is then replayed
+    // as after a crash before it recorded the level.
+    desk.desk
+        .escalate(&business(), start + chrono::Duration::seconds(1))
+        .await
+        .unwrap();
+    other
+        .escalate(&business(), start + chrono::Duration::seconds(2))
+        .await
+        .unwrap();
+    desk.desk
+        .notify(
+            &wa(CUSTOMER),
+            &request,
+            &business(),
+            &[member("A-01", "Lucía", "34699000001")],
+            start + chrono::Duration::seconds(3),
+        )
+        .await
+        .unwrap();
+    assert_eq!(desk.notices("34699000001").await.len(), 1);
 }

@@ -1,7 +1,7 @@
 //! Before an assistant runs: a pending data-changing action is confirmed, cancelled or asked
 //! again, and a stale Confirm/Cancel button answered.
 
-use crate::domain::{Role, phrases};
+use crate::domain::{Content, Role, phrases};
 use crate::engine::consent::{Consent, consent};
 use crate::engine::handoff::asks_for_person;
 use crate::engine::turn::inbound::is_reaction;
@@ -25,6 +25,71 @@ pub(super) const HANDOFF_AGENT: &str = "handoff";
 
 /// The `agent` of an opt-out's or opt-in's acknowledgement, in the history.
 const CONSENT_AGENT: &str = "consent";
+
+/// The `agent` of what a reaction to a confirmation's buttons is answered with, in the
+/// history: said once per pending action.
+const REACTION_AGENT: &str = "confirmation_reminder";
+
+/// A turn of reactions only (`new`): when one of them is to the message carrying the pending
+/// action's buttons, the customer is told once that nothing is done yet and how to confirm it
+/// — a 👍 there is not a yes, and silence would let them believe it is. It confirms nothing.
+/// Returns whether a reply was written; any other reaction stays unanswered.
+pub(super) async fn answer_reaction(
+    turn: &Turn<'_>,
+    state: &mut State,
+    new: &[&InboxEntry],
+) -> Result<bool, EngineError> {
+    let Some(action) = state.pending_action.clone() else {
+        return Ok(false);
+    };
+    let expired = turn.now() - action.created_at
+        > chrono::Duration::from_std(turn.settings.pending_action_ttl)
+            .unwrap_or(chrono::Duration::MAX);
+    if expired || action.id.is_empty() {
+        return Ok(false);
+    }
+    let already = state.messages.iter().any(|m| {
+        m.message.agent.as_deref() == Some(REACTION_AGENT) && m.message.at >= action.created_at
+    });
+    if already {
+        return Ok(false);
+    }
+    let mut to_buttons = false;
+    for entry in new {
+        let Content::Reaction {
+            message_id: Some(id),
+            emoji: Some(emoji),
+        } = &entry.content
+        else {
+            continue;
+        };
+        if emoji.is_empty() {
+            continue;
+        }
+        let Ok(wamid) = crate::domain::WaMessageId::parse(id) else {
+            continue;
+        };
+        if let Some(ours) = turn.store.outbox_by_wamid(&wamid).await?
+            && ours
+                .buttons
+                .iter()
+                .any(|b| b.id.ends_with(&format!(":{}", action.id)))
+        {
+            to_buttons = true;
+        }
+    }
+    if !to_buttons {
+        return Ok(false);
+    }
+    tracing::info!(tool = %action.tool, "a reaction to a confirmation's buttons: told how to confirm");
+    metrics::counter!("zaguan_pending_actions_total", "outcome" => "reaction").increment(1);
+    let text = phrases::reaction_to_confirmation(state.lang.as_deref(), &action.summary);
+    turn.append(
+        state,
+        turn.ai_message(&state.wa_id, &text, REACTION_AGENT, Vec::new()),
+    );
+    Ok(true)
+}
 
 /// What the engine answers without an assistant: the user's yes or no to a pending action,
 /// and media it cannot read. Runs once per new human message.

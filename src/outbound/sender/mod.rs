@@ -288,6 +288,13 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
                             tracing::error!(conversation.id = %masked, "WhatsApp quality or policy limit, reply dropped; check the account's quality rating: {error}");
                             metrics::counter!("zaguan_outbound_alerts_total", "reason" => "policy")
                                 .increment(1);
+                            if let Err(store) =
+                                failures::undelivered(self.store.as_ref(), entry, &error, now).await
+                            {
+                                tracing::warn!(
+                                    "an undelivered reply could not be flagged: {store}"
+                                );
+                            }
                             entry.status = OutboxStatus::Failed;
                             entry.error = Some(error);
                             None
@@ -295,8 +302,7 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
                         SendError::Permanent { error } => {
                             tracing::error!(conversation.id = %masked, part = entry.part, "reply refused, not retried: {error}");
                             if let Err(store) =
-                                failures::flag_undelivered(self.store.as_ref(), entry, &error, now)
-                                    .await
+                                failures::undelivered(self.store.as_ref(), entry, &error, now).await
                             {
                                 tracing::warn!(
                                     "an undelivered reply could not be flagged: {store}"

@@ -158,13 +158,6 @@ impl<S: OutboxStore + ConversationStore + ?Sized> PartSender<'_, S> {
                                 continue;
                             }
                             tracing::error!(conversation.id = %masked, part = entry.part, "reply refused, not retried: {error}");
-                            failures::flag_undelivered(
-                                self.store.as_ref(),
-                                &entry,
-                                &error,
-                                Utc::now(),
-                            )
-                            .await?;
                             self.fail(&entry, error).await?;
                             return Ok(PartOutcome::Settled);
                         }
@@ -191,11 +184,14 @@ impl<S: OutboxStore + ConversationStore + ?Sized> PartSender<'_, S> {
         Ok(at)
     }
 
+    /// The part failed for good: recorded, and what that means for its conversation (or,
+    /// for a staff notice, its requests) handled.
     pub(super) async fn fail(
         &self,
         entry: &OutboxEntry,
         error: GraphError,
     ) -> Result<(), StoreError> {
+        failures::undelivered(self.store.as_ref(), entry, &error, Utc::now()).await?;
         self.store
             .update_outbox(&entry.id, &OutboxUpdate::Failed { error })
             .await

@@ -5,7 +5,7 @@ use crate::domain::{DialogState, WaId};
 use crate::domain::{Handoff, PendingAction};
 use crate::store::{
     Conversation, ConversationQuery, HandoffReason, HandoffRequest, HandoffStep, MemoryStore,
-    StoreResult,
+    NoticeFailure, StoreResult,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -140,7 +140,26 @@ impl ConversationStore for MemoryStore {
         };
         request.level = step.level;
         request.notified.extend(step.told.iter().cloned());
+        request.failures.extend(step.failed.iter().cloned());
         request.next_notice_at = step.next_notice_at;
+        Ok(true)
+    }
+
+    async fn handoff_notice_failed(
+        &self,
+        wa_id: &WaId,
+        failure: &NoticeFailure,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let Some(request) = inner
+            .conversations
+            .get_mut(wa_id)
+            .and_then(|c| c.handoff_requested.as_mut())
+        else {
+            return Ok(false);
+        };
+        request.failures.push(failure.clone());
+        request.next_notice_at = Some(failure.at);
         Ok(true)
     }
 

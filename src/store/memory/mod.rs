@@ -9,6 +9,7 @@ mod inbox;
 mod leases;
 mod maintenance;
 mod outbox;
+mod pagers;
 mod usage;
 mod users;
 
@@ -75,6 +76,8 @@ struct Inner {
     instances: HashMap<String, InstanceRecord>,
     /// Templates' approval states by (name, language).
     templates: BTreeMap<(String, String), TemplateStatus>,
+    /// Staff notices waiting, by staff member.
+    pagers: HashMap<WaId, pagers::Pager>,
 }
 
 /// The latest generation of a conversation's lease.

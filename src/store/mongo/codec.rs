@@ -6,13 +6,15 @@ use crate::domain::{Content, Handoff, MessageRole, OutboxId, PendingAction, Role
 use crate::domain::{GraphError, WaId, WaMessageId};
 use crate::store::{
     Attachment, BusinessEvent, Conversation, Event, EventStatus, HandoffReason, HandoffRequest,
-    InboxEntry, InboxStatus, LlmCall, Media, NewMessage, OutboxEntry, OutboxStatus, ReplyButton,
-    RoleSource, StoreError, StoreResult, StoredMessage, Template,
+    InboxEntry, InboxStatus, LlmCall, Media, NewMessage, NoticeFailure, OutboxEntry, OutboxStatus,
+    ReplyButton, RoleSource, StoreError, StoreResult, StoredMessage, Template,
 };
 use anyhow::Context as _;
 use bson::{Bson, Document, doc, oid::ObjectId};
 use chrono::{DateTime, Utc};
 use std::time::Duration;
+
+use crate::templates::Purpose;
 
 pub(super) fn date(at: DateTime<Utc>) -> bson::DateTime {
     bson::DateTime::from_chrono(at)
@@ -184,6 +186,22 @@ fn handoff_request(doc: &Document) -> Option<HandoffRequest> {
                     .collect()
             })
             .unwrap_or_default(),
+        failures: doc
+            .get_array("failures")
+            .map(|list| {
+                list.iter()
+                    .filter_map(Bson::as_document)
+                    .filter_map(|d| {
+                        let f = Fields(d);
+                        Some(NoticeFailure {
+                            member: f.wa_id("member").ok()?,
+                            reason: f.str("reason").unwrap_or_default(),
+                            at: f.date("at")?,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
         level: f
             .int("level")
             .and_then(|l| u8::try_from(l).ok())
@@ -202,12 +220,22 @@ pub(super) fn handoff_request_doc(request: &HandoffRequest) -> Document {
         "reason": &request.reason,
         "reasons": request.reasons.iter().map(handoff_reason_doc).collect::<Vec<_>>(),
         "notified": &request.notified,
+        "failures": request.failures.iter().map(notice_failure_doc).collect::<Vec<_>>(),
         "level": i32::from(request.level),
     };
     if let Some(at) = request.next_notice_at {
         doc.insert("next_notice_at", date(at));
     }
     doc
+}
+
+/// A staff notice's failure, in `handoff_requested.failures`.
+pub(super) fn notice_failure_doc(failure: &NoticeFailure) -> Document {
+    doc! {
+        "member": failure.member.as_str(),
+        "reason": &failure.reason,
+        "at": date(failure.at),
+    }
 }
 
 /// A stored outbox `template`.
@@ -449,6 +477,15 @@ pub(super) fn outbox_entry(doc: &Document) -> StoreResult<OutboxEntry> {
         status_at: f.date("status_at"),
         fallback: doc.get_document("fallback").ok().and_then(template),
         fell_back: doc.get_bool("fell_back").unwrap_or(false),
+        purpose: f.str("purpose").and_then(|p| Purpose::parse(&p)),
+        about: doc
+            .get_array("about")
+            .map(|list| {
+                list.iter()
+                    .filter_map(|b| WaId::parse(b.as_str()?).ok())
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -483,6 +520,15 @@ pub(super) fn outbox_doc(entry: &OutboxEntry) -> Document {
     }
     if entry.fell_back {
         doc.insert("fell_back", true);
+    }
+    if let Some(purpose) = entry.purpose {
+        doc.insert("purpose", purpose.key());
+    }
+    if !entry.about.is_empty() {
+        doc.insert(
+            "about",
+            entry.about.iter().map(WaId::as_str).collect::<Vec<_>>(),
+        );
     }
     if let Some(at) = entry.next_attempt_at {
         doc.insert("next_attempt_at", date(at));

@@ -3,11 +3,13 @@
 
 use crate::domain::{DialogState, WaId};
 use crate::domain::{Handoff, PendingAction};
-use crate::store::mongo::codec::{conversation, date, handoff_reason_doc, handoff_request_doc};
+use crate::store::mongo::codec::{
+    conversation, date, handoff_reason_doc, handoff_request_doc, notice_failure_doc,
+};
 use crate::store::pool::{Find, Lane};
 use crate::store::{
     Conversation, ConversationQuery, HandoffFilter, HandoffReason, HandoffRequest, HandoffStep,
-    MongoStore, StoreResult,
+    MongoStore, NoticeFailure, StoreResult,
 };
 use anyhow::Context as _;
 use async_trait::async_trait;
@@ -238,7 +240,12 @@ impl ConversationStore for MongoStore {
     ) -> StoreResult<bool> {
         let mut update = doc! {
             "$set": {"handoff_requested.level": i32::from(step.level)},
-            "$push": {"handoff_requested.notified": {"$each": &step.told}},
+            "$push": {
+                "handoff_requested.notified": {"$each": &step.told},
+                "handoff_requested.failures": {
+                    "$each": step.failed.iter().map(notice_failure_doc).collect::<Vec<_>>(),
+                },
+            },
         };
         match step.next_notice_at {
             Some(at) => {
@@ -262,6 +269,26 @@ impl ConversationStore for MongoStore {
                     "handoff_requested.level": i32::from(from_level),
                 },
                 update,
+            )
+            .await?;
+        Ok(result.matched_count > 0)
+    }
+
+    async fn handoff_notice_failed(
+        &self,
+        wa_id: &WaId,
+        failure: &NoticeFailure,
+    ) -> StoreResult<bool> {
+        let result = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "conversations",
+                doc! {"_id": wa_id.as_str(), "handoff_requested": {"$exists": true}},
+                doc! {
+                    "$push": {"handoff_requested.failures": notice_failure_doc(failure)},
+                    "$set": {"handoff_requested.next_notice_at": date(failure.at)},
+                },
             )
             .await?;
         Ok(result.matched_count > 0)

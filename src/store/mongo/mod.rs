@@ -14,6 +14,7 @@ mod inbox;
 mod leases;
 mod maintenance;
 mod outbox;
+mod pagers;
 mod usage;
 mod users;
 

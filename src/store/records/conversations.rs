@@ -59,6 +59,26 @@ pub struct HandoffRequest {
     pub level: u8,
     /// When the next notice is due; `None`: nothing left to send.
     pub next_notice_at: Option<DateTime<Utc>>,
+    /// The notices that could not reach their staff member, skipped or refused by WhatsApp:
+    /// what the queue shows, and who is not tried again for this request.
+    pub failures: Vec<NoticeFailure>,
+}
+
+/// A staff notice of a handoff request that did not reach its staff member.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoticeFailure {
+    /// The staff member's number.
+    pub member: WaId,
+    /// Why, as operators read it (the refusal's code and message, or the rule that held it).
+    pub reason: String,
+    pub at: DateTime<Utc>,
+}
+
+impl HandoffRequest {
+    /// Whether the notices left `member` unreached for this request.
+    pub fn failed_for(&self, member: &WaId) -> bool {
+        self.failures.iter().any(|f| f.member == *member)
+    }
 }
 
 /// One request for a person: when, why, and the key of the step that made it (a tool call,
@@ -80,6 +100,7 @@ impl HandoffRequest {
             notified: Vec::new(),
             level: 0,
             next_notice_at,
+            failures: Vec::new(),
         }
     }
 
@@ -105,6 +126,8 @@ pub struct HandoffStep {
     pub level: u8,
     /// Staff told in this step (`staff._id`), added to `notified`.
     pub told: Vec<String>,
+    /// Staff who could not be told in this step, added to `failures`.
+    pub failed: Vec<NoticeFailure>,
     pub next_notice_at: Option<DateTime<Utc>>,
 }
 

@@ -6,11 +6,12 @@ mod history;
 mod inbox;
 mod maintenance;
 mod outbox;
+mod pagers;
 mod users;
 
 pub use conversations::{
     Conversation, ConversationQuery, HandoffFilter, HandoffReason, HandoffRequest, HandoffStep,
-    LeaseView,
+    LeaseView, NoticeFailure,
 };
 pub use history::{Attachment, NewMessage, StoredMessage};
 pub use inbox::{InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatus, RejectedEntry};
@@ -19,4 +20,5 @@ pub use outbox::{
     Fallback, ListRow, Media, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, ReplyButton,
     StatusOutcome, Template, TemplateStatus, reply_parts,
 };
+pub use pagers::{Page, PageBatch};
 pub use users::{ContactSeen, OptOut, RoleAssignment, RoleSource, User};

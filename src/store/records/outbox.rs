@@ -1,6 +1,7 @@
 //! `outbox`: the parts of a reply, their media and buttons, and their delivery.
 
 use crate::domain::{GraphError, OutboxId, WaId, WaMessageId};
+use crate::templates::Purpose;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -115,6 +116,12 @@ pub struct NewOutbox {
     /// Sent instead of this text when WhatsApp answers that the contact's window closed
     /// (131047): the approved template for the message's purpose.
     pub fallback: Option<Template>,
+    /// What the service wrote it for when it wrote first (a reminder, a staff notice);
+    /// `None` for a reply to the contact's message.
+    pub purpose: Option<Purpose>,
+    /// The customers a staff notice is about: a refusal of it goes back to their handoff
+    /// requests, never to the staff member's own conversation.
+    pub about: Vec<WaId>,
 }
 
 impl NewOutbox {
@@ -158,6 +165,8 @@ impl NewOutbox {
             parts: 1,
             at,
             fallback: None,
+            purpose: None,
+            about: Vec::new(),
         }
     }
 }
@@ -272,6 +281,10 @@ pub struct OutboxEntry {
     /// A fallback was used: the part is not changed again (exactly once, whichever of the
     /// synchronous refusal and the late `failed` status came first).
     pub fell_back: bool,
+    /// See [`NewOutbox::purpose`].
+    pub purpose: Option<Purpose>,
+    /// See [`NewOutbox::about`].
+    pub about: Vec<WaId>,
 }
 
 impl OutboxEntry {
@@ -298,6 +311,8 @@ impl OutboxEntry {
             status_at: None,
             fallback: entry.fallback.clone(),
             fell_back: false,
+            purpose: entry.purpose,
+            about: entry.about.clone(),
         }
     }
 
