@@ -27,6 +27,7 @@ pub fn known_tools() -> BTreeSet<String> {
         .iter()
         .chain([
             &crate::engine::handoff::REQUEST_HUMAN,
+            &crate::engine::consent::RECORD_OPT_OUT,
             &crate::realestate::tools::REQUEST_CALLBACK,
             &crate::realestate::tools::REQUEST_LISTING_CHANGE,
         ])
@@ -111,6 +112,7 @@ pub fn assemble_engine(
     ));
     let tools = crate::realestate::tools::registry(realestate.clone())
         .with(RequestHuman::new(desk.clone()))
+        .with(crate::engine::consent::RecordOptOut::new(store.clone()))
         .with(crate::realestate::tools::RequestCallback::new(
             realestate.clone(),
             desk.clone(),

@@ -7,7 +7,10 @@
 //!   template, the conversation flagged; an operator's reply then is refused with 409 and the
 //!   follow-up template goes instead.
 //! - A photo whose `failed` status (131053) arrives after the send goes again as text, once.
-//! - A 👍 on an old message while a booking waits for its yes books nothing and says nothing.
+//! - A 👍 on an old message while a booking waits for its yes books nothing and says nothing; a
+//!   👍 on its Confirm / Cancel message books nothing and says once how to confirm.
+//! - «Por favor, no me mandéis más mensajes» opts out without a model; «quiero dar de baja mi
+//!   anuncio», a newcomer's «Start» and «baja» answering «¿planta alta o baja?» do not.
 //! - 131056 and 130429 back off the recipient and the number; nothing is lost.
 //! - Twenty turns refused for content (a 200 with `finish_reason: "content_filter"`) go to the
 //!   fallback and leave the primary's breaker closed for everyone else.
@@ -118,6 +121,8 @@ fn rules(body: &Value) -> Value {
         call("ToSearcherAssistant", json!({"query": content}))
     } else if role == "user" && content.contains("visita") {
         call("ToAppointmentAssistant", json!({"query": content}))
+    } else if role == "user" && content.contains("un bajo o un alto") {
+        say("¿Lo prefieres en planta alta o baja?")
     } else if role == "user" && content.contains("fotos") {
         call("ToPropertyAssistant", json!({"query": content}))
     } else if primary {
@@ -457,6 +462,118 @@ async fn a_reaction_neither_answers_nor_confirms(service: &mut Service, set: &De
         !appointments.to_string().contains(customer),
         "nothing booked: {appointments}"
     );
+
+    // A 👍 on the message with the Confirm / Cancel buttons: one reply, saying what is still
+    // pending and how to confirm it; no model call, nothing booked.
+    let with_buttons = service
+        .graph
+        .delivered()
+        .into_iter()
+        .rfind(|d| d.to == customer && d.kind == "interactive")
+        .expect("the summary with its buttons");
+    service
+        .customer_sends(
+            customer,
+            "Diego",
+            json!({"type": "reaction", "reaction": {"message_id": with_buttons.wamid, "emoji": "👍"}}),
+            chrono::Duration::zero(),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "Todavía no está hecho: ", Duration::from_secs(5))
+        .await;
+    let told = service
+        .texts_to(customer)
+        .into_iter()
+        .find(|t| t.starts_with("Todavía no está hecho: "))
+        .unwrap();
+    assert!(
+        told.ends_with(". Para confirmarlo, pulsa «Confirmar» o responde «sí»."),
+        "{told}"
+    );
+    assert!(told.contains(&property.id), "what is pending: {told}");
+    assert_eq!(service.model_calls(), calls, "no model call");
+    let (_, appointments) = service
+        .admin("GET", "/admin/export/appointments", None)
+        .await;
+    assert!(
+        !appointments.to_string().contains(customer),
+        "a reaction books nothing: {appointments}"
+    );
+}
+
+/// Consent is read as what a message asks, not its words: a sentence asking to stop is an
+/// opt-out without a model; «quiero dar de baja mi anuncio», a newcomer's «Start» and a «baja»
+/// that answers the bot's own question are not.
+async fn consent_is_read_as_intent_not_words(service: &mut Service) {
+    let opted_out = |shown: &Value| shown["opted_out_at"].is_string();
+    let shown_of = async |service: &Service, customer: &str| {
+        service
+            .admin("GET", &format!("/admin/conversations/{customer}"), None)
+            .await
+            .1
+    };
+
+    let customer = "34611400021";
+    let calls = service.model_calls();
+    service
+        .customer_says(customer, "Rosa", "Por favor, no me mandéis más mensajes")
+        .await;
+    service
+        .wait_for_message(customer, "Hecho: no volverás", Duration::from_secs(5))
+        .await;
+    assert_eq!(
+        service.texts_to(customer),
+        [
+            "Hecho: no volverás a recibir recordatorios, avisos ni novedades nuestras por aquí. Si \
+          nos escribes, te seguiremos respondiendo. Para volver a recibirlos, escribe ALTA."
+        ]
+    );
+    assert_eq!(service.model_calls(), calls, "no model call");
+    let shown = shown_of(service, customer).await;
+    assert!(opted_out(&shown), "{shown}");
+
+    // Not consent: each goes to the assistants, and nobody's consent changes.
+    for (customer, text) in [
+        ("34611400022", "quiero dar de baja mi anuncio"),
+        ("34611400023", "Start"),
+        ("34611400024", "dejad de enviarme el contrato, ya lo tengo"),
+    ] {
+        let calls = service.model_calls();
+        service.customer_says(customer, "Luis", text).await;
+        service
+            .wait_for_message(customer, "¿en qué te ayudo?", Duration::from_secs(5))
+            .await;
+        assert!(service.model_calls() > calls, "{text}: the model answers");
+        assert!(
+            !service
+                .texts_to(customer)
+                .iter()
+                .any(|t| t.starts_with("Hecho:")),
+            "{text}: no consent acknowledgement"
+        );
+        assert!(!opted_out(&shown_of(service, customer).await), "{text}");
+    }
+
+    // «baja» answering «¿planta alta o baja?»: an answer for the assistant, not an opt-out.
+    let customer = "34611400025";
+    service
+        .customer_says(customer, "Marta", "busco un bajo o un alto en Ruzafa")
+        .await;
+    service
+        .wait_for_message(
+            customer,
+            "¿Lo prefieres en planta alta o baja?",
+            Duration::from_secs(5),
+        )
+        .await;
+    let calls = service.model_calls();
+    service.customer_says(customer, "Marta", "Baja").await;
+    service
+        .wait_for_message(customer, "¿en qué te ayudo?", Duration::from_secs(5))
+        .await;
+    assert!(service.model_calls() > calls, "the model reads the answer");
+    assert!(!opted_out(&shown_of(service, customer).await));
 }
 
 /// Meta's slow-downs: the part waits and goes, once.
@@ -553,6 +670,7 @@ async fn on_the_embedded_store_outreach_keeps_the_rules() {
     a_day_late_message_gets_only_a_template(&mut service, None).await;
     a_late_media_failure_falls_back_once(&mut service, &set).await;
     a_reaction_neither_answers_nor_confirms(&mut service, &set).await;
+    consent_is_read_as_intent_not_words(&mut service).await;
     rate_limits_back_off_and_lose_nothing(&mut service).await;
     content_refusals_stay_with_their_conversation(&mut service).await;
 }
@@ -620,6 +738,7 @@ async fn on_mongodb_outreach_keeps_the_rules() {
     a_day_late_message_gets_only_a_template(&mut service, Some(&db)).await;
     a_late_media_failure_falls_back_once(&mut service, &set).await;
     a_reaction_neither_answers_nor_confirms(&mut service, &set).await;
+    consent_is_read_as_intent_not_words(&mut service).await;
     rate_limits_back_off_and_lose_nothing(&mut service).await;
     content_refusals_stay_with_their_conversation(&mut service).await;
     drop(service);

@@ -2,7 +2,7 @@
 //! again, and a stale Confirm/Cancel button answered.
 
 use crate::domain::{Content, Role, phrases};
-use crate::engine::consent::{Consent, consent};
+use crate::engine::consent::{Consent, Offered, consent_after};
 use crate::engine::handoff::asks_for_person;
 use crate::engine::turn::inbound::is_reaction;
 
@@ -104,8 +104,10 @@ pub(super) async fn before_assistant(
         .filter_map(|e| e.text.as_deref())
         .collect();
     if typed.len() == new.len()
-        && let Some(said) = consent(&typed.join("\n"))
+        && let Some(said) = consent_after(&typed.join("\n"), &offered_before(state))
         && let Some(last) = new.last()
+        // A newcomer's «Start» or «Voltar» is not an opt-in: there is nothing to resume.
+        && (said == Consent::OptOut || state.user.opted_out())
     {
         return settle_consent(turn, state, said, last).await;
     }
@@ -156,6 +158,42 @@ pub(super) async fn before_assistant(
         return Ok(());
     }
     Ok(())
+}
+
+/// What the bot said before the message this turn answers: the texts, buttons and list rows
+/// since the customer's previous message (the last one is this turn's own).
+fn offered_before(state: &State) -> Offered<'_> {
+    let earlier = &state.messages[..state.messages.len().saturating_sub(1)];
+    let since = earlier
+        .iter()
+        .rposition(|m| m.message.role == MessageRole::Human)
+        .map_or(0, |at| at + 1);
+    let mut offered = Offered::default();
+    for message in &earlier[since..] {
+        let message = &message.message;
+        if message.role == MessageRole::Ai && !message.content.trim().is_empty() {
+            offered.texts.push(&message.content);
+            if message.agent.as_deref() == Some(CONSENT_AGENT) {
+                offered.about_consent = true;
+            }
+        }
+        for attachment in &message.attachments {
+            match attachment {
+                crate::store::Attachment::Buttons { text, buttons } => {
+                    offered.texts.push(text);
+                    offered
+                        .texts
+                        .extend(buttons.iter().map(|b| b.title.as_str()));
+                }
+                crate::store::Attachment::List { text, rows } => {
+                    offered.texts.push(text);
+                    offered.texts.extend(rows.iter().map(|r| r.title.as_str()));
+                }
+                crate::store::Attachment::Image { .. } => {}
+            }
+        }
+    }
+    offered
 }
 
 /// An opt-out or opt-in, like a button: recorded on the contact for every instance to see,

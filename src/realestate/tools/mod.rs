@@ -87,14 +87,17 @@ mod tests {
     use crate::realestate::MemoryRealEstate;
     use crate::store::MemoryStore;
 
-    /// Every tool an assistant can be given, by name: the registry's and the three that tell
-    /// the agency's people.
+    /// Every tool an assistant can be given, by name: the registry's, the three that tell the
+    /// agency's people, and the opt-out.
     fn every_tool_spec() -> std::collections::BTreeMap<String, crate::llm::ToolSpec> {
         let realestate = Arc::new(MemoryRealEstate::new());
         let store: Arc<dyn crate::store::Store> = Arc::new(MemoryStore::new());
         let desk = Arc::new(HandoffDesk::new(store, None, HandoffSettings::default()));
         let registry = registry(realestate.clone())
             .with(RequestHuman::new(desk.clone()))
+            .with(crate::engine::consent::RecordOptOut::new(Arc::new(
+                MemoryStore::new(),
+            )))
             .with(RequestCallback::new(realestate.clone(), desk.clone()))
             .with(RequestListingChange::new(realestate, desk));
         registry

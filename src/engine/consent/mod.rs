@@ -1,0 +1,160 @@
+//! Opt-out and opt-in, read as intent, without a model. A short whole message that asks the
+//! business to stop writing first — «STOP», «BAJA», «por favor no me mandéis más mensajes»,
+//! «dejad de escribirme», «stop sending me these», «pare de me mandar mensagens» — stops every
+//! proactive message to that contact (reminders, saved-search alerts, re-engagement); one that
+//! asks for them again — «ALTA», «quiero volver a recibir los avisos», «start again» — brings
+//! them back. Meta lowers the quality rating of numbers whose messages are ignored or blocked,
+//! and a low rating caps or stops the number: honouring the opt-out at once protects the number.
+//!
+//! What is not consent goes to the assistants, whose `record_opt_out` tool catches what this
+//! reader leaves: a message that names something else to cancel («quiero dar de baja mi
+//! anuncio», «cancela la alerta de Ruzafa», «anula la visita»); a bare «baja» or «alta» right
+//! after the bot offered it as a choice («¿planta alta o baja?»); anything long.
+//!
+//! Measured on `tests/data/consent/` (a tuning table, and a held-out one written apart).
+
+mod tool;
+mod words;
+
+use regex::Regex;
+
+use crate::agents::keywords::tokens;
+
+pub use tool::{RECORD_OPT_OUT, RecordOptOut, RecordOptOutArgs};
+use words::{
+    ARTICLES, CONSENT_TALK, COURTESY, MESSAGE_CUES, MESSAGES, MOST_WORDS, OPT_IN_WORDS,
+    OPT_OUT_WORDS, OTHER_THINGS, QUESTION_WORDS, RESUME, RESUME_CUES, STOP, STOP_CUES,
+};
+
+/// What a message says about proactive messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consent {
+    /// Stop writing to me first.
+    OptOut,
+    /// Write to me again.
+    OptIn,
+}
+
+/// What the bot said last, before the message being read: its words, and the titles of the
+/// buttons and list rows it offered.
+#[derive(Debug, Clone, Default)]
+pub struct Offered<'a> {
+    pub texts: Vec<&'a str>,
+    /// Whether it was the bot's own consent acknowledgement («… escribe ALTA»).
+    pub about_consent: bool,
+}
+
+/// A reader of consent: the words of a message, with what the bot offered before it.
+pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
+    let words: Vec<String> = tokens(text)
+        .into_iter()
+        .filter(|w| !COURTESY.contains(&w.as_str()))
+        .collect();
+    if words.is_empty() || words.len() > MOST_WORDS {
+        return None;
+    }
+    let said = words.join(" ");
+    let keyword = if OPT_OUT_WORDS.contains(&said.as_str()) {
+        Some(Consent::OptOut)
+    } else if OPT_IN_WORDS.contains(&said.as_str()) {
+        Some(Consent::OptIn)
+    } else {
+        None
+    };
+    if let Some(keyword) = keyword {
+        // A word the bot just offered as a choice is the answer to it («¿alta o baja?»),
+        // unless it offered it for consent («… escribe ALTA»).
+        return (!was_offered(&words, offered)).then_some(keyword);
+    }
+    // «no dejéis de escribirme», «don't stop sending»: the opposite.
+    if said.contains("no dejeis de")
+        || said.contains("no dejes de")
+        || said.contains("dont stop")
+        || said.contains("don t stop")
+        || said.contains("nao parem de")
+        || said.contains("nao deixem de")
+    {
+        return None;
+    }
+    if matches_about_messages(&STOP, &said) {
+        return Some(Consent::OptOut);
+    }
+    if matches_about_messages(&RESUME, &said) {
+        return Some(Consent::OptIn);
+    }
+    cues(&words)
+}
+
+/// The second reading, by what a message holds rather than how it is worded: a short message
+/// with a cue of stopping (or of coming back) and one of the messages themselves, that names
+/// nothing else and asks no question — «mensajes no más, gracias», «avisos: ya no, que alquilé».
+fn cues(words: &[String]) -> Option<Consent> {
+    let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    let phrase = |list: &[&str]| {
+        let said = format!(" {} ", words.join(" "));
+        list.iter().any(|p| said.contains(&format!(" {p} ")))
+    };
+    if words.len() > 12
+        || has(OTHER_THINGS)
+        || has(QUESTION_WORDS)
+        || !(has(MESSAGE_CUES) || MESSAGES.split('|').any(|m| has(&[m.trim()])))
+    {
+        return None;
+    }
+    if phrase(STOP_CUES) {
+        return Some(Consent::OptOut);
+    }
+    // «no me mandéis la ubicación otra vez» asks for nothing back.
+    let negated = has(&[
+        "no", "nao", "not", "dont", "ne", "non", "nicht", "kein", "never",
+    ]);
+    if !negated && phrase(RESUME_CUES) {
+        return Some(Consent::OptIn);
+    }
+    None
+}
+
+/// Whether one of `patterns` matches `said` with the messages as its object: «no me mandes más
+/// fotos del piso» asks for no more photos, «dejad de enviarme el contrato» not to be sent a
+/// contract — a thing named right after the match is what it is about.
+fn matches_about_messages(patterns: &[Regex], said: &str) -> bool {
+    patterns.iter().any(|pattern| {
+        pattern.find_iter(said).any(|found| {
+            // Ending on the messages themselves: what follows only says which ones.
+            let last = found.as_str().rsplit(' ').next().unwrap_or_default();
+            if MESSAGES.split('|').any(|m| m.trim() == last) {
+                return true;
+            }
+            let object = said[found.end()..]
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .find(|w| !ARTICLES.contains(w));
+            object.is_none_or(|w| !OTHER_THINGS.contains(&w))
+        })
+    })
+}
+
+/// [`consent_after`] with nothing offered before.
+pub fn consent(text: &str) -> Option<Consent> {
+    consent_after(text, &Offered::default())
+}
+
+/// Whether the bot's last message offered the keyword `words` as an answer: the word is in its
+/// text, a button or a list row, and the message was not about consent.
+fn was_offered(words: &[String], offered: &Offered<'_>) -> bool {
+    if offered.about_consent {
+        return false;
+    }
+    let Some(word) = words.last() else {
+        return false;
+    };
+    let said: Vec<Vec<String>> = offered.texts.iter().map(|t| tokens(t)).collect();
+    let talks_consent = said
+        .iter()
+        .flatten()
+        .any(|w| CONSENT_TALK.iter().any(|prefix| w.starts_with(prefix)));
+    !talks_consent && said.iter().flatten().any(|w| w == word)
+}
+
+#[cfg(test)]
+mod tests;
