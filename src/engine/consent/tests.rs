@@ -99,3 +99,36 @@ fn the_bots_own_acknowledgement_makes_its_keyword_consent() {
     assert_eq!(consent_after("Alta", &floors), None);
     assert_eq!(consent("baja"), Some(Consent::OptOut));
 }
+
+#[tokio::test]
+async fn record_opt_out_records_what_the_assistant_heard() {
+    use crate::engine::Tool as _;
+    use crate::store::{MemoryStore, UserStore as _};
+    use std::sync::Arc;
+    let store = Arc::new(MemoryStore::new());
+    let tool = super::RecordOptOut::new(store.clone());
+    let customer = crate::domain::WaId::parse("34611000555").unwrap();
+    let context = crate::engine::ToolContext::new(
+        customer.clone(),
+        crate::domain::Role::Prospect,
+        chrono::Utc::now(),
+    );
+    let output = tool
+        .run(
+            serde_json::json!({"said": "¿me podéis quitar de los avisos, que ya he alquilado?"}),
+            &context,
+        )
+        .await
+        .unwrap();
+    assert!(
+        output.text.starts_with("Done: no reminders"),
+        "{}",
+        output.text
+    );
+    let user = store.user(&customer).await.unwrap().unwrap();
+    assert!(user.opted_out());
+    assert_eq!(
+        user.opt_out_source.as_deref(),
+        Some("assistant:¿me podéis quitar de los avisos, que ya ")
+    );
+}
