@@ -71,6 +71,41 @@ impl Purpose {
     }
 }
 
+/// What fills a template's parameter: words, or a moment, written in the template's own
+/// language when it is filled (an English reminder says «Thursday 3 December at 10:00», not
+/// «03/12 a las 10:00»).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TemplateValue {
+    Text(String),
+    /// A local time of the business.
+    Moment(chrono::NaiveDateTime),
+}
+
+impl TemplateValue {
+    /// As `language` (`es`, `en_US`, `pt_PT`…) writes it.
+    fn in_language(&self, language: &str) -> String {
+        match self {
+            TemplateValue::Text(text) => text.clone(),
+            TemplateValue::Moment(at) => {
+                let lang: String = language.chars().take(2).collect();
+                crate::domain::phrases::moment(Some(&lang), *at)
+            }
+        }
+    }
+}
+
+impl From<String> for TemplateValue {
+    fn from(text: String) -> Self {
+        TemplateValue::Text(text)
+    }
+}
+
+impl From<&str> for TemplateValue {
+    fn from(text: &str) -> Self {
+        TemplateValue::Text(text.to_owned())
+    }
+}
+
 /// Meta's template categories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -109,21 +144,46 @@ pub struct TemplateSpec {
     pub category: Category,
     /// The purpose's values that fill `{{1}}`, `{{2}}`…, in order.
     pub parameters: Vec<String>,
+    /// What stands in for a value the service does not have (a contact without a profile
+    /// name, a listing gone): Meta refuses a template with an empty parameter, so a value
+    /// missing without one keeps the message from being sent at all.
+    pub fallbacks: BTreeMap<String, String>,
 }
 
 impl TemplateSpec {
-    /// The parameters' values, from what the purpose provides (`values` by name).
-    pub fn fill(&self, values: &[(&str, String)]) -> Vec<String> {
+    /// The parameters' values, from what the purpose provides (`values` by name), a missing or
+    /// empty one replaced by its declared fallback; the first parameter with neither.
+    pub fn fill(&self, values: &[(&str, TemplateValue)]) -> Result<Vec<String>, String> {
         self.parameters
             .iter()
             .map(|name| {
-                values
+                let given = values
                     .iter()
                     .find(|(key, _)| key == name)
-                    .map(|(_, value)| template_text(value))
-                    .unwrap_or_default()
+                    .map(|(_, value)| template_text(&value.in_language(&self.language)))
+                    .filter(|value| !value.is_empty());
+                given
+                    .or_else(|| self.fallbacks.get(name).map(|f| template_text(f)))
+                    .filter(|value| !value.is_empty())
+                    .ok_or_else(|| name.clone())
             })
             .collect()
+    }
+
+    /// A spec with no fallbacks (the environment's single templates).
+    pub fn new(
+        name: impl Into<String>,
+        language: impl Into<String>,
+        category: Category,
+        parameters: Vec<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            language: language.into(),
+            category,
+            parameters,
+            fallbacks: BTreeMap::new(),
+        }
     }
 }
 
@@ -239,6 +299,27 @@ pub fn parse(text: &str) -> Result<Templates, Vec<TemplatesProblem>> {
                     ),
                 });
             }
+            for (parameter, fallback) in &raw.fallbacks {
+                if !raw.parameters.iter().any(|p| p.get_ref() == parameter) {
+                    problems.push(TemplatesProblem {
+                        line: line_at(fallback.span().start),
+                        message: format!(
+                            "`{}.{}`: a fallback for `{parameter}`, which is not one of its parameters",
+                            purpose.key(),
+                            lang.get_ref()
+                        ),
+                    });
+                } else if fallback.get_ref().trim().is_empty() {
+                    problems.push(TemplatesProblem {
+                        line: line_at(fallback.span().start),
+                        message: format!(
+                            "`{}.{}`: the fallback for `{parameter}` is empty, and Meta refuses an empty parameter",
+                            purpose.key(),
+                            lang.get_ref()
+                        ),
+                    });
+                }
+            }
             for parameter in &raw.parameters {
                 if !purpose.values().contains(&parameter.get_ref().as_str()) {
                     problems.push(TemplatesProblem {
@@ -262,6 +343,11 @@ pub fn parse(text: &str) -> Result<Templates, Vec<TemplatesProblem>> {
                         .parameters
                         .into_iter()
                         .map(Spanned::into_inner)
+                        .collect(),
+                    fallbacks: raw
+                        .fallbacks
+                        .into_iter()
+                        .map(|(name, text)| (name, text.into_inner()))
                         .collect(),
                 },
             );
@@ -332,6 +418,9 @@ struct RawTemplate {
     category: Category,
     #[serde(default)]
     parameters: Vec<Spanned<String>>,
+    /// Parameter → what stands in when the service has no value for it.
+    #[serde(default)]
+    fallbacks: BTreeMap<String, Spanned<String>>,
 }
 
 #[cfg(test)]
@@ -386,11 +475,27 @@ parameters = ["name"]
             })
             .unwrap();
         assert_eq!(usable.name, "visit_reminder");
-        let filled = english.fill(&[
-            ("when", "mañana\n a las  10:00".to_owned()),
-            ("property", "Ático".to_owned()),
-        ]);
-        assert_eq!(filled, ["Ático", "mañana a las 10:00", ""]);
+        let values = [
+            ("when", "mañana\n a las  10:00".into()),
+            ("property", "Ático".into()),
+        ];
+        // No address and no fallback for it: not sent at all, rather than refused by Meta.
+        assert_eq!(english.fill(&values), Err("address".to_owned()));
+        let mut with_fallback = english.clone();
+        with_fallback
+            .fallbacks
+            .insert("address".into(), "the address we sent you".into());
+        assert_eq!(
+            with_fallback.fill(&values),
+            Ok(vec![
+                "Ático".to_owned(),
+                "mañana a las 10:00".to_owned(),
+                "the address we sent you".to_owned()
+            ])
+        );
+        // An empty value is as good as none.
+        let empty = [("address", " ".into()), ("property", "Ático".into())];
+        assert!(matches!(with_fallback.fill(&empty), Err(name) if name == "when"));
     }
 
     #[test]
@@ -425,6 +530,16 @@ parameters = ["name"]
                 "[visit_reminder.es]\nname = \"a\"\nlanguage = \"es\"\ncategory = \"utility\"\ncolour = 1\n",
                 5,
                 "unknown field",
+            ),
+            (
+                "[visit_reminder.es]\nname = \"a\"\nlanguage = \"es\"\ncategory = \"utility\"\nparameters = [\"property\"]\nfallbacks = { address = \"x\" }\n",
+                6,
+                "not one of its parameters",
+            ),
+            (
+                "[visit_reminder.es]\nname = \"a\"\nlanguage = \"es\"\ncategory = \"utility\"\nparameters = [\"property\"]\nfallbacks = { property = \" \" }\n",
+                6,
+                "is empty",
             ),
         ];
         for (text, line, message) in cases {

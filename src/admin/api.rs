@@ -325,7 +325,7 @@ pub async fn send_follow_up(
         &templates,
         &business,
         &raw,
-        Some(&who.name),
+        &who,
     )
     .await?;
     state.arrivals.wake();

@@ -395,14 +395,17 @@ pub async fn operator_follow_up(
     templates: &crate::templates::Templates,
     business: &str,
     raw: &str,
-    operator: Option<&str>,
+    who: &crate::admin::team::Identity,
 ) -> Result<serde_json::Value, AdminError> {
     let wa_id = wa_id(raw)?;
     let template = handoff::follow_up(
         store,
         templates,
         &wa_id,
-        &operator_name(operator),
+        handoff::FollowUpBy {
+            operator: &who.name,
+            shown_as: &who.shown_as(business),
+        },
         business,
         Utc::now(),
     )

@@ -48,6 +48,7 @@ pub const VARIABLES: &[&str] = &[
     "WHATSAPP_ALERT_TEMPLATE",
     "WHATSAPP_ALERT_TEMPLATE_LANGUAGE",
     "ZAGUAN_REMINDER_TIME",
+    "ZAGUAN_REMINDER_MIN_NOTICE",
     "ZAGUAN_OUTREACH_EVERY",
     "MONGODB_URI",
     "MONGODB_DATABASE",
@@ -236,6 +237,7 @@ impl Config {
             chrono::NaiveTime::parse_from_str(v, "%H:%M")
                 .map_err(|_| format!("`{v}` is not a time like `19:00`"))
         });
+        let reminder_min_notice = env.duration("ZAGUAN_REMINDER_MIN_NOTICE", "3h");
         // How often the reminder and alert loops look for work.
         let outreach_every = env.duration("ZAGUAN_OUTREACH_EVERY", "1m");
         let llm_timeout = env.duration("ZAGUAN_LLM_TIMEOUT", "30s");
@@ -365,6 +367,7 @@ impl Config {
             .map(|phone_number_id| Outreach {
                 reminders: ReminderSettings {
                     at: reminder_time.expect(checked),
+                    min_notice: reminder_min_notice.expect(checked),
                     timezone,
                     phone_number_id: phone_number_id.to_owned(),
                     every: outreach_every.expect(checked),

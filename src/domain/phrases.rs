@@ -118,6 +118,53 @@ fn weekday(lang: &str, day: chrono::Weekday) -> &'static str {
     }
 }
 
+/// A moment as a message in `lang` writes it: «jueves 03/12 a las 10:00», «Thursday 3 December
+/// at 10:00», «quinta-feira, 3 de dezembro, às 10:00» (Spanish for other languages, for the
+/// translator).
+pub fn moment(lang: Option<&str>, at: chrono::NaiveDateTime) -> String {
+    use chrono::{Datelike as _, Timelike as _};
+    const EN_MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    const PT_MONTHS: [&str; 12] = [
+        "janeiro",
+        "fevereiro",
+        "março",
+        "abril",
+        "maio",
+        "junho",
+        "julho",
+        "agosto",
+        "setembro",
+        "outubro",
+        "novembro",
+        "dezembro",
+    ];
+    let lang = lang.unwrap_or("es");
+    let time = format!("{}:{:02}", at.hour(), at.minute());
+    let month = at.month0() as usize;
+    let name = weekday(lang, at.weekday());
+    match lang {
+        "en" => format!("{name} {} {} at {time}", at.day(), EN_MONTHS[month]),
+        "pt" => format!("{name}, {} de {}, às {time}", at.day(), PT_MONTHS[month]),
+        _ => {
+            let at_the = if at.hour() == 1 { "a la" } else { "a las" };
+            format!("{name} {:02}/{:02} {at_the} {time}", at.day(), at.month())
+        }
+    }
+}
+
 /// When the office opens next, as the customer is told it, from the local time `now`:
 /// «hoy a partir de las 16:30», «mañana a partir de las 9:00», «el lunes 30 a partir de las
 /// 9:00».

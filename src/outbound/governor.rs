@@ -20,7 +20,7 @@ use crate::store::{
     ConversationStore, NewOutbox, OutboxEntry, OutboxStatus, OutboxStore, StoreResult, Template,
     TemplateStatus, UserStore,
 };
-use crate::templates::{Purpose, TemplateSpec, Templates};
+use crate::templates::{Purpose, TemplateSpec, TemplateValue, Templates};
 
 /// WhatsApp's customer-service window.
 pub const SERVICE_WINDOW: chrono::Duration = chrono::Duration::hours(24);
@@ -32,6 +32,9 @@ pub enum Skip {
     OptedOut,
     /// Outside the contact's window, with no usable template for the purpose.
     WindowClosed,
+    /// Its template needs a value the service does not have, and `templates.toml` declares no
+    /// fallback for it: Meta would refuse it.
+    MissingValue(&'static str),
 }
 
 impl Skip {
@@ -39,16 +42,24 @@ impl Skip {
         match self {
             Skip::OptedOut => "opted_out",
             Skip::WindowClosed => "window_closed_no_template",
+            Skip::MissingValue(_) => "template_value_missing",
         }
     }
 
     /// As operators read it on the outbox.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> String {
         match self {
-            Skip::OptedOut => "not sent: the contact opted out of messages they did not ask for",
+            Skip::OptedOut => {
+                "not sent: the contact opted out of messages they did not ask for".to_owned()
+            }
             Skip::WindowClosed => {
                 "not sent: outside the contact's 24-hour window, and no approved template for it"
+                    .to_owned()
             }
+            Skip::MissingValue(name) => format!(
+                "not sent: its template needs `{name}`, which is missing here, and \
+                 templates.toml declares no fallback for it"
+            ),
         }
     }
 }
@@ -95,7 +106,7 @@ pub async fn form(
     to: &WaId,
     purpose: Purpose,
     lang: Option<&str>,
-    values: &[(&str, String)],
+    values: &[(&str, TemplateValue)],
     now: DateTime<Utc>,
 ) -> StoreResult<Form> {
     if !may_reach(store, to, purpose).await? {
@@ -107,10 +118,15 @@ pub async fn form(
         .and_then(|c| c.last_inbound_at)
         .is_some_and(|at| now - at < SERVICE_WINDOW);
     let statuses = store.template_statuses().await?;
-    let template = usable(templates, &statuses, purpose, lang).map(|spec| template(spec, values));
+    let template =
+        usable(templates, &statuses, purpose, lang).map(|spec| template(spec, purpose, values));
     Ok(match (open, template) {
-        (true, fallback) => Form::Text { fallback },
-        (false, Some(template)) => Form::Template(template),
+        // Inside the window the text goes; a fallback that cannot be filled is left out.
+        (true, fallback) => Form::Text {
+            fallback: fallback.and_then(Result::ok),
+        },
+        (false, Some(Ok(template))) => Form::Template(template),
+        (false, Some(Err(skip))) => Form::Skip(skip),
         (false, None) => Form::Skip(Skip::WindowClosed),
     })
 }
@@ -131,14 +147,30 @@ pub fn usable<'a>(
     })
 }
 
-/// `spec` filled with `values`, as an outbox part carries it.
-pub fn template(spec: &TemplateSpec, values: &[(&str, String)]) -> Template {
-    Template {
+/// `spec` of `purpose` filled with `values`, as an outbox part carries it; or why it cannot be.
+pub fn template(
+    spec: &TemplateSpec,
+    purpose: Purpose,
+    values: &[(&str, TemplateValue)],
+) -> Result<Template, Skip> {
+    let parameters = spec.fill(values).map_err(|missing| {
+        let name = purpose
+            .values()
+            .iter()
+            .copied()
+            .find(|value| *value == missing)
+            .unwrap_or("a value");
+        tracing::warn!(template = %spec.name, parameter = name, "a template value is missing and has no fallback: not sent");
+        metrics::counter!("zaguan_template_values_missing_total", "purpose" => purpose.key())
+            .increment(1);
+        Skip::MissingValue(name)
+    })?;
+    Ok(Template {
         name: spec.name.clone(),
         language: spec.language.clone(),
-        parameters: spec.fill(values),
+        parameters,
         category: Some(spec.category.as_str().to_owned()),
-    }
+    })
 }
 
 /// A part that was not sent, with why, for operators to see on the outbox (`skipped`).
@@ -149,7 +181,7 @@ pub fn skipped(mut part: NewOutbox, skip: Skip, id: OutboxId) -> OutboxEntry {
     entry.error = Some(GraphError {
         code: None,
         title: None,
-        message: Some(skip.reason().to_owned()),
+        message: Some(skip.reason()),
         error_data: None,
     });
     entry
@@ -161,12 +193,12 @@ mod tests {
     use crate::store::{ContactSeen, MemoryStore, OptOut};
 
     fn utility(name: &str, language: &str) -> crate::templates::TemplateSpec {
-        crate::templates::TemplateSpec {
-            name: name.into(),
-            language: language.into(),
-            category: crate::templates::Category::Utility,
-            parameters: vec!["name".into()],
-        }
+        crate::templates::TemplateSpec::new(
+            name,
+            language,
+            crate::templates::Category::Utility,
+            vec!["name".into()],
+        )
     }
 
     fn contact(wa_id: &WaId, seen_at: DateTime<Utc>) -> ContactSeen {
@@ -197,9 +229,17 @@ mod tests {
         let form_of = |purpose| {
             let (store, templates, to) = (&store, &templates, &to);
             async move {
-                form(store, templates, to, purpose, Some("es"), &[], now)
-                    .await
-                    .unwrap()
+                form(
+                    store,
+                    templates,
+                    to,
+                    purpose,
+                    Some("es"),
+                    &[("name", "Ana".into())],
+                    now,
+                )
+                .await
+                .unwrap()
             }
         };
         assert!(matches!(
@@ -250,7 +290,7 @@ mod tests {
             &to,
             Purpose::ListingAlert,
             Some("en"),
-            &[],
+            &[("name", "Ana".into())],
             now,
         )
         .await
@@ -263,7 +303,7 @@ mod tests {
             &to,
             Purpose::ListingAlert,
             Some("en"),
-            &[],
+            &[("name", "Ana".into())],
             later,
         )
         .await
@@ -275,11 +315,72 @@ mod tests {
             &to,
             Purpose::VisitReminder,
             Some("en"),
-            &[],
+            &[("name", "Ana".into())],
             later,
         )
         .await
         .unwrap();
         assert!(matches!(none, Form::Skip(Skip::WindowClosed)));
+    }
+
+    #[tokio::test]
+    async fn a_template_value_missing_without_a_fallback_is_not_sent_and_says_why() {
+        let store = MemoryStore::new();
+        let mut reminder = crate::templates::TemplateSpec::new(
+            "visit_reminder",
+            "es",
+            crate::templates::Category::Utility,
+            vec!["property".into(), "when".into(), "address".into()],
+        );
+        let templates =
+            Templates::default().with_default(Purpose::VisitReminder, "es", reminder.clone());
+        let to = WaId::parse("34611000003").unwrap();
+        let now = Utc::now();
+        store
+            .record_contact(&contact(&to, now - chrono::Duration::hours(30)))
+            .await
+            .unwrap();
+        // The listing is gone: no address.
+        let values = [
+            ("property", "P-1001".into()),
+            ("when", "jueves 03/12 a las 10:00".into()),
+            ("address", String::new().into()),
+        ];
+        let skipped = form(
+            &store,
+            &templates,
+            &to,
+            Purpose::VisitReminder,
+            Some("es"),
+            &values,
+            now,
+        )
+        .await
+        .unwrap();
+        assert_eq!(skipped, Form::Skip(Skip::MissingValue("address")));
+        assert!(
+            Skip::MissingValue("address")
+                .reason()
+                .contains("needs `address`"),
+        );
+        // With a fallback declared, it goes.
+        reminder
+            .fallbacks
+            .insert("address".into(), "la dirección que te indicamos".into());
+        let templates = Templates::default().with_default(Purpose::VisitReminder, "es", reminder);
+        let Form::Template(sent) = form(
+            &store,
+            &templates,
+            &to,
+            Purpose::VisitReminder,
+            Some("es"),
+            &values,
+            now,
+        )
+        .await
+        .unwrap() else {
+            panic!("a template outside the window");
+        };
+        assert_eq!(sent.parameters[2], "la dirección que te indicamos");
     }
 }

@@ -216,7 +216,10 @@ impl GraphClient {
             .pop_if_empty()
             .extend([waba_id, "message_templates"]);
         url.query_pairs_mut()
-            .append_pair("fields", "name,language,status,category")
+            .append_pair(
+                "fields",
+                "name,language,status,category,components,parameter_format",
+            )
             .append_pair("limit", "100");
         let mut templates = Vec::new();
         let mut next = Some(url);
@@ -478,6 +481,12 @@ pub struct AccountTemplate {
     pub status: String,
     #[serde(default)]
     pub category: Option<String>,
+    /// Its header, body, footer and buttons, as Meta describes them.
+    #[serde(default)]
+    pub components: Vec<serde_json::Value>,
+    /// `POSITIONAL` (`{{1}}`) or `NAMED` (`{{first_name}}`).
+    #[serde(default)]
+    pub parameter_format: Option<String>,
 }
 
 #[derive(Deserialize)]

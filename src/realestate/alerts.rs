@@ -180,10 +180,10 @@ impl<S: AlertStore + PropertyStore + ?Sized> Alerts<S> {
             listing_line(property),
         );
         let values = [
-            ("title", property.title.clone()),
-            ("price", price(property)),
-            ("reference", property.id.clone()),
-            ("business", self.engine.business_name()),
+            ("title", property.title.clone().into()),
+            ("price", price(property).into()),
+            ("reference", property.id.clone().into()),
+            ("business", self.engine.business_name().into()),
         ];
         let step = format!("alert:{}:{}", alert.id, property.id);
         let notified = self

@@ -330,7 +330,7 @@ impl TestApp {
         let issued = self
             .state
             .team()
-            .add(name, role, "test", chrono::Utc::now())
+            .add(name, role, None, "test", chrono::Utc::now())
             .await
             .unwrap();
         let auth = format!("Bearer {}", issued.token);

@@ -178,7 +178,7 @@ async fn a_reminder_speaks_the_customers_template_language(
                 wa_id: wa_id.clone(),
                 starts_at: at(hour),
                 status: AppointmentStatus::Booked,
-                created_at: Utc::now(),
+                created_at: Utc::now() - chrono::Duration::days(2),
                 reminder_sent_at: None,
                 moved_from: None,
             })
@@ -209,6 +209,7 @@ async fn a_reminder_speaks_the_customers_template_language(
         realestate.clone(),
         engine,
         ReminderSettings {
+            min_notice: zaguan::realestate::reminders::DEFAULT_MIN_NOTICE,
             at: NaiveTime::MIN,
             timezone: TZ,
             phone_number_id: "109876543210".into(),
@@ -231,6 +232,22 @@ async fn a_reminder_speaks_the_customers_template_language(
         sent(store.unsent_outbox(&portuguese).await.unwrap()).1,
         "es",
         "the paused Portuguese template gives way to the fallback language's"
+    );
+    // The English template says its date in English.
+    use chrono::Datelike as _;
+    let english_when = &store.unsent_outbox(&english).await.unwrap()[0]
+        .template
+        .clone()
+        .unwrap()
+        .parameters[1];
+    assert_eq!(
+        english_when,
+        &format!(
+            "{} {} {} at 10:00",
+            tomorrow.format("%A"),
+            tomorrow.day(),
+            tomorrow.format("%B")
+        )
     );
 }
 
@@ -602,9 +619,39 @@ async fn an_operator_cannot_write_past_the_window(store: Arc<dyn Store>) {
         .await;
     assert_eq!(status, axum::http::StatusCode::ACCEPTED, "{body}");
     let queued = store.unsent_outbox(&customer).await.unwrap();
+    let template = queued[0].template.as_ref().unwrap();
+    assert_eq!(template.name, "operator_follow_up");
+    // Sent with the bootstrap token: the customer reads the business, never «admin».
     assert_eq!(
-        queued[0].template.as_ref().unwrap().name,
-        "operator_follow_up"
+        template.parameters,
+        ["Ana", "Zaguan Inmobiliaria", "Zaguan Inmobiliaria"],
+        "name, operator, business"
+    );
+    // An operator with a display name is read by it.
+    let team = app.state.team();
+    let issued = team
+        .add(
+            "lucia.perez",
+            zaguan::admin::team::OperatorRole::Operator,
+            Some(" Lucía   Pérez "),
+            "test",
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+    let (status, body) = app
+        .admin(
+            "POST",
+            &format!("{path}/follow-up"),
+            Some(&format!("Bearer {}", issued.token)),
+            None,
+        )
+        .await;
+    assert_eq!(status, axum::http::StatusCode::ACCEPTED, "{body}");
+    let queued = store.unsent_outbox(&customer).await.unwrap();
+    assert_eq!(
+        queued.last().unwrap().template.as_ref().unwrap().parameters[1],
+        "Lucía Pérez"
     );
     // A customer who opted out gets no follow-up either, and the operator is told why.
     store
@@ -627,7 +674,11 @@ async fn an_operator_cannot_write_past_the_window(store: Arc<dyn Store>) {
         .await;
     assert_eq!(status, axum::http::StatusCode::CONFLICT, "{body}");
     assert!(body.to_string().contains("opted out"), "{body}");
-    assert_eq!(store.unsent_outbox(&customer).await.unwrap().len(), 1);
+    assert_eq!(
+        store.unsent_outbox(&customer).await.unwrap().len(),
+        2,
+        "nothing more"
+    );
 }
 
 crate::both_stores!(|s| (s.store.clone(), s.realestate.clone()) =>

@@ -268,7 +268,21 @@ fn templates_check_compares_the_file_with_the_account() {
             if query.get("after").is_none() {
                 axum::Json(serde_json::json!({
                     "data": [
-                        {"name": "visit_reminder", "language": "es", "status": "APPROVED", "category": "UTILITY", "id": "1"},
+                        {"name": "visit_reminder", "language": "es", "status": "APPROVED", "category": "UTILITY", "id": "1",
+                         "parameter_format": "POSITIONAL",
+                         "components": [
+                            {"type": "HEADER", "format": "TEXT", "text": "Tu visita"},
+                            {"type": "BODY", "text": "Mañana, {{2}}, visitas {{1}} ({{3}}). Si no puedes, dínoslo por aquí.",
+                             "example": {"body_text": [["Ático en Ruzafa", "jueves 03/12 a las 10:00", "Calle de Sueca 12"]]}},
+                            {"type": "FOOTER", "text": "Zaguan Inmobiliaria"},
+                            {"type": "BUTTONS", "buttons": [{"type": "QUICK_REPLY", "text": "Cambiar la visita"}]}]},
+                        {"name": "operator_follow_up", "language": "es", "status": "APPROVED", "category": "UTILITY", "id": "4",
+                         "parameter_format": "NAMED",
+                         "components": [
+                            {"type": "HEADER", "format": "IMAGE", "example": {"header_handle": ["4::aW"]}},
+                            {"type": "BODY", "text": "Hola {{name}}, soy {{operator}} de {{business}}.",
+                             "example": {"body_text_named_params": [{"param_name": "name", "example": "Ana"}]}},
+                            {"type": "BUTTONS", "buttons": [{"type": "URL", "text": "Ver la ficha", "url": "https://zaguan.example/p/{{1}}", "example": ["P-1001"]}]}]},
                         {"name": "visit_reminder", "language": "en", "status": "PAUSED", "category": "UTILITY", "id": "2"},
                     ],
                     "paging": {"cursors": {"after": "b"}, "next": format!("http://{addr}/v21.0/555000/message_templates?after=b")}
@@ -276,7 +290,8 @@ fn templates_check_compares_the_file_with_the_account() {
             } else {
                 axum::Json(serde_json::json!({
                     "data": [
-                        {"name": "listing_alert", "language": "es", "status": "APPROVED", "category": "MARKETING", "id": "3"},
+                        {"name": "listing_alert", "language": "es", "status": "APPROVED", "category": "MARKETING", "id": "3",
+                         "components": [{"type": "BODY", "text": "Nuevo para tu búsqueda: {{1}} por {{2}}."}]},
                     ],
                     "paging": {"cursors": {"before": "b"}}
                 }))
@@ -314,6 +329,11 @@ name = "seguimos_aqui"
 language = "es"
 category = "utility"
 parameters = ["name"]
+[operator_follow_up.es]
+name = "operator_follow_up"
+language = "es"
+category = "utility"
+parameters = ["name", "operator", "business"]
 "#,
     )
     .unwrap();
@@ -342,8 +362,20 @@ parameters = ["name"]
     assert!(text.contains("warning: listing_alert [es]: `listing_alert` (es): the account says marketing, the file utility"), "{text}");
     assert!(
         !text.contains("visit_reminder [es]: `visit_reminder` (es):"),
+        "the Spanish reminder's body takes the file's three values: {text}"
+    );
+    // What Meta would refuse at send time, caught here.
+    assert!(
+        text.contains("listing_alert [es]: `listing_alert` (es): the account's body takes 2 value(s), the file gives 3 (title, price, reference)"),
         "{text}"
     );
+    for problem in [
+        "operator_follow_up [es]: `operator_follow_up` (es): named parameters",
+        "operator_follow_up [es]: `operator_follow_up` (es): a image header, which the service does not send",
+        "operator_follow_up [es]: `operator_follow_up` (es): the button «Ver la ficha» takes a value for its link",
+    ] {
+        assert!(text.contains(problem), "{problem}\n{text}");
+    }
     // The environment's staff notice stands for the purpose the file leaves out.
     assert!(
         text.contains("staff_handoff [es]: staff_handoff (es, utility)"),

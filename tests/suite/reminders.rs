@@ -23,6 +23,7 @@ const TZ: chrono_tz::Tz = chrono_tz::Europe::Madrid;
 
 fn settings() -> ReminderSettings {
     ReminderSettings {
+        min_notice: zaguan::realestate::reminders::DEFAULT_MIN_NOTICE,
         at: NaiveTime::from_hms_opt(19, 0, 0).unwrap(),
         timezone: TZ,
         phone_number_id: "109876543210".into(),
@@ -82,7 +83,8 @@ async fn reminders_go_out_once_as_text_or_template(
         wa_id: wa_id.clone(),
         starts_at,
         status: AppointmentStatus::Booked,
-        created_at: Utc::now(),
+        // Booked days ago: the evening before is long enough after the booking.
+        created_at: local(today, 9, 0) - chrono::Duration::days(2),
         reminder_sent_at: None,
         moved_from: None,
     };
@@ -164,14 +166,26 @@ async fn reminders_go_out_once_as_text_or_template(
         .as_ref()
         .expect("outside the window: a template");
     assert_eq!(sent.name, "visit_reminder");
+    // The date in the template's language (Spanish here), with its weekday.
+    const WEEKDAYS: [&str; 7] = [
+        "lunes",
+        "martes",
+        "miércoles",
+        "jueves",
+        "viernes",
+        "sábado",
+        "domingo",
+    ];
+    use chrono::Datelike as _;
     assert_eq!(
         sent.parameters,
         [
             property.title.clone(),
-            local(tomorrow, 17, 0)
-                .with_timezone(&TZ)
-                .format("%d/%m a las %H:%M")
-                .to_string(),
+            format!(
+                "{} {} a las 17:00",
+                WEEKDAYS[tomorrow.weekday().num_days_from_monday() as usize],
+                tomorrow.format("%d/%m")
+            ),
             property.address.clone()
         ]
     );
@@ -229,6 +243,145 @@ async fn reminders_go_out_once_as_text_or_template(
         content.ends_with("¿Me la puedes pasar al viernes?"),
         "{content}"
     );
+}
+
+/// A reminder comes at least `ZAGUAN_REMINDER_MIN_NOTICE` (3 h) after its booking: booked in
+/// the evening for the next morning, two hours before the visit; a visit the same day, two
+/// hours before it; one too close for that, none.
+#[test]
+fn a_reminder_never_follows_its_booking_within_the_minimum_notice() {
+    use zaguan::realestate::reminders::reminder_due;
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 12, 2).unwrap();
+    let next = day + chrono::Days::new(1);
+    let settings = settings();
+    // Booked days before: the evening before, at 19:00.
+    assert_eq!(
+        reminder_due(
+            &settings,
+            local(next, 10, 0),
+            local(day, 9, 0) - chrono::Duration::days(3)
+        ),
+        Some(local(day, 19, 0))
+    );
+    // Booked at 19:30 for tomorrow at 10:00: not minutes later, but at 8:00 tomorrow.
+    assert_eq!(
+        reminder_due(&settings, local(next, 10, 0), local(day, 19, 30)),
+        Some(local(next, 8, 0))
+    );
+    // Booked at 15:30 for tomorrow at 10:00: the evening before is 3.5 h later, kept.
+    assert_eq!(
+        reminder_due(&settings, local(next, 10, 0), local(day, 15, 30)),
+        Some(local(day, 19, 0))
+    );
+    // The same day: booked at 10:00 for 18:00, reminded at 16:00.
+    assert_eq!(
+        reminder_due(&settings, local(day, 18, 0), local(day, 10, 0)),
+        Some(local(day, 16, 0))
+    );
+    // Booked at 8:30 for 10:00: too close for any reminder.
+    assert_eq!(
+        reminder_due(&settings, local(day, 10, 0), local(day, 8, 30)),
+        None
+    );
+}
+
+/// The reminder loop keeps that timing: nothing right after an evening booking, the reminder
+/// two hours before the visit; a same-day visit reminded «hoy».
+async fn reminders_respect_the_booking(
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+) {
+    let today = chrono::NaiveDate::from_ymd_opt(2026, 12, 2).unwrap();
+    let tomorrow = today + chrono::Days::new(1);
+    let set = demo::demo_set(today, TZ);
+    demo::seed(realestate.as_ref(), &set).await.unwrap();
+    let property = &set.properties[0];
+    let evening = WaId::parse("34611000811").unwrap();
+    let same_day = WaId::parse("34611000812").unwrap();
+    for (id, wa_id, starts_at, booked_at) in [
+        (
+            "A-M1",
+            &evening,
+            local(tomorrow, 10, 0),
+            local(today, 19, 30),
+        ),
+        ("A-M2", &same_day, local(today, 18, 0), local(today, 10, 0)),
+    ] {
+        realestate
+            .save_appointment(&Appointment {
+                id: id.into(),
+                property_id: property.id.clone(),
+                slot_id: format!("S-{id}"),
+                wa_id: wa_id.clone(),
+                starts_at,
+                status: AppointmentStatus::Booked,
+                created_at: booked_at,
+                reminder_sent_at: None,
+                moved_from: None,
+            })
+            .await
+            .unwrap();
+        store
+            .record_contact(&ContactSeen {
+                wa_id: wa_id.clone(),
+                phone: Some(wa_id.as_str().to_owned()),
+                user_id: None,
+                name: None,
+                username: None,
+                seen_at: booked_at,
+            })
+            .await
+            .unwrap();
+    }
+    let (engine, _) = engine(&store, &realestate, &[]);
+    let reminders = Reminders::new(realestate.clone(), engine, settings());
+    assert_eq!(reminders.tick(local(today, 15, 59)).await.unwrap(), 0);
+    assert_eq!(reminders.tick(local(today, 16, 0)).await.unwrap(), 1);
+    let said = store.unsent_outbox(&same_day).await.unwrap();
+    assert!(
+        said[0].body.starts_with(
+            "Recordatorio de Zaguan Inmobiliaria: hoy a las 18:00, tienes la visita a"
+        ),
+        "{}",
+        said[0].body
+    );
+    // The evening booking: nothing at 19:45 nor at midnight, then at 8:00.
+    for at in [
+        local(today, 19, 45),
+        local(today, 23, 59),
+        local(tomorrow, 7, 59),
+    ] {
+        assert_eq!(reminders.tick(at).await.unwrap(), 0, "{at}");
+    }
+    assert!(store.unsent_outbox(&evening).await.unwrap().is_empty());
+    assert_eq!(reminders.tick(local(tomorrow, 8, 0)).await.unwrap(), 1);
+    let said = store.unsent_outbox(&evening).await.unwrap();
+    assert!(
+        said[0]
+            .body
+            .starts_with("Recordatorio de Zaguan Inmobiliaria: hoy a las 10:00,"),
+        "{}",
+        said[0].body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_reminders_respect_the_booking() {
+    reminders_respect_the_booking(
+        Arc::new(MemoryStore::new()),
+        Arc::new(MemoryRealEstate::new()),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_reminders_respect_the_booking() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let realestate = Arc::new(MongoRealEstate::new(db.store.pool().clone()));
+    reminders_respect_the_booking(Arc::new(db.store.clone()), realestate).await;
+    db.drop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

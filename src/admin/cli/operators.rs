@@ -24,6 +24,10 @@ pub enum OperatorsCommand {
         /// manages operators and exports.
         #[arg(long, value_enum)]
         role: OperatorRole,
+        /// How customers read them in a follow-up («Lucía Pérez»); without it, the business
+        /// name.
+        #[arg(long)]
+        display_name: Option<String>,
     },
     /// Every operator, their role and whether they are enabled.
     List {
@@ -45,8 +49,14 @@ pub async fn run(args: OperatorsArgs, config: Config) -> anyhow::Result<()> {
     let now = Utc::now();
     let by = "cli";
     match args.command {
-        OperatorsCommand::Add { name, role } => {
-            let issued = team.add(&name, role, by, now).await?;
+        OperatorsCommand::Add {
+            name,
+            role,
+            display_name,
+        } => {
+            let issued = team
+                .add(&name, role, display_name.as_deref(), by, now)
+                .await?;
             print_issued(&issued, &config);
         }
         OperatorsCommand::Reset { name } => {

@@ -3,8 +3,9 @@
 //! service loads them (`file:line: message`), listed by purpose and language, and, with
 //! `WHATSAPP_ACCESS_TOKEN` and `WHATSAPP_BUSINESS_ACCOUNT_ID`, compared with the account's own
 //! list (`GET /{waba-id}/message_templates`): one the account does not have, or that Meta
-//! paused, rejected or disabled, is a problem; a category that differs is a warning (Meta bills
-//! by it). Exit 1 on any problem.
+//! paused, rejected or disabled, is a problem, as is a body whose placeholders are not the file's
+//! parameters, or a header or button that needs a value the service does not send; a category
+//! that differs is a warning (Meta bills by it). Exit 1 on any problem.
 
 use std::path::PathBuf;
 
@@ -139,6 +140,11 @@ pub fn compare(templates: &Templates, account: &[AccountTemplate]) -> (Vec<Strin
                 found.status.to_ascii_lowercase()
             ));
         }
+        problems.extend(
+            components(spec, found)
+                .into_iter()
+                .map(|problem| format!("{what}: {problem}")),
+        );
         if let Some(category) = &found.category
             && !category.eq_ignore_ascii_case(spec.category.as_str())
         {
@@ -150,4 +156,87 @@ pub fn compare(templates: &Templates, account: &[AccountTemplate]) -> (Vec<Strin
         }
     }
     (problems, warnings)
+}
+
+/// What in the account's template the service would send wrong: a body that takes another
+/// number of values than the file's `parameters`, named placeholders (the service sends them
+/// by position), and a header or button that needs a value the service does not send. Meta
+/// refuses each at send time (132000, 132012), so they are caught here.
+fn components(spec: &crate::templates::TemplateSpec, found: &AccountTemplate) -> Vec<String> {
+    let mut problems = Vec::new();
+    let kind = |c: &serde_json::Value| c["type"].as_str().unwrap_or_default().to_ascii_uppercase();
+    if found
+        .parameter_format
+        .as_deref()
+        .is_some_and(|f| f.eq_ignore_ascii_case("NAMED"))
+    {
+        problems.push(
+            "named parameters ({{name}}): the service fills them by position ({{1}}, {{2}}…); \
+             approve it with positional parameters"
+                .to_owned(),
+        );
+    }
+    for component in &found.components {
+        match kind(component).as_str() {
+            "BODY" => {
+                let takes = placeholders(component["text"].as_str().unwrap_or_default());
+                if takes != spec.parameters.len() {
+                    problems.push(format!(
+                        "the account's body takes {takes} value(s), the file gives {} ({})",
+                        spec.parameters.len(),
+                        spec.parameters.join(", ")
+                    ));
+                }
+            }
+            "HEADER" => {
+                let format = component["format"]
+                    .as_str()
+                    .unwrap_or("TEXT")
+                    .to_ascii_uppercase();
+                if format != "TEXT" {
+                    problems.push(format!(
+                        "a {} header, which the service does not send",
+                        format.to_ascii_lowercase()
+                    ));
+                    continue;
+                } else if placeholders(component["text"].as_str().unwrap_or_default()) > 0 {
+                    problems.push(
+                        "a header that takes a value, which the service does not send".to_owned(),
+                    );
+                }
+            }
+            "BUTTONS" => {
+                for button in component["buttons"].as_array().into_iter().flatten() {
+                    let button_type = button["type"].as_str().unwrap_or_default();
+                    let url = button["url"].as_str().unwrap_or_default();
+                    if button_type.eq_ignore_ascii_case("URL") && placeholders(url) > 0 {
+                        problems.push(format!(
+                            "the button «{}» takes a value for its link, which the service \
+                             does not send",
+                            button["text"].as_str().unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    problems
+}
+
+/// How many different `{{…}}` placeholders `text` has.
+fn placeholders(text: &str) -> usize {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let Some(end) = rest[start..].find("}}") else {
+            break;
+        };
+        let name = rest[start + 2..start + end].trim();
+        if !name.is_empty() && !seen.contains(&name) {
+            seen.push(name);
+        }
+        rest = &rest[start + end + 2..];
+    }
+    seen.len()
 }

@@ -127,7 +127,7 @@ pub(super) async fn follow_up(
         &templates,
         &business,
         &raw,
-        Some(&who.identity.name),
+        &who.identity,
     )
     .await?;
     state.arrivals.wake();

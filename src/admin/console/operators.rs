@@ -98,6 +98,8 @@ pub(super) struct AddForm {
     name: String,
     #[serde(default)]
     role: String,
+    #[serde(default)]
+    display_name: String,
 }
 
 pub(super) async fn add(
@@ -114,7 +116,13 @@ pub(super) async fn add(
     })?;
     let issued = state
         .team()
-        .add(&form.name, role, &who.identity.name, Utc::now())
+        .add(
+            &form.name,
+            role,
+            Some(form.display_name.as_str()),
+            &who.identity.name,
+            Utc::now(),
+        )
         .await?;
     page(&state, &who, Some(&issued), None).await
 }

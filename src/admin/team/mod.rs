@@ -61,6 +61,10 @@ impl OperatorRole {
 pub struct Operator {
     pub name: String,
     pub role: OperatorRole,
+    /// How customers read them (`--display-name`, «Lucía Pérez»): the follow-up template
+    /// says «soy Lucía Pérez de …». Never their sign-in name; without one, the business name
+    /// stands in.
+    pub display_name: Option<String>,
     /// argon2id, PHC string.
     pub password_hash: String,
     /// SHA-256 of the operator's API token.
@@ -93,9 +97,36 @@ pub struct SessionRecord {
 pub struct Identity {
     pub name: String,
     pub role: OperatorRole,
+    /// See [`Operator::display_name`]; `None` for the bootstrap admin.
+    pub display_name: Option<String>,
 }
 
 impl Identity {
+    fn of(operator: Operator) -> Self {
+        Self {
+            name: operator.name,
+            role: operator.role,
+            display_name: operator.display_name,
+        }
+    }
+
+    /// The bootstrap admin of `ZAGUAN_ADMIN_TOKEN`.
+    fn bootstrap() -> Self {
+        Self {
+            name: BOOTSTRAP.to_owned(),
+            role: OperatorRole::Admin,
+            display_name: None,
+        }
+    }
+
+    /// How a customer reads who writes: the display name, else `business` — never a sign-in
+    /// name, never «admin».
+    pub fn shown_as(&self, business: &str) -> String {
+        self.display_name
+            .clone()
+            .unwrap_or_else(|| business.to_owned())
+    }
+
     pub fn may(&self, role: OperatorRole) -> bool {
         self.role >= role
     }
@@ -211,14 +242,26 @@ impl Team {
         &self,
         name: &str,
         role: OperatorRole,
+        display_name: Option<&str>,
         by: &str,
         now: DateTime<Utc>,
     ) -> Result<Issued, TeamError> {
         let name = Self::check_name(name)?;
+        let display_name = display_name
+            .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|d| !d.is_empty());
+        if let Some(shown) = &display_name
+            && shown.chars().count() > 60
+        {
+            return Err(TeamError::BadName(format!(
+                "display name `{shown}`: at most 60 characters (customers read it in a template)"
+            )));
+        }
         let (password, token) = (secrets::new_password(), secrets::new_token());
         let operator = Operator {
             name: name.clone(),
             role,
+            display_name,
             password_hash: hash(password.clone()).await,
             token_hash: secrets::digest(&token),
             created_at: now,
@@ -312,10 +355,8 @@ impl Team {
     ) -> StoreResult<Option<(SignedIn, String)>> {
         let name = name.trim().to_lowercase();
         let identity = if name == BOOTSTRAP {
-            self.bootstrap_matches(password).then(|| Identity {
-                name: BOOTSTRAP.to_owned(),
-                role: OperatorRole::Admin,
-            })
+            self.bootstrap_matches(password)
+                .then(|| Identity::bootstrap())
         } else {
             let operator = self.store.operator(&name).await?;
             let hash = operator
@@ -326,10 +367,7 @@ impl Team {
             let right = verify(password.to_owned(), hash).await;
             operator
                 .filter(|o| right && o.disabled_at.is_none())
-                .map(|o| Identity {
-                    name: o.name,
-                    role: o.role,
-                })
+                .map(Identity::of)
         };
         let Some(identity) = identity else {
             return Ok(None);
@@ -376,19 +414,13 @@ impl Team {
         let identity = if record.operator == BOOTSTRAP {
             let same_token =
                 record.bootstrap.is_some() && record.bootstrap == self.bootstrap_digest();
-            same_token.then(|| Identity {
-                name: BOOTSTRAP.to_owned(),
-                role: OperatorRole::Admin,
-            })
+            same_token.then(|| Identity::bootstrap())
         } else {
             self.store
                 .operator(&record.operator)
                 .await?
                 .filter(|o| o.disabled_at.is_none())
-                .map(|o| Identity {
-                    name: o.name,
-                    role: o.role,
-                })
+                .map(Identity::of)
         };
         Ok(identity.map(|identity| SignedIn {
             identity,
@@ -409,10 +441,7 @@ impl Team {
             return Ok(None);
         }
         if self.bootstrap_matches(token) {
-            return Ok(Some(Identity {
-                name: BOOTSTRAP.to_owned(),
-                role: OperatorRole::Admin,
-            }));
+            return Ok(Some(Identity::bootstrap()));
         }
         if !token.starts_with("zg_") {
             return Ok(None);
@@ -422,10 +451,7 @@ impl Team {
             .operator_by_token(&secrets::digest(token))
             .await?
             .filter(|o| o.disabled_at.is_none())
-            .map(|o| Identity {
-                name: o.name,
-                role: o.role,
-            }))
+            .map(Identity::of))
     }
 
     fn bootstrap_matches(&self, presented: &str) -> bool {

@@ -67,6 +67,7 @@ fn operator_doc(o: &Operator) -> Document {
     doc! {
         "_id": &o.name,
         "role": o.role.as_str(),
+        "display_name": o.display_name.as_deref(),
         "password_hash": &o.password_hash,
         "token_hash": &o.token_hash,
         "created_at": at(o.created_at),
@@ -83,6 +84,7 @@ fn operator_of(doc: &Document) -> Operator {
         name: str_of(doc, "_id"),
         role: OperatorRole::parse(doc.get_str("role").unwrap_or_default())
             .unwrap_or(OperatorRole::Viewer),
+        display_name: doc.get_str("display_name").ok().map(str::to_owned),
         password_hash: str_of(doc, "password_hash"),
         token_hash: str_of(doc, "token_hash"),
         created_at: date_of(doc, "created_at").unwrap_or_default(),

@@ -11,21 +11,23 @@ async fn names_are_checked_and_unique() {
     let team = team();
     let now = Utc::now();
     assert!(matches!(
-        team.add("admin", OperatorRole::Admin, "cli", now).await,
+        team.add("admin", OperatorRole::Admin, None, "cli", now)
+            .await,
         Err(TeamError::BadName(_))
     ));
     assert!(matches!(
-        team.add("Ana López", OperatorRole::Viewer, "cli", now)
+        team.add("Ana López", OperatorRole::Viewer, None, "cli", now)
             .await,
         Err(TeamError::BadName(_))
     ));
     let issued = team
-        .add("Lucía", OperatorRole::Operator, "cli", now)
+        .add("Lucía", OperatorRole::Operator, None, "cli", now)
         .await
         .unwrap();
     assert_eq!(issued.name, "lucía");
     assert!(matches!(
-        team.add("lucía", OperatorRole::Viewer, "cli", now).await,
+        team.add("lucía", OperatorRole::Viewer, None, "cli", now)
+            .await,
         Err(TeamError::Exists(_))
     ));
     let stored = team.store().operator("lucía").await.unwrap().unwrap();
@@ -38,7 +40,7 @@ async fn a_session_ends_at_sign_out_disable_and_reset() {
     let team = team();
     let now = Utc::now();
     let issued = team
-        .add("marta", OperatorRole::Viewer, "cli", now)
+        .add("marta", OperatorRole::Viewer, None, "cli", now)
         .await
         .unwrap();
     assert!(team.sign_in("marta", "wrong", now).await.unwrap().is_none());

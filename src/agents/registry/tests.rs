@@ -116,13 +116,13 @@ fn the_shipped_prompts_folder_loads_without_problems() {
             .iter()
             .all(|topic| business.policies.contains_key(*topic))
     );
-    // Primary agents delegate (or ask for a person, or read the agency's facts); every
-    // subgraph has domain tools.
+    // Primary agents delegate (or ask for a person, read the agency's facts, record an
+    // opt-out); every subgraph has domain tools.
     for agent in registry.agents() {
         if agent.kind == AgentKind::Primary {
             assert_eq!(
                 agent.tools,
-                ["request_human", "business_info"],
+                ["request_human", "business_info", "record_opt_out"],
                 "{}",
                 agent.name
             );

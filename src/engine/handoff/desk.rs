@@ -32,7 +32,7 @@ use crate::store::{
     NewOutbox, NoticeFailure, OutboxEntry, OutboxStore, Page, PageBatch, PagerStore, Store,
     StoreResult, UserStore,
 };
-use crate::templates::{Purpose, Templates};
+use crate::templates::{Purpose, TemplateValue, Templates};
 
 /// The escalation's last level: every staff member on duty has been told.
 const ALL_TOLD: u8 = 3;
@@ -384,7 +384,7 @@ where
                     tracing::warn!(staff = %member.id, reason = skip.as_str(), "a staff member could not be told");
                     failed.push(NoticeFailure {
                         member: member.wa_id.clone(),
-                        reason: skip.reason().to_owned(),
+                        reason: skip.reason(),
                         at: now,
                     });
                 }
@@ -528,9 +528,9 @@ where
         now: DateTime<Utc>,
     ) -> StoreResult<Result<(), governor::Skip>> {
         let values = [
-            ("customer", notice.customer.clone()),
-            ("reason", notice.reason.clone()),
-            ("link", notice.link.clone()),
+            ("customer", notice.customer.clone().into()),
+            ("reason", notice.reason.clone().into()),
+            ("link", notice.link.clone().into()),
         ];
         if let Form::Skip(skip) = self.form_to(&member.wa_id, &values, now).await? {
             return Ok(Err(skip));
@@ -563,7 +563,7 @@ where
     async fn form_to(
         &self,
         to: &WaId,
-        values: &[(&str, String)],
+        values: &[(&str, TemplateValue)],
         now: DateTime<Utc>,
     ) -> StoreResult<Form> {
         let lang = self.store.conversation(to).await?.and_then(|c| c.lang);
@@ -620,7 +620,7 @@ where
                 for page in &batch.pages {
                     let failure = NoticeFailure {
                         member: member.clone(),
-                        reason: skip.reason().to_owned(),
+                        reason: skip.reason(),
                         at: now,
                     };
                     self.store
@@ -639,14 +639,14 @@ where
 
     /// The message of a batch and what its template takes: a lone notice as it is, several as
     /// a digest.
-    fn message_of(&self, batch: &PageBatch) -> (String, Vec<(&'static str, String)>) {
+    fn message_of(&self, batch: &PageBatch) -> (String, Vec<(&'static str, TemplateValue)>) {
         if let [page] = batch.pages.as_slice() {
             return (
                 page.text.clone(),
                 vec![
-                    ("customer", page.label.clone()),
-                    ("reason", page.reason.clone()),
-                    ("link", page.link.clone()),
+                    ("customer", page.label.clone().into()),
+                    ("reason", page.reason.clone().into()),
+                    ("link", page.link.clone().into()),
                 ],
             );
         }
@@ -674,9 +674,12 @@ where
         (
             lines.join("\n"),
             vec![
-                ("customer", customers),
-                ("reason", format!("{count} clientes esperan a una persona")),
-                ("link", queue),
+                ("customer", customers.into()),
+                (
+                    "reason",
+                    format!("{count} clientes esperan a una persona").into(),
+                ),
+                ("link", queue.into()),
             ],
         )
     }

@@ -202,6 +202,14 @@ pub async fn reply(
     Ok(OperatorReply { parts })
 }
 
+/// Who sends a follow-up: the operator recorded, and how the customer reads them (their
+/// display name, else the business's).
+#[derive(Debug, Clone, Copy)]
+pub struct FollowUpBy<'a> {
+    pub operator: &'a str,
+    pub shown_as: &'a str,
+}
+
 /// Sends the operator follow-up template (`templates.toml`, `operator_follow_up`) to a
 /// customer whose window closed, so they can write back and the conversation can go on: the
 /// only message WhatsApp delivers then. Refused while the window is open (write a reply) and
@@ -210,10 +218,11 @@ pub async fn follow_up(
     store: &(impl FollowUpStore + ?Sized),
     templates: &crate::templates::Templates,
     wa_id: &WaId,
-    operator: &str,
+    by: FollowUpBy<'_>,
     business: &str,
     now: DateTime<Utc>,
 ) -> Result<crate::store::Template, HandoffError> {
+    let FollowUpBy { operator, shown_as } = by;
     use crate::outbound::governor::{self, Form, Skip};
     use crate::templates::Purpose;
     let Some(conversation) = store.conversation(wa_id).await? else {
@@ -231,9 +240,9 @@ pub async fn follow_up(
         .and_then(|n| n.split_whitespace().next().map(str::to_owned))
         .unwrap_or_default();
     let values = [
-        ("name", name),
-        ("business", business.to_owned()),
-        ("operator", operator.to_owned()),
+        ("name", name.into()),
+        ("business", business.into()),
+        ("operator", shown_as.into()),
     ];
     let database_now = store.server_time().await.unwrap_or(now);
     let form = governor::form(
@@ -266,6 +275,9 @@ pub async fn follow_up(
                  the account"
                     .to_owned(),
             ));
+        }
+        Form::Skip(skip @ Skip::MissingValue(_)) => {
+            return Err(HandoffError::Conflict(skip.reason()));
         }
     };
     let mut part = NewOutbox::text(

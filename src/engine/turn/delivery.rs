@@ -12,7 +12,7 @@ use crate::outbound::governor::{self, Form, Skip};
 use crate::store::{
     Attachment, InboxEntry, Media, NewMessage, NewOutbox, OutboxEntry, ReplyButton, reply_parts,
 };
-use crate::templates::Purpose;
+use crate::templates::{Purpose, TemplateValue};
 
 use crate::engine::turn::graph::Turn;
 use crate::engine::turn::{EngineError, PromptSet, TurnOptions};
@@ -210,7 +210,7 @@ pub struct Outreach<'a> {
     pub phone_number_id: &'a str,
     pub purpose: Purpose,
     /// What fills the purpose's template, by name.
-    pub values: &'a [(&'a str, String)],
+    pub values: &'a [(&'a str, TemplateValue)],
     /// Names the step (`reminder:A-…`): the message has the same id however often, and by
     /// however many instances, the step runs, so it is queued once.
     pub step: &'a str,

@@ -330,7 +330,10 @@ pub(super) async fn answer_late(
         .and_then(|n| n.split_whitespace().next())
         .unwrap_or_default()
         .to_owned();
-    let values = [("name", name), ("business", turn.set.business_name.clone())];
+    let values = [
+        ("name", name.into()),
+        ("business", turn.set.business_name.clone().into()),
+    ];
     let database_now = turn.store.server_time().await.unwrap_or(now);
     let form = governor::form(
         turn.store,

@@ -102,12 +102,12 @@ pub fn default_templates_in(specs: &[(Purpose, &str, &str, &[&str])]) -> Templat
     for (purpose, name, language, parameters) in specs {
         templates.entries.insert(
             (*purpose, contact_language(language)),
-            TemplateSpec {
-                name: (*name).to_owned(),
-                language: (*language).to_owned(),
-                category: Category::Utility,
-                parameters: parameters.iter().map(|p| (*p).to_owned()).collect(),
-            },
+            TemplateSpec::new(
+                *name,
+                *language,
+                Category::Utility,
+                parameters.iter().map(|p| (*p).to_owned()).collect(),
+            ),
         );
     }
     templates
