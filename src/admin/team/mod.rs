@@ -356,7 +356,7 @@ impl Team {
         let name = name.trim().to_lowercase();
         let identity = if name == BOOTSTRAP {
             self.bootstrap_matches(password)
-                .then(|| Identity::bootstrap())
+                .then(Identity::bootstrap)
         } else {
             let operator = self.store.operator(&name).await?;
             let hash = operator
@@ -414,7 +414,7 @@ impl Team {
         let identity = if record.operator == BOOTSTRAP {
             let same_token =
                 record.bootstrap.is_some() && record.bootstrap == self.bootstrap_digest();
-            same_token.then(|| Identity::bootstrap())
+            same_token.then(Identity::bootstrap)
         } else {
             self.store
                 .operator(&record.operator)
