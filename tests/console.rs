@@ -732,15 +732,15 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
         .with_team(stores.team.clone());
     let team = state.team();
     let pablo = team
-        .add("pablo", OperatorRole::Viewer, "test", now)
+        .add("pablo", OperatorRole::Viewer, None, "test", now)
         .await
         .unwrap();
     let lucia = team
-        .add("lucia", OperatorRole::Operator, "test", now)
+        .add("lucia", OperatorRole::Operator, None, "test", now)
         .await
         .unwrap();
     let marta = team
-        .add("marta", OperatorRole::Admin, "test", now)
+        .add("marta", OperatorRole::Admin, None, "test", now)
         .await
         .unwrap();
     let base = common::serve_local(router(state)).await;
