@@ -367,7 +367,7 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
         .with_config(config);
     let marta = state
         .team()
-        .add("marta", OperatorRole::Admin, "test", Utc::now())
+        .add("marta", OperatorRole::Admin, None, "test", Utc::now())
         .await
         .unwrap();
     let base = common::serve_local(router(state)).await;
