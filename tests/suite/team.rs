@@ -156,6 +156,39 @@ async fn a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself(backend: 
         .await
         .unwrap();
 
+    // The customer wrote another number; an agent's tool call named theirs.
+    stores
+        .store
+        .append_messages(
+            vec![
+                zaguan::store::NewMessage {
+                    wa_id: wa_id.clone(),
+                    role: zaguan::domain::MessageRole::Human,
+                    content: "Mejor llamad a mi marido al +34 699 123 456".into(),
+                    agent: None,
+                    tool_calls: Vec::new(),
+                    tool_call_id: None,
+                    wamids: Vec::new(),
+                    attachments: Vec::new(),
+                    at: now,
+                },
+                zaguan::store::NewMessage::ai(
+                    &wa_id,
+                    "",
+                    "appointment_assistant",
+                    vec![zaguan::domain::ToolCall {
+                        id: "call_1".into(),
+                        name: "list_my_appointments".into(),
+                        args: serde_json::json!({"customer": "34600111222"}).into(),
+                    }],
+                    now,
+                ),
+            ],
+            0,
+        )
+        .await
+        .unwrap();
+
     let (pablo, _) = app.operator("pablo", OperatorRole::Viewer).await;
     let viewer = common::console_sign_in(&app, "pablo", &pablo.password)
         .await
@@ -164,6 +197,18 @@ async fn a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself(backend: 
     assert_eq!(status, StatusCode::OK);
     assert!(!list.contains("34600111222"), "no full number for a viewer");
     assert!(list.contains("…1222"), "{list}");
+    // A viewer searches by name or by the last four digits, never by a part of the number.
+    let found = |page: &str| page.contains("…1222");
+    for (q, shown) in [
+        ("1222", true),
+        ("luc", true),
+        ("3460011", false),
+        ("600111222", false),
+        ("112", false),
+    ] {
+        let (_, page) = get(&app, &format!("/console/conversations?q={q}"), &viewer).await;
+        assert_eq!(found(&page), shown, "q={q}");
+    }
     let link = list
         .split("href=\"/console/conversations/v")
         .nth(1)
@@ -172,6 +217,19 @@ async fn a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself(backend: 
     let (status, page) = get(&app, &format!("/console/conversations/v{link}"), &viewer).await;
     assert_eq!(status, StatusCode::OK);
     assert!(!page.contains("34600111222"));
+    assert!(
+        !page.contains("699 123 456"),
+        "numbers in the text are masked"
+    );
+    assert!(page.contains("llamad a mi marido al …3456"), "{page}");
+    let (_, transcript) = get(
+        &app,
+        &format!("/console/conversations/v{link}/transcript"),
+        &viewer,
+    )
+    .await;
+    assert!(!transcript.contains("34600111222"), "nor in tool arguments");
+    assert!(transcript.contains("…1222"), "{transcript}");
     assert!(page.contains("id=\"read-only\""));
     assert!(
         !page.contains("id=\"take\""),
@@ -195,6 +253,15 @@ async fn a_viewer_reads_masked_numbers_and_an_operator_acts_as_herself(backend: 
         .unwrap();
     let (_, page) = get(&app, "/console/conversations/34600111222", &operator).await;
     assert!(page.contains("34600111222"), "operators see the number");
+    assert!(
+        page.contains("+34 699 123 456"),
+        "and the numbers in the text"
+    );
+    let (_, found) = get(&app, "/console/conversations?q=3460011", &operator).await;
+    assert!(
+        found.contains("34600111222"),
+        "and search by any part of it"
+    );
     let (status, _) = post(
         &app,
         "/console/conversations/34600111222/take",

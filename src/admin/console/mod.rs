@@ -13,6 +13,7 @@ pub mod session;
 mod refs;
 
 mod actions;
+mod masking;
 mod operators;
 mod pages;
 mod queue;

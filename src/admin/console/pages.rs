@@ -159,6 +159,21 @@ pub(super) struct ListFilters {
 
 pub(super) const PAGE: usize = 25;
 
+/// Whether a conversation is what `q` looks for: its number or name for those who see numbers;
+/// for a viewer, a name, or the last four digits as a whole — a part of a number anywhere would
+/// let a masked row be rebuilt digit by digit.
+fn searched(q: &str, wa_id: &str, name: Option<&str>, masked: bool) -> bool {
+    let by_name = name.is_some_and(|n| n.to_lowercase().contains(q));
+    if !masked {
+        return by_name || wa_id.contains(q);
+    }
+    let digits = q.bytes().all(|b| b.is_ascii_digit());
+    if digits {
+        return q.len() == 4 && wa_id.ends_with(q);
+    }
+    by_name
+}
+
 pub(super) async fn conversations(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -194,11 +209,7 @@ pub(super) async fn conversations(
         let q = filters.q.trim().to_lowercase();
         if (!filters.role.is_empty() && role != filters.role)
             || (!filters.lang.is_empty() && c["lang"].as_str() != Some(filters.lang.trim()))
-            || (!q.is_empty()
-                && !wa_id.contains(&q)
-                && !name
-                    .as_deref()
-                    .is_some_and(|n| n.to_lowercase().contains(&q)))
+            || (!q.is_empty() && !searched(&q, wa_id, name.as_deref(), who.masked()))
         {
             continue;
         }
@@ -263,7 +274,13 @@ pub(super) fn idle(seconds: i64) -> String {
     }
 }
 
-pub(super) async fn conversation_view(state: &AppState, raw: &str) -> Result<Value, ConsoleError> {
+/// A conversation as the console shows it; `masked`, for a viewer: every phone number in its
+/// messages, tool calls and outbox written as its last four digits.
+pub(super) async fn conversation_view(
+    state: &AppState,
+    raw: &str,
+    masked: bool,
+) -> Result<Value, ConsoleError> {
     let mut view = operations::show_conversation(state.store.as_ref(), raw).await?;
     let wa_id = WaId::parse(raw).map_err(|e| AdminError::BadRequest(e.to_string()))?;
     let user = state.store.user(&wa_id).await?;
@@ -316,6 +333,11 @@ pub(super) async fn conversation_view(state: &AppState, raw: &str) -> Result<Val
                 json!(serde_json::to_string_pretty(&call["args"]).unwrap_or_default());
         }
     }
+    if masked {
+        for key in ["messages", "outbox"] {
+            super::masking::mask_numbers_in(&mut view[key]);
+        }
+    }
     Ok(view)
 }
 
@@ -327,7 +349,7 @@ pub(super) async fn conversation(
 ) -> Result<Html<String>, ConsoleError> {
     let who = signed_in(&state, &headers).await?;
     let raw = resolve(&state, &raw)?;
-    let mut view = conversation_view(&state, &raw).await?;
+    let mut view = conversation_view(&state, &raw, who.masked()).await?;
     view["notice"] = json!(notice.done);
     who.linked(&mut view);
     render("conversation.html", who.context("conversations", view))
@@ -344,9 +366,9 @@ pub(super) async fn transcript(
     headers: HeaderMap,
     Path(raw): Path<String>,
 ) -> Result<Html<String>, ConsoleError> {
-    signed_in(&state, &headers).await?;
+    let who = signed_in(&state, &headers).await?;
     let raw = resolve(&state, &raw)?;
-    let view = conversation_view(&state, &raw).await?;
+    let view = conversation_view(&state, &raw, who.masked()).await?;
     render("transcript.html", view)
 }
 

@@ -81,6 +81,10 @@ pub(super) async fn queue(
         row["late"] = json!(now - since > sla);
         row["reason"] = c["handoff_requested"]["reason"].clone();
         row["notice_failures"] = c["handoff_requested"]["notice_failures"].clone();
+        if who.masked() {
+            super::masking::mask_numbers_in(&mut row["reason"]);
+            super::masking::mask_numbers_in(&mut row["notice_failures"]);
+        }
         rows.push(row);
     }
     let mut taken = Vec::new();

@@ -355,8 +355,7 @@ impl Team {
     ) -> StoreResult<Option<(SignedIn, String)>> {
         let name = name.trim().to_lowercase();
         let identity = if name == BOOTSTRAP {
-            self.bootstrap_matches(password)
-                .then(Identity::bootstrap)
+            self.bootstrap_matches(password).then(Identity::bootstrap)
         } else {
             let operator = self.store.operator(&name).await?;
             let hash = operator
