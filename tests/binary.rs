@@ -455,6 +455,70 @@ fn chat(args: &[&str], input: &str) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// The listing ids in the rows of a list `zaguan chat` printed («1) P-1031 · …»).
+fn listed_ids(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let rest = line.trim_start().split_once(") ")?.1;
+            rest.starts_with("P-")
+                .then(|| rest.split(' ').next().unwrap_or_default().to_owned())
+        })
+        .collect()
+}
+
+/// Ordinary messages the offline reader once misread: a postal code is not the budget, and «de
+/// 2 a 3 habitaciones» includes the two-bedroom listings. Each list is complete: every
+/// available listing of the demo that matches.
+#[test]
+fn chat_without_a_model_reads_postal_codes_and_ranges_as_customers_mean_them() {
+    use zaguan::realestate::{ListingStatus, Operation, PropertyType};
+    let today = chrono::Utc::now()
+        .with_timezone(&chrono_tz::Europe::Madrid)
+        .date_naive();
+    let set = zaguan::realestate::demo::demo_set(today, chrono_tz::Europe::Madrid);
+    let matching = |f: &dyn Fn(&zaguan::realestate::Property) -> bool| {
+        let mut ids: Vec<String> = set
+            .properties
+            .iter()
+            .filter(|p| p.status == ListingStatus::Available && f(p))
+            .map(|p| p.id.clone())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+
+    let stdout = chat(
+        &["--wa-id", "34699000121"],
+        "busco piso para comprar en Madrid en el 28010\n",
+    );
+    let madrid_for_sale = matching(&|p| {
+        p.city == "Madrid" && p.operation == Operation::Sale && p.kind == PropertyType::Flat
+    });
+    assert!(!madrid_for_sale.is_empty());
+    assert_eq!(sorted(listed_ids(&stdout)), madrid_for_sale, "{stdout}");
+
+    let stdout = chat(
+        &["--wa-id", "34699000122"],
+        "de 2 a 3 habitaciones en Valencia para alquilar\n",
+    );
+    let valencia_two_plus =
+        matching(&|p| p.city == "Valencia" && p.operation == Operation::Rent && p.bedrooms >= 2);
+    assert!(
+        set.properties
+            .iter()
+            .any(|p| valencia_two_plus.contains(&p.id) && p.bedrooms == 2),
+        "the demo has two-bedroom flats to rent in Valencia"
+    );
+    let listed = sorted(listed_ids(&stdout));
+    assert_eq!(listed, valencia_two_plus, "{stdout}");
+    assert!(stdout.contains("🛏 2"), "{stdout}");
+}
+
 /// No key at all: the appointment assistant still answers an appointment request, from the
 /// agency's data (it asks which listing), not with a refusal.
 #[test]

@@ -261,10 +261,46 @@ fn close(word: &str, name: &str) -> bool {
 pub static LISTING_ID: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\bP-\d{1,9}\b").expect("valid"));
 
+/// A listing quoted by its number: «ref 1018», «Ref. P-1018», «referencia 1001», «la referencia
+/// es 1030», «reference 1012», «referência 1007», «ref.1015» (over folded text).
+static QUOTED_REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\bref(?:erencia|erence|\.)?\b\.?\s*(?:(?:es|is|e|:|n|no|num)\s*\.?\s*)?(?:p\s*-?\s*)?(\d{3,6})\b")
+        .expect("valid")
+});
+
+/// The listing `text` names: its reference as the data writes it (`P-1018`), however the
+/// customer quoted it.
+pub fn reference(text: &str) -> Option<String> {
+    if let Some(found) = LISTING_ID.find(text) {
+        return Some(found.as_str().to_uppercase());
+    }
+    QUOTED_REFERENCE
+        .captures(&fold(text))
+        .map(|c| format!("P-{}", &c[1]))
+}
+
 /// `text` folded, without listing references: «el P-1001» names no price, and «una oferta por
-/// el P-1001» no amount.
+/// el P-1001» or «ref 1018» no amount.
 fn fold_without_references(text: &str) -> String {
-    fold(&LISTING_ID.replace_all(text, " "))
+    static PORTUGUESE_POSTAL: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b\d{4}-\d{3}\b").expect("valid"));
+    let folded = fold(&LISTING_ID.replace_all(text, " "));
+    let folded = QUOTED_REFERENCE.replace_all(&folded, " ");
+    let folded = PORTUGUESE_POSTAL.replace_all(&folded, " ");
+    join_spaced_thousands(&folded)
+}
+
+/// «800 000» and «1 200 000» as one figure (a space groups thousands in pt and fr).
+fn join_spaced_thousands(text: &str) -> String {
+    static SPACED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b\d{1,3}(?:[ \u{a0}\u{202f}]\d{3})+\b").expect("valid"));
+    SPACED
+        .replace_all(text, |c: &regex::Captures<'_>| {
+            c[0].chars()
+                .filter(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .into_owned()
 }
 
 /// Reads the criteria in `text`.
@@ -411,10 +447,22 @@ const BEDROOM_WORDS: &[&str] = &[
     "abitaciones",
     "havitaciones",
     "dormitorioss",
+    "recamara",
+    "recamaras",
+    "ambientes",
     "bedrom",
     "bedrooms",
     "quatros",
 ];
+
+/// The bedrooms of a Portuguese typology («t2»).
+fn typology(text: &str) -> Option<u32> {
+    let n = text.strip_prefix('t')?;
+    (n.len() == 1).then(|| n.parse().ok()).flatten()
+}
+
+/// Joins of a range of bedrooms: «2 a 3», «2 or 3», «2-3».
+const RANGE_OR: &[&str] = &["a", "o", "or", "ou", "to", "-", "y", "e", "and"];
 
 /// Joins between a number and its bedroom word: «3 o más habitaciones».
 const OR_MORE: &[&str] = &[
@@ -428,17 +476,34 @@ fn bedrooms(tokens: &mut [Token]) -> Option<u32> {
             || (t.text.len() >= 7 && t.text.starts_with("dormitor"))
     };
     for i in 0..tokens.len() {
-        // Portuguese typology: T2 is two bedrooms.
-        if let Some(n) = tokens[i].text.strip_prefix('t')
-            && n.len() == 1
-            && let Ok(n) = n.parse::<u32>()
-        {
+        // Portuguese typology: T2 is two bedrooms; «T2 ou T3», at least two.
+        if let Some(n) = typology(&tokens[i].text) {
             tokens[i].used = true;
+            if let (Some(join), Some(next)) = (tokens.get(i + 1), tokens.get(i + 2))
+                && RANGE_OR.contains(&join.text.as_str())
+                && typology(&next.text).is_some()
+            {
+                tokens[i + 1].used = true;
+                tokens[i + 2].used = true;
+            }
             return Some(n);
         }
         let Some(n) = tokens[i].number else { continue };
         if n.fract() != 0.0 || !(0.0..=20.0).contains(&n) {
             continue;
+        }
+        // «de 2 a 3 habitaciones», «2 or 3 bedrooms», «2-3 quartos»: at least the first.
+        if let (Some(join), Some(high)) = (tokens.get(i + 1), tokens.get(i + 2))
+            && RANGE_OR.contains(&join.text.as_str())
+            && high
+                .number
+                .is_some_and(|m| m.fract() == 0.0 && m >= n && m <= 20.0)
+            && tokens.get(i + 3).is_some_and(is_bedroom)
+        {
+            for token in &mut tokens[i..=i + 3] {
+                token.used = true;
+            }
+            return Some(n as u32);
         }
         let mut j = i + 1;
         while j < tokens.len() && j <= i + 3 && OR_MORE.contains(&tokens[j].text.as_str()) {
@@ -520,8 +585,82 @@ fn price_at(tokens: &[Token], i: usize) -> Option<(f64, usize, bool)> {
     if !scaled && !currency && (value < 100.0 || (1900.0..=2100.0).contains(&value)) {
         return None;
     }
+    if !scaled && !currency && tokens[i].text.bytes().all(|b| b.is_ascii_digit()) {
+        let before = |n: usize, words: &[&str]| {
+            tokens[i.saturating_sub(n)..i]
+                .iter()
+                .any(|t| words.contains(&t.text.as_str()))
+        };
+        let budget = before(2, MAX_CUES) || before(2, MIN_CUES);
+        // A postal code: «en el 28010», «CP 46005», «código postal 41010».
+        if tokens[i].text.len() == 5
+            && !budget
+            && (before(3, POSTAL_CUES)
+                || before(
+                    1,
+                    &["el", "en", "in", "em", "no", "na", "the", "area", "zona"],
+                ))
+        {
+            return None;
+        }
+        // A street number: «por la Avenida del Puerto 180», unless a budget is said of it.
+        if before(6, STREET_WORDS) && !budget {
+            return None;
+        }
+    }
     Some((value, end, scaled))
 }
+
+/// Words before five digits that make them a postal code.
+const POSTAL_CUES: &[&str] = &[
+    "cp", "c", "p", "codigo", "postal", "zip", "postcode", "cep", "code",
+];
+
+/// Words of an address: a figure after one is the street's number.
+const STREET_WORDS: &[&str] = &[
+    "calle",
+    "c",
+    "cl",
+    "avenida",
+    "avda",
+    "av",
+    "avd",
+    "plaza",
+    "pza",
+    "pl",
+    "paseo",
+    "camino",
+    "carrer",
+    "ronda",
+    "travesia",
+    "glorieta",
+    "carretera",
+    "ctra",
+    "via",
+    "rua",
+    "avenue",
+    "ave",
+    "street",
+    "st",
+    "road",
+    "rd",
+    "lane",
+    "praca",
+    "largo",
+    "travessa",
+    "alameda",
+    "numero",
+    "num",
+    "portal",
+    "passeig",
+    "avinguda",
+    "rambla",
+    "placa",
+    "paseig",
+    "avenue",
+    "calle",
+    "carrera",
+];
 
 fn prices(tokens: &mut [Token]) -> (Option<u64>, Option<u64>) {
     let mut found: Vec<(usize, f64, usize, bool)> = Vec::new();
@@ -629,6 +768,14 @@ const RENT: &[&str] = &[
     "mensais",
     "alqiler",
     "alquier",
+    "let",
+    "lettings",
+    "arrenda",
+    "aluga",
+    "alugando",
+    "rento",
+    "rentaria",
+    "alquilaria",
     "alguiler",
     "alquilr",
 ];
@@ -673,12 +820,14 @@ fn kind(words: &[&str]) -> Option<PropertyType> {
     words.iter().find_map(|w| {
         Some(match *w {
             "piso" | "pisos" | "apartamento" | "apartamentos" | "apartment" | "apartments"
-            | "flat" | "flats" | "apto" => Flat,
+            | "flat" | "flats" | "apto" | "departamento" | "departamentos" | "depto" | "deptos"
+            | "depa" | "depas" | "condo" | "apartamentinho" => Flat,
             "atico" | "aticos" | "penthouse" | "penthouses" | "cobertura" => Penthouse,
             "estudio" | "estudios" | "studio" | "studios" | "loft" | "kitchenette" => Studio,
             "duplex" | "duplexes" => Duplex,
             "chalet" | "chalets" | "chale" | "adosado" | "unifamiliar" | "house" | "houses"
-            | "villa" | "moradia" | "vivenda" => House,
+            | "villa" | "moradia" | "vivenda" | "townhouse" | "bungalow" | "cottage"
+            | "moradias" | "sobrado" | "casita" => House,
             "oficina" | "oficinas" | "office" | "offices" | "escritorio" => Office,
             "local" | "locales" | "shop" | "loja" | "commercial" => Commercial,
             _ => return None,
@@ -794,38 +943,164 @@ const VOCABULARY: &[&str] = &[
     "sevillana",
 ];
 
-/// The amounts of money in `text`, each with the few words around it («entrada de 60.000»,
-/// «60.000 de entrada»): what a mortgage or an offer is read from. Bedrooms and areas are not
-/// amounts.
+/// The amounts of money in `text`, each with the words of its clause around it («entrada de
+/// 60.000», «60.000 de entrada»): what a mortgage or an offer is read from. Bedrooms and areas
+/// are not amounts. A clause ends at a comma, a stop, or «y» / «and» / «e» / «pero»: in «piso
+/// de 300 mil, tengo 60 mil ahorrados y cobro 2.500 al mes» each amount keeps its own words.
 pub fn amounts(text: &str) -> Vec<(u64, Vec<String>)> {
     let folded = fold_without_references(text);
-    let mut tokens = lex(&folded);
-    bedrooms(&mut tokens);
     let mut found = Vec::new();
-    let mut i = 0;
-    while i < tokens.len() {
-        match price_at(&tokens, i) {
-            Some((value, end, _)) => {
-                let around = tokens[i.saturating_sub(3)..i]
-                    .iter()
-                    .chain(tokens[end..(end + 2).min(tokens.len())].iter())
-                    .map(|t| t.text.clone())
-                    .collect();
-                found.push((value as u64, around));
-                i = end;
+    for clause in CLAUSE.split(&folded) {
+        let mut tokens = lex(clause);
+        bedrooms(&mut tokens);
+        let mut i = 0;
+        while i < tokens.len() {
+            match price_at(&tokens, i) {
+                Some((value, end, _)) => {
+                    let around = tokens[i.saturating_sub(4)..i]
+                        .iter()
+                        .chain(tokens[end..(end + 3).min(tokens.len())].iter())
+                        .map(|t| t.text.clone())
+                        .collect();
+                    found.push((value as u64, around));
+                    i = end;
+                }
+                None => i += 1,
             }
-            None => i += 1,
         }
     }
     found
 }
 
+/// Where a clause ends: a comma or stop before a space, or a joining word.
+static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[,;.!?]\s|[,;!?]$|\s(?:y|and|e|pero|but|mas|aunque|though)\s").expect("valid")
+});
+
+/// What a mortgage question names: the home's price, the down payment, the term and the rate.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MortgageNumbers {
+    pub price: Option<u64>,
+    pub down_payment: Option<u64>,
+    pub years: Option<u32>,
+    pub rate: Option<f64>,
+}
+
+/// The numbers of a mortgage question: an amount said as savings or a down payment is the down
+/// payment; one said as income or per month («cobro 2.500 al mes») is neither; the largest of
+/// the rest is the price.
+pub fn mortgage_numbers(text: &str) -> MortgageNumbers {
+    let mut numbers = MortgageNumbers {
+        years: years(text),
+        rate: percent(text),
+        ..MortgageNumbers::default()
+    };
+    for (amount, around) in amounts(text) {
+        let said = |words: &[&str]| around.iter().any(|w| words.contains(&w.as_str()));
+        let monthly = around.windows(2).any(|pair| {
+            matches!(
+                (pair[0].as_str(), pair[1].as_str()),
+                ("al" | "por" | "a" | "per" | "ao", "mes" | "month" | "mês")
+            )
+        });
+        if said(INCOME) || monthly {
+            continue;
+        }
+        if said(DOWN_PAYMENT) {
+            numbers.down_payment = numbers.down_payment.or(Some(amount));
+        } else {
+            numbers.price = Some(numbers.price.map_or(amount, |p| p.max(amount)));
+        }
+    }
+    numbers
+}
+
+/// Words of an amount that is the down payment.
+const DOWN_PAYMENT: &[&str] = &[
+    "entrada",
+    "ahorros",
+    "ahorrado",
+    "ahorrados",
+    "ahorradas",
+    "aporto",
+    "aportar",
+    "aportamos",
+    "aportaria",
+    "down",
+    "deposit",
+    "savings",
+    "saved",
+    "poupanca",
+    "poupancas",
+    "poupado",
+    "poupados",
+    "tengo",
+    "tenemos",
+    "tenho",
+    "temos",
+    "have",
+    "put",
+];
+
+/// Words of an amount that is income, or paid each month: neither price nor down payment.
+const INCOME: &[&str] = &[
+    "cobro",
+    "cobra",
+    "cobramos",
+    "gano",
+    "gana",
+    "ganamos",
+    "ingresos",
+    "ingreso",
+    "ingresamos",
+    "sueldo",
+    "salario",
+    "nomina",
+    "neto",
+    "netos",
+    "netas",
+    "brutos",
+    "mensuales",
+    "mensual",
+    "cuota",
+    "earn",
+    "earns",
+    "income",
+    "salary",
+    "make",
+    "net",
+    "monthly",
+    "ganho",
+    "ganha",
+    "ganhamos",
+    "recebo",
+    "recebemos",
+    "renda",
+    "rendimento",
+    "mensais",
+    "prestacao",
+];
+
 /// A term in years («30 años», «25 years», «30 anos»).
 pub fn years(text: &str) -> Option<u32> {
     static YEARS: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\b(\d{1,2})\s*(?:anos|ano|years|year|yrs|a)\b").expect("valid")
+        Regex::new(r"\b(\d{1,2})\s*-?\s*(?:anos|ano|years|year|yrs|yr|a)\b").expect("valid")
     });
-    YEARS.captures(&fold(text)).and_then(|c| c[1].parse().ok())
+    // «tengo 35 años», «I'm 40 years old»: an age, not a term.
+    static AGE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\b(?:tengo|tenemos|tiene|tenho|temos|im|i am|we are|aged|edad de|de edad)\s*$")
+            .expect("valid")
+    });
+    let folded = fold(text);
+    YEARS.captures_iter(&folded).find_map(|c| {
+        let whole = c.get(0)?;
+        let before = &folded[..whole.start()];
+        let after = &folded[whole.end()..];
+        if AGE.is_match(before) || after.trim_start().starts_with("old") {
+            return None;
+        }
+        c[1].parse().ok()
+    })
 }
 
 /// A rate in percent («al 2,95 %», «3.1%»).

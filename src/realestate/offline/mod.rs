@@ -106,7 +106,7 @@ impl<S: AppointmentStore + PropertyStore + ?Sized> OfflineAssistants for Offline
             "mortgage_loan_assistant"
         } else if has(VISIT_WORDS) || has(CANCEL_WORDS) && has(VISIT_NOUNS) {
             "appointment_assistant"
-        } else if LISTING_ID.is_match(text) {
+        } else if criteria::reference(text).is_some() {
             "property_assistant"
         } else {
             let places = self.cached_places();
@@ -433,7 +433,7 @@ impl<'a> Said<'a> {
     /// The listing the customer's last message names or picks.
     fn picked_listing(&self) -> Option<String> {
         let (_, text) = self.last_human()?;
-        find(&LISTING_ID, text).or_else(|| {
+        criteria::reference(text).or_else(|| {
             self.chosen_ref()
                 .filter(|r| LISTING_ID.is_match(r))
                 .and_then(|r| find(&LISTING_ID, &r))
@@ -450,7 +450,7 @@ impl<'a> Said<'a> {
             .iter()
             .rev()
             .find_map(|m| match m.message.role {
-                MessageRole::Human => find(&LISTING_ID, &m.message.content),
+                MessageRole::Human => criteria::reference(&m.message.content),
                 MessageRole::Ai => m.message.tool_calls.iter().rev().find_map(|c| {
                     c.args
                         .get("property_id")
@@ -653,47 +653,24 @@ fn listing(said: &Said<'_>) -> OfflineAnswer {
     }
 }
 
-/// Words before an amount that make it the down payment.
-const DOWN_PAYMENT: &[&str] = &[
-    "entrada",
-    "ahorros",
-    "ahorrado",
-    "ahorrados",
-    "aporto",
-    "aportar",
-    "down",
-    "deposit",
-    "savings",
-    "saved",
-    "poupanca",
-    "poupancas",
-    "tengo",
-    "tenho",
-    "have",
-];
-
 /// The mortgage assistant: a simulation from the numbers of the message, or of the listing
 /// talked about.
 fn mortgage(said: &Said<'_>) -> OfflineAnswer {
     let text = said.last_human().map_or("", |(_, text)| text);
+    let numbers = criteria::mortgage_numbers(text);
     let mut args = json!({});
-    let mut price = None;
-    for (amount, around) in criteria::amounts(text) {
-        if around.iter().any(|w| DOWN_PAYMENT.contains(&w.as_str())) {
-            args["down_payment"] = json!(amount);
-        } else {
-            price = Some(price.map_or(amount, |p: u64| p.max(amount)));
-        }
+    if let Some(down) = numbers.down_payment {
+        args["down_payment"] = json!(down);
     }
-    match (price, said.mentioned_listing()) {
+    match (numbers.price, said.mentioned_listing()) {
         (Some(price), _) => args["price"] = json!(price),
         (None, Some(id)) => args["property_id"] = json!(id),
         (None, None) => return reply(texts::ASK_MORTGAGE.in_lang(said.turn.lang)),
     }
-    if let Some(years) = criteria::years(text) {
+    if let Some(years) = numbers.years {
         args["years"] = json!(years);
     }
-    if let Some(rate) = criteria::percent(text) {
+    if let Some(rate) = numbers.rate {
         args["annual_rate_percent"] = json!(rate);
     }
     said.call_or_menu("simulate_mortgage", args)
