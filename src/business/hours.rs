@@ -105,10 +105,48 @@ pub struct Holiday {
     pub name: String,
 }
 
-/// Weekly hours less holidays, in a time zone: when a person can answer.
+/// Hours that replace the week's for part of every year: «verano», 1 July to 31 August.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Season {
+    pub name: String,
+    /// The first day, as (month, day); every year.
+    pub from: (u32, u32),
+    /// The last day, included; before `from` when the season runs over New Year.
+    pub to: (u32, u32),
+    pub hours: WeeklyHours,
+}
+
+impl Season {
+    /// Reads a `MM-DD` day of the year.
+    pub fn day(text: &str) -> Result<(u32, u32), String> {
+        let bad = || format!("`{text}` is not a day of the year like `07-01`");
+        let (month, day) = text.trim().split_once('-').ok_or_else(bad)?;
+        let (month, day): (u32, u32) = (
+            month.parse().map_err(|_| bad())?,
+            day.parse().map_err(|_| bad())?,
+        );
+        // A leap year holds every day there is.
+        NaiveDate::from_ymd_opt(2024, month, day).ok_or_else(bad)?;
+        Ok((month, day))
+    }
+
+    /// Whether `date` falls in the season.
+    pub fn holds(&self, date: NaiveDate) -> bool {
+        let day = (date.month(), date.day());
+        if self.from <= self.to {
+            self.from <= day && day <= self.to
+        } else {
+            day >= self.from || day <= self.to
+        }
+    }
+}
+
+/// Weekly hours (and the seasons that replace them) less holidays, in a time zone: when a
+/// person can answer.
 #[derive(Debug, Clone, Copy)]
 pub struct Schedule<'a> {
     hours: &'a WeeklyHours,
+    seasons: &'a [Season],
     holidays: &'a [Holiday],
     tz: Tz,
 }
@@ -117,13 +155,39 @@ impl<'a> Schedule<'a> {
     pub fn new(hours: &'a WeeklyHours, holidays: &'a [Holiday], tz: Tz) -> Self {
         Self {
             hours,
+            seasons: &[],
             holidays,
             tz,
         }
     }
 
+    /// The same with `seasons` replacing the week's hours on their days.
+    pub fn with_seasons(mut self, seasons: &'a [Season]) -> Self {
+        self.seasons = seasons;
+        self
+    }
+
+    /// The hours of `date`'s week: its season's, else the usual ones.
+    fn week_of(&self, date: NaiveDate) -> &'a WeeklyHours {
+        self.seasons
+            .iter()
+            .find(|season| season.holds(date))
+            .map_or(self.hours, |season| &season.hours)
+    }
+
     pub fn timezone(&self) -> Tz {
         self.tz
+    }
+
+    /// The days it is closed whatever the week says.
+    pub fn holidays(&self) -> &'a [Holiday] {
+        self.holidays
+    }
+
+    /// The same hours and seasons, open on holidays too.
+    pub fn without_holidays(mut self) -> Self {
+        self.holidays = &[];
+        self
     }
 
     /// The open periods that end after `at`, in order.
@@ -137,7 +201,7 @@ impl<'a> Schedule<'a> {
             .filter_map(move |offset| first.checked_add_days(Days::new(offset)))
             .filter(move |date| !self.holidays.iter().any(|h| h.date == *date))
             .flat_map(move |date| {
-                self.hours
+                self.week_of(date)
                     .day(date.weekday())
                     .iter()
                     .filter_map(move |span| {
@@ -181,6 +245,18 @@ impl<'a> Schedule<'a> {
         // Never open again within the horizon: wall-clock time is all there is.
         from + working
     }
+}
+
+/// The start of `date` in `tz` (its first moment, when a clock change skips midnight).
+pub fn start_of_day(date: NaiveDate, tz: Tz) -> DateTime<Utc> {
+    tz.from_local_datetime(&date.and_time(NaiveTime::MIN))
+        .earliest()
+        .map_or_else(|| date.and_time(NaiveTime::MIN).and_utc(), |at| at.to_utc())
+}
+
+/// The start of the day `at` falls on, in `tz`: where a «today» begins for the agency.
+pub fn start_of_today(at: DateTime<Utc>, tz: Tz) -> DateTime<Utc> {
+    start_of_day(at.with_timezone(&tz).date_naive(), tz)
 }
 
 /// `minutes` after midnight of `date` in `tz` (24:00 is the next midnight); the earlier
@@ -317,6 +393,42 @@ mod tests {
             madrid("2026-11-28 23:15")
         );
         assert!(open.is_open(madrid("2026-11-29 03:00")));
+    }
+
+    #[test]
+    fn a_season_replaces_the_weeks_hours_on_its_days_only() {
+        let hours = week("9:00-14:00,16:30-20:00", "");
+        let summer = Season {
+            name: "verano".into(),
+            from: Season::day("07-01").unwrap(),
+            to: Season::day("08-31").unwrap(),
+            hours: week("8:00-15:00", ""),
+        };
+        let seasons = [summer];
+        let schedule = Schedule::new(&hours, &[], chrono_tz::Europe::Madrid).with_seasons(&seasons);
+        // 15 July 2026, a Wednesday: summer hours, closed in the afternoon.
+        assert!(schedule.is_open(madrid("2026-07-15 08:30")));
+        assert!(!schedule.is_open(madrid("2026-07-15 17:00")));
+        assert_eq!(
+            schedule.next_open(madrid("2026-08-31 16:00")),
+            Some(madrid("2026-09-01 09:00")),
+            "the season ends on its last day"
+        );
+        // The rest of the year, the usual week.
+        assert!(schedule.is_open(madrid("2026-11-25 17:00")));
+        assert!(!schedule.is_open(madrid("2026-11-25 08:30")));
+        // A season over New Year.
+        let winter = Season {
+            name: "navidad".into(),
+            from: (12, 20),
+            to: (1, 7),
+            hours: WeeklyHours::default(),
+        };
+        assert!(winter.holds(NaiveDate::from_ymd_opt(2026, 12, 24).unwrap()));
+        assert!(winter.holds(NaiveDate::from_ymd_opt(2027, 1, 5).unwrap()));
+        assert!(!winter.holds(NaiveDate::from_ymd_opt(2027, 1, 8).unwrap()));
+        assert!(Season::day("02-30").is_err());
+        assert!(Season::day("7/1").is_err());
     }
 
     #[test]

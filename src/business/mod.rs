@@ -4,7 +4,8 @@
 //! policies — so that the assistants answer from facts (`business_info`), and the handoff
 //! messages, the offline replies and the reminders say the truth about when a person answers.
 //! Without the file, `ZAGUAN_BUSINESS_NAME` and `ZAGUAN_BUSINESS_CONTACT` are all there is, and
-//! the office is taken to be always open.
+//! the office is taken to be always open — which `serve` and `zaguan prompts check` say
+//! aloud, since staff would then be told of handoffs at any hour.
 
 pub mod hours;
 
@@ -14,7 +15,9 @@ use chrono::NaiveDate;
 use serde::Deserialize;
 use toml::Spanned;
 
-pub use hours::{Holiday, Schedule, Span, WEEKDAYS, WeeklyHours};
+pub use hours::{
+    Holiday, Schedule, Season, Span, WEEKDAYS, WeeklyHours, start_of_day, start_of_today,
+};
 
 /// The file's name in the prompts folder.
 pub const BUSINESS_FILE: &str = "business.toml";
@@ -35,6 +38,8 @@ pub struct Business {
     pub offices: Vec<Office>,
     /// `None`: not given, taken as always open.
     pub hours: Option<WeeklyHours>,
+    /// Parts of the year with hours of their own (summer mornings), replacing `hours`.
+    pub seasons: Vec<Season>,
     pub holidays: Vec<Holiday>,
     pub zones: Vec<Zone>,
     /// What customers ask about (deposits, fees, documents for a visit…), by topic.
@@ -50,6 +55,8 @@ pub struct Office {
     pub phone: Option<String>,
     /// Its own opening hours, when they differ from the agency's.
     pub hours: Option<WeeklyHours>,
+    /// Its own seasons («mornings only in July and August»).
+    pub seasons: Vec<Season>,
 }
 
 /// A city the agency works in, and its areas (none listed: the whole city).
@@ -73,6 +80,12 @@ impl Business {
             Some(hours) => std::borrow::Cow::Borrowed(hours),
             None => std::borrow::Cow::Owned(WeeklyHours::always()),
         }
+    }
+
+    /// When a person of the agency answers, in `tz`: the opening hours (always, without a
+    /// file's), their seasons and the holidays.
+    pub fn schedule<'a>(&'a self, hours: &'a WeeklyHours, tz: chrono_tz::Tz) -> Schedule<'a> {
+        Schedule::new(hours, &self.holidays, tz).with_seasons(&self.seasons)
     }
 
     /// The contact lines as one line, `None` when the file gives none.
@@ -160,6 +173,7 @@ pub fn parse(text: &str) -> Result<Business, Vec<BusinessProblem>> {
         })
         .collect();
     let hours = raw.hours.map(|week| week_of(week, "hours", &mut problem));
+    let seasons = seasons_of(raw.seasons, &mut problem);
     let holidays = raw
         .holidays
         .into_iter()
@@ -212,6 +226,7 @@ pub fn parse(text: &str) -> Result<Business, Vec<BusinessProblem>> {
                 hours: office
                     .hours
                     .map(|week| week_of(week, "an office's hours", &mut problem)),
+                seasons: seasons_of(office.seasons, &mut problem),
             }
         })
         .collect();
@@ -246,10 +261,35 @@ pub fn parse(text: &str) -> Result<Business, Vec<BusinessProblem>> {
         languages,
         offices,
         hours,
+        seasons,
         holidays,
         zones,
         policies,
     })
+}
+
+/// The seasons of a file (the agency's or an office's), each checked.
+fn seasons_of(raw: Vec<RawSeason>, problem: &mut dyn FnMut(usize, String)) -> Vec<Season> {
+    raw.into_iter()
+        .filter_map(|season| {
+            let name = text_of(season.name, "a season's `name`", problem);
+            let mut day = |value: Spanned<String>, what: &str| {
+                let at = value.span().start;
+                Season::day(value.get_ref())
+                    .map_err(|error| problem(at, format!("season `{name}`: `{what}`: {error}")))
+                    .ok()
+            };
+            let (from, to) = (day(season.from, "from"), day(season.to, "to"));
+            let what = format!("season `{name}`'s hours");
+            let hours = week_of(season.hours, &what, problem);
+            Some(Season {
+                name,
+                from: from?,
+                to: to?,
+                hours,
+            })
+        })
+        .collect()
 }
 
 /// Reads a weekly hours table as [`parse`] does (a staff member's `hours` too): each weekday
@@ -329,6 +369,8 @@ struct RawBusiness {
     languages: Vec<Spanned<String>>,
     hours: Option<RawWeek>,
     #[serde(default)]
+    seasons: Vec<RawSeason>,
+    #[serde(default)]
     holidays: Vec<RawHoliday>,
     #[serde(default)]
     offices: Vec<RawOffice>,
@@ -365,6 +407,19 @@ struct RawOffice {
     map: Option<Spanned<String>>,
     phone: Option<Spanned<String>>,
     hours: Option<RawWeek>,
+    #[serde(default)]
+    seasons: Vec<RawSeason>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSeason {
+    name: Spanned<String>,
+    /// `MM-DD`, the first day.
+    from: Spanned<String>,
+    /// `MM-DD`, the last day.
+    to: Spanned<String>,
+    hours: RawWeek,
 }
 
 #[derive(Deserialize)]

@@ -100,6 +100,16 @@ fn a_broken_file_is_refused_with_the_line_of_each_problem() {
             "http(s) link",
         ),
         ("name = [1, 2]\n", 1, "string"),
+        (
+            "[[seasons]]\nname = \"verano\"\nfrom = \"13-01\"\nto = \"08-31\"\nhours = { monday = [\"8:00-15:00\"] }\n",
+            3,
+            "season `verano`: `from`",
+        ),
+        (
+            "[[seasons]]\nname = \"verano\"\nfrom = \"07-01\"\nto = \"08-31\"\nhours = { monday = [\"8-15\"] }\n",
+            5,
+            "not a span",
+        ),
         ("name = \"unterminated\n", 1, ""),
     ];
     for (text, line, message) in cases {
@@ -111,6 +121,33 @@ fn a_broken_file_is_refused_with_the_line_of_each_problem() {
             "{text:?}: {problems:?}"
         );
     }
+}
+
+#[test]
+fn seasons_read_for_the_agency_and_for_an_office() {
+    let business = parse(
+        r#"
+[hours]
+monday = ["9:30-14:00", "16:30-20:00"]
+[[seasons]]
+name = "verano"
+from = "07-01"
+to = "08-31"
+hours = { monday = ["8:00-15:00"] }
+[[offices]]
+name = "Centro"
+address = "Calle Granada 20"
+seasons = [{ name = "agosto", from = "08-01", to = "08-31", hours = {} }]
+"#,
+    )
+    .unwrap();
+    assert_eq!(business.seasons.len(), 1);
+    assert_eq!(
+        (business.seasons[0].from, business.seasons[0].to),
+        ((7, 1), (8, 31))
+    );
+    assert_eq!(business.offices[0].seasons[0].name, "agosto");
+    assert!(business.offices[0].seasons[0].hours.is_empty());
 }
 
 #[test]

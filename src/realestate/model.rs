@@ -177,6 +177,9 @@ pub struct StaffMember {
     /// file's `[hours]`); `None`: the agency's opening hours (`staff.hours`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hours: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    /// Works the agency's holidays (`staff.works_holidays`): told of handoffs on them too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub works_holidays: bool,
 }
 
 /// A time a property can be visited with an agent.

@@ -62,6 +62,7 @@ impl<S: OwnerStore + StaffStore + ?Sized> StaffRoster for DataRoles<S> {
                     name: member.name,
                     wa_id,
                     hours,
+                    works_holidays: member.works_holidays,
                 })
             })
             .collect())
@@ -103,6 +104,7 @@ mod tests {
             wa_id: Some(wa("34699000001")),
             notify_handoffs: false,
             hours: None,
+            works_holidays: false,
         }])
         .await
         .unwrap();

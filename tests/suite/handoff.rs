@@ -77,6 +77,7 @@ impl zaguan::engine::handoff::StaffRoster for OnDuty {
             name: "Lucía".into(),
             wa_id: WaId::parse(STAFF).unwrap(),
             hours: None,
+            works_holidays: false,
         }])
     }
 }

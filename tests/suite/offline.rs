@@ -351,3 +351,62 @@ async fn past_its_budget_a_conversation_is_served_offline() {
         Some(zaguan::engine::abuse::BUDGET_HANDOFF_REASON)
     );
 }
+
+/// The budget is the agency's day: tokens spent at 23:50 in Madrid belong to the day before,
+/// and those after midnight there (still 23:10 UTC) to today.
+#[tokio::test]
+async fn the_daily_budget_follows_the_agencys_midnight() {
+    use chrono::TimeZone as _;
+    let stores = Stores::open(Backend::Memory).await.unwrap();
+    seeded_demo(stores.realestate.as_ref()).await;
+    let llm = Arc::new(Counting::default());
+    // 2 December 2026, 23:30 UTC: 00:30 on the 3rd in Madrid.
+    let now = Utc.with_ymd_and_hms(2026, 12, 2, 23, 30, 0).unwrap();
+    let clock = Arc::new(zaguan::domain::ManualClock::new(now));
+    let engine = engine_with(
+        &stores.store,
+        &stores.realestate,
+        llm.clone(),
+        zaguan::engine::EngineSettings {
+            daily_token_budget: 1_000,
+            timezone: chrono_tz::Europe::Madrid,
+            clock: clock.clone(),
+            ..zaguan::engine::EngineSettings::default()
+        },
+    );
+    let visitor = Visitor::new(engine, stores.store.clone(), "34611999003");
+    let spent = |at| zaguan::domain::LlmCall {
+        conversation: Some(visitor.wa_id.as_str().to_owned()),
+        agent: "primary_assistant".into(),
+        provider: "openai".into(),
+        model: "gpt-4.1-mini".into(),
+        outcome: zaguan::domain::CallOutcome::Ok,
+        input_tokens: 900,
+        output_tokens: 300,
+        latency: std::time::Duration::from_millis(800),
+        error: None,
+        at,
+    };
+    // Yesterday in Madrid (22:50 UTC, 23:50 there): not today's.
+    stores
+        .store
+        .insert_llm_calls(&[spent(Utc.with_ymd_and_hms(2026, 12, 2, 22, 50, 0).unwrap())])
+        .await
+        .unwrap();
+    let calls = llm.0.load(Ordering::SeqCst);
+    assert_eq!(visitor.say("Hola").await.join(""), "Recibido.");
+    assert_eq!(llm.0.load(Ordering::SeqCst), calls + 1, "a model answers");
+    // After midnight in Madrid (23:10 UTC): today's, and over the budget.
+    stores
+        .store
+        .insert_llm_calls(&[spent(Utc.with_ymd_and_hms(2026, 12, 2, 23, 10, 0).unwrap())])
+        .await
+        .unwrap();
+    let calls = llm.0.load(Ordering::SeqCst);
+    visitor.say("Hola otra vez").await;
+    assert_eq!(
+        llm.0.load(Ordering::SeqCst),
+        calls,
+        "no model past today's budget"
+    );
+}

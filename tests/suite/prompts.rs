@@ -117,12 +117,21 @@ fn a_body_naming_a_tool_its_agent_lacks_is_a_warning() {
         .lines()
         .filter(|l| l.starts_with("warning: "))
         .collect();
-    assert_eq!(warnings.len(), 1, "{text}");
+    assert_eq!(warnings.len(), 2, "{text}");
     assert!(
-        warnings[0].ends_with(
+        warnings.iter().any(|w| w.ends_with(
             "primary_assistant.md:9: the body names `book_appointment`, which is not in `tools`: \
              add it there, or do not promise what it does"
-        ),
+        )),
+        "{text}"
+    );
+    // No business file: the office would count as open at all hours, and that is said.
+    assert!(
+        warnings.iter().any(|w| w.ends_with(
+            "business.toml:1: is missing: the office counts as always open, so staff are told \
+             of handoffs at any hour, nights and holidays included; give the agency's opening \
+             hours in [hours]"
+        )),
         "{text}"
     );
 }

@@ -409,6 +409,7 @@ async fn the_staff_come_by_id_with_their_numbers(store: Arc<dyn RealEstateStore>
         wa_id: wa_id.map(wa),
         notify_handoffs: wa_id.is_some(),
         hours: wa_id.map(|_| [("monday".to_owned(), vec!["9:00-14:00".to_owned()])].into()),
+        works_holidays: wa_id.is_some(),
     };
     store
         .upsert_staff(&[

@@ -284,10 +284,11 @@ pub(super) async fn conversation_view(
     let mut view = operations::show_conversation(state.store.as_ref(), raw).await?;
     let wa_id = WaId::parse(raw).map_err(|e| AdminError::BadRequest(e.to_string()))?;
     let user = state.store.user(&wa_id).await?;
-    let midnight = Utc::now()
-        .date_naive()
-        .and_time(chrono::NaiveTime::MIN)
-        .and_utc();
+    let timezone = state
+        .config
+        .as_ref()
+        .map_or(chrono_tz::UTC, |c| c.engine.timezone);
+    let midnight = crate::business::start_of_today(Utc::now(), timezone);
     view["tokens_today"] = json!(state.store.llm_tokens_since(raw, midnight).await?);
     view["name"] = json!(user.as_ref().and_then(|u| u.name.clone()));
     view["role"] = json!(user.as_ref().map_or("prospect", |u| u.role.as_str()));

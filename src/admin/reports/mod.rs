@@ -10,7 +10,7 @@ pub mod svg;
 use crate::realestate::{AppointmentStore, OfferStore};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use chrono::{DateTime, NaiveDate, TimeZone as _, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
@@ -102,13 +102,7 @@ impl Period {
     }
 
     fn start_of(&self, day: NaiveDate) -> DateTime<Utc> {
-        self.tz
-            .from_local_datetime(&day.and_time(chrono::NaiveTime::MIN))
-            .earliest()
-            .map_or_else(
-                || day.and_time(chrono::NaiveTime::MIN).and_utc(),
-                |t| t.to_utc(),
-            )
+        crate::business::start_of_day(day, self.tz)
     }
 
     pub fn from(&self) -> DateTime<Utc> {

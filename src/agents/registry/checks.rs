@@ -66,6 +66,28 @@ pub(super) fn read_business(
     })
 }
 
+/// Without opening hours (no business file, or one without `[hours]`) the office counts as
+/// always open: staff are told of handoffs at 3 a.m. Said, never silent.
+pub(super) fn always_open(dir: &Path, business: &Business) -> Option<PromptProblem> {
+    if business.hours.is_some() {
+        return None;
+    }
+    let path = dir.join(BUSINESS_FILE);
+    let what = if path.exists() {
+        "has no [hours]"
+    } else {
+        "is missing"
+    };
+    Some(PromptProblem::new(
+        &path,
+        1,
+        format!(
+            "{what}: the office counts as always open, so staff are told of handoffs at any \
+             hour, nights and holidays included; give the agency's opening hours in [hours]"
+        ),
+    ))
+}
+
 /// The templates file of `dir`, when there is one, like [`read_business`].
 pub(super) fn read_templates(
     dir: &Path,

@@ -265,6 +265,7 @@ impl AgentRegistry {
         check_examples(&agent_files, &router, &mut problems);
         let mut warnings = tools_promised(&agent_files, known_tools);
         warnings.extend(promises::promises_without_tools(&agent_files));
+        warnings.extend(checks::always_open(dir, &business));
         warnings.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
 
         if !problems.is_empty() {

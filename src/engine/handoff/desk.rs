@@ -52,6 +52,9 @@ pub struct StaffOnCall {
     pub wa_id: WaId,
     /// Their own working hours; `None`: the agency's opening hours.
     pub hours: Option<WeeklyHours>,
+    /// Whether they work the agency's holidays (`staff.works_holidays`); by default, with
+    /// hours of their own too, nobody is told on a day the agency is closed.
+    pub works_holidays: bool,
 }
 
 /// Where the staff to tell come from (the business data).
@@ -231,7 +234,7 @@ where
     ) -> StoreResult<HandoffOutcome> {
         let staff = self.staff().await?;
         let hours = business.opening_hours();
-        let agency = Schedule::new(&hours, &business.holidays, self.settings.timezone);
+        let agency = business.schedule(&hours, self.settings.timezone);
         let first_on_duty = staff
             .iter()
             .filter_map(|member| on_duty_schedule(member, &agency).next_open(now))
@@ -315,7 +318,7 @@ where
         now: DateTime<Utc>,
     ) -> StoreResult<Noticed> {
         let hours = business.opening_hours();
-        let agency = Schedule::new(&hours, &business.holidays, self.settings.timezone);
+        let agency = business.schedule(&hours, self.settings.timezone);
         // Who failed this request is not tried again for it.
         let candidates: Vec<&StaffOnCall> = staff
             .iter()
@@ -722,10 +725,17 @@ struct Notice {
     link: String,
 }
 
-/// When `member` is on duty: their own hours, or the agency's (with its holidays).
+/// When `member` is on duty: their own hours, or the agency's; the agency's holidays either
+/// way, unless they work them.
 fn on_duty_schedule<'a>(member: &'a StaffOnCall, agency: &Schedule<'a>) -> Schedule<'a> {
+    let holidays = if member.works_holidays {
+        &[]
+    } else {
+        agency.holidays()
+    };
     match &member.hours {
-        Some(own) => Schedule::new(own, &[], agency.timezone()),
+        Some(own) => Schedule::new(own, holidays, agency.timezone()),
+        None if member.works_holidays => agency.without_holidays(),
         None => *agency,
     }
 }

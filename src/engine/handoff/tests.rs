@@ -30,6 +30,7 @@ fn member(id: &str, name: &str, wa_id: &str) -> StaffOnCall {
         name: name.into(),
         wa_id: wa(wa_id),
         hours: None,
+        works_holidays: false,
     }
 }
 
@@ -672,4 +673,101 @@ async fn a_notice_step_replayed_or_run_by_two_instances_tells_once() {
         .await
         .unwrap();
     assert_eq!(desk.notices("34699000001").await.len(), 1);
+}
+
+#[tokio::test]
+async fn staff_with_hours_of_their_own_keep_the_agencys_holidays_unless_they_work_them() {
+    let own_hours = || {
+        crate::business::week_from(
+            &crate::business::WEEKDAYS[..5]
+                .iter()
+                .map(|day| ((*day).to_owned(), vec!["9:00-14:00".to_owned()]))
+                .collect(),
+        )
+        .unwrap()
+    };
+    let mut javier = member("A-02", "Javier", "34699000002");
+    javier.hours = Some(own_hours());
+    let mut business = business();
+    business.holidays.push(crate::business::Holiday {
+        date: chrono::NaiveDate::from_ymd_opt(2026, 12, 8).unwrap(),
+        name: "Inmaculada".into(),
+    });
+    // Tuesday 8 December, a holiday, 10:00: Javier's own hours would have him on duty.
+    let now = madrid(2026, 12, 8, 10, 0);
+    let desk = Desk::new(vec![javier.clone()]).await;
+    let outcome = desk
+        .desk
+        .request(
+            &wa(CUSTOMER),
+            "Quiere una persona",
+            "call_1",
+            &business,
+            now,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        HandoffOutcome::AfterHours {
+            opens_at: madrid(2026, 12, 9, 9, 0)
+        }
+    );
+    assert!(desk.notices("34699000002").await.is_empty());
+    // One who works holidays is told.
+    javier.works_holidays = true;
+    let desk = Desk::new(vec![javier]).await;
+    let outcome = desk
+        .desk
+        .request(
+            &wa(CUSTOMER),
+            "Quiere una persona",
+            "call_1",
+            &business,
+            now,
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome, HandoffOutcome::Told);
+    assert_eq!(desk.notices("34699000002").await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_season_of_the_business_file_sets_who_is_on_duty() {
+    let business = crate::business::parse(
+        r#"
+[hours]
+monday = ["9:00-14:00", "16:00-20:00"]
+tuesday = ["9:00-14:00", "16:00-20:00"]
+wednesday = ["9:00-14:00", "16:00-20:00"]
+thursday = ["9:00-14:00", "16:00-20:00"]
+friday = ["9:00-14:00", "16:00-20:00"]
+
+[[seasons]]
+name = "verano"
+from = "07-01"
+to = "08-31"
+hours = { monday = ["8:00-15:00"], tuesday = ["8:00-15:00"], wednesday = ["8:00-15:00"], thursday = ["8:00-15:00"], friday = ["8:00-15:00"] }
+"#,
+    )
+    .unwrap();
+    let desk = Desk::new(vec![member("A-01", "Lucía", "34699000001")]).await;
+    // Wednesday 15 July 2026, 17:00: open the rest of the year, closed in summer.
+    let outcome = desk
+        .desk
+        .request(
+            &wa(CUSTOMER),
+            "Quiere una persona",
+            "call_1",
+            &business,
+            madrid(2026, 7, 15, 17, 0),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        HandoffOutcome::AfterHours {
+            opens_at: madrid(2026, 7, 16, 8, 0)
+        }
+    );
 }

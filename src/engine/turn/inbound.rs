@@ -136,11 +136,8 @@ pub(super) async fn over_budget(turn: &Turn<'_>, state: &State) -> Result<bool, 
     if budget == 0 {
         return Ok(false);
     }
-    let midnight = turn
-        .now()
-        .date_naive()
-        .and_time(chrono::NaiveTime::MIN)
-        .and_utc();
+    // The agency's day: a budget spent in the evening does not come back at 1:00 in Madrid.
+    let midnight = crate::business::start_of_today(turn.now(), turn.settings.timezone);
     let used = turn
         .store
         .llm_tokens_since(state.wa_id.as_str(), midnight)
@@ -181,7 +178,8 @@ async fn ask_for_person_over_budget(
 ) -> Result<String, EngineError> {
     metrics::counter!("zaguan_turn_guard_total", "guard" => "token_budget").increment(1);
     let now = turn.now();
-    let key = format!("budget:{}", now.date_naive());
+    let day = now.with_timezone(&turn.settings.timezone).date_naive();
+    let key = format!("budget:{day}");
     turn.hand_over(state, BUDGET_HANDOFF_REASON, &key, now)
         .await
 }

@@ -106,6 +106,7 @@ pub(super) fn staff() -> Vec<StaffMember> {
                     .chain([("saturday".to_owned(), vec!["10:00-13:30".to_owned()])])
                     .collect()
             }),
+            works_holidays: false,
         })
         .collect()
 }

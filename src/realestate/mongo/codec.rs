@@ -212,6 +212,9 @@ pub(super) fn staff_doc(s: &StaffMember) -> Document {
         "wa_id": opt_str(s.wa_id.as_ref().map(WaId::as_str)),
         "notify_handoffs": s.notify_handoffs,
     };
+    if s.works_holidays {
+        doc.insert("works_holidays", true);
+    }
     if let Some(hours) = &s.hours {
         let days: Document = hours
             .iter()
@@ -229,6 +232,7 @@ pub(super) fn staff_member(d: &Document) -> StoreResult<StaffMember> {
         name: f.text("name"),
         wa_id: f.opt_wa_id("wa_id")?,
         notify_handoffs: d.get_bool("notify_handoffs").unwrap_or(false),
+        works_holidays: d.get_bool("works_holidays").unwrap_or(false),
         hours: d.get_document("hours").ok().map(|days| {
             days.iter()
                 .map(|(day, spans)| {

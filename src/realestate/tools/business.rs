@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::business::{Business, Schedule};
+use crate::business::Business;
 use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 
 /// The tool's name, for prompt files.
@@ -90,7 +90,18 @@ fn facts(
             Some(hours) => {
                 lines.push(format!("Horario de apertura (hora de {timezone}):"));
                 lines.extend(Business::hours_lines(hours).into_iter().map(|l| format!("- {l}")));
-                let schedule = Schedule::new(hours, &business.holidays, timezone);
+                for season in &business.seasons {
+                    lines.push(format!(
+                        "Horario de {} (del {:02}/{:02} al {:02}/{:02}):",
+                        season.name, season.from.1, season.from.0, season.to.1, season.to.0
+                    ));
+                    lines.extend(
+                        Business::hours_lines(&season.hours)
+                            .into_iter()
+                            .map(|l| format!("- {l}")),
+                    );
+                }
+                let schedule = business.schedule(hours, timezone);
                 lines.push(match schedule.closes_at(now) {
                     Some(closes) => format!(
                         "Ahora mismo: abierta, hasta las {}.",
@@ -139,6 +150,17 @@ fn facts(
                     line.push_str(&format!(
                         " · horario propio: {}",
                         Business::hours_lines(hours).join("; ")
+                    ));
+                }
+                for season in &office.seasons {
+                    line.push_str(&format!(
+                        " · horario de {} (del {:02}/{:02} al {:02}/{:02}): {}",
+                        season.name,
+                        season.from.1,
+                        season.from.0,
+                        season.to.1,
+                        season.to.0,
+                        Business::hours_lines(&season.hours).join("; ")
                     ));
                 }
                 lines.push(line);
