@@ -1,4 +1,5 @@
 use super::*;
+use chrono::TimeZone as _;
 use crate::domain::{CallOutcome, ToolCall};
 use crate::store::NewMessage;
 
