@@ -19,7 +19,7 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(15);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(25);
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let public = Router::new()
         .route(
             "/webhook",
             get(webhook::verify)
@@ -27,8 +27,18 @@ pub fn router(state: AppState) -> Router {
                 .layer(DefaultBodyLimit::max(webhook::MAX_BODY_BYTES)),
         )
         .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(telemetry::render_metrics))
+        .route("/readyz", get(health::readyz));
+    // On the public port unless ZAGUAN_METRICS_ADDR gives it a listener of its own.
+    let separate = state
+        .config
+        .as_ref()
+        .is_some_and(|c| c.metrics_addr.is_some());
+    let public = if separate {
+        public
+    } else {
+        public.route("/metrics", get(telemetry::render_metrics))
+    };
+    public
         .merge(admin_routes(state.clone()))
         .merge(admin::console::routes())
         .layer(RequestBodyTimeoutLayer::new(BODY_TIMEOUT))
@@ -37,6 +47,16 @@ pub fn router(state: AppState) -> Router {
             REQUEST_TIMEOUT,
         ))
         .with_state(state)
+}
+
+/// `/metrics` alone, for the listener of `ZAGUAN_METRICS_ADDR`.
+pub fn metrics_router() -> Router {
+    Router::new()
+        .route("/metrics", get(telemetry::render_metrics))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            REQUEST_TIMEOUT,
+        ))
 }
 
 /// The admin API, behind its token (wrong ones throttled per client address).

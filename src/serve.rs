@@ -129,6 +129,20 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.bind_addr))?;
     tracing::info!(addr = %listener.local_addr()?, "zaguan listening");
+    // `/metrics` on a listener of its own when ZAGUAN_METRICS_ADDR says so (a port only
+    // Prometheus reaches); the public one then no longer serves it.
+    let metrics = match config.metrics_addr {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on ZAGUAN_METRICS_ADDR {addr}"))?;
+            tracing::info!(addr = %listener.local_addr()?, "metrics listening");
+            Some(tokio::spawn(
+                axum::serve(listener, app::metrics_router()).into_future(),
+            ))
+        }
+        None => None,
+    };
     // One deadline from SIGTERM for everything: the HTTP server stops accepting and finishes
     // its requests while the workers finish their turns, side by side.
     let (stopping, mut stop_requested) = tokio::sync::watch::channel(false);
@@ -192,6 +206,9 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     }
     cleanup.abort();
     escalation.abort();
+    if let Some(metrics) = metrics {
+        metrics.abort();
+    }
     if let Some(events) = events {
         events.abort();
     }
@@ -301,6 +318,12 @@ fn announce(config: &Config) {
     }
     if config.whatsapp.graph.access_token.is_none() {
         tracing::warn!("WHATSAPP_ACCESS_TOKEN is unset: dry run, replies go to the log only");
+    }
+    if config.client_ip_header.is_some() && config.trusted_proxies.is_empty() {
+        tracing::warn!(
+            "ZAGUAN_CLIENT_IP_HEADER is set but ZAGUAN_TRUSTED_PROXIES is not: the header is \
+             believed from no one, and each connection's peer counts as the client"
+        );
     }
     tracing::info!(
         llm.primary = %config.llm.primary,

@@ -102,6 +102,21 @@ impl AppState {
     /// Shows and reloads the prompt set through the admin API.
     /// The templates messages are sent with and the agency's name: the running engine's, or
     /// the defaults when this state serves no engine.
+    /// The running business file (an empty one without an engine in this process).
+    pub fn business(&self) -> Arc<crate::business::Business> {
+        match &self.prompts {
+            Some(prompts) => prompts.engine().prompts().business().clone(),
+            None => Arc::default(),
+        }
+    }
+
+    /// When a conversation counts as stuck in an assistant (`ZAGUAN_STUCK_AFTER`).
+    pub fn stuck_after(&self) -> std::time::Duration {
+        self.config
+            .as_ref()
+            .map_or(std::time::Duration::from_secs(2 * 3600), |c| c.stuck_after)
+    }
+
     pub fn templates_and_name(&self) -> (Arc<crate::templates::Templates>, String) {
         match &self.prompts {
             Some(prompts) => (

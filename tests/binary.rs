@@ -46,6 +46,35 @@ fn wait_until_serving(child: &mut Child, port: u16) {
     panic!("zaguan did not start listening on {port}");
 }
 
+/// `ZAGUAN_METRICS_ADDR` moves `/metrics` to a listener of its own: the public port no longer
+/// serves it (404), the other does.
+#[test]
+fn metrics_can_move_off_the_public_port() {
+    let (port, metrics_port) = (free_port(), free_port());
+    let mut child = zaguan()
+        .arg("serve")
+        .env("ZAGUAN_BIND_ADDR", format!("127.0.0.1:{port}"))
+        .env("ZAGUAN_METRICS_ADDR", format!("127.0.0.1:{metrics_port}"))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until_serving(&mut child, port);
+    let public = http_get(port, "/metrics").unwrap();
+    assert!(public.contains("404"), "{public}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let private = loop {
+        if let Some(response) = http_response(metrics_port, "/metrics") {
+            break response;
+        }
+        assert!(Instant::now() < deadline, "no metrics listener");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(private.starts_with("HTTP/1.1 200"), "{private}");
+    assert!(private.contains("zaguan_"), "{private}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn bad_configuration_is_refused_with_one_line_per_variable() {
     let output = zaguan()

@@ -114,14 +114,15 @@ pub async fn throttle_bearer(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use crate::admin::throttle::{client_of, throttle};
+    use crate::admin::throttle::{self, client_of};
     use axum::response::IntoResponse as _;
     let peer = peer.map(|axum::Extension(axum::extract::ConnectInfo(at))| at);
     let Some(address) = client_of(&state, request.headers(), peer) else {
         return next.run(request).await;
     };
-    let now = std::time::Instant::now();
-    if !throttle().allows(address, BEARER, now) {
+    let now = chrono::Utc::now();
+    let team = state.team();
+    if !throttle::allows(team.store(), address, BEARER, now).await {
         tracing::warn!(%address, "admin API refused: too many wrong tokens in the last minute");
         metrics::counter!("zaguan_admin_refusals_total", "reason" => "throttled").increment(1);
         return (
@@ -132,7 +133,7 @@ pub async fn throttle_bearer(
     }
     let response = next.run(request).await;
     if response.status() == StatusCode::UNAUTHORIZED {
-        throttle().failed(address, BEARER, now);
+        throttle::failed(team.store(), address, BEARER, now).await;
     }
     response
 }
@@ -185,13 +186,14 @@ pub struct RoleBody {
 }
 
 /// `POST /admin/users/{wa_id}/role`: sets a contact's role by hand, recorded with who and when.
+/// Admins only: a number made an `agent` sees every customer's appointments and offers.
 pub async fn role(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(raw): Path<String>,
     body: Option<Json<RoleBody>>,
 ) -> Result<Json<serde_json::Value>, AdminError> {
-    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    let who = authorize(&state, &headers, OperatorRole::Admin).await?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
     let role = body
         .role

@@ -33,6 +33,7 @@ use env::Env;
 /// Every variable the service reads, as documented in `.env.example`.
 pub const VARIABLES: &[&str] = &[
     "ZAGUAN_BIND_ADDR",
+    "ZAGUAN_METRICS_ADDR",
     "WHATSAPP_VERIFY_TOKEN",
     "WHATSAPP_APP_SECRET",
     "WHATSAPP_ACCESS_TOKEN",
@@ -71,6 +72,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_ADMIN_TOKEN",
     "ZAGUAN_PUBLIC_URL",
     "ZAGUAN_CLIENT_IP_HEADER",
+    "ZAGUAN_TRUSTED_PROXIES",
     "ZAGUAN_LLM_PRICES",
     "ZAGUAN_EVENTS_URL",
     "ZAGUAN_EVENTS_SECRET",
@@ -109,6 +111,9 @@ pub const MIN_ADMIN_TOKEN: usize = 32;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub bind_addr: SocketAddr,
+    /// Where `/metrics` is served instead of the public port (`ZAGUAN_METRICS_ADDR`); `None`:
+    /// on the public port, as the contract has it.
+    pub metrics_addr: Option<SocketAddr>,
     pub whatsapp: WhatsAppConfig,
     pub mongodb: Option<MongoConfig>,
     pub llm: LlmSettings,
@@ -130,6 +135,9 @@ pub struct Config {
     /// e.g. `X-Forwarded-For`): the console's failed sign-ins are counted per client by it.
     /// `None`: the connection's peer is the client.
     pub client_ip_header: Option<String>,
+    /// The proxies whose `client_ip_header` is believed (`ZAGUAN_TRUSTED_PROXIES`, addresses
+    /// or CIDR ranges); from anyone else, the connection's peer is the client.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// What each model costs (`ZAGUAN_LLM_PRICES`, USD per million input/output tokens): the
     /// console's reports turn tokens into money with it.
     pub llm_prices: crate::admin::reports::Prices,
@@ -194,6 +202,12 @@ impl Config {
         let bind_addr = env.parsed("ZAGUAN_BIND_ADDR", "0.0.0.0:8080", |v| {
             v.parse::<SocketAddr>()
                 .map_err(|_| format!("`{v}` is not an address like `0.0.0.0:8080`"))
+        });
+        let metrics_addr = env.get("ZAGUAN_METRICS_ADDR").is_some().then(|| {
+            env.parsed("ZAGUAN_METRICS_ADDR", "", |v| {
+                v.parse::<SocketAddr>()
+                    .map_err(|_| format!("`{v}` is not an address like `127.0.0.1:9100`"))
+            })
         });
         let api_base_url = env.url("WHATSAPP_API_BASE_URL", "https://graph.facebook.com/v21.0");
         let api_timeout = env.duration("WHATSAPP_API_TIMEOUT", "15s");
@@ -303,6 +317,19 @@ impl Config {
             "",
             crate::admin::reports::Prices::parse,
         );
+        let trusted_proxies = env.parsed("ZAGUAN_TRUSTED_PROXIES", "", |list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(|item| {
+                    item.parse::<ipnet::IpNet>()
+                        .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                        .map_err(|_| {
+                            format!("`{item}` is not an address or a range like `10.0.0.0/8`")
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        });
         let client_ip_header = env
             .get("ZAGUAN_CLIENT_IP_HEADER")
             .is_some()
@@ -379,6 +406,7 @@ impl Config {
             });
         Ok(Config {
             bind_addr: bind_addr.expect(checked),
+            metrics_addr: metrics_addr.map(|addr| addr.expect(checked)),
             whatsapp: WhatsAppConfig {
                 verify_token: env.secret("WHATSAPP_VERIFY_TOKEN"),
                 app_secret: env.secret("WHATSAPP_APP_SECRET"),
@@ -428,6 +456,7 @@ impl Config {
             events,
             public_url: public_url.clone(),
             client_ip_header,
+            trusted_proxies: trusted_proxies.expect(checked),
             llm_prices: llm_prices.expect(checked),
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),

@@ -139,10 +139,10 @@ impl EventDelivery {
                     .increment(1);
                 match &update {
                     EventUpdate::Failed { error } => {
-                        tracing::error!(event = %event.id_masked(), "event failed for good: {error}");
+                        tracing::error!(event = %event.id, "event failed for good: {error}");
                     }
                     EventUpdate::Retry { at, error } => {
-                        tracing::warn!(event = %event.id_masked(), retry_at = %at, "event not accepted, retrying: {error}");
+                        tracing::warn!(event = %event.id, retry_at = %at, "event not accepted, retrying: {error}");
                     }
                     EventUpdate::Delivered { .. } => {}
                 }
@@ -240,14 +240,6 @@ impl EventDelivery {
         } else {
             Answer::Refused(said)
         }
-    }
-}
-
-impl Event {
-    /// The id with the conversation's number masked, for logs.
-    fn id_masked(&self) -> String {
-        self.id
-            .replace(self.wa_id.as_str(), &self.wa_id.masked().to_string())
     }
 }
 

@@ -34,10 +34,22 @@ impl EventStatus {
     }
 }
 
+/// A conversation in an event's id: 16 hex digits of SHA-256 over its key, the same for every
+/// event of it, and not its number.
+fn conversation_digest(wa_id: &WaId) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"zaguan:event:")
+        .chain_update(wa_id.as_str().as_bytes())
+        .finalize();
+    hex::encode(&digest[..8])
+}
+
 /// An `events` document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
-    /// `{type}:{conversation}:{subject}`: the idempotency key receivers see.
+    /// `{type}:{conversation}:{subject}`, the conversation as a digest of its number (no phone
+    /// number in an id: it travels as the receivers' `Idempotency-Key`, into their logs).
     pub id: String,
     /// The conversation it belongs to: events of one conversation are delivered in order.
     pub wa_id: WaId,
@@ -65,10 +77,11 @@ impl Event {
     /// after a crash writes the same id again.
     pub fn keyed(wa_id: &WaId, event: BusinessEvent, at: DateTime<Utc>, key: &str) -> Self {
         let subject = event.subject().unwrap_or_else(|| key.to_owned());
+        let conversation = conversation_digest(wa_id);
         let id = if subject.is_empty() {
-            format!("{}:{}", event.kind(), wa_id.as_str())
+            format!("{}:{conversation}", event.kind())
         } else {
-            format!("{}:{}:{subject}", event.kind(), wa_id.as_str())
+            format!("{}:{conversation}:{subject}", event.kind())
         };
         Self {
             id,
@@ -165,4 +178,29 @@ pub fn heads_due(
         })
         .take(limit)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_id_names_its_conversation_without_its_number() {
+        let wa_id = WaId::parse("34611300005").unwrap();
+        let at = Utc::now();
+        let event = BusinessEvent::HandoffRequested {
+            reason: "Quiere una persona".into(),
+        };
+        let first = Event::keyed(&wa_id, event.clone(), at, "call_7");
+        assert!(!first.id.contains("34611300005"), "{}", first.id);
+        assert!(!first.id.contains("611300005"), "{}", first.id);
+        assert!(first.id.starts_with("handoff.requested:"), "{}", first.id);
+        // The same step writes the same id; another conversation's, another.
+        assert_eq!(
+            Event::keyed(&wa_id, event.clone(), at, "call_7").id,
+            first.id
+        );
+        let other = WaId::parse("34611300006").unwrap();
+        assert_ne!(Event::keyed(&other, event, at, "call_7").id, first.id);
+    }
 }

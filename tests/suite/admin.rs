@@ -541,7 +541,7 @@ async fn the_cli_forgets_a_user_on_mongodb() {
 
 /// `POST /admin/users/{wa_id}/role`: recorded with who and when; the business data no longer
 /// moves it; `auto` hands it back; bad input is a 400 and changes nothing.
-async fn an_operator_sets_a_role_through_the_api(store: Arc<dyn Store>) {
+async fn an_admin_sets_a_role_through_the_api(store: Arc<dyn Store>) {
     let app = TestApp::with_store(store.clone()).with_admin(Some(common::ADMIN_TOKEN));
     let auth = common::bearer();
     let wa_id = WaId::parse("34600111999").unwrap();
@@ -557,8 +557,15 @@ async fn an_operator_sets_a_role_through_the_api(store: Arc<dyn Store>) {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(store.user(&wa_id).await.unwrap().is_none(), "nothing set");
-    // The record names the token's operator, never a name typed in the body.
-    let (_, ana) = app.operator("ana", OperatorRole::Operator).await;
+    // Nor an operator: a number made an agent would see every customer's appointments.
+    let (_, luis) = app.operator("luis", OperatorRole::Operator).await;
+    let (status, _) = app
+        .admin("POST", uri, Some(&luis), Some(r#"{"role": "agent"}"#))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(store.user(&wa_id).await.unwrap().is_none(), "nothing set");
+    // The record names the token's admin, never a name typed in the body.
+    let (_, ana) = app.operator("ana", OperatorRole::Admin).await;
     let (status, body) = app
         .admin(
             "POST",
@@ -613,16 +620,16 @@ async fn an_operator_sets_a_role_through_the_api(store: Arc<dyn Store>) {
 }
 
 #[tokio::test]
-async fn memory_an_operator_sets_a_role_through_the_api() {
-    an_operator_sets_a_role_through_the_api(Arc::new(zaguan::store::MemoryStore::new())).await;
+async fn memory_an_admin_sets_a_role_through_the_api() {
+    an_admin_sets_a_role_through_the_api(Arc::new(zaguan::store::MemoryStore::new())).await;
 }
 
 #[tokio::test]
-async fn mongo_an_operator_sets_a_role_through_the_api() {
+async fn mongo_an_admin_sets_a_role_through_the_api() {
     let Some(db) = common::TestMongo::new().await else {
         return;
     };
-    an_operator_sets_a_role_through_the_api(Arc::new(db.store.clone())).await;
+    an_admin_sets_a_role_through_the_api(Arc::new(db.store.clone())).await;
     db.drop().await;
 }
 
@@ -1027,19 +1034,39 @@ async fn a_user_is_forgotten_through_the_api() {
     assert!(store.conversation(&wa_id).await.unwrap().is_none());
 }
 
+/// A deployment behind a proxy at 10.0.0.0/8 that names the client in `X-Forwarded-For`.
+fn behind_a_proxy() -> zaguan::config::Config {
+    zaguan::config::Config::from_vars(
+        [
+            (
+                "ZAGUAN_CLIENT_IP_HEADER".to_owned(),
+                "X-Forwarded-For".to_owned(),
+            ),
+            ("ZAGUAN_TRUSTED_PROXIES".to_owned(), "10.0.0.0/8".to_owned()),
+        ]
+        .into(),
+    )
+    .unwrap()
+}
+
+/// `request` as the proxy (or, with `peer`, whoever it is) hands it over.
+fn through(
+    mut request: axum::http::Request<axum::body::Body>,
+    peer: &str,
+) -> axum::http::Request<axum::body::Body> {
+    let at: std::net::SocketAddr = peer.parse().unwrap();
+    request
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo(at));
+    request
+}
+
 /// Ten wrong passwords for one operator from one address lock neither another operator from that
 /// address nor the same operator from another address (behind a proxy that names the client
 /// in `X-Forwarded-For`).
 #[tokio::test]
 async fn failed_sign_ins_lock_out_only_their_account_from_their_address() {
-    let config = zaguan::config::Config::from_vars(
-        [(
-            "ZAGUAN_CLIENT_IP_HEADER".to_owned(),
-            "X-Forwarded-For".to_owned(),
-        )]
-        .into(),
-    )
-    .unwrap();
+    let config = behind_a_proxy();
     let app = app(Arc::new(zaguan::store::MemoryStore::new()), Some(TOKEN))
         .with_state(|state| state.with_config(config));
     let (marta, _) = app.operator("marta", OperatorRole::Operator).await;
@@ -1054,7 +1081,7 @@ async fn failed_sign_ins_lock_out_only_their_account_from_their_address() {
             .header("x-forwarded-for", format!("10.1.2.3, {from}"))
             .body(axum::body::Body::from(body))
             .unwrap();
-        app.request(request).await.0
+        app.request(through(request, "10.0.0.2:40000")).await.0
     };
     for _ in 0..10 {
         let status = sign_in("203.0.113.70", "marta", "not-her-password").await;
@@ -1087,14 +1114,7 @@ async fn failed_sign_ins_lock_out_only_their_account_from_their_address() {
 /// even with the right token, for a minute); another address is answered.
 #[tokio::test]
 async fn wrong_bearer_tokens_slow_down_only_their_address() {
-    let config = zaguan::config::Config::from_vars(
-        [(
-            "ZAGUAN_CLIENT_IP_HEADER".to_owned(),
-            "X-Forwarded-For".to_owned(),
-        )]
-        .into(),
-    )
-    .unwrap();
+    let config = behind_a_proxy();
     let app = app(Arc::new(zaguan::store::MemoryStore::new()), Some(TOKEN))
         .with_state(|state| state.with_config(config));
     let list = async |from: &str, token: &str| {
@@ -1103,7 +1123,7 @@ async fn wrong_bearer_tokens_slow_down_only_their_address() {
             .header("x-forwarded-for", from)
             .body(axum::body::Body::empty())
             .unwrap();
-        app.request(request).await.0
+        app.request(through(request, "10.0.0.2:40000")).await.0
     };
     let mut statuses = Vec::new();
     for _ in 0..8 {
@@ -1120,4 +1140,67 @@ async fn wrong_bearer_tokens_slow_down_only_their_address() {
         StatusCode::TOO_MANY_REQUESTS
     );
     assert_eq!(list("198.51.100.80", TOKEN).await, StatusCode::OK);
+    // A client reaching the port directly cannot pick its address with the header.
+    let direct = async |forged: &str, token: &str| {
+        let request = axum::http::Request::get("/admin/conversations")
+            .header("authorization", format!("Bearer {token}"))
+            .header("x-forwarded-for", forged)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        app.request(through(request, "198.51.100.81:5000")).await.0
+    };
+    for n in 0..8 {
+        direct(&format!("192.0.2.{n}"), "guess").await;
+    }
+    assert_eq!(
+        direct("192.0.2.200", TOKEN).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a forged header rotates nothing"
+    );
+}
+
+/// Failed sign-ins are kept in the store: an address that failed on one instance waits on the
+/// other too, and the count expires after a minute.
+async fn failed_sign_ins_are_counted_by_every_instance(
+    team: Arc<dyn zaguan::admin::team::TeamStore>,
+) {
+    let state =
+        |state: zaguan::app::AppState| state.with_config(behind_a_proxy()).with_team(team.clone());
+    let first = app(Arc::new(zaguan::store::MemoryStore::new()), Some(TOKEN)).with_state(state);
+    let second = app(Arc::new(zaguan::store::MemoryStore::new()), Some(TOKEN)).with_state(state);
+    let list = async |app: &TestApp, token: &str| {
+        let request = axum::http::Request::get("/admin/conversations")
+            .header("authorization", format!("Bearer {token}"))
+            .header("x-forwarded-for", "203.0.113.90")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        app.request(through(request, "10.0.0.2:40000")).await.0
+    };
+    for _ in 0..5 {
+        assert_eq!(list(&first, "guess").await, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(
+        list(&second, TOKEN).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the other instance counts the same failures"
+    );
+}
+
+#[tokio::test]
+async fn memory_failed_sign_ins_are_counted_by_every_instance() {
+    failed_sign_ins_are_counted_by_every_instance(Arc::new(
+        zaguan::admin::team::MemoryTeam::default(),
+    ))
+    .await;
+}
+
+#[tokio::test]
+async fn mongo_failed_sign_ins_are_counted_by_every_instance() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let team = zaguan::admin::team::MongoTeam::new(db.store.pool().clone());
+    team.ensure_indexes().await.unwrap();
+    failed_sign_ins_are_counted_by_every_instance(Arc::new(team)).await;
+    db.drop().await;
 }

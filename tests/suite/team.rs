@@ -675,3 +675,33 @@ async fn memory_exports_are_for_admins_from_the_records_and_page_when_cut() {
 async fn mongo_exports_are_for_admins_from_the_records_and_page_when_cut() {
     exports_are_for_admins_from_the_records_and_page_when_cut(Backend::Mongo).await;
 }
+
+/// The overview counts a conversation as stuck after `ZAGUAN_STUCK_AFTER`, as the monitor and
+/// `conversations list` do, not after a fixed half hour.
+#[tokio::test]
+async fn the_overview_counts_stuck_conversations_by_the_configured_threshold() {
+    let stores = Stores::open(Backend::Memory).await.unwrap();
+    let config = zaguan::config::Config::from_vars(
+        [("ZAGUAN_STUCK_AFTER".to_owned(), "10m".to_owned())].into(),
+    )
+    .unwrap();
+    let app = instance(&stores).with_state(|state| state.with_config(config));
+    let wa_id = WaId::parse("34600111333").unwrap();
+    stores
+        .store
+        .set_dialog_state(
+            &wa_id,
+            &zaguan::domain::DialogState::entered("appointment_assistant"),
+            Utc::now() - chrono::Duration::minutes(20),
+        )
+        .await
+        .unwrap();
+    let (lucia, _) = app.operator("lucia", OperatorRole::Operator).await;
+    let session = common::console_sign_in(&app, "lucia", &lucia.password)
+        .await
+        .unwrap();
+    let (status, page) = get(&app, "/console", &session).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("<b id=\"stuck\">1</b>"), "{page}");
+    assert!(page.contains("idle 10m+"), "{page}");
+}

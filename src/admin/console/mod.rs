@@ -39,9 +39,6 @@ use crate::state::AppState;
 use refs::Refs;
 use subtle::ConstantTimeEq;
 
-/// A conversation counts as stuck on the overview after this long idle in an assistant.
-const STUCK_AFTER: &str = "30m";
-
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/console", get(pages::overview))

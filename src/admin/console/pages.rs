@@ -10,7 +10,6 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::STUCK_AFTER;
 use super::{ConsoleError, render, resolve, signed_in};
 use crate::admin::team::OperatorRole;
 
@@ -28,8 +27,10 @@ pub(super) async fn overview(
     };
     // In an assistant is part of the query: the oldest idle conversations are mostly back
     // with the primary assistant, and would fill the page.
+    // Stuck as `ZAGUAN_STUCK_AFTER` says, as the monitor and `conversations list` count it.
+    let stuck_after = humantime::format_duration(state.stuck_after()).to_string();
     let stuck = count(ListParams {
-        idle_for: Some(STUCK_AFTER.to_owned()),
+        idle_for: Some(stuck_after.clone()),
         in_assistant: Some(true),
         limit: Some(200),
         ..ListParams::default()
@@ -126,7 +127,7 @@ pub(super) async fn overview(
         who.context(
             "overview",
             json!({
-                "stuck": stuck, "stuck_after": STUCK_AFTER, "requested": requested,
+                "stuck": stuck, "stuck_after": stuck_after, "requested": requested,
                 "undelivered": undelivered,
                 "taken": taken, "prompts": prompts, "today": today,
                 "offline": offline,

@@ -15,6 +15,17 @@ use serde_json::{Value, json};
 use super::pages::idle;
 use super::{ConsoleError, SignedIn, render, signed_in};
 
+/// Whether a request waiting since `since` is past the SLA at `now`, counted in working time as
+/// the escalation counts it.
+fn late(
+    schedule: &crate::business::Schedule<'_>,
+    since: DateTime<Utc>,
+    sla: chrono::Duration,
+    now: DateTime<Utc>,
+) -> bool {
+    schedule.after_open_time(since, sla) < now
+}
+
 /// The most conversations each part of the queue shows (the store's largest page).
 const SHOWN: usize = 200;
 
@@ -66,6 +77,15 @@ pub(super) async fn queue(
             })
         }
     };
+    // Late by working time, as the escalation counts it: a request at 19:55 is not late at
+    // 20:10 when the office closed at 20:00.
+    let business = state.business();
+    let timezone = state
+        .config
+        .as_ref()
+        .map_or(chrono_tz::Europe::Madrid, |c| c.engine.timezone);
+    let hours = business.opening_hours();
+    let schedule = business.schedule(&hours, timezone);
     let mut waiting = Vec::new();
     for c in listed("requested").await? {
         let since = at_of(&c["handoff_requested"]["at"]).unwrap_or(now);
@@ -78,7 +98,7 @@ pub(super) async fn queue(
         let mut row = row_of(&state, &who, &c).await?;
         row["waited"] = json!(idle(waited));
         row["since"] = json!(since.format("%d/%m %H:%M UTC").to_string());
-        row["late"] = json!(now - since > sla);
+        row["late"] = json!(late(&schedule, since, sla, now));
         row["reason"] = c["handoff_requested"]["reason"].clone();
         row["notice_failures"] = c["handoff_requested"]["notice_failures"].clone();
         if who.masked() {
@@ -134,4 +154,34 @@ async fn row_of(state: &AppState, who: &SignedIn, c: &Value) -> Result<Value, Co
     }
     who.linked(&mut row);
     Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::late;
+    use chrono::TimeZone as _;
+
+    #[test]
+    fn a_request_is_late_by_working_time_not_by_the_clock() {
+        let hours = crate::business::week_from(
+            &crate::business::WEEKDAYS
+                .iter()
+                .map(|day| ((*day).to_owned(), vec!["9:00-20:00".to_owned()]))
+                .collect(),
+        )
+        .unwrap();
+        let schedule = crate::business::Schedule::new(&hours, &[], chrono_tz::Europe::Madrid);
+        let madrid = |h, m| {
+            chrono_tz::Europe::Madrid
+                .with_ymd_and_hms(2026, 12, 2, h, m, 0)
+                .unwrap()
+                .to_utc()
+        };
+        let sla = chrono::Duration::minutes(15);
+        // Asked at 19:55: ten minutes after closing is not late (five minutes of work passed).
+        assert!(!late(&schedule, madrid(19, 55), sla, madrid(20, 30)));
+        // Asked at 10:00: late at 10:16.
+        assert!(late(&schedule, madrid(10, 0), sla, madrid(10, 16)));
+        assert!(!late(&schedule, madrid(10, 0), sla, madrid(10, 14)));
+    }
 }

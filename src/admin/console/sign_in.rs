@@ -10,7 +10,6 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
 use std::net::SocketAddr;
-use std::time::Instant;
 
 use axum::Extension;
 use axum::extract::ConnectInfo;
@@ -18,7 +17,7 @@ use axum::extract::ConnectInfo;
 use super::session;
 use super::{ConsoleError, checked, console_on, render};
 use crate::admin::team::OperatorRole;
-use crate::admin::throttle::{client_of, throttle};
+use crate::admin::throttle::{self, client_of};
 
 #[derive(Deserialize, Default)]
 pub(super) struct SignInQuery {
@@ -60,7 +59,7 @@ pub(super) async fn sign_in(
         .to_lowercase();
     let address = client_of(&state, &headers, peer.map(|Extension(ConnectInfo(at))| at));
     if let Some(address) = address
-        && !throttle().allows(address, &name, Instant::now())
+        && !throttle::allows(state.team().store(), address, &name, Utc::now()).await
     {
         tracing::warn!(%address, operator = %name, "console sign-in refused: too many failed attempts in the last minute");
         metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "throttled").increment(1);
@@ -79,7 +78,7 @@ pub(super) async fn sign_in(
         .await?;
     let Some((signed, cookie)) = signed else {
         if let Some(address) = address {
-            throttle().failed(address, &name, Instant::now());
+            throttle::failed(state.team().store(), address, &name, Utc::now()).await;
         }
         tracing::warn!(operator = %name, "console sign-in failed: wrong name or password, or disabled");
         metrics::counter!("zaguan_console_sign_ins_total", "outcome" => "failed").increment(1);

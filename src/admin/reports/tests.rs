@@ -1,7 +1,7 @@
 use super::*;
-use chrono::TimeZone as _;
 use crate::domain::{CallOutcome, ToolCall};
 use crate::store::NewMessage;
+use chrono::TimeZone as _;
 
 fn at(day: u32, hour: u32, minute: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, day, hour, minute, 0)

@@ -18,7 +18,12 @@ pub struct MemoryTeam {
 struct Inner {
     operators: HashMap<String, Operator>,
     sessions: HashMap<String, SessionRecord>,
+    /// Failed sign-ins: address, account, when.
+    failures: Vec<(String, String, DateTime<Utc>)>,
 }
+
+/// Most failed sign-ins kept: past it, the oldest go (a flood cannot grow the process).
+const MAX_FAILURES: usize = 10_000;
 
 impl MemoryTeam {
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
@@ -125,6 +130,42 @@ impl TeamStore for MemoryTeam {
             let before = inner.sessions.len();
             inner.sessions.retain(|_, s| s.expires_at > now);
             (before - inner.sessions.len()) as u64
+        }))
+    }
+
+    async fn record_sign_in_failure(
+        &self,
+        address: &str,
+        account: &str,
+        at: DateTime<Utc>,
+        forget_before: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        self.with(|inner| {
+            inner.failures.retain(|(_, _, when)| *when >= forget_before);
+            if inner.failures.len() >= MAX_FAILURES {
+                inner.failures.remove(0);
+            }
+            inner
+                .failures
+                .push((address.to_owned(), account.to_owned(), at));
+        });
+        Ok(())
+    }
+
+    async fn sign_in_failures(
+        &self,
+        address: &str,
+        account: &str,
+        since: DateTime<Utc>,
+    ) -> StoreResult<(u64, u64)> {
+        Ok(self.with(|inner| {
+            let recent = inner
+                .failures
+                .iter()
+                .filter(|(from, _, when)| from == address && *when >= since);
+            let from_address = recent.clone().count() as u64;
+            let for_account = recent.filter(|(_, name, _)| name == account).count() as u64;
+            (from_address, for_account)
         }))
     }
 }

@@ -159,6 +159,23 @@ pub trait TeamStore: Send + Sync {
     async fn delete_sessions_of(&self, operator: &str) -> StoreResult<u64>;
     /// Removes sessions expired before `now`.
     async fn delete_expired_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64>;
+    /// A failed sign-in (or a wrong API token) of `account` from `address` at `at`; failures
+    /// from before `forget_before` are dropped (they expire: the store keeps no more).
+    async fn record_sign_in_failure(
+        &self,
+        address: &str,
+        account: &str,
+        at: DateTime<Utc>,
+        forget_before: DateTime<Utc>,
+    ) -> StoreResult<()>;
+    /// The failures since `since` from `address`, and of `account` from it: every instance
+    /// counts the same ones.
+    async fn sign_in_failures(
+        &self,
+        address: &str,
+        account: &str,
+        since: DateTime<Utc>,
+    ) -> StoreResult<(u64, u64)>;
 }
 
 /// Why a team operation was refused.

@@ -13,6 +13,7 @@ use crate::store::{MongoPool, StoreResult};
 
 const OPERATORS: &str = "operators";
 const SESSIONS: &str = "sessions";
+const FAILURES: &str = "sign_in_failures";
 
 #[derive(Clone)]
 pub struct MongoTeam {
@@ -30,6 +31,8 @@ impl MongoTeam {
             (OPERATORS, doc! {"token_hash": 1}),
             (SESSIONS, doc! {"operator": 1}),
             (SESSIONS, doc! {"expires_at": 1}),
+            (FAILURES, doc! {"address": 1, "at": 1}),
+            (FAILURES, doc! {"at": 1}),
         ] {
             self.pool
                 .run(
@@ -241,5 +244,57 @@ impl TeamStore for MongoTeam {
         self.pool
             .delete_many(Lane::Work, SESSIONS, doc! {"expires_at": {"$lte": at(now)}})
             .await
+    }
+
+    async fn record_sign_in_failure(
+        &self,
+        address: &str,
+        account: &str,
+        when: DateTime<Utc>,
+        forget_before: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        // No TTL index on FerretDB: the expired ones go on the next failure.
+        self.pool
+            .delete_many(
+                Lane::Work,
+                FAILURES,
+                doc! {"at": {"$lt": at(forget_before)}},
+            )
+            .await?;
+        self.pool
+            .insert_one(
+                Lane::Work,
+                FAILURES,
+                doc! {"address": address, "account": account, "at": at(when)},
+            )
+            .await
+    }
+
+    async fn sign_in_failures(
+        &self,
+        address: &str,
+        account: &str,
+        since: DateTime<Utc>,
+    ) -> StoreResult<(u64, u64)> {
+        let from_address = self
+            .pool
+            .count(
+                Lane::Work,
+                FAILURES,
+                doc! {"address": address, "at": {"$gte": at(since)}},
+            )
+            .await?;
+        let for_account = if from_address == 0 {
+            0
+        } else {
+            self.pool
+                .count(
+                    Lane::Work,
+                    FAILURES,
+                    doc! {"address": address, "account": account, "at": {"$gte": at(since)}},
+                )
+                .await?
+        };
+        Ok((from_address, for_account))
     }
 }
