@@ -106,7 +106,10 @@ async fn start(mongo: Option<&TestMongo>) -> Service {
     Service::start(Options {
         rules: rule_model,
         business: Some(business_open_now()),
-        env: vec![("ZAGUAN_HANDOFF_SLA", "2s".to_owned())],
+        env: vec![
+            ("ZAGUAN_HANDOFF_SLA", "2s".to_owned()),
+            ("ZAGUAN_HANDOFF_DIGEST", "1s".to_owned()),
+        ],
         mongo,
     })
     .await
@@ -216,23 +219,38 @@ async fn nobody_taking_it_tells_the_next_one_after_the_sla(service: &mut Service
     service
         .customer_says(customer, "Elena Mora", "con un agente")
         .await;
-    let first = service
+    service
         .wait_for_message(LUCIA, "+34611300005", Duration::from_secs(5))
         .await;
     // ZAGUAN_HANDOFF_SLA=2s: then Marta.
-    let next = service
+    service
         .wait_for_message(MARTA, "+34611300005", Duration::from_secs(10))
         .await;
-    assert!(next > first, "Marta after Lucía: {first:?} then {next:?}");
+    // On one clock, the fake Graph API's: Marta's notice came at least the SLA after Lucía's.
+    let told_at = |to: &str| {
+        service
+            .graph
+            .received()
+            .iter()
+            .find(|r| r.body["to"] == json!(to) && r.body.to_string().contains("+34611300005"))
+            .map(|r| r.at)
+            .unwrap()
+    };
+    let (lucia, marta) = (told_at(LUCIA), told_at(MARTA));
+    assert!(
+        marta >= lucia + Duration::from_secs(2),
+        "Marta told {:?} after Lucía, within the 2 s SLA",
+        marta.saturating_duration_since(lucia)
+    );
     let escalated = service
         .messages_to(MARTA)
         .into_iter()
         .find(|m| m.to_string().contains("+34611300005"))
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
-        escalated
-            .to_string()
-            .contains("ha pedido hablar con una persona"),
+        escalated.contains("ha pedido hablar con una persona")
+            || escalated.contains("clientes esperan a una persona"),
         "{escalated}"
     );
 }
@@ -294,6 +312,118 @@ async fn on_mongodb_staff_are_told_escalated_and_customers_hear_the_truth() {
     saturday_hours_come_from_the_business_file(&mut service).await;
     nobody_taking_it_tells_the_next_one_after_the_sla(&mut service).await;
     after_hours_the_customer_hears_when_the_office_opens(&mut service).await;
+    drop(service);
+    db.drop().await;
+}
+
+/// Lucía's number refuses every notice (131026): the desk goes to Marta at once — long before
+/// the SLA — and the queue shows why Lucía was not reached. Requests that come while Marta was
+/// told moments ago are gathered into one digest, with the queue's link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mongodb_a_refused_notice_goes_to_the_next_and_a_burst_is_one_digest() {
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
+    realestate.ensure_indexes().await.unwrap();
+    let set = common::seeded_demo(&realestate).await;
+    let mut staff = set.staff.clone();
+    for member in &mut staff {
+        member.notify_handoffs = member.id == "A-01" || member.id == "A-03";
+        member.hours = None;
+    }
+    realestate.upsert_staff(&staff).await.unwrap();
+    let mut service = Service::start(Options {
+        rules: rule_model,
+        business: Some(business_open_now()),
+        env: vec![
+            ("ZAGUAN_HANDOFF_SLA", "1h".to_owned()),
+            ("ZAGUAN_HANDOFF_DIGEST", "4s".to_owned()),
+        ],
+        mongo: Some(&db),
+    })
+    .await;
+    *service.graph.refused.lock().unwrap() = Some(LUCIA.to_owned());
+    let customer = "34611300101";
+    service
+        .customer_says(customer, "Inés Vidal", "Quiero hablar con una persona")
+        .await;
+    // The customer hears the truth of that moment: a notice was on its way.
+    service
+        .wait_for_message(
+            customer,
+            "He avisado a una persona del equipo",
+            Duration::from_secs(5),
+        )
+        .await;
+    // Lucía's is refused; Marta is told within seconds, not after the hour's SLA.
+    service
+        .wait_for_message(MARTA, "+34611300101", Duration::from_secs(15))
+        .await;
+    let (_, shown) = service
+        .admin("GET", &format!("/admin/conversations/{customer}"), None)
+        .await;
+    let failures = shown["conversation"]["handoff_requested"]["notice_failures"].to_string();
+    assert!(failures.contains("131026"), "{shown}");
+    assert!(failures.contains("…0001"), "Lucía, masked: {shown}");
+    // Her own conversation is not in the queue: she is not waiting for anyone.
+    let (_, queue) = service
+        .admin("GET", "/admin/conversations?handoff=requested", None)
+        .await;
+    assert!(!queue.to_string().contains(LUCIA), "{queue}");
+
+    // Four more customers at once: at most one message to Marta per ZAGUAN_HANDOFF_DIGEST, so
+    // a digest names several of them, and every one of them reaches her.
+    let before = service.messages_to(MARTA).len();
+    for n in 2..=5 {
+        service
+            .customer_says(
+                &format!("3461130010{n}"),
+                &format!("Cliente {n}"),
+                "Quiero hablar con una persona",
+            )
+            .await;
+    }
+    service
+        .wait_for_message(
+            MARTA,
+            "clientes esperan a una persona",
+            Duration::from_secs(30),
+        )
+        .await;
+    for n in 2..=5 {
+        service
+            .wait_for_message(MARTA, &format!("+3461130010{n}"), Duration::from_secs(30))
+            .await;
+    }
+    let new: Vec<String> = service.messages_to(MARTA)[before..]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(new.len() <= 2, "not one notice each: {new:#?}");
+    let digest = new
+        .iter()
+        .find(|m| m.contains("clientes esperan a una persona"))
+        .unwrap();
+    assert!(
+        digest.contains("https://zaguan.example/console/queue"),
+        "{digest}"
+    );
+    // Marta's messages never come closer together than the digest time.
+    let times: Vec<std::time::Instant> = service
+        .graph
+        .delivered()
+        .iter()
+        .filter(|d| d.to == MARTA)
+        .map(|d| d.at)
+        .collect();
+    for pair in times.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= Duration::from_millis(3800),
+            "two notices to Marta {:?} apart",
+            pair[1] - pair[0]
+        );
+    }
     drop(service);
     db.drop().await;
 }

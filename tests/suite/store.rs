@@ -1579,6 +1579,41 @@ async fn a_staff_pager_sends_at_most_one_message_per_quiet_time(store: Arc<dyn S
         .unwrap()
         .unwrap();
     assert_eq!(last.pages, [page(4, 125)]);
+    store.pages_sent(&member, &last).await.unwrap();
+
+    // Forty customers at once, from many workers: every page is kept; then five instances
+    // claim at the same moment, and all of them get the one batch with all forty.
+    let other = wa("34699000002");
+    let writes: Vec<_> = (0..40)
+        .map(|n| {
+            let store = store.clone();
+            let other = other.clone();
+            let page = Page {
+                key: format!("burst:{n}"),
+                ..page(1, 300)
+            };
+            tokio::spawn(async move { store.page(&other, &page).await.unwrap() })
+        })
+        .collect();
+    for write in writes {
+        write.await.unwrap();
+    }
+    let claims: Vec<_> = (0..5)
+        .map(|_| {
+            let store = store.clone();
+            let other = other.clone();
+            tokio::spawn(async move { store.claim_pages(&other, at(301), quiet).await.unwrap() })
+        })
+        .collect();
+    let mut batches = Vec::new();
+    for claim in claims {
+        batches.push(claim.await.unwrap().expect("the batch"));
+    }
+    assert!(batches.iter().all(|b| b.at == batches[0].at), "one claim");
+    assert!(
+        batches.iter().all(|b| b.pages.len() == 40),
+        "with every page"
+    );
 }
 
 /// What the console shows: who serves a conversation until when, and the inbox of a period by

@@ -271,7 +271,11 @@ where
                 Noticed::NobodyOnDuty(request.next_notice_at.or(first_on_duty))
             }
         } else if request.next_notice_at.is_some_and(|at| at <= now) {
-            self.notify(wa_id, &request, business, &staff, now).await?
+            let (noticed, paged) = self.notify(wa_id, &request, business, &staff, now).await?;
+            for member in &paged {
+                self.flush(member, now).await?;
+            }
+            noticed
         } else {
             Noticed::NobodyOnDuty(request.next_notice_at.or(first_on_duty))
         };
@@ -289,15 +293,28 @@ where
     /// conversations were looked at.
     pub async fn escalate(&self, business: &Business, now: DateTime<Utc>) -> StoreResult<usize> {
         let due = self.store.due_handoffs(now, BATCH).await?;
+        // Every notice of the pass is paged first, then each member's pager flushed once: the
+        // requests that fell due together reach a member as one message.
+        let mut paged: Vec<WaId> = Vec::new();
         if !due.is_empty() {
             let staff = self.staff().await?;
             for (wa_id, request) in &due {
-                self.notify(wa_id, request, business, &staff, now).await?;
+                let (_, members) = self.notify(wa_id, request, business, &staff, now).await?;
+                for member in members {
+                    if !paged.contains(&member) {
+                        paged.push(member);
+                    }
+                }
             }
         }
-        // The digests whose time has come.
+        // And the digests whose time has come.
         for member in self.store.due_pagers(now, self.digest(), BATCH).await? {
-            self.flush(&member, now).await?;
+            if !paged.contains(&member) {
+                paged.push(member);
+            }
+        }
+        for member in &paged {
+            self.flush(member, now).await?;
         }
         Ok(due.len())
     }
@@ -308,7 +325,8 @@ where
 
     /// Pages the notice `request` is due: to the first staff member on duty who can be reached,
     /// then the next one, then all of them; a member who cannot be reached is recorded and the
-    /// next one tried. Flushes the pagers it wrote to.
+    /// next one tried. Returns what came of it and the members paged, whose pagers the caller
+    /// flushes.
     pub(super) async fn notify(
         &self,
         wa_id: &WaId,
@@ -316,7 +334,7 @@ where
         business: &Business,
         staff: &[StaffOnCall],
         now: DateTime<Utc>,
-    ) -> StoreResult<Noticed> {
+    ) -> StoreResult<(Noticed, Vec<WaId>)> {
         let hours = business.opening_hours();
         let agency = business.schedule(&hours, self.settings.timezone);
         // Who failed this request is not tried again for it.
@@ -344,11 +362,12 @@ where
             self.store
                 .advance_handoff(wa_id, request.at, request.level, &step)
                 .await?;
-            return Ok(if candidates.is_empty() {
+            let noticed = if candidates.is_empty() {
                 Noticed::NobodyReached
             } else {
                 Noticed::NobodyOnDuty(next)
-            });
+            };
+            return Ok((noticed, Vec::new()));
         }
         let fresh: Vec<&StaffOnCall> = on_duty
             .iter()
@@ -420,14 +439,12 @@ where
                     .increment(step.failed.len() as u64);
             }
         }
-        for member in &reached {
-            self.flush(&member.wa_id, now).await?;
-        }
-        Ok(if reached.is_empty() {
+        let noticed = if reached.is_empty() {
             Noticed::NobodyReached
         } else {
             Noticed::Told
-        })
+        };
+        Ok((noticed, reached.iter().map(|m| m.wa_id.clone()).collect()))
     }
 
     /// The notice of `wa_id`'s request as one text: who, the language, what they want, where
@@ -586,7 +603,7 @@ where
     /// Sends what waits on `member`'s pager, unless a message went to them within the digest
     /// time: one notice alone as it is, several as one digest naming each customer. A notice
     /// that cannot go now goes back to each request it was for.
-    async fn flush(&self, member: &WaId, now: DateTime<Utc>) -> StoreResult<()> {
+    pub(super) async fn flush(&self, member: &WaId, now: DateTime<Utc>) -> StoreResult<()> {
         let Some(batch) = self.store.claim_pages(member, now, self.digest()).await? else {
             return Ok(());
         };
@@ -636,6 +653,12 @@ where
         if batch.pages.len() > 1 {
             metrics::counter!("zaguan_handoff_digests_total").increment(1);
         }
+        tracing::info!(
+            conversation.id = %member.masked(),
+            pages = batch.pages.len(),
+            customers = ?batch.pages.iter().map(|p| p.customer.masked()).collect::<Vec<_>>(),
+            "staff notice queued"
+        );
         self.store.record_reply(&[entry]).await?;
         self.store.pages_sent(member, &batch).await
     }
@@ -663,14 +686,15 @@ where
             lines.push(format!("… y {} más", count - DIGEST_LINES));
         }
         lines.push(format!("Cola: {queue}"));
+        // The template's one line names them too, as many as the text does.
         let names: Vec<&str> = batch
             .pages
             .iter()
-            .take(3)
+            .take(DIGEST_LINES)
             .map(|p| p.label.as_str())
             .collect();
-        let customers = if count > 3 {
-            format!("{} y {} más", names.join(", "), count - 3)
+        let customers = if count > DIGEST_LINES {
+            format!("{} y {} más", names.join(", "), count - DIGEST_LINES)
         } else {
             names.join(", ")
         };
@@ -783,9 +807,10 @@ impl HandoffEscalation {
         desk: Arc<HandoffDesk>,
         business: Arc<dyn Fn() -> Arc<Business> + Send + Sync>,
     ) -> Self {
-        // Often enough that a short SLA is kept to within a quarter of it.
-        let every =
-            (desk.settings.sla / 4).clamp(Duration::from_millis(200), Duration::from_secs(5));
+        // Often enough that a short SLA (or digest) is kept to within a quarter of it, and that
+        // a refused notice reaches the next member within a second.
+        let every = (desk.settings.sla.min(desk.settings.digest) / 4)
+            .clamp(Duration::from_millis(200), Duration::from_secs(1));
         Self {
             desk,
             business,

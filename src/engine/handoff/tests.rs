@@ -662,7 +662,8 @@ async fn a_notice_step_replayed_or_run_by_two_instances_tells_once() {
         .escalate(&business(), start + chrono::Duration::seconds(2))
         .await
         .unwrap();
-    desk.desk
+    let (_, paged) = desk
+        .desk
         .notify(
             &wa(CUSTOMER),
             &request,
@@ -672,6 +673,12 @@ async fn a_notice_step_replayed_or_run_by_two_instances_tells_once() {
         )
         .await
         .unwrap();
+    for member in &paged {
+        desk.desk
+            .flush(member, start + chrono::Duration::seconds(3))
+            .await
+            .unwrap();
+    }
     assert_eq!(desk.notices("34699000001").await.len(), 1);
 }
 

@@ -11,19 +11,26 @@ use crate::store::{MemoryStore, Page, PageBatch, PagerStore, StoreResult};
 pub(super) struct Pager {
     pages: Vec<Page>,
     sent_at: Option<DateTime<Utc>>,
-    batch_at: Option<DateTime<Utc>>,
+    /// The batch claimed: when, and its pages' keys (fixed at the claim).
+    batch: Option<(DateTime<Utc>, Vec<String>)>,
 }
 
 impl Pager {
-    fn batch(&self, at: DateTime<Utc>) -> PageBatch {
-        PageBatch {
-            at,
-            pages: self.pages.iter().filter(|p| p.at <= at).cloned().collect(),
-        }
+    fn batch(&self) -> Option<PageBatch> {
+        let (at, keys) = self.batch.as_ref()?;
+        Some(PageBatch {
+            at: *at,
+            pages: self
+                .pages
+                .iter()
+                .filter(|p| keys.contains(&p.key))
+                .cloned()
+                .collect(),
+        })
     }
 
     fn due(&self, now: DateTime<Utc>, quiet: chrono::Duration) -> bool {
-        self.batch_at.is_some()
+        self.batch.is_some()
             || (!self.pages.is_empty() && self.sent_at.is_none_or(|at| at <= now - quiet))
     }
 }
@@ -49,26 +56,24 @@ impl PagerStore for MemoryStore {
         let Some(pager) = inner.pagers.get_mut(member) else {
             return Ok(None);
         };
-        if let Some(at) = pager.batch_at {
-            return Ok(Some(pager.batch(at)));
+        if pager.batch.is_some() {
+            return Ok(pager.batch());
         }
         if !pager.due(now, quiet) {
             return Ok(None);
         }
-        pager.batch_at = Some(now);
+        pager.batch = Some((now, pager.pages.iter().map(|p| p.key.clone()).collect()));
         pager.sent_at = Some(now);
-        Ok(Some(pager.batch(now)))
+        Ok(pager.batch())
     }
 
     async fn pages_sent(&self, member: &WaId, batch: &PageBatch) -> StoreResult<()> {
         let mut inner = self.lock();
         if let Some(pager) = inner.pagers.get_mut(member)
-            && pager.batch_at == Some(batch.at)
+            && pager.batch.as_ref().is_some_and(|(at, _)| *at == batch.at)
+            && let Some((_, sent)) = pager.batch.take()
         {
-            pager
-                .pages
-                .retain(|p| !batch.pages.iter().any(|sent| sent.key == p.key));
-            pager.batch_at = None;
+            pager.pages.retain(|p| !sent.contains(&p.key));
         }
         Ok(())
     }

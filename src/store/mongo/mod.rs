@@ -71,8 +71,11 @@ impl MongoStore {
     /// documents an older one wrote. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 22] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 24] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
+            // A staff member's waiting notices, and their pager's latest claim.
+            ("pages", doc! {"member": 1, "at": 1}, None),
+            ("pager_claims", doc! {"member": 1, "generation": -1}, None),
             // The cleanup job's deletes by age.
             ("messages", doc! {"at": 1}, None),
             ("llm_calls", doc! {"at": 1}, None),

@@ -1,6 +1,8 @@
-//! MongoStore's `pagers`: one document per staff member, changed only by a compare-and-set on
-//! its `v` — a page added while another instance claims a batch makes one of the two read
-//! again, never loses the other's change (FerretDB has no pipeline updates to do it in one).
+//! MongoStore's `pagers`: each page a document of `pages` (`_id` the member and the page's key,
+//! so a page written twice is one), and each message sent a generation document of
+//! `pager_claims` (`{member}#{n}`) naming the pages it holds. Claiming is inserting the next
+//! generation: the unique `_id` makes one claimant win, on MongoDB and on FerretDB, whose
+//! conditional updates read then write and so cannot arbitrate (as the leases' claims).
 
 use async_trait::async_trait;
 use bson::{Bson, Document, doc};
@@ -9,139 +11,90 @@ use chrono::{DateTime, Utc};
 use crate::domain::WaId;
 use crate::store::mongo::codec::{Fields, date};
 use crate::store::pool::{Find, Lane};
-use crate::store::{MongoStore, Page, PageBatch, PagerStore, StoreError, StoreResult};
+use crate::store::{MongoStore, Page, PageBatch, PagerStore, StoreResult};
 
-/// Tries of a compare-and-set before the write is given up as contended.
-const MAX_RACES: usize = 8;
+const PAGES: &str = "pages";
+const CLAIMS: &str = "pager_claims";
 
-/// A pager as read: its version, pages and times.
-struct Pager {
-    version: i64,
-    pages: Vec<Page>,
-    sent_at: Option<DateTime<Utc>>,
-    batch_at: Option<DateTime<Utc>>,
-}
+/// Most pages one message is claimed with (a digest names 15 and counts the rest).
+const MOST_PAGES: usize = 500;
 
-impl Pager {
-    fn batch(&self, at: DateTime<Utc>) -> PageBatch {
-        PageBatch {
-            at,
-            pages: self.pages.iter().filter(|p| p.at <= at).cloned().collect(),
-        }
-    }
+/// The latest claim of a member's pager.
+struct Claim {
+    generation: i64,
+    at: DateTime<Utc>,
+    keys: Vec<String>,
+    sent: bool,
 }
 
 impl MongoStore {
-    async fn pager(&self, member: &WaId) -> StoreResult<Option<Pager>> {
+    async fn latest_claim(&self, member: &WaId) -> StoreResult<Option<Claim>> {
         let doc = self
             .pool
             .find_one(
                 Lane::Work,
-                "pagers",
-                doc! {"_id": member.as_str()},
-                Find::default(),
+                CLAIMS,
+                doc! {"member": member.as_str()},
+                Find::sorted(doc! {"generation": -1}),
             )
             .await?;
-        Ok(doc.map(|doc| {
+        Ok(doc.and_then(|doc| {
             let f = Fields(&doc);
-            Pager {
-                version: f.int("v").unwrap_or(0),
-                pages: match doc.get("pages") {
-                    Some(Bson::Array(items)) => items
+            Some(Claim {
+                generation: f.int("generation")?,
+                at: f.date("at")?,
+                keys: match doc.get("keys") {
+                    Some(Bson::Array(keys)) => keys
                         .iter()
-                        .filter_map(|item| match item {
-                            Bson::Document(page) => page_of(page),
-                            _ => None,
-                        })
+                        .filter_map(|k| k.as_str().map(str::to_owned))
                         .collect(),
                     _ => Vec::new(),
                 },
-                sent_at: f.date("sent_at"),
-                batch_at: f.date("batch_at"),
-            }
+                sent: doc.get_bool("sent").unwrap_or(false),
+            })
         }))
     }
 
-    /// Writes `pager` as the version after `from` (`None`: a pager not there yet); `false`
-    /// when another write came first.
-    async fn put_pager(
-        &self,
-        member: &WaId,
-        from: Option<i64>,
-        pager: &Pager,
-    ) -> StoreResult<bool> {
-        let fields = doc! {
-            "v": pager.version,
-            "pages": pager.pages.iter().map(page_doc).collect::<Vec<_>>(),
-            "waiting": i64::try_from(pager.pages.len()).unwrap_or(i64::MAX),
-            "sent_at": pager.sent_at.map(date),
-            "batch_at": pager.batch_at.map(date),
-        };
-        match from {
-            None => {
-                let mut document = doc! {"_id": member.as_str()};
-                document.extend(fields);
-                self.pool
-                    .insert_unique(Lane::Work, "pagers", document)
-                    .await
-            }
-            Some(version) => Ok(self
-                .pool
-                .update_one(
-                    Lane::Work,
-                    "pagers",
-                    doc! {"_id": member.as_str(), "v": version},
-                    doc! {"$set": fields},
-                )
-                .await?
-                .matched_count
-                == 1),
-        }
+    /// The pages of `member` waiting, oldest first.
+    async fn waiting_pages(&self, member: &WaId) -> StoreResult<Vec<Page>> {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                PAGES,
+                doc! {"member": member.as_str()},
+                Find::sorted(doc! {"at": 1, "_id": 1}).limit(MOST_PAGES),
+            )
+            .await?;
+        Ok(docs.iter().filter_map(page_of).collect())
     }
 
-    /// Reads `member`'s pager, changes it with `change` (which returns what to answer, and
-    /// whether anything changed), and writes it back unless another write came first — then
-    /// again, from what that write left.
-    async fn change_pager<T>(
-        &self,
-        member: &WaId,
-        mut change: impl FnMut(&mut Pager) -> (T, bool),
-    ) -> StoreResult<T> {
-        for _ in 0..MAX_RACES {
-            let read = self.pager(member).await?;
-            let from = read.as_ref().map(|p| p.version);
-            let mut pager = read.unwrap_or(Pager {
-                version: 0,
-                pages: Vec::new(),
-                sent_at: None,
-                batch_at: None,
-            });
-            let (answer, changed) = change(&mut pager);
-            if !changed {
-                return Ok(answer);
-            }
-            pager.version += 1;
-            if self.put_pager(member, from, &pager).await? {
-                return Ok(answer);
-            }
-        }
-        Err(StoreError::Unexpected(anyhow::anyhow!(
-            "a staff member's pager kept changing under {MAX_RACES} writes"
-        )))
+    /// The batch of `claim`: its pages, as they were claimed.
+    async fn batch_of(&self, member: &WaId, claim: &Claim) -> StoreResult<PageBatch> {
+        let pages = self
+            .waiting_pages(member)
+            .await?
+            .into_iter()
+            .filter(|p| claim.keys.contains(&p.key))
+            .collect();
+        Ok(PageBatch {
+            at: claim.at,
+            pages,
+        })
     }
 }
 
 #[async_trait]
 impl PagerStore for MongoStore {
     async fn page(&self, member: &WaId, page: &Page) -> StoreResult<()> {
-        self.change_pager(member, |pager| {
-            if pager.pages.iter().any(|p| p.key == page.key) {
-                return ((), false);
-            }
-            pager.pages.push(page.clone());
-            ((), true)
-        })
-        .await
+        let mut document = page_doc(page);
+        document.insert("_id", format!("{}#{}", member.as_str(), page.key));
+        document.insert("member", member.as_str());
+        // Written twice (a replayed step): the first copy stays.
+        self.pool
+            .insert_unique(Lane::Work, PAGES, document)
+            .await
+            .map(drop)
     }
 
     async fn claim_pages(
@@ -150,36 +103,82 @@ impl PagerStore for MongoStore {
         now: DateTime<Utc>,
         quiet: chrono::Duration,
     ) -> StoreResult<Option<PageBatch>> {
-        self.change_pager(member, |pager| {
-            if let Some(at) = pager.batch_at {
-                return (Some(pager.batch(at)), false);
+        let latest = self.latest_claim(member).await?;
+        if let Some(claim) = &latest {
+            if !claim.sent {
+                return Ok(Some(self.batch_of(member, claim).await?));
             }
-            let quiet_enough = pager.sent_at.is_none_or(|at| at <= now - quiet);
-            if pager.pages.is_empty() || !quiet_enough {
-                return (None, false);
+            if claim.at > now - quiet {
+                return Ok(None);
             }
-            pager.batch_at = Some(now);
-            pager.sent_at = Some(now);
-            (Some(pager.batch(now)), true)
-        })
-        .await
+        }
+        let pages = self.waiting_pages(member).await?;
+        if pages.is_empty() {
+            return Ok(None);
+        }
+        let generation = latest.as_ref().map_or(1, |c| c.generation + 1);
+        // Stored to the millisecond: the batch reads back with the time it was claimed at.
+        let at = DateTime::from_timestamp_millis(now.timestamp_millis()).unwrap_or(now);
+        let keys: Vec<String> = pages.iter().map(|p| p.key.clone()).collect();
+        let claimed = self
+            .pool
+            .insert_unique(
+                Lane::Work,
+                CLAIMS,
+                doc! {
+                    "_id": format!("{}#{generation}", member.as_str()),
+                    "member": member.as_str(),
+                    "generation": generation,
+                    "at": date(at),
+                    "keys": &keys,
+                    "sent": false,
+                },
+            )
+            .await?;
+        if claimed {
+            return Ok(Some(PageBatch { at, pages }));
+        }
+        // Another instance claimed first: its batch, while it is not sent.
+        match self.latest_claim(member).await? {
+            Some(claim) if !claim.sent => Ok(Some(self.batch_of(member, &claim).await?)),
+            _ => Ok(None),
+        }
     }
 
     async fn pages_sent(&self, member: &WaId, batch: &PageBatch) -> StoreResult<()> {
-        self.change_pager(member, |pager| {
-            if pager
-                .batch_at
-                .is_none_or(|at| at.timestamp_millis() != batch.at.timestamp_millis())
-            {
-                return ((), false);
-            }
-            pager
-                .pages
-                .retain(|p| !batch.pages.iter().any(|sent| sent.key == p.key));
-            pager.batch_at = None;
-            ((), true)
-        })
-        .await
+        let Some(claim) = self.latest_claim(member).await? else {
+            return Ok(());
+        };
+        if claim.sent || claim.at.timestamp_millis() != batch.at.timestamp_millis() {
+            return Ok(());
+        }
+        // The pages first: a crash in between sends the batch again under the same id.
+        for key in &claim.keys {
+            self.pool
+                .delete_many(
+                    Lane::Work,
+                    PAGES,
+                    doc! {"_id": format!("{}#{key}", member.as_str())},
+                )
+                .await?;
+        }
+        self.pool
+            .update_one(
+                Lane::Work,
+                CLAIMS,
+                doc! {"_id": format!("{}#{}", member.as_str(), claim.generation)},
+                doc! {"$set": {"sent": true}},
+            )
+            .await?;
+        // Only the latest claim is read: the older ones go.
+        self.pool
+            .delete_many(
+                Lane::Work,
+                CLAIMS,
+                doc! {"member": member.as_str(), "generation": {"$lt": claim.generation}},
+            )
+            .await
+            .map(drop)
     }
 
     async fn due_pagers(
@@ -192,21 +191,35 @@ impl PagerStore for MongoStore {
             .pool
             .find(
                 Lane::Work,
-                "pagers",
-                doc! {"$or": [
-                    {"batch_at": {"$ne": Bson::Null}},
-                    {"waiting": {"$gt": 0_i64}, "sent_at": Bson::Null},
-                    {"waiting": {"$gt": 0_i64}, "sent_at": {"$lte": date(now - quiet)}},
-                ]},
-                Find::sorted(doc! {"_id": 1})
-                    .limit(limit)
-                    .projection(doc! {"_id": 1}),
+                PAGES,
+                doc! {},
+                Find::sorted(doc! {"at": 1})
+                    .limit(MOST_PAGES)
+                    .projection(doc! {"member": 1}),
             )
             .await?;
-        Ok(docs
-            .iter()
-            .filter_map(|doc| WaId::parse(doc.get_str("_id").ok()?).ok())
-            .collect())
+        let mut members: Vec<WaId> = Vec::new();
+        for doc in &docs {
+            if let Some(member) = doc.get_str("member").ok().and_then(|m| WaId::parse(m).ok())
+                && !members.contains(&member)
+            {
+                members.push(member);
+            }
+        }
+        let mut due = Vec::new();
+        for member in members {
+            if due.len() >= limit {
+                break;
+            }
+            let ready = match self.latest_claim(&member).await? {
+                Some(claim) => !claim.sent || claim.at <= now - quiet,
+                None => true,
+            };
+            if ready {
+                due.push(member);
+            }
+        }
+        Ok(due)
     }
 }
 

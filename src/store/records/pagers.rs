@@ -29,8 +29,9 @@ pub struct Page {
     pub at: DateTime<Utc>,
 }
 
-/// The pages of one message, claimed at `at` for one sender: sent again under the same id
-/// (derived from the member and `at`) when a crash came between the claim and the queue.
+/// The pages of one message, claimed at `at` for one sender: sent again, with the same pages
+/// and under the same id (derived from the member and `at`), when a crash came between the
+/// claim and the queue. A page added after the claim waits for the next message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PageBatch {
     pub at: DateTime<Utc>,
