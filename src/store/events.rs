@@ -36,7 +36,7 @@ impl EventStatus {
 
 /// A conversation in an event's id: 16 hex digits of SHA-256 over its key, the same for every
 /// event of it, and not its number.
-fn conversation_digest(wa_id: &WaId) -> String {
+pub(crate) fn conversation_digest(wa_id: &WaId) -> String {
     use sha2::{Digest as _, Sha256};
     let digest = Sha256::new()
         .chain_update(b"zaguan:event:")

@@ -42,6 +42,7 @@ impl MaintenanceStore for MemoryStore {
         let before = inner.outbox.len();
         inner.outbox.retain(|e| &e.wa_id != wa_id);
         counts.outbox = (before - inner.outbox.len()) as u64;
+        counts.outbox += inner.forget_pages_about(wa_id);
         inner.reindex_outbox();
         let before = inner.llm_calls.len();
         inner

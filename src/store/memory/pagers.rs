@@ -35,6 +35,19 @@ impl Pager {
     }
 }
 
+impl super::Inner {
+    /// Removes the waiting pages about `customer`; how many there were.
+    pub(super) fn forget_pages_about(&mut self, customer: &WaId) -> u64 {
+        let mut gone = 0;
+        for pager in self.pagers.values_mut() {
+            let before = pager.pages.len();
+            pager.pages.retain(|p| p.customer != *customer);
+            gone += (before - pager.pages.len()) as u64;
+        }
+        gone
+    }
+}
+
 #[async_trait]
 impl PagerStore for MemoryStore {
     async fn page(&self, member: &WaId, page: &Page) -> StoreResult<()> {

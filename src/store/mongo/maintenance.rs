@@ -41,15 +41,20 @@ impl MaintenanceStore for MongoStore {
                 escape.then_some('\\').into_iter().chain([c])
             })
             .collect();
+        // Event ids name the conversation by its digest, not its number.
+        let digest = crate::store::events::conversation_digest(wa_id);
         Ok(ForgetCounts {
             inbox,
             messages: delete("messages", doc! {"wa_id": key}).await?,
-            outbox: delete("outbox", doc! {"wa_id": key}).await?,
+            // Staff notices waiting about them are outbound messages too.
+            outbox: delete("outbox", doc! {"wa_id": key}).await?
+                + delete("pages", doc! {"customer": key}).await?,
             llm_calls: delete("llm_calls", doc! {"wa_id": key}).await?,
             leases: delete("leases", doc! {"wa_id": key}).await?,
             webhook_rejects: delete("webhook_rejects", doc! {"raw": {"$regex": &mentions}}).await?,
             events: delete("events", doc! {"wa_id": key}).await?
-                + delete("event_claims", doc! {"event_id": {"$regex": &mentions}}).await?,
+                + delete("event_claims", doc! {"event_id": {"$regex": &mentions}}).await?
+                + delete("event_claims", doc! {"event_id": {"$regex": &digest}}).await?,
             users: delete("users", doc! {"_id": key}).await?,
             conversations: delete("conversations", doc! {"_id": key}).await?,
         })
