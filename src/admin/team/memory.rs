@@ -162,7 +162,7 @@ impl TeamStore for MemoryTeam {
             let recent = inner
                 .failures
                 .iter()
-                .filter(|(from, _, when)| from == address && *when >= since);
+                .filter(|(from, _, when)| from == address && *when > since);
             let from_address = recent.clone().count() as u64;
             let for_account = recent.filter(|(_, name, _)| name == account).count() as u64;
             (from_address, for_account)

@@ -168,7 +168,7 @@ pub trait TeamStore: Send + Sync {
         at: DateTime<Utc>,
         forget_before: DateTime<Utc>,
     ) -> StoreResult<()>;
-    /// The failures since `since` from `address`, and of `account` from it: every instance
+    /// The failures after `since` from `address`, and of `account` from it: every instance
     /// counts the same ones.
     async fn sign_in_failures(
         &self,

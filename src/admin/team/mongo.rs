@@ -281,7 +281,7 @@ impl TeamStore for MongoTeam {
             .count(
                 Lane::Work,
                 FAILURES,
-                doc! {"address": address, "at": {"$gte": at(since)}},
+                doc! {"address": address, "at": {"$gt": at(since)}},
             )
             .await?;
         let for_account = if from_address == 0 {
@@ -291,7 +291,7 @@ impl TeamStore for MongoTeam {
                 .count(
                     Lane::Work,
                     FAILURES,
-                    doc! {"address": address, "account": account, "at": {"$gte": at(since)}},
+                    doc! {"address": address, "account": account, "at": {"$gt": at(since)}},
                 )
                 .await?
         };
