@@ -25,8 +25,8 @@ use zaguan::realestate::{
 use zaguan::store::{
     Conversation, ConversationQuery, ConversationStore, Event, EventQuery, EventStore, EventUpdate,
     Fallback, HandoffReason, HandoffRequest, HandoffStep, HistoryStore, NewMessage, NewOutbox,
-    OutboxEntry, OutboxStore, OutboxUpdate, StatusOutcome, Store, StoreError, StoreParts,
-    StoreResult, StoredMessage, TemplateStatus,
+    OutboxEntry, OutboxStore, OutboxUpdate, Page, PageBatch, PagerStore, StatusOutcome, Store,
+    StoreError, StoreParts, StoreResult, StoredMessage, TemplateStatus,
 };
 
 /// Where the process dies: the `at`-th write (1-based; 0: never), and every one after it.
@@ -67,7 +67,7 @@ impl Crash {
     }
 }
 
-/// `inner`'s conversations, history, outbox and events, dying with `crash`.
+/// `inner`'s conversations, history, outbox, events and pagers, dying with `crash`.
 pub struct CrashStore {
     inner: Arc<dyn Store>,
     crash: Arc<Crash>,
@@ -83,7 +83,8 @@ pub fn store(inner: Arc<dyn Store>, crash: Arc<Crash>) -> Arc<dyn Store> {
     parts.conversations = wrapped.clone();
     parts.history = wrapped.clone();
     parts.outbox = wrapped.clone();
-    parts.events = wrapped;
+    parts.events = wrapped.clone();
+    parts.pagers = wrapped;
     Arc::new(parts)
 }
 
@@ -336,6 +337,38 @@ impl EventStore for CrashStore {
 
     async fn retry_event(&self, id: &str, now: DateTime<Utc>) -> StoreResult<bool> {
         self.inner.retry_event(id, now).await
+    }
+}
+
+#[async_trait]
+impl PagerStore for CrashStore {
+    async fn page(&self, member: &WaId, page: &Page) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.page(member, page).await
+    }
+
+    async fn claim_pages(
+        &self,
+        member: &WaId,
+        now: DateTime<Utc>,
+        quiet: chrono::Duration,
+    ) -> StoreResult<Option<PageBatch>> {
+        self.crash.write()?;
+        self.inner.claim_pages(member, now, quiet).await
+    }
+
+    async fn pages_sent(&self, member: &WaId, batch: &PageBatch) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.pages_sent(member, batch).await
+    }
+
+    async fn due_pagers(
+        &self,
+        now: DateTime<Utc>,
+        quiet: chrono::Duration,
+        limit: usize,
+    ) -> StoreResult<Vec<WaId>> {
+        self.inner.due_pagers(now, quiet, limit).await
     }
 }
 

@@ -3,7 +3,7 @@
 //! first write, then at its second, and so on until it runs through, each time on new data;
 //! after each cut a restarted engine resumes the turn on the real stores. Then the change is
 //! there once, its event is there once and names it, the customer got one reply, and the staff
-//! one notice.
+//! one notice (the cut may fall between paging a staff member and queuing the message).
 
 use crate::common;
 use crate::common::crash::{self, Crash};
@@ -101,7 +101,11 @@ fn engine(
     let desk = Arc::new(HandoffDesk::new(
         store.clone(),
         Some(Arc::new(DataRoles(realestate.clone()))),
-        HandoffSettings::default(),
+        // Each request its own notice (no digest gathering them): one notice per customer.
+        HandoffSettings {
+            digest: std::time::Duration::ZERO,
+            ..HandoffSettings::default()
+        },
     ));
     let tools =
         zaguan::realestate::tools::registry(realestate).with(RequestHuman::new(desk.clone()));

@@ -263,6 +263,11 @@ where
             let reached = staff.iter().any(|member| {
                 request.notified.contains(&member.id) && !request.failed_for(&member.wa_id)
             });
+            // A turn resumed after a crash between paging and flushing finds its pages here:
+            // flushed now rather than at the loop's next pass.
+            for member in staff.iter().filter(|m| request.notified.contains(&m.id)) {
+                self.flush(&member.wa_id, now).await?;
+            }
             if reached {
                 Noticed::Told
             } else if staff.iter().all(|member| request.failed_for(&member.wa_id)) {
