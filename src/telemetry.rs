@@ -246,6 +246,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Admin API requests refused before their route ran [reason: throttled]",
     ),
     (
+        "zaguan_untrusted_forwarded_requests_total",
+        Kind::Counter,
+        "Requests carrying the client-address header from a peer outside ZAGUAN_TRUSTED_PROXIES (header ignored)",
+    ),
+    (
         "zaguan_offline_turns_total",
         Kind::Counter,
         "Turns served without a model, per assistant: by the offline engine, handed to the \
@@ -328,6 +333,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Staff told of a waiting customer on WhatsApp [outcome: first, next, all; nobody: no staff to tell]",
     ),
     (
+        "zaguan_handoff_digests_total",
+        Kind::Counter,
+        "Staff notices that were one digest of several waiting customers (a burst told once)",
+    ),
+    (
         "zaguan_outreach_total",
         Kind::Counter,
         "Messages the service wrote first (reminders, alerts, staff notices, follow-ups), by what the send governor decided [purpose, form: text, template, or the reason it was skipped]",
@@ -341,6 +351,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "zaguan_template_status_updates_total",
         Kind::Counter,
         "Template status and category changes Meta reported by webhook [status]",
+    ),
+    (
+        "zaguan_template_values_missing_total",
+        Kind::Counter,
+        "Template sends skipped because a parameter had no value and no fallback [purpose]",
     ),
     (
         "zaguan_outbound_fallbacks_total",

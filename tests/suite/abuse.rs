@@ -169,12 +169,9 @@ fn call(wa_id: &WaId, tokens: u64, at: chrono::DateTime<Utc>) -> LlmCall {
 async fn a_conversation_past_its_daily_budget_gets_the_fixed_reply(store: Arc<dyn Store>) {
     let wa_id = WaId::parse(CUSTOMER).unwrap();
     let other = WaId::parse("34699000111").unwrap();
-    // A minute before midnight UTC: within the last 24 hours, but yesterday.
-    let midnight = Utc::now()
-        .date_naive()
-        .and_hms_opt(0, 0, 0)
-        .unwrap()
-        .and_utc();
+    // A minute before the agency's midnight (Madrid's, the default time zone): within the
+    // last 24 hours, but yesterday.
+    let midnight = zaguan::business::start_of_today(Utc::now(), chrono_tz::Europe::Madrid);
     let yesterday = midnight - chrono::Duration::minutes(1);
     store
         .insert_llm_calls(&[

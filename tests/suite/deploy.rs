@@ -552,6 +552,10 @@ fn configmap_and_secret_hold_exactly_the_documented_variables() {
         ("ZAGUAN_PROMPTS_DIR", "/app/prompts"),
         ("ZAGUAN_LOG_FORMAT", "json"),
         ("ZAGUAN_CLIENT_IP_HEADER", "X-Forwarded-For"),
+        (
+            "ZAGUAN_TRUSTED_PROXIES",
+            "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16",
+        ),
     ]);
     for (name, value) in &config {
         let expected = overrides

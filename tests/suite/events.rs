@@ -488,7 +488,12 @@ async fn events_reach_the_receiver_signed_in_order_once(store: Arc<dyn Store>) {
     assert_eq!(accepted, expected, "each accepted once: {ids:?}");
     // Ana's first event was refused three times (500) before its 200: four requests, and her
     // second only after it.
-    let ana_order: Vec<&String> = ids.iter().filter(|id| id.contains(ana.as_str())).collect();
+    let anas: Vec<&String> = events
+        .iter()
+        .filter(|e| e.wa_id == ana)
+        .map(|e| &e.id)
+        .collect();
+    let ana_order: Vec<&String> = ids.iter().filter(|id| anas.contains(id)).collect();
     assert_eq!(ana_order.len(), 5, "{ids:?}");
     assert!(
         ana_order[..4].iter().all(|id| **id == events[0].id),
