@@ -40,6 +40,8 @@ pub enum Consent {
 #[derive(Debug, Clone, Default)]
 pub struct Offered<'a> {
     pub texts: Vec<&'a str>,
+    /// The titles of its buttons and list rows: each one a choice.
+    pub choices: Vec<&'a str>,
     /// Whether it was the bot's own consent acknowledgement («… escribe ALTA»).
     pub about_consent: bool,
 }
@@ -75,6 +77,20 @@ pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
         || said.contains("nao deixem de")
     {
         return None;
+    }
+    // «hace tiempo pedí no recibir mensajes, pero ahora quiero recibirlos»: a change of mind
+    // is read from its last clause.
+    let last_clause = [" pero ", " but ", " ma "]
+        .iter()
+        .filter_map(|join| said.rsplit_once(join).map(|(_, after)| after))
+        .min_by_key(|after| after.len());
+    if let Some(after) = last_clause {
+        if matches_about_messages(&RESUME, after) {
+            return Some(Consent::OptIn);
+        }
+        if matches_about_messages(&STOP, after) {
+            return Some(Consent::OptOut);
+        }
     }
     if matches_about_messages(&STOP, &said) {
         return Some(Consent::OptOut);
@@ -139,8 +155,10 @@ pub fn consent(text: &str) -> Option<Consent> {
     consent_after(text, &Offered::default())
 }
 
-/// Whether the bot's last message offered the keyword `words` as an answer: the word is in its
-/// text, a button or a list row, and the message was not about consent.
+/// Whether the bot's last message offered the keyword `words` as an answer: the word is a
+/// button or a list row, or stands in a question or a choice of its text («¿planta alta o
+/// baja?», «alta o baja»), and the message was not about consent. A word in a statement
+/// («el Euríbor baja») offers nothing.
 fn was_offered(words: &[String], offered: &Offered<'_>) -> bool {
     if offered.about_consent {
         return false;
@@ -148,13 +166,75 @@ fn was_offered(words: &[String], offered: &Offered<'_>) -> bool {
     let Some(word) = words.last() else {
         return false;
     };
-    let said: Vec<Vec<String>> = offered.texts.iter().map(|t| tokens(t)).collect();
-    let talks_consent = said
+    let talks_consent = offered
+        .texts
         .iter()
-        .flatten()
+        .chain(&offered.choices)
+        .flat_map(|t| tokens(t))
         .any(|w| CONSENT_TALK.iter().any(|prefix| w.starts_with(prefix)));
-    !talks_consent && said.iter().flatten().any(|w| w == word)
+    if talks_consent {
+        return false;
+    }
+    if offered.choices.iter().any(|c| tokens(c).contains(word)) {
+        return true;
+    }
+    offered
+        .texts
+        .iter()
+        .flat_map(|text| text.split_inclusive(['?', '.', '!', '\n']))
+        .any(|sentence| {
+            let said = tokens(sentence);
+            let Some(at) = said.iter().position(|w| w == word) else {
+                return false;
+            };
+            let asked = sentence.contains('?')
+                || sentence.contains('¿')
+                || said.iter().any(|w| ANSWER_ASKS.contains(&w.as_str()));
+            let next_to = |i: Option<usize>| {
+                i.and_then(|i| said.get(i))
+                    .is_some_and(|w| CHOICE_JOINS.contains(&w.as_str()))
+            };
+            asked || next_to(at.checked_sub(1)) || next_to(Some(at + 1))
+        })
 }
+
+/// Words that join the options of a choice: «alta o baja», «high or low».
+///
+/// Not «y» or «and»: «el Euríbor baja y el alquiler sube» lists, it offers nothing.
+const CHOICE_JOINS: &[&str] = &["o", "u", "ou", "or", "oder", "oppure"];
+
+/// Verbs that ask for an answer: every word of their sentence is offered («Elige: planta
+/// baja, intermedia o ático», «Reply START to begin the tour»).
+const ANSWER_ASKS: &[&str] = &[
+    "elige",
+    "elija",
+    "elegid",
+    "escoge",
+    "escoja",
+    "responde",
+    "responda",
+    "responded",
+    "contesta",
+    "conteste",
+    "escribe",
+    "escriba",
+    "reply",
+    "answer",
+    "choose",
+    "pick",
+    "type",
+    "respond",
+    "responda",
+    "escolha",
+    "escolhe",
+    "antworten",
+    "antworte",
+    "wahlen",
+    "rispondi",
+    "rispondete",
+    "choisissez",
+    "repondez",
+];
 
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,7 @@ fn confusion(file: &str) -> std::collections::BTreeMap<String, usize> {
     for (text, want, before) in table(file) {
         let offered = Offered {
             texts: before.iter().copied().collect(),
+            choices: Vec::new(),
             about_consent: false,
         };
         let got = consent_after(text, &offered);
@@ -47,6 +48,7 @@ fn misread(file: &str) -> (usize, Vec<String>) {
         .filter_map(|(text, want, before)| {
             let offered = Offered {
                 texts: before.iter().copied().collect(),
+                choices: Vec::new(),
                 about_consent: false,
             };
             let got = consent_after(text, &offered);
@@ -65,7 +67,7 @@ fn every_tuning_line_is_read_right() {
 
 /// Measured only: the held-out lines were written apart and never used to build the reader.
 /// The aim is 97 %; on this third table (the first two were read while the reader was
-/// built, and now tune it) it reads 143 of 151 (94.7 %): the floor below keeps that, and
+/// built, and now tune it) it reads 144 of 151 (95.4 %): the floor below keeps that, and
 /// what it leaves falls to the assistants' `record_opt_out`.
 #[test]
 fn the_held_out_lines_are_read_right_almost_always() {
@@ -84,20 +86,55 @@ fn the_held_out_lines_are_read_right_almost_always() {
     );
 }
 
+/// Measured only, like the one above: a fourth writer's table, written by someone who read
+/// neither the reader nor the other tables. 122 of 130 before the last tuning pass (on
+/// `tuning.tsv` only), 124 of 130 (95.4 %) after: short of the 97 % aim, mostly by opt-outs
+/// left to the assistants rather than consent changed by mistake.
+#[test]
+fn the_second_held_out_table_is_read_right() {
+    let file = include_str!("../../../tests/data/consent/held_out_b.tsv");
+    let (lines, wrong) = misread(file);
+    let right = lines - wrong.len();
+    eprintln!(
+        "consent held out (second): {right}/{lines} read right; misread: {:?}",
+        confusion(file)
+    );
+    assert!(lines >= 60, "{lines} lines");
+    assert!(
+        right as f64 >= 0.95 * lines as f64,
+        "{right}/{lines} held-out lines read right"
+    );
+}
+
 #[test]
 fn the_bots_own_acknowledgement_makes_its_keyword_consent() {
     let ack = Offered {
         texts: vec!["Hecho: no volverás a recibir recordatorios… escribe ALTA."],
+        choices: Vec::new(),
         about_consent: true,
     };
     assert_eq!(consent_after("ALTA", &ack), Some(Consent::OptIn));
     let floors = Offered {
         texts: vec!["¿Lo prefieres en planta alta o baja?"],
+        choices: Vec::new(),
         about_consent: false,
     };
     assert_eq!(consent_after("baja", &floors), None);
     assert_eq!(consent_after("Alta", &floors), None);
     assert_eq!(consent("baja"), Some(Consent::OptOut));
+    // A button offers its word; a statement does not.
+    let button = Offered {
+        texts: vec!["¿Qué planta prefieres?"],
+        choices: vec!["Planta baja", "Ático"],
+        about_consent: false,
+    };
+    assert_eq!(consent_after("baja", &button), None);
+    let news = Offered {
+        texts: vec!["Novedades de la semana: el Euríbor baja en Madrid."],
+        choices: Vec::new(),
+        about_consent: false,
+    };
+    assert_eq!(consent_after("BAJA", &news), Some(Consent::OptOut));
 }
 
 #[tokio::test]

@@ -20,6 +20,9 @@ pub(super) const OPT_OUT_WORDS: &[&str] = &[
     "parar",
     "stop",
     "cancelar suscripcion",
+    "desuscribirme",
+    "quiero desuscribirme",
+    "darme de baja de todo",
     // en
     "unsubscribe",
     "opt out",
@@ -69,6 +72,10 @@ pub(super) const OPT_IN_WORDS: &[&str] = &[
     "alta de nuevo",
     "alta otra vez",
     "de alta otra vez",
+    "suscribirme",
+    "suscribirme otra vez",
+    "suscribirme de nuevo",
+    "volver a suscribirme",
     "quiero darme de alta",
     "reabonner",
     "iscrivimi",
@@ -154,6 +161,21 @@ pub(super) const OTHER_THINGS: &[&str] = &[
     "annonce",
     "annuncio",
     "wohnung",
+    "pdf",
+    "documento",
+    "documentos",
+    "archivo",
+    "plano",
+    "planos",
+    "enlace",
+    "link",
+    "ubicacion",
+    "video",
+    "videos",
+    "audio",
+    "audios",
+    "propietario",
+    "propietaria",
 ];
 
 /// The messages themselves, however they are called.
@@ -171,19 +193,24 @@ pub(super) static STOP: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         // es: «no me mandéis más (mensajes)», «no nos escribáis más»
         format!(
-            r"\b(no|ni) (me |nos )?(mandeis|mandes|manden|mande|envieis|envies|envien|envie|escribais|escribas|escriban|escriba|molesteis|molestes|molesten|moleste|mandar|enviar|escribir|mandarme|enviarme|escribirme|contactarme) (nunca )?(mas|ningun|ninguna)\b( ({m}))?"
+            r"\b(no|ni) (me |nos )?(los |las )?(avisen|aviseis|avises|avise|mandeis|mandes|manden|mande|envieis|envies|envien|envie|escribais|escribas|escriban|escriba|molesteis|molestes|molesten|moleste|mandar|enviar|escribir|mandarme|enviarme|escribirme|contactarme) (nunca )?(mas|ningun|ninguna)\b( ({m}))?"
         ),
         format!(r"\bno (me |nos )?(mandeis|mandes|manden|envieis|envies|envien) (mas )?({m})\b"),
         // «dejad de escribirme», «dejen de mandarme avisos»
-        r"\b(dejad|deja|dejen|deje|dejar|dejeis|parad|para|paren|pare|basta) de (escribirme|escribirnos|mandarme|mandarnos|enviarme|enviarnos|contactarme|contactarnos|molestarme|molestarnos|spamearme|mandar|enviar|escribir)\b".to_owned(),
+        r"\b(dejad|deja|dejen|deje|dejar|dejeis|parad|para|paren|pare|basta) (de|d) (escribirme|escribirnos|mandarme|mandarnos|enviarme|enviarnos|enviarle|enviarles|mandarle|mandarles|escribirle|escribirles|avisarme|contactarme|contactarnos|molestarme|molestarnos|spamearme|mandar|enviar|escribir)\b".to_owned(),
         // «no quiero (recibir) más mensajes», «ya no quiero avisos»
-        format!(r"\bno (quiero|queremos|deseo|deseamos) (recibir |que me (lleguen|mandeis|envieis|escribais) )?(mas |ningun |ningunos |ninguna |ningunas |vuestros |vuestras |sus |los |las |estos |estas )*({m})\b"),
+        format!(r"\bno (quiero|kiero|qiero|queremos|deseo|deseamos) (recibir |resivir |recivir |que me (lleguen|mandeis|envieis|escribais) )?(mas |ningun |ningunos |ninguna |ningunas |vuestros |vuestras |sus |los |las |estos |estas )*({m})\b"),
         format!(r"\bno (quiero|queremos|deseo) (recibir )?(nada )?mas\b( ({m}))?$"),
         r"\bno (quiero|queremos|deseo) que me (escribais|escriban|escribas|mandeis|manden|envieis|envien|contacteis|contacten)\b".to_owned(),
         format!(r"\bno mas ({m})\b"),
         format!(r"\bbasta (de|con|ya de) ({m})\b"),
         // «borradme de la lista», «sacadme de los avisos», «dadme de baja de los mensajes»
         r"\b(borrame|borradme|borrenme|sacame|sacadme|saquenme|quitame|quitadme|quitenme|eliminame|eliminadme|eliminenme|dame|dadme|denme|darme|me doy) (de baja )?de (la|vuestra|tu|su|esta) (lista|difusion)".to_owned(),
+        format!(r"\b(borrame|borradme|borrenme|sacame|sacadme|saquenme|quitame|quitadme|quitenme|eliminame|eliminadme|eliminenme) de (los |las |vuestros |vuestras |tus |sus |estos |estas )?({m})\b"),
+        r"\b(desuscribirme|desuscribidme|desuscribanme|desuscribeme|me desuscribo)\b".to_owned(),
+        format!(r"\bno (me |nos )?(lleguen|llegue|lleguan) (mas )?({m})\b"),
+        // «no me mandéis ofertas»: the agency's, not one the customer made
+        r"\bno (me |nos )?(mandeis|mandes|manden|envieis|envies|envien) (mas )?(ofertas|promociones|offers)\b".to_owned(),
         format!(r"\b(dame|dadme|denme|darme|me doy|quiero darme) de baja de (los |las |tus |vuestros |vuestras |sus |estos |estas )?({m})\b"),
         // en
         format!(r"\bstop (sending|messaging|texting|contacting|spamming|writing)( (to )?(me|us))?\b( (any )?(more )?({m}))?"),
@@ -226,7 +253,7 @@ pub(super) static STOP: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r"\bquit (sending|messaging|texting)\b".to_owned(),
         format!(r"\benough (with the |of the |with |of )?({m})\b"),
         r"\b(me )?(descadastra|descadastre|descadastrem|descadastrar)\b".to_owned(),
-        r"\b(tira|tirem|remove|removam|apaga|apaguem|exclua|excluam) (o )?meu (numero|contato|telefone)\b".to_owned(),
+        r"\b(tira|tirem|retira|retire|retirem|remove|removam|apaga|apaguem|exclua|excluam) (o )?meu (numero|contato|telefone)\b".to_owned(),
         r"\bnao quero (mais )?ser (contactado|contatado|contactada|contatada|incomodado|incomodada)\b".to_owned(),
         r"\bne plus (m |nous )?(envoyer|ecrire|contacter)\b".to_owned(),
         r"\b(supprimez|effacez) (mon numero|mes donnees)\b".to_owned(),
@@ -237,7 +264,7 @@ pub(super) static STOP: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r"\b(deixeu|deixa|deixin|pareu) (de|d) (enviar|escriure)\b".to_owned(),
         r"\b(esborreu|esborra) (el meu numero|les meves dades)\b".to_owned(),
         // «¿me podéis dar de baja?», but never «dar de baja la luz»: nothing else may follow
-        format!(r"\bdar(me|nos)? de baja( de (los |las )?({m}))?$"),
+        format!(r"\bdar(me|nos)? de baja( de (los |las )?({m}|todo))?$"),
         format!(r"\b(parar|para|pare|stop) (los |las |the |as |os )?({m})\b"),
         r"\bno (me |nos )?(vuelvas|vuelvan|volvais|vuelva) a (escribir|escribirme|mandar|mandarme|enviar|enviarme|contactar|contactarme|molestar)\b".to_owned(),
         r"\bno (quiero|queremos|deseo) que me (sigan|sigais|sigas|siga) (enviando|mandando|escribiendo|contactando)\b".to_owned(),
@@ -281,6 +308,11 @@ pub(super) static RESUME: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         // es: «quiero volver a recibir los avisos», «podéis volver a mandarme mensajes»
         r"\b(volver|vuelvo|volved|vuelve|vuelvan) a (recibir|mandarme|enviarme|escribirme|mandar|enviar)\b".to_owned(),
+        // «volved a avisarme de pisos nuevos»: what follows is what the notices are about
+        r"\b(volver|vuelvo|volved|vuelve|vuelvan|vuelvais) a avisar(me|nos)( de .*)?$".to_owned(),
+        format!(r"\b(mandadme|mandame|mandenme|enviadme|enviame|envienme) (otra vez|de nuevo) (los |las )?({m})\b"),
+        format!(r"\b(mandadme|mandame|mandenme|enviadme|enviame|envienme) (los |las )?({m}) (otra vez|de nuevo)\b"),
+        r"\bahora (quiero|queremos) (recibir|recibirlos|recibirlas)\b".to_owned(),
         format!(r"\b(quiero|quisiera|queremos) (recibir|que me (mandeis|envieis|escribais)) (de nuevo|otra vez)( (los |las )?({m}))?"),
         format!(r"\b(quiero|quisiera|queremos) (recibir )?(de nuevo|otra vez) (los |las |vuestros |vuestras )?({m})\b"),
         format!(r"\b(activad|activa|activar|activen|reactivad|reactiva|reactivar|reactiven|reanudad|reanuda|reanudar|reanuden) (de nuevo |otra vez )?(los |las |mis |vuestros )?({m})\b"),
@@ -304,8 +336,9 @@ pub(super) static RESUME: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         format!(r"\b(reativar|reative|reativem|ativar de novo) (as |os )?({m})\b"),
         r"\b(podem|pode) (me )?(mandar|enviar) (de novo|novamente|outra vez)\b".to_owned(),
         r"\b(volver|vuelvo|volved|vuelve) a (recibirlos|recibirlas|recibirlo)\b".to_owned(),
-        r"\b(volver a )?(darme|dadme|dame|denme) de alta\b".to_owned(),
-        r"\b(me|nos) (dais|das|dan|da|podeis dar|puedes dar|pueden dar|volveis a dar) de alta\b".to_owned(),
+        // «¿puedo darme de alta como propietario?» is something else: nothing may follow
+        r"\b(volver a )?(darme|dadme|dame|denme) de alta( de nuevo| otra vez)?$".to_owned(),
+        r"\b(me|nos) (dais|das|dan|da|podeis dar|puedes dar|pueden dar|volveis a dar) de alta( de nuevo| otra vez)?$".to_owned(),
         r"\b(subscribe me|sign me back up|sign me up again)\b".to_owned(),
         format!(r"\bwant (the |my |your )?({m}) back\b"),
         format!(r"\b(quero )?(as |os )?({m}) de volta\b"),

@@ -182,12 +182,14 @@ fn offered_before(state: &State) -> Offered<'_> {
                 crate::store::Attachment::Buttons { text, buttons } => {
                     offered.texts.push(text);
                     offered
-                        .texts
+                        .choices
                         .extend(buttons.iter().map(|b| b.title.as_str()));
                 }
                 crate::store::Attachment::List { text, rows } => {
                     offered.texts.push(text);
-                    offered.texts.extend(rows.iter().map(|r| r.title.as_str()));
+                    offered
+                        .choices
+                        .extend(rows.iter().map(|r| r.title.as_str()));
                 }
                 crate::store::Attachment::Image { .. } => {}
             }
