@@ -5,6 +5,8 @@
 //! duty is told on WhatsApp within seconds while the customer gets one honest reply; nobody
 //! taking it tells the next one after the SLA; outside opening hours the customer hears when
 //! the office opens; and «¿a qué hora abrís el sábado?» is answered from the business file.
+//! A refused notice goes to the next member at once, a burst reaches a member as one digest,
+//! and two instances given the same webhooks tell each customer's request once.
 
 mod common;
 
@@ -424,6 +426,90 @@ async fn on_mongodb_a_refused_notice_goes_to_the_next_and_a_burst_is_one_digest(
         );
     }
     drop(service);
+    db.drop().await;
+}
+
+/// Two instances on one database, and every webhook delivered to both (Meta redelivers what
+/// it doubts was received; a balancer may hand the copy to the other pod): ten customers ask
+/// for a person at once, and Marta hears of each of them once, and each customer gets one
+/// reply. The notice's outbox id comes from the request and the step, not from the moment or
+/// the instance that ran it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mongodb_two_instances_and_redelivered_webhooks_tell_each_customer_once() {
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    let realestate = zaguan::realestate::MongoRealEstate::new(db.store.pool().clone());
+    realestate.ensure_indexes().await.unwrap();
+    let set = common::seeded_demo(&realestate).await;
+    let mut staff = set.staff.clone();
+    for member in &mut staff {
+        member.notify_handoffs = member.id == "A-03";
+        member.hours = None;
+    }
+    realestate.upsert_staff(&staff).await.unwrap();
+    let options = || Options {
+        rules: rule_model,
+        business: Some(business_open_now()),
+        env: vec![
+            ("ZAGUAN_HANDOFF_SLA", "1h".to_owned()),
+            ("ZAGUAN_HANDOFF_DIGEST", "2s".to_owned()),
+        ],
+        mongo: Some(&db),
+    };
+    let one = Service::start(options()).await;
+    let two = Service::start(options()).await;
+    let customers: Vec<String> = (0..10).map(|n| format!("346113002{n:02}")).collect();
+    for (n, customer) in customers.iter().enumerate() {
+        let update = json!({
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "34910000000", "phone_number_id": service::PHONE_NUMBER_ID},
+            "contacts": [{"profile": {"name": format!("Cliente {n}")}, "wa_id": customer}],
+            "messages": [{
+                "from": customer,
+                "id": format!("wamid.TWO{customer}"),
+                "timestamp": Utc::now().timestamp().to_string(),
+                "type": "text",
+                "text": {"body": "Quiero hablar con una persona"},
+            }],
+        });
+        // Half of them reach the second instance first.
+        let (first, second) = if n % 2 == 0 {
+            (&one, &two)
+        } else {
+            (&two, &one)
+        };
+        tokio::join!(
+            first.post_webhook(update.clone()),
+            second.post_webhook(update)
+        );
+    }
+    let told = |customer: &str| {
+        one.mentions(MARTA, &format!("+{customer}")) + two.mentions(MARTA, &format!("+{customer}"))
+    };
+    let replies = |customer: &str| {
+        one.mentions(customer, "He avisado a una persona del equipo")
+            + two.mentions(customer, "He avisado a una persona del equipo")
+    };
+    let started = std::time::Instant::now();
+    while customers.iter().any(|c| told(c) == 0 || replies(c) == 0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(45),
+            "not everyone was told: {:?}",
+            customers
+                .iter()
+                .map(|c| (c, told(c), replies(c)))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Long enough for a second copy from either instance (two digest periods, a loop pass).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for customer in &customers {
+        assert_eq!(told(customer), 1, "Marta told of {customer} once");
+        assert_eq!(replies(customer), 1, "{customer} answered once");
+    }
+    drop((one, two));
     db.drop().await;
 }
 

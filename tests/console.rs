@@ -4,9 +4,10 @@
 //! `appointment_assistant` with the filter, opens it, resets it, takes it over, replies (the
 //! fake Graph API receives it), releases it; a form without its CSRF token is refused. Then a
 //! team at work, on the memory store and on FerretDB: a viewer reads the queue with masked
-//! numbers and cannot act, and reads the funnel of a scripted week; an operator takes the
-//! oldest handoff from the queue and answers it there; an admin adds an operator. Screenshots of
-//! each page go to the target directory, and to `docs/console/` with `UPDATE_SCREENSHOTS=1`.
+//! numbers, cannot search by a part of one and cannot act, and reads the funnel of a scripted
+//! week; an operator takes the oldest handoff from the queue and answers it there; an admin adds
+//! an operator. Screenshots of each page go to the target directory, and to `docs/console/` with
+//! `UPDATE_SCREENSHOTS=1`.
 
 mod common;
 
@@ -765,6 +766,17 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
         .await
         .unwrap();
     assert_eq!(status, json!(403), "a viewer cannot act");
+    // Her search is by the last four digits or a name: a part of a number finds nothing (the
+    // masked rows cannot be rebuilt digit by digit).
+    for (q, found) in [("0001", true), ("carmen", true), ("346003000", false)] {
+        client
+            .goto(&format!("{base}/console/conversations?q={q}"))
+            .await
+            .unwrap();
+        let source = client.source().await.unwrap();
+        assert_eq!(source.contains("…0001"), found, "q={q}");
+        assert!(!source.contains("34600300001"), "q={q}");
+    }
     // The funnel of the scripted week, as the records hold it.
     let period = format!("from={}&to={}", today - chrono::Duration::days(6), today);
     client

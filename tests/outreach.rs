@@ -15,7 +15,8 @@
 //! - Twenty turns refused for content (a 200 with `finish_reason: "content_filter"`) go to the
 //!   fallback and leave the primary's breaker closed for everyone else.
 //! - On MongoDB, where the test can place a visit and a customer's language before the
-//!   service starts: an English customer's reminder is the English template.
+//!   service starts: an English customer's reminder is the English template, its date in
+//!   English.
 
 mod common;
 
@@ -733,6 +734,16 @@ async fn on_mongodb_outreach_keeps_the_rules() {
     let reminder = service.messages_to(english.as_str()).remove(0);
     assert_eq!(reminder["type"], json!("template"), "{reminder}");
     assert_eq!(reminder["template"]["language"]["code"], json!("en"));
+    // Its date written in English, the template's language («Thursday 3 December at 10:00»).
+    let when = phrases::moment(Some("en"), starts_at.with_timezone(&TZ).naive_local());
+    let texts: Vec<&str> = reminder["template"]["components"][0]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert!(texts.contains(&when.as_str()), "{when} in {reminder}");
+    assert!(!texts.iter().any(|t| t.contains(" a las ")), "{reminder}");
 
     baja_holds_the_alert_and_alta_lets_it_go(&mut service, &set).await;
     a_day_late_message_gets_only_a_template(&mut service, Some(&db)).await;

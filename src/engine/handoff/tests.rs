@@ -24,6 +24,26 @@ fn wa(id: &str) -> WaId {
     WaId::parse(id).unwrap()
 }
 
+/// "Hola" from `wa_id` to the business number `PN-1`.
+fn hola(wamid: &str, wa_id: &str) -> InboxEntry {
+    InboxEntry {
+        wamid: WaMessageId::parse(wamid).unwrap(),
+        wa_id: wa(wa_id),
+        phone_number_id: "PN-1".into(),
+        kind: "text".into(),
+        text: Some("Hola".into()),
+        payload: "{}".into(),
+        content: Content::Text {
+            body: "Hola".into(),
+        },
+        context_id: None,
+        sent_at: None,
+        status: InboxStatus::Pending,
+        received_at: Utc::now(),
+        attempts: 0,
+    }
+}
+
 fn member(id: &str, name: &str, wa_id: &str) -> StaffOnCall {
     StaffOnCall {
         id: id.into(),
@@ -70,23 +90,10 @@ impl Desk {
     async fn new(staff: Vec<StaffOnCall>) -> Self {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
         // The customer wrote to the business number `PN-1`.
-        let entry = InboxEntry {
-            wamid: WaMessageId::parse("wamid.customer-1").unwrap(),
-            wa_id: wa(CUSTOMER),
-            phone_number_id: "PN-1".into(),
-            kind: "text".into(),
-            text: Some("Hola".into()),
-            payload: "{}".into(),
-            content: Content::Text {
-                body: "Hola".into(),
-            },
-            context_id: None,
-            sent_at: None,
-            status: InboxStatus::Pending,
-            received_at: Utc::now(),
-            attempts: 0,
-        };
-        store.insert_inbox(&[entry]).await.unwrap();
+        store
+            .insert_inbox(&[hola("wamid.customer-1", CUSTOMER)])
+            .await
+            .unwrap();
         let desk = HandoffDesk::new(
             store.clone(),
             Some(Arc::new(Roster(Mutex::new(staff)))),
@@ -104,8 +111,19 @@ impl Desk {
     }
 
     async fn request(&self, reason: &str, key: &str, now: DateTime<Utc>) -> HandoffOutcome {
+        self.request_in(&business(), reason, key, now).await
+    }
+
+    /// The customer asks for a person at `now`, in `business`'s hours.
+    async fn request_in(
+        &self,
+        business: &Business,
+        reason: &str,
+        key: &str,
+        now: DateTime<Utc>,
+    ) -> HandoffOutcome {
         self.desk
-            .request(&wa(CUSTOMER), reason, key, &business(), now)
+            .request(&wa(CUSTOMER), reason, key, business, now)
             .await
             .unwrap()
     }
@@ -383,22 +401,7 @@ async fn request_human_tells_the_model_the_truth_and_records_the_event() {
 impl Desk {
     /// A second customer who wrote to `PN-1`, so notices about them go from there too.
     async fn customer(&self, wa_id: &str) {
-        let entry = InboxEntry {
-            wamid: WaMessageId::parse(&format!("wamid.{wa_id}")).unwrap(),
-            wa_id: wa(wa_id),
-            phone_number_id: "PN-1".into(),
-            kind: "text".into(),
-            text: Some("Hola".into()),
-            payload: "{}".into(),
-            content: Content::Text {
-                body: "Hola".into(),
-            },
-            context_id: None,
-            sent_at: None,
-            status: InboxStatus::Pending,
-            received_at: Utc::now(),
-            attempts: 0,
-        };
+        let entry = hola(&format!("wamid.{wa_id}"), wa_id);
         self.store.insert_inbox(&[entry]).await.unwrap();
     }
 
@@ -704,16 +707,8 @@ async fn staff_with_hours_of_their_own_keep_the_agencys_holidays_unless_they_wor
     let now = madrid(2026, 12, 8, 10, 0);
     let desk = Desk::new(vec![javier.clone()]).await;
     let outcome = desk
-        .desk
-        .request(
-            &wa(CUSTOMER),
-            "Quiere una persona",
-            "call_1",
-            &business,
-            now,
-        )
-        .await
-        .unwrap();
+        .request_in(&business, "Quiere una persona", "call_1", now)
+        .await;
     assert_eq!(
         outcome,
         HandoffOutcome::AfterHours {
@@ -725,16 +720,8 @@ async fn staff_with_hours_of_their_own_keep_the_agencys_holidays_unless_they_wor
     javier.works_holidays = true;
     let desk = Desk::new(vec![javier]).await;
     let outcome = desk
-        .desk
-        .request(
-            &wa(CUSTOMER),
-            "Quiere una persona",
-            "call_1",
-            &business,
-            now,
-        )
-        .await
-        .unwrap();
+        .request_in(&business, "Quiere una persona", "call_1", now)
+        .await;
     assert_eq!(outcome, HandoffOutcome::Told);
     assert_eq!(desk.notices("34699000002").await.len(), 1);
 }
@@ -761,16 +748,13 @@ hours = { monday = ["8:00-15:00"], tuesday = ["8:00-15:00"], wednesday = ["8:00-
     let desk = Desk::new(vec![member("A-01", "Lucía", "34699000001")]).await;
     // Wednesday 15 July 2026, 17:00: open the rest of the year, closed in summer.
     let outcome = desk
-        .desk
-        .request(
-            &wa(CUSTOMER),
+        .request_in(
+            &business,
             "Quiere una persona",
             "call_1",
-            &business,
             madrid(2026, 7, 15, 17, 0),
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!(
         outcome,
         HandoffOutcome::AfterHours {
