@@ -96,6 +96,22 @@ fn admin_routes(state: AppState) -> Router<AppState> {
             "/admin/listings/{id}",
             axum::routing::patch(admin::api::update_listing),
         )
+        .route(
+            "/admin/staff",
+            get(admin::api::list_staff).post(admin::api::add_staff),
+        )
+        .route(
+            "/admin/staff/{id}",
+            axum::routing::patch(admin::api::update_staff),
+        )
+        .route(
+            "/admin/owners",
+            get(admin::api::list_owners).post(admin::api::add_owners),
+        )
+        .route(
+            "/admin/owners/{id}",
+            axum::routing::patch(admin::api::update_owner),
+        )
         .route("/admin/export/{kind}", get(admin::api::export))
         .route(
             "/admin/users/{wa_id}/forget",

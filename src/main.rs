@@ -65,6 +65,10 @@ enum Command {
     /// Add or change listings from a JSON file (`add FILE`, `update FILE`); saved searches
     /// hear of new and cheaper ones.
     Listings(admin::cli::listings::ListingsArgs),
+    /// The agency's staff: `add`, `list`, `update ID`, `disable ID`, `import FILE`.
+    Staff(admin::cli::people::StaffArgs),
+    /// The owners of its listings: `add`, `list`, `update ID`, `import FILE`.
+    Owners(admin::cli::people::OwnersArgs),
     /// Business events for the agency's CRM: `list [--failed]`, `retry ID|--failed`.
     Events(admin::cli::events::EventsArgs),
     /// Leads, appointments or offers since a moment, as CSV or JSON lines.
@@ -135,6 +139,8 @@ fn main() -> ExitCode {
             Command::Demo(args) => admin::cli::demo::run(args, config).await,
             Command::Templates(args) => admin::cli::templates::run(args, config).await,
             Command::Listings(args) => admin::cli::listings::run(args, config).await,
+            Command::Staff(args) => admin::cli::people::run_staff(args, config).await,
+            Command::Owners(args) => admin::cli::people::run_owners(args, config).await,
             Command::Events(args) => admin::cli::events::run(args, config).await,
             Command::Export(args) => admin::cli::export::run(args, config).await,
             Command::Conversations(args) => admin::cli::conversations::run(args, config).await,

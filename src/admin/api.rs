@@ -466,3 +466,165 @@ pub async fn forget(
     tracing::info!(operator = %who.name, deleted = counts.total(), "user forgotten through the admin API");
     Ok(Json(json!({"wa_id": raw, "deleted": counts})))
 }
+
+impl From<crate::realestate::people::PeopleError> for AdminError {
+    fn from(error: crate::realestate::people::PeopleError) -> Self {
+        use crate::realestate::people::PeopleError;
+        match error {
+            PeopleError::Invalid(why) => {
+                AdminError::BadRequest(format!("{why}; nothing was written"))
+            }
+            PeopleError::Conflict(why) => {
+                AdminError::Conflict(format!("{why}; nothing was written"))
+            }
+            PeopleError::NotFound(why) => AdminError::NotFound(why),
+            PeopleError::Store(error) => AdminError::Store(error),
+        }
+    }
+}
+
+fn people_writing(state: &AppState) -> crate::realestate::people::Writing {
+    crate::realestate::people::Writing {
+        region: state
+            .config
+            .as_ref()
+            .map_or_else(Default::default, |config| config.phone_region),
+        now: Utc::now(),
+    }
+}
+
+/// One JSON object: the body of a PATCH.
+fn one_object(body: &str) -> Result<serde_json::Map<String, serde_json::Value>, AdminError> {
+    use crate::realestate::people::{self, FileFormat};
+    let mut items = people::parse(body, FileFormat::Json)?;
+    match (items.len(), items.pop()) {
+        (1, Some(item)) => Ok(item),
+        _ => Err(AdminError::BadRequest(
+            "PATCH takes one record's fields as a JSON object".to_owned(),
+        )),
+    }
+}
+
+/// `GET /admin/staff`: the agency's staff, disabled ones included (`disabled_at`).
+pub async fn list_staff(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<crate::realestate::StaffMember>>, AdminError> {
+    authorize(&state, &headers, OperatorRole::Operator).await?;
+    Ok(Json(realestate(&state)?.staff().await?))
+}
+
+/// `POST /admin/staff`: adds one member (a JSON object) or several (an array, or a CSV body
+/// with `Content-Type: text/csv`), like `zaguan staff add|import`.
+pub async fn add_staff(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<(StatusCode, Json<Vec<crate::realestate::StaffMember>>), AdminError> {
+    use crate::realestate::people::{self, FileFormat};
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    let format = if is_csv(&headers) {
+        FileFormat::Csv
+    } else {
+        FileFormat::Json
+    };
+    let added = people::add_staff(
+        realestate(&state)?,
+        people::parse(&body, format)?,
+        people_writing(&state),
+    )
+    .await?;
+    tracing::info!(operator = %who.name, added = added.len(), "staff added through the admin API");
+    Ok((StatusCode::CREATED, Json(added)))
+}
+
+/// `PATCH /admin/staff/{id}`: changes the fields given; `"disabled": true` disables,
+/// `"new_calendar_token": true` replaces the feed's secret.
+pub async fn update_staff(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: String,
+) -> Result<Json<crate::realestate::StaffMember>, AdminError> {
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    let mut patch = one_object(&body)?;
+    let rotate = match patch.remove("new_calendar_token") {
+        None => false,
+        Some(serde_json::Value::Bool(rotate)) => rotate,
+        Some(_) => {
+            return Err(AdminError::BadRequest(
+                "new_calendar_token: true or false".to_owned(),
+            ));
+        }
+    };
+    let member = crate::realestate::people::update_staff(
+        realestate(&state)?,
+        &id,
+        patch,
+        rotate,
+        people_writing(&state),
+    )
+    .await?;
+    tracing::info!(operator = %who.name, staff = %id, "staff member updated through the admin API");
+    Ok(Json(member))
+}
+
+/// `GET /admin/owners`: the owners, each with the listings that name them.
+pub async fn list_owners(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<crate::realestate::people::OwnerView>>, AdminError> {
+    authorize(&state, &headers, OperatorRole::Operator).await?;
+    Ok(Json(
+        crate::realestate::people::owners(realestate(&state)?).await?,
+    ))
+}
+
+/// `POST /admin/owners`: like `zaguan owners add|import`.
+pub async fn add_owners(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<(StatusCode, Json<Vec<crate::realestate::people::OwnerView>>), AdminError> {
+    use crate::realestate::people::{self, FileFormat};
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    let format = if is_csv(&headers) {
+        FileFormat::Csv
+    } else {
+        FileFormat::Json
+    };
+    let added = people::add_owners(
+        realestate(&state)?,
+        people::parse(&body, format)?,
+        people_writing(&state),
+    )
+    .await?;
+    tracing::info!(operator = %who.name, added = added.len(), "owners added through the admin API");
+    Ok((StatusCode::CREATED, Json(added)))
+}
+
+/// `PATCH /admin/owners/{id}`: changes the fields given; `listings` is the whole list.
+pub async fn update_owner(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: String,
+) -> Result<Json<crate::realestate::people::OwnerView>, AdminError> {
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    let owner = crate::realestate::people::update_owner(
+        realestate(&state)?,
+        &id,
+        one_object(&body)?,
+        people_writing(&state),
+    )
+    .await?;
+    tracing::info!(operator = %who.name, owner = %id, "owner updated through the admin API");
+    Ok(Json(owner))
+}
+
+fn is_csv(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/csv"))
+}

@@ -98,6 +98,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_RETENTION_EVENTS",
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
+    "ZAGUAN_PHONE_REGION",
     "ZAGUAN_BUSINESS_NAME",
     "ZAGUAN_BUSINESS_CONTACT",
     "RUST_LOG",
@@ -151,6 +152,8 @@ pub struct Config {
     pub handoffs: HandoffSettings,
     /// On SIGTERM, how long in-flight turns may take to finish before the process exits.
     pub drain_timeout: Duration,
+    /// Where a number typed without a country code is (`ZAGUAN_PHONE_REGION`).
+    pub phone_region: crate::domain::phone::PhoneRegion,
     /// How long finished records are kept before the cleanup job deletes them.
     pub retention: Retention,
 }
@@ -305,6 +308,11 @@ impl Config {
             100,
         );
         let business_contact = env.line("ZAGUAN_BUSINESS_CONTACT", "", 300);
+        let phone_region = env.parsed(
+            "ZAGUAN_PHONE_REGION",
+            "ES",
+            crate::domain::phone::PhoneRegion::parse,
+        );
         let events = env.events();
         let public_url = env
             .get("ZAGUAN_PUBLIC_URL")
@@ -468,6 +476,7 @@ impl Config {
                 timezone,
             },
             drain_timeout: drain_timeout.expect(checked),
+            phone_region: phone_region.expect(checked),
             retention,
         })
     }

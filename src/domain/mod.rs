@@ -9,6 +9,7 @@ mod geo;
 mod ids;
 pub mod llm_call;
 mod message;
+pub mod phone;
 pub mod phrases;
 
 pub use business_event::BusinessEvent;

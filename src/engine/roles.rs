@@ -4,7 +4,10 @@
 //! operator set stays (`users set-role`).
 //!
 //! The numbers are read as a whole, at most once a [`REFRESH`] per process, so a turn costs no
-//! extra database round trip; a change in the data applies within that time.
+//! extra database round trip; a change in the data applies within that time. A number not
+//! found reads them again if the last read is older than [`MISS_REFRESH`]: an owner added a
+//! moment ago (`zaguan owners add`, in another process) is one on their first message, and a
+//! burst of strangers costs one read per [`MISS_REFRESH`], not one each.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,6 +28,8 @@ pub trait KnownNumbers: Send + Sync + 'static {
 
 /// How long the numbers read are used before they are read again.
 pub const REFRESH: Duration = Duration::from_secs(60);
+/// A number not found is looked for again in a read at least this much newer.
+pub const MISS_REFRESH: Duration = Duration::from_secs(3);
 /// After a failed read, how long before the next try (the last numbers read stay in use).
 const RETRY: Duration = Duration::from_secs(10);
 /// Longest a read of the numbers may take.
@@ -44,6 +49,9 @@ struct Known {
     roles: Option<Arc<HashMap<WaId, Role>>>,
     /// When to read again.
     due: Option<Instant>,
+    /// When the numbers were last read, or tried: a failing store is not asked again on
+    /// every miss.
+    read_at: Option<Instant>,
 }
 
 impl RoleDirectory {
@@ -64,7 +72,32 @@ impl RoleDirectory {
     /// changed).
     pub async fn role_of(&self, wa_id: &WaId) -> Option<Role> {
         let roles = self.roles().await?;
-        Some(roles.get(wa_id).copied().unwrap_or(Role::Prospect))
+        if let Some(role) = roles.get(wa_id) {
+            return Some(*role);
+        }
+        let stale = {
+            let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+            known
+                .read_at
+                .is_none_or(|at| at.elapsed() >= MISS_REFRESH.min(self.refresh))
+        };
+        if stale {
+            self.expire();
+            let roles = self.roles().await?;
+            return Some(roles.get(wa_id).copied().unwrap_or(Role::Prospect));
+        }
+        Some(Role::Prospect)
+    }
+
+    /// Makes the next lookup read the numbers again (unless a read is under way).
+    fn expire(&self) {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known
+            .read_at
+            .is_none_or(|at| at.elapsed() >= MISS_REFRESH.min(self.refresh))
+        {
+            known.due = None;
+        }
     }
 
     fn current(&self) -> (Option<Arc<HashMap<WaId, Role>>>, bool) {
@@ -84,6 +117,7 @@ impl RoleDirectory {
         }
         let read = tokio::time::timeout(READ_TIMEOUT, self.numbers.known_numbers()).await;
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        known.read_at = Some(Instant::now());
         match read {
             Ok(Ok(roles)) => {
                 metrics::gauge!("zaguan_known_numbers").set(roles.len() as f64);

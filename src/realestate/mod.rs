@@ -10,6 +10,7 @@ pub mod model;
 pub mod mongo;
 pub mod mortgage;
 pub mod offline;
+pub mod people;
 pub mod reminders;
 pub mod roles;
 pub mod store;

@@ -141,6 +141,13 @@ pub struct Property {
     /// matches hears of it.
     #[serde(default)]
     pub price_dropped_at: Option<DateTime<Utc>>,
+    /// The agent who shows it (`properties.agent_id`); `None`: the staff covering its city.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The listing's id in the agency's feed (`properties.feed_id`, Kyero's `<id>`), when it
+    /// came from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feed_id: Option<String>,
 }
 
 impl Property {
@@ -151,19 +158,24 @@ impl Property {
     }
 }
 
-/// Someone whose property the agency markets.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Someone whose property the agency markets. Their listings are the ones whose
+/// `properties.owner_id` names them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Owner {
     /// `O-07`.
     pub id: String,
     pub name: String,
     /// The owner's WhatsApp: how an owner writing in is recognised.
     pub wa_id: Option<WaId>,
+    /// The agent who looks after them (`owners.agent_id`): told of their listings' visits and
+    /// offers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// One of the agency's agents (`staff`): one writing in on WhatsApp talks to the assistants
 /// as a colleague (role `agent`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StaffMember {
     /// `A-01`.
     pub id: String,
@@ -180,6 +192,31 @@ pub struct StaffMember {
     /// Works the agency's holidays (`staff.works_holidays`): told of handoffs on them too.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub works_holidays: bool,
+    /// How long one of their visits lasts (`staff.visit_minutes`); `None`: the agency's
+    /// default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visit_minutes: Option<u32>,
+    /// The cities or zones whose listings they show when a listing names no agent
+    /// (`staff.zones`), compared without case or accents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<String>,
+    /// Their own calendar's iCalendar address (`staff.calendar_url`): its busy times block
+    /// visits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calendar_url: Option<String>,
+    /// The secret of their visits' feed, `/calendar/{token}.ics` (`staff.calendar_token`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calendar_token: Option<String>,
+    /// When they were disabled (`staff.disabled_at`): kept for history, out of handoffs and
+    /// visits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_at: Option<DateTime<Utc>>,
+}
+
+impl StaffMember {
+    pub fn is_active(&self) -> bool {
+        self.disabled_at.is_none()
+    }
 }
 
 /// A time a property can be visited with an agent.

@@ -29,6 +29,9 @@ impl<S: OwnerStore + StaffStore + ?Sized> KnownNumbers for DataRoles<S> {
             }
         }
         for member in self.0.staff().await? {
+            if !member.is_active() {
+                continue;
+            }
             if let Some(wa_id) = member.wa_id {
                 roles.insert(wa_id, Role::Agent);
             }
@@ -47,7 +50,7 @@ impl<S: OwnerStore + StaffStore + ?Sized> StaffRoster for DataRoles<S> {
             .staff()
             .await?
             .into_iter()
-            .filter(|member| member.notify_handoffs)
+            .filter(|member| member.notify_handoffs && member.is_active())
             .filter_map(|member| {
                 let wa_id = member.wa_id?;
                 let hours = member.hours.as_ref().and_then(|days| {
@@ -89,11 +92,13 @@ mod tests {
                 id: "O-01".into(),
                 name: "Carmen".into(),
                 wa_id: Some(wa("34600000001")),
+                agent_id: None,
             },
             Owner {
                 id: "O-02".into(),
                 name: "Sin WhatsApp".into(),
                 wa_id: None,
+                agent_id: None,
             },
         ])
         .await
@@ -105,6 +110,7 @@ mod tests {
             notify_handoffs: false,
             hours: None,
             works_holidays: false,
+            ..StaffMember::default()
         }])
         .await
         .unwrap();
@@ -129,6 +135,7 @@ mod tests {
             id: "O-01".into(),
             name: "Carmen".into(),
             wa_id: Some(wa("34611000001")),
+            agent_id: None,
         }])
         .await
         .unwrap();

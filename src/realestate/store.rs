@@ -116,6 +116,9 @@ pub trait OwnerStore: Send + Sync + 'static {
 
     /// The owners with a WhatsApp number, by id (who is recognised as an owner).
     async fn owners_on_whatsapp(&self) -> StoreResult<Vec<Owner>>;
+
+    /// Every owner, by id (`zaguan owners list`).
+    async fn owners(&self) -> StoreResult<Vec<Owner>>;
 }
 
 /// `staff`: the agency's people, told of handoffs.

@@ -410,6 +410,10 @@ impl OwnerStore for CrashRealEstate {
     async fn owners_on_whatsapp(&self) -> StoreResult<Vec<Owner>> {
         self.inner.owners_on_whatsapp().await
     }
+
+    async fn owners(&self) -> StoreResult<Vec<Owner>> {
+        self.inner.owners().await
+    }
 }
 
 #[async_trait]

@@ -49,6 +49,8 @@ fn property(id: &str, city: &str, operation: Operation, status: ListingStatus) -
         listed_at: at(-30 * 24 * HOUR),
         photos: vec![format!("https://media.example.es/{id}/1-salon.jpg")],
         price_dropped_at: None,
+        agent_id: None,
+        feed_id: None,
     }
 }
 
@@ -62,6 +64,7 @@ fn owner(id: &str, wa_id: Option<&str>) -> Owner {
         id: id.into(),
         name: "Carmen Núñez".into(),
         wa_id: wa_id.map(wa),
+        agent_id: wa_id.map(|_| "A-01".to_owned()),
     }
 }
 
@@ -410,6 +413,13 @@ async fn the_staff_come_by_id_with_their_numbers(store: Arc<dyn RealEstateStore>
         notify_handoffs: wa_id.is_some(),
         hours: wa_id.map(|_| [("monday".to_owned(), vec!["9:00-14:00".to_owned()])].into()),
         works_holidays: wa_id.is_some(),
+        visit_minutes: wa_id.map(|_| 45),
+        zones: wa_id.map_or_else(Vec::new, |_| {
+            vec!["Valencia".to_owned(), "Ruzafa".to_owned()]
+        }),
+        calendar_url: wa_id.map(|_| "https://calendar.example.es/lucia.ics".to_owned()),
+        calendar_token: wa_id.map(|_| "t0ken".to_owned()),
+        disabled_at: wa_id.map(|_| at(-HOUR)),
     };
     store
         .upsert_staff(&[

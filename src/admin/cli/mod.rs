@@ -9,6 +9,7 @@ pub mod export;
 pub mod healthcheck;
 pub mod listings;
 pub mod operators;
+pub mod people;
 pub mod prompts;
 pub mod templates;
 pub mod test;

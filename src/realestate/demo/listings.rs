@@ -278,6 +278,8 @@ pub(super) fn property(
         photos,
         listed_at,
         price_dropped_at: None,
+        agent_id: None,
+        feed_id: None,
     }
 }
 

@@ -107,6 +107,7 @@ pub(super) fn staff() -> Vec<StaffMember> {
                     .collect()
             }),
             works_holidays: false,
+            ..StaffMember::default()
         })
         .collect()
 }
@@ -118,6 +119,7 @@ pub(super) fn owners() -> Vec<Owner> {
             id: seed.id.to_owned(),
             name: seed.name.to_owned(),
             wa_id: seed.wa_id.map(demo_wa_id),
+            agent_id: None,
         })
         .collect()
 }

@@ -37,4 +37,8 @@ impl OwnerStore for MemoryRealEstate {
             .cloned()
             .collect())
     }
+
+    async fn owners(&self) -> StoreResult<Vec<Owner>> {
+        Ok(self.lock().owners.values().cloned().collect())
+    }
 }

@@ -159,6 +159,8 @@ pub(super) fn property_doc(p: &Property) -> StoreResult<Document> {
         "listed_at": date(p.listed_at),
         "photos": &p.photos,
         "price_dropped_at": p.price_dropped_at.map_or(Bson::Null, |at| Bson::DateTime(date(at))),
+        "agent_id": opt_str(p.agent_id.as_deref()),
+        "feed_id": opt_str(p.feed_id.as_deref()),
     })
 }
 
@@ -185,6 +187,8 @@ pub(super) fn property(d: &Document) -> StoreResult<Property> {
         listed_at: f.required_date("listed_at")?,
         photos: f.strings("photos"),
         price_dropped_at: f.date("price_dropped_at"),
+        agent_id: f.str("agent_id"),
+        feed_id: f.str("feed_id"),
     })
 }
 
@@ -193,6 +197,7 @@ pub(super) fn owner_doc(o: &Owner) -> Document {
         "_id": &o.id,
         "name": &o.name,
         "wa_id": opt_str(o.wa_id.as_ref().map(WaId::as_str)),
+        "agent_id": opt_str(o.agent_id.as_deref()),
     }
 }
 
@@ -202,6 +207,7 @@ pub(super) fn owner(d: &Document) -> StoreResult<Owner> {
         id: f.required_str("_id")?,
         name: f.text("name"),
         wa_id: f.opt_wa_id("wa_id")?,
+        agent_id: f.str("agent_id"),
     })
 }
 
@@ -214,6 +220,21 @@ pub(super) fn staff_doc(s: &StaffMember) -> Document {
     };
     if s.works_holidays {
         doc.insert("works_holidays", true);
+    }
+    if let Some(minutes) = s.visit_minutes {
+        doc.insert("visit_minutes", i64::from(minutes));
+    }
+    if !s.zones.is_empty() {
+        doc.insert("zones", &s.zones);
+    }
+    if let Some(url) = &s.calendar_url {
+        doc.insert("calendar_url", url);
+    }
+    if let Some(token) = &s.calendar_token {
+        doc.insert("calendar_token", token);
+    }
+    if let Some(at) = s.disabled_at {
+        doc.insert("disabled_at", date(at));
     }
     if let Some(hours) = &s.hours {
         let days: Document = hours
@@ -233,6 +254,11 @@ pub(super) fn staff_member(d: &Document) -> StoreResult<StaffMember> {
         wa_id: f.opt_wa_id("wa_id")?,
         notify_handoffs: d.get_bool("notify_handoffs").unwrap_or(false),
         works_holidays: d.get_bool("works_holidays").unwrap_or(false),
+        visit_minutes: f.int("visit_minutes").and_then(|n| u32::try_from(n).ok()),
+        zones: f.strings("zones"),
+        calendar_url: f.str("calendar_url"),
+        calendar_token: f.str("calendar_token"),
+        disabled_at: f.date("disabled_at"),
         hours: d.get_document("hours").ok().map(|days| {
             days.iter()
                 .map(|(day, spans)| {

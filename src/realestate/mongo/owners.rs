@@ -44,4 +44,9 @@ impl OwnerStore for MongoRealEstate {
             .await?;
         Ok(owners.into_iter().filter(|o| o.wa_id.is_some()).collect())
     }
+
+    async fn owners(&self) -> StoreResult<Vec<Owner>> {
+        self.find_all("owners", doc! {}, doc! {"_id": 1}, owner)
+            .await
+    }
 }

@@ -39,6 +39,8 @@ fn property(id: &str, operation: Operation, price: u64, currency: &str) -> Prope
         listed_at: Utc.with_ymd_and_hms(2026, 1, 15, 9, 0, 0).unwrap(),
         photos: Vec::new(),
         price_dropped_at: None,
+        agent_id: None,
+        feed_id: None,
     }
 }
 
