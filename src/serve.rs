@@ -64,6 +64,20 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
             None
         }
     };
+    let feed = match &config.listings_feed {
+        Some(settings) => {
+            tracing::info!(url = %settings.url, every = ?settings.every, "the listings feed is imported every ZAGUAN_LISTINGS_FEED_EVERY");
+            Some(
+                crate::realestate::feed::schedule::FeedImports::new(
+                    realestate.clone(),
+                    settings.clone(),
+                    config.workers.owner.clone(),
+                )?
+                .spawn(),
+            )
+        }
+        None => None,
+    };
     let escalation = {
         let prompts = engine.clone();
         HandoffEscalation::new(
@@ -206,6 +220,9 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     }
     cleanup.abort();
     escalation.abort();
+    if let Some(feed) = feed {
+        feed.abort();
+    }
     if let Some(metrics) = metrics {
         metrics.abort();
     }

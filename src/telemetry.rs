@@ -313,6 +313,16 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     ),
     // Operators.
     (
+        "zaguan_listings_feed_imports_total",
+        Kind::Counter,
+        "Rounds of the listings feed's import by this instance, by outcome (imported, refused)",
+    ),
+    (
+        "zaguan_listings_feed_last_import",
+        Kind::Gauge,
+        "Listings the last import of the feed by this instance changed, by change (added, updated, withdrawn, back, skipped)",
+    ),
+    (
         "zaguan_handoffs_total",
         Kind::Counter,
         "Conversations taken over by an operator",

@@ -193,3 +193,218 @@ async fn on_mongodb_people_made_by_the_cli_and_the_api_are_the_same_people() {
     drop(service);
     db.drop().await;
 }
+
+/// A Kyero v3 feed of the listings numbered `refs`, as a CRM exports it (CDATA with spaces,
+/// an `<agent>` block, `x` for a price on request where asked).
+fn kyero_feed(refs: impl IntoIterator<Item = usize>) -> String {
+    let mut xml = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<root>\n<kyero><feed_version>3</feed_version></kyero>\n",
+    );
+    for i in refs {
+        let kind = ["Apartment", "VILLA", "penthouse", "Town House"][i % 4];
+        xml.push_str(&format!(
+            "<property>\n  <id>{}</id>\n  <date>2026-11-20 10:00:00</date>\n  <ref>INM-{i:04}</ref>\n\
+             \x20 <price>{}</price>\n  <currency>EUR</currency>\n  <price_freq>{}</price_freq>\n\
+             \x20 <type><![CDATA[ {kind} ]]></type>\n  <town>{}</town>\n  <province>Valencia</province>\n\
+             \x20 <location><latitude>39.4{}</latitude><longitude>-0.3{}</longitude></location>\n\
+             \x20 <beds>{}</beds>\n  <baths>{}</baths>\n  <surface_area><built>{}</built></surface_area>\n\
+             \x20 <desc><es><![CDATA[ Vivienda {i} con mucha luz. ]]></es><en>Home {i}, full of light.</en></desc>\n\
+             \x20 <features><feature>Lift</feature><feature>Private pool</feature></features>\n\
+             \x20 <images><image id=\"1\"><url>https://img.inmo.example/{i}/1.jpg</url></image></images>\n\
+             \x20 <agent><name>Oficina centro</name><tel>960000000</tel></agent>\n</property>\n",
+            70_000 + i,
+            if i % 5 == 4 { 900 + i as u64 } else { 180_000 + 1_000 * i as u64 },
+            if i % 5 == 4 { "month" } else { "sale" },
+            ["Valencia", "Alboraya", "Paterna"][i % 3],
+            i % 10,
+            i % 7,
+            1 + i % 4,
+            1 + i % 2,
+            60 + i % 90,
+        ));
+    }
+    xml.push_str("</root>\n");
+    xml
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mongodb_the_feed_is_the_inventory_and_a_bad_feed_changes_nothing() {
+    use zaguan::realestate::{ListingStatus, MongoRealEstate, PropertyFilter, PropertyStore};
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let realestate = MongoRealEstate::new(db.store.pool().clone());
+    let listings = || async {
+        realestate
+            .properties(&PropertyFilter::default())
+            .await
+            .unwrap()
+    };
+
+    let full = write("full.xml", &kyero_feed(0..200));
+    let out = stdout(&cli(
+        &db,
+        &["listings", "import", &full, "--format", "kyero"],
+    ));
+    assert!(out.starts_with("200 in the feed: 200 added"), "{out}");
+    let first = listings().await;
+    assert_eq!(first.len(), 200);
+    let villa = first.iter().find(|p| p.id == "INM-0001").unwrap();
+    assert_eq!(villa.kind.as_str(), "house");
+    assert_eq!(villa.feed_id.as_deref(), Some("70001"));
+    assert_eq!(villa.amenities, ["ascensor", "piscina"]);
+    assert_eq!(villa.description, "Vivienda 1 con mucha luz.");
+    assert_eq!(
+        villa.descriptions.get("en").map(String::as_str),
+        Some("Home 1, full of light.")
+    );
+
+    // Ten fewer: exactly those ten withdrawn, nothing else changed.
+    let fewer = write(
+        "fewer.xml",
+        &kyero_feed((0..200).filter(|i| !(50..60).contains(i))),
+    );
+    let out = stdout(&cli(&db, &["listings", "import", &fewer]));
+    assert!(
+        out.starts_with(
+            "190 in the feed: 0 added, 0 updated (0 cheaper), 10 withdrawn, 0 back, 190 unchanged"
+        ),
+        "{out}"
+    );
+    let second = listings().await;
+    for (before, after) in first.iter().zip(&second) {
+        assert_eq!(before.id, after.id);
+        if (50..60).any(|i| before.id == format!("INM-{i:04}")) {
+            assert_eq!(after.status, ListingStatus::Withdrawn);
+            let mut kept = after.clone();
+            kept.status = before.status;
+            assert_eq!(&kept, before, "only the status changed");
+        } else {
+            assert_eq!(after, before);
+        }
+    }
+
+    // Cut short, empty, not XML: refused with the reason, nothing changed.
+    let text = kyero_feed(0..200);
+    let cut = write("cut.xml", &text[..text.len() * 2 / 3]);
+    let empty = write("empty.xml", &kyero_feed(0..0));
+    let garbage = write("garbage.xml", "<html><body>502 Bad Gateway</body></html>");
+    for (file, why) in [
+        (&cut, "cut short"),
+        (&empty, "fewer than 50 %"),
+        (&garbage, "not a Kyero feed"),
+    ] {
+        let refused = cli(&db, &["listings", "import", file]);
+        assert!(!refused.status.success(), "{file}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains(why) && stderr.contains("nothing was changed"),
+            "{why}: {stderr}"
+        );
+    }
+    assert_eq!(listings().await, second);
+
+    // One broken property: named, the rest imported.
+    let broken = write(
+        "broken.xml",
+        &kyero_feed((0..200).filter(|i| !(50..60).contains(i))).replacen(
+            "<ref>INM-0007</ref>\n  <price>187000</price>",
+            "<ref>INM-0007</ref>\n  <price>consultar</price>",
+            1,
+        ),
+    );
+    let out = stdout(&cli(&db, &["listings", "import", &broken]));
+    assert!(out.contains("1 skipped"), "{out}");
+    assert!(
+        out.contains("skipped property 8 (INM-0007)"),
+        "named by position and ref: {out}"
+    );
+    db.drop().await;
+}
+
+/// Two instances with the same feed: it is fetched and imported once per period, by one of
+/// them, and the round is recorded for the console.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mongodb_serve_imports_the_feed_on_one_instance_at_a_time() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use zaguan::realestate::{FeedImportStore, MongoRealEstate, PropertyFilter, PropertyStore};
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    let fetched = Arc::new(AtomicUsize::new(0));
+    let feed = kyero_feed(0..30);
+    let counter = fetched.clone();
+    let url = common::serve_local(axum::Router::new().route(
+        "/export/kyero.xml",
+        axum::routing::get(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let feed = feed.clone();
+            async move { feed }
+        }),
+    ))
+    .await;
+    let env = vec![(
+        "ZAGUAN_LISTINGS_FEED_URL",
+        format!("{url}/export/kyero.xml"),
+    )];
+    let first = Service::start(Options {
+        rules: rule_model,
+        business: Some(business_open_always()),
+        env: env.clone(),
+        mongo: Some(&db),
+    })
+    .await;
+    let second = Service::start(Options {
+        rules: rule_model,
+        business: Some(business_open_always()),
+        env,
+        mongo: Some(&db),
+    })
+    .await;
+    let realestate = MongoRealEstate::new(db.store.pool().clone());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while realestate
+        .properties(&PropertyFilter::default())
+        .await
+        .unwrap()
+        .len()
+        < 30
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the feed was not imported"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Both instances have looked by now (each looks at start); one took the round.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(fetched.load(Ordering::SeqCst), 1, "fetched once");
+    let rounds = realestate.feed_imports(10).await.unwrap();
+    assert_eq!(rounds.len(), 1, "{rounds:?}");
+    assert_eq!(
+        rounds[0].summary.as_deref(),
+        Some(
+            "30 in the feed: 30 added, 0 updated (0 cheaper), 0 withdrawn, 0 back, 0 unchanged, 0 skipped"
+        )
+    );
+    let imported: f64 = [first.metrics().await, second.metrics().await]
+        .iter()
+        .map(|text| {
+            common::service::metric(
+                text,
+                "zaguan_listings_feed_imports_total",
+                &["outcome=\"imported\""],
+            )
+        })
+        .sum();
+    assert_eq!(imported, 1.0);
+    drop((first, second));
+    db.drop().await;
+}

@@ -99,6 +99,9 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
     "ZAGUAN_PHONE_REGION",
+    "ZAGUAN_LISTINGS_FEED_URL",
+    "ZAGUAN_LISTINGS_FEED_EVERY",
+    "ZAGUAN_LISTINGS_FEED_MIN_SHARE",
     "ZAGUAN_BUSINESS_NAME",
     "ZAGUAN_BUSINESS_CONTACT",
     "RUST_LOG",
@@ -152,6 +155,8 @@ pub struct Config {
     pub handoffs: HandoffSettings,
     /// On SIGTERM, how long in-flight turns may take to finish before the process exits.
     pub drain_timeout: Duration,
+    /// The agency's listings feed, imported by `serve` (`ZAGUAN_LISTINGS_FEED_URL`).
+    pub listings_feed: Option<crate::realestate::feed::schedule::FeedSettings>,
     /// Where a number typed without a country code is (`ZAGUAN_PHONE_REGION`).
     pub phone_region: crate::domain::phone::PhoneRegion,
     /// How long finished records are kept before the cleanup job deletes them.
@@ -308,6 +313,18 @@ impl Config {
             100,
         );
         let business_contact = env.line("ZAGUAN_BUSINESS_CONTACT", "", 300);
+        let feed_every = env.duration("ZAGUAN_LISTINGS_FEED_EVERY", "1h");
+        let feed_min_share = env.parsed("ZAGUAN_LISTINGS_FEED_MIN_SHARE", "0.5", |v| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|share| (0.0..=1.0).contains(share))
+                .ok_or_else(|| format!("`{v}` is not a share from 0 to 1 like `0.5`"))
+        });
+        let feed_url = env
+            .get("ZAGUAN_LISTINGS_FEED_URL")
+            .is_some_and(|v| !v.is_empty())
+            .then(|| env.url("ZAGUAN_LISTINGS_FEED_URL", ""))
+            .flatten();
         let phone_region = env.parsed(
             "ZAGUAN_PHONE_REGION",
             "ES",
@@ -477,6 +494,11 @@ impl Config {
             },
             drain_timeout: drain_timeout.expect(checked),
             phone_region: phone_region.expect(checked),
+            listings_feed: feed_url.map(|url| crate::realestate::feed::schedule::FeedSettings {
+                url,
+                every: feed_every.expect(checked),
+                min_share: feed_min_share.expect(checked),
+            }),
             retention,
         })
     }

@@ -40,6 +40,9 @@ pub struct ToolContext {
     pub business: Arc<Business>,
     /// `ZAGUAN_BUSINESS_CONTACT`, used when the business file gives no contact lines.
     pub fallback_contact: Option<String>,
+    /// The customer's language (ISO 639-1), when known: data written in several languages
+    /// (a feed's descriptions) is given in theirs.
+    pub lang: Option<String>,
 }
 
 impl ToolContext {
@@ -54,6 +57,7 @@ impl ToolContext {
             call_id: String::new(),
             business: Arc::default(),
             fallback_contact: None,
+            lang: None,
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod alerts;
 pub mod context;
 pub mod demo;
+pub mod feed;
 pub mod listings;
 pub mod memory;
 pub mod model;
@@ -24,6 +25,7 @@ pub use model::{
 };
 pub use mongo::MongoRealEstate;
 pub use store::{
-    AlertStore, AppointmentStore, CallbackRequestStore, ListingRequestStore, OfferStore,
-    OwnerStore, PropertyFilter, PropertyStore, RealEstateStore, SlotStore, StaffStore, VisitStore,
+    AlertStore, AppointmentStore, CallbackRequestStore, FeedImportRecord, FeedImportStore,
+    ListingRequestStore, OfferStore, OwnerStore, PropertyFilter, PropertyStore, RealEstateStore,
+    SlotStore, StaffStore, VisitStore,
 };

@@ -144,6 +144,10 @@ pub struct Property {
     /// The agent who shows it (`properties.agent_id`); `None`: the staff covering its city.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// The description in other languages, by ISO 639-1 code (`properties.descriptions`,
+    /// from a feed): a customer is given theirs where there is one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub descriptions: std::collections::BTreeMap<String, String>,
     /// The listing's id in the agency's feed (`properties.feed_id`, Kyero's `<id>`), when it
     /// came from one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,6 +155,12 @@ pub struct Property {
 }
 
 impl Property {
+    /// The description in `lang` when the listing has one, else its own.
+    pub fn description_in(&self, lang: Option<&str>) -> &str {
+        lang.and_then(|lang| self.descriptions.get(lang))
+            .map_or(&self.description, |text| text)
+    }
+
     /// When the listing last became news for saved searches: listed, or its price lowered.
     pub fn news_at(&self) -> DateTime<Utc> {
         self.price_dropped_at

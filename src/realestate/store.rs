@@ -70,6 +70,7 @@ pub trait RealEstateStore:
     + CallbackRequestStore
     + ListingRequestStore
     + AlertStore
+    + FeedImportStore
 {
 }
 
@@ -83,7 +84,8 @@ impl<
         + OfferStore
         + CallbackRequestStore
         + ListingRequestStore
-        + AlertStore,
+        + AlertStore
+        + FeedImportStore,
 > RealEstateStore for T
 {
 }
@@ -156,6 +158,38 @@ pub trait SlotStore: Send + Sync + 'static {
 
     /// Frees a slot, only if `appointment_id` holds it.
     async fn release_slot(&self, slot_id: &str, appointment_id: &str) -> StoreResult<()>;
+}
+
+/// `feed_imports`: the listings feed's scheduled imports, one record per round: the instance
+/// that took it and how it ended (operators read the last ones in the console).
+#[async_trait]
+pub trait FeedImportStore: Send + Sync + 'static {
+    /// Takes import `round` for `instance`: `true` for exactly one caller across instances.
+    async fn claim_feed_import(
+        &self,
+        round: &str,
+        instance: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool>;
+
+    /// Records how round `record.round` ended.
+    async fn finish_feed_import(&self, record: &FeedImportRecord) -> StoreResult<()>;
+
+    /// The latest rounds, newest first.
+    async fn feed_imports(&self, limit: usize) -> StoreResult<Vec<FeedImportRecord>>;
+}
+
+/// One round of the listings feed's import.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FeedImportRecord {
+    pub round: String,
+    pub instance: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The report's one line («200 in the feed: 3 added, …»), when it imported.
+    pub summary: Option<String>,
+    /// Why it changed nothing, when it did not import.
+    pub error: Option<String>,
 }
 
 /// `appointments` and `reminders`: the visits booked, and the reminders claimed for them.

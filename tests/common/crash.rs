@@ -588,3 +588,31 @@ impl AlertStore for CrashRealEstate {
         self.inner.claim_alert_notice(wa_id, property_id, at).await
     }
 }
+
+#[async_trait]
+impl zaguan::realestate::FeedImportStore for CrashRealEstate {
+    async fn claim_feed_import(
+        &self,
+        round: &str,
+        instance: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        self.crash.write()?;
+        self.inner.claim_feed_import(round, instance, at).await
+    }
+
+    async fn finish_feed_import(
+        &self,
+        record: &zaguan::realestate::FeedImportRecord,
+    ) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.finish_feed_import(record).await
+    }
+
+    async fn feed_imports(
+        &self,
+        limit: usize,
+    ) -> StoreResult<Vec<zaguan::realestate::FeedImportRecord>> {
+        self.inner.feed_imports(limit).await
+    }
+}

@@ -51,6 +51,7 @@ fn property(id: &str, city: &str, operation: Operation, status: ListingStatus) -
         price_dropped_at: None,
         agent_id: None,
         feed_id: None,
+        descriptions: Default::default(),
     }
 }
 

@@ -138,6 +138,7 @@ impl Turn<'_> {
             call_id: String::new(),
             business: self.set.agents.business().clone(),
             fallback_contact: self.settings.business_contact.clone(),
+            lang: state.lang.clone(),
         }
     }
 

@@ -280,6 +280,7 @@ pub(super) fn property(
         price_dropped_at: None,
         agent_id: None,
         feed_id: None,
+        descriptions: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@
 mod alerts;
 mod appointments;
 mod callback_requests;
+mod feed_imports;
 mod listing_requests;
 mod offers;
 mod owners;
@@ -50,6 +51,7 @@ struct Inner {
     listing_requests: BTreeMap<String, ListingRequest>,
     offers: BTreeMap<String, Offer>,
     alerts: BTreeMap<String, Alert>,
+    feed_imports: BTreeMap<String, crate::realestate::store::FeedImportRecord>,
     /// `(wa_id, property_id)` of the saved-search notices claimed.
     alert_notices: HashSet<(WaId, String)>,
 }

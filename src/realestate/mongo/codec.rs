@@ -161,6 +161,11 @@ pub(super) fn property_doc(p: &Property) -> StoreResult<Document> {
         "price_dropped_at": p.price_dropped_at.map_or(Bson::Null, |at| Bson::DateTime(date(at))),
         "agent_id": opt_str(p.agent_id.as_deref()),
         "feed_id": opt_str(p.feed_id.as_deref()),
+        "descriptions": p
+            .descriptions
+            .iter()
+            .map(|(lang, text)| (lang.clone(), Bson::String(text.clone())))
+            .collect::<Document>(),
     })
 }
 
@@ -189,6 +194,15 @@ pub(super) fn property(d: &Document) -> StoreResult<Property> {
         price_dropped_at: f.date("price_dropped_at"),
         agent_id: f.str("agent_id"),
         feed_id: f.str("feed_id"),
+        descriptions: d
+            .get_document("descriptions")
+            .map(|texts| {
+                texts
+                    .iter()
+                    .filter_map(|(lang, text)| Some((lang.clone(), text.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 

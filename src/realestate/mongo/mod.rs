@@ -19,6 +19,7 @@
 mod alerts;
 mod appointments;
 mod callback_requests;
+mod feed_imports;
 mod listing_requests;
 mod offers;
 mod owners;

@@ -303,7 +303,10 @@ impl TypedTool for GetPropertyDetails {
         if !p.amenities.is_empty() {
             out.push_str(&format!("\nExtras: {}", p.amenities.join(", ")));
         }
-        out.push_str(&format!("\n{}\nPublicada hace {days} días.", p.description));
+        out.push_str(&format!(
+            "\n{}\nPublicada hace {days} días.",
+            p.description_in(context.lang.as_deref())
+        ));
         if p.photos.is_empty() {
             out.push_str("\nSin fotos en la ficha.");
         } else {

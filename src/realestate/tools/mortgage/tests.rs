@@ -41,6 +41,7 @@ fn property(id: &str, operation: Operation, price: u64, currency: &str) -> Prope
         price_dropped_at: None,
         agent_id: None,
         feed_id: None,
+        descriptions: Default::default(),
     }
 }
 
