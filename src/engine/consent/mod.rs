@@ -23,7 +23,7 @@ use crate::agents::keywords::tokens;
 pub use tool::{RECORD_OPT_OUT, RecordOptOut, RecordOptOutArgs};
 use words::{
     ARTICLES, CONSENT_TALK, COURTESY, MESSAGE_CUES, MESSAGES, MOST_WORDS, OPT_IN_WORDS,
-    OPT_OUT_WORDS, OTHER_THINGS, QUESTION_WORDS, RESUME, RESUME_CUES, STOP, STOP_CUES,
+    OPT_OUT_WORDS, OTHER_THINGS, PREFERENCES, QUESTION_WORDS, RESUME, RESUME_CUES, STOP, STOP_CUES,
 };
 
 /// What a message says about proactive messages.
@@ -48,10 +48,20 @@ pub struct Offered<'a> {
 
 /// A reader of consent: the words of a message, with what the bot offered before it.
 pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
-    let words: Vec<String> = tokens(text)
+    let raw = tokens(text);
+    // «si me doy de baja de las alertas, ¿pierdo la visita?»: a question about it.
+    if raw.first().is_some_and(|w| w == "si") && text.contains('?') {
+        return None;
+    }
+    if let Some(answer) = answer_to_consent_question(&raw, offered) {
+        return Some(answer);
+    }
+    let mut words: Vec<String> = raw
         .into_iter()
         .filter(|w| !COURTESY.contains(&w.as_str()))
         .collect();
+    // «STOP STOP STOP» says it once.
+    words.dedup();
     if words.is_empty() || words.len() > MOST_WORDS {
         return None;
     }
@@ -101,6 +111,65 @@ pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
     cues(&words)
 }
 
+/// A yes or no to the bot's own question about its messages: «¿Quieres seguir recibiendo
+/// alertas? Responde SÍ o NO» → «no» stops them; «¿Quieres que te demos de baja?» → «sí»
+/// does, «no» to it changes nothing; «Escribe CANCELAR para dejar de recibir estas alertas» → «cancelar» does.
+fn answer_to_consent_question(words: &[String], offered: &Offered<'_>) -> Option<Consent> {
+    let asked = offered.texts.last()?;
+    let said = tokens(asked).join(" ");
+    let about_messages = CONSENT_TALK
+        .iter()
+        .any(|prefix| said.split(' ').any(|w| w.starts_with(prefix)))
+        || said.contains("de baja")
+        || said.contains("activar");
+    if !about_messages {
+        return None;
+    }
+    let stops = [
+        "de baja",
+        "dejar de",
+        "no recibir",
+        "stop receiving",
+        "unsubscribe",
+    ]
+    .iter()
+    .any(|p| said.contains(p));
+    let proposed = if stops {
+        Consent::OptOut
+    } else {
+        Consent::OptIn
+    };
+    // Declining to stop changes nothing; declining to go on receiving stops them.
+    let declined = match proposed {
+        Consent::OptOut => None,
+        Consent::OptIn => Some(Consent::OptOut),
+    };
+    let first = words.first()?.as_str();
+    // «Escribe CANCELAR para dejar de recibir…»: the word it asks for.
+    if words.len() == 1 && stops && said.contains(&format!(" {first} para ")) {
+        return Some(Consent::OptOut);
+    }
+    if !asked.contains('?') {
+        return None;
+    }
+    const YES: &[&str] = &[
+        "si", "sii", "sip", "yes", "yep", "sim", "claro", "vale", "oui", "ja",
+    ];
+    const NO: &[&str] = &["no", "nop", "nope", "nao", "non", "nein"];
+    // Courtesy words («vale», «sí») were taken out: an empty rest after them is a yes.
+    if YES.contains(&first)
+        || (words.len() <= 4
+            && words.iter().any(|w| w == "quiero")
+            && !words.iter().any(|w| NO.contains(&w.as_str())))
+    {
+        return Some(proposed);
+    }
+    if NO.contains(&first) && words.len() <= 3 {
+        return declined;
+    }
+    None
+}
+
 /// The second reading, by what a message holds rather than how it is worded: a short message
 /// with a cue of stopping (or of coming back) and one of the messages themselves, that names
 /// nothing else and asks no question — «mensajes no más, gracias», «avisos: ya no, que alquilé».
@@ -112,6 +181,7 @@ fn cues(words: &[String]) -> Option<Consent> {
     };
     if words.len() > 12
         || has(OTHER_THINGS)
+        || has(PREFERENCES)
         || has(QUESTION_WORDS)
         || !(has(MESSAGE_CUES) || MESSAGES.split('|').any(|m| has(&[m.trim()])))
     {

@@ -23,6 +23,8 @@ pub(super) const OPT_OUT_WORDS: &[&str] = &[
     "desuscribirme",
     "quiero desuscribirme",
     "darme de baja de todo",
+    "no mas",
+    "desactivar alertas",
     // en
     "unsubscribe",
     "opt out",
@@ -76,6 +78,8 @@ pub(super) const OPT_IN_WORDS: &[&str] = &[
     "suscribirme otra vez",
     "suscribirme de nuevo",
     "volver a suscribirme",
+    "apuntame otra vez",
+    "apuntadme otra vez",
     "quiero darme de alta",
     "reabonner",
     "iscrivimi",
@@ -92,7 +96,7 @@ pub(super) const COURTESY: &[&str] = &[
 ];
 
 /// Longest message read, in words past the courtesy: more says something else too.
-pub(super) const MOST_WORDS: usize = 16;
+pub(super) const MOST_WORDS: usize = 25;
 
 /// Things a customer cancels that are not the messages themselves: a message naming one is
 /// about it (a listing withdrawn, a visit cancelled, a saved search removed).
@@ -176,10 +180,15 @@ pub(super) const OTHER_THINGS: &[&str] = &[
     "audios",
     "propietario",
     "propietaria",
+    "llames",
+    "llameis",
+    "llamen",
+    "anrufe",
+    "anrufen",
 ];
 
 /// The messages themselves, however they are called.
-pub(super) const MESSAGES: &str = "mensajes|mensaje|mensajitos|msj|msjs|mensajeria|avisos|aviso|notificaciones|\
+pub(super) const MESSAGES: &str = "mensajes|mensaje|mensages|mensage|notificasiones|newsletter|mensajitos|msj|msjs|mensajeria|avisos|aviso|notificaciones|\
     notificacion|alertas|recordatorios|recordatorio|publicidad|promociones|novedades|whatsapps|\
     whatsapp|wasaps|wasap|spam|cosas|nada|messages|message|msgs|texts|text|notifications|alerts|\
     reminders|updates|promos|promotions|mensagens|mensagem|notificacoes|lembretes|promocoes|\
@@ -193,13 +202,13 @@ pub(super) static STOP: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         // es: «no me mandéis más (mensajes)», «no nos escribáis más»
         format!(
-            r"\b(no|ni) (me |nos )?(los |las )?(avisen|aviseis|avises|avise|mandeis|mandes|manden|mande|envieis|envies|envien|envie|escribais|escribas|escriban|escriba|molesteis|molestes|molesten|moleste|mandar|enviar|escribir|mandarme|enviarme|escribirme|contactarme) (nunca )?(mas|ningun|ninguna)\b( ({m}))?"
+            r"\b(no|ni) (me |nos |le |les )?(los |las )?(avisen|aviseis|avises|avise|enviaran|mandaran|escribieran|enviarais|mandarais|mandeis|mandes|manden|mande|envieis|envies|envien|envie|escribais|escribas|escriban|escriba|molesteis|molestes|molesten|moleste|mandar|enviar|escribir|mandarme|enviarme|escribirme|contactarme) (nunca )?(mas|ningun|ninguna)\b( ({m}))?"
         ),
         format!(r"\bno (me |nos )?(mandeis|mandes|manden|envieis|envies|envien) (mas )?({m})\b"),
         // «dejad de escribirme», «dejen de mandarme avisos»
-        r"\b(dejad|deja|dejen|deje|dejar|dejeis|parad|para|paren|pare|basta) (de|d) (escribirme|escribirnos|mandarme|mandarnos|enviarme|enviarnos|enviarle|enviarles|mandarle|mandarles|escribirle|escribirles|avisarme|contactarme|contactarnos|molestarme|molestarnos|spamearme|mandar|enviar|escribir)\b".to_owned(),
+        r"\b(dejad|deja|dejen|deje|dejar|dejeis|parad|para|paren|pare|basta|dejaran|dejen|dejasen|dejarais) (de|d) (enbiarme|escribirme|escribirnos|mandarme|mandarnos|enviarme|enviarnos|enviarle|enviarles|mandarle|mandarles|escribirle|escribirles|avisarme|contactarme|contactarnos|molestarme|molestarnos|spamearme|mandar|enviar|escribir)\b".to_owned(),
         // «no quiero (recibir) más mensajes», «ya no quiero avisos»
-        format!(r"\bno (quiero|kiero|qiero|queremos|deseo|deseamos) (recibir |resivir |recivir |que me (lleguen|mandeis|envieis|escribais) )?(mas |ningun |ningunos |ninguna |ningunas |vuestros |vuestras |sus |los |las |estos |estas )*({m})\b"),
+        format!(r"\bno (quiero|kiero|qiero|queremos|deseo|deseamos|quiere|quieren) (recibir |resivir |recivir |que me (lleguen|mandeis|envieis|escribais) )?(mas |ningun |ningunos |ninguna |ningunas |vuestros |vuestras |sus |los |las |estos |estas )*({m})\b"),
         format!(r"\bno (quiero|queremos|deseo) (recibir )?(nada )?mas\b( ({m}))?$"),
         r"\bno (quiero|queremos|deseo) que me (escribais|escriban|escribas|mandeis|manden|envieis|envien|contacteis|contacten)\b".to_owned(),
         format!(r"\bno mas ({m})\b"),
@@ -229,7 +238,7 @@ pub(super) static STOP: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         // «quiero dejar de recibir…», «I want to stop receiving…», «quero deixar de receber…»
         r"\b(dejar de recibir|dejar de recibirlos|stop receiving|stop getting|deixar de receber)\b".to_owned(),
         // «desactivad los avisos», «cancelad los mensajes», «turn off the notifications»
-        r"\b(desactivar|desactiva|desactivad|desactiven|cancelar|cancela|cancelad|cancelen|anula|anulad|anular|turn off|switch off|cancel|desativar|desative|desativem|cancelem) (los |las |the |all |my |as |os |todos los |todas las |all the )?(mensajes|avisos|notificaciones|recordatorios|messages|notifications|reminders|mensagens|notificacoes|lembretes)\b".to_owned(),
+        r"\b(desactivar|desactiva|desactivad|desactiven|cancelar|cancela|cancelad|cancelen|anula|anulad|anular|turn off|switch off|cancel|desativar|desative|desativem|cancelem) (los |las |the |all |my |as |os |todos los |todas las |all the )?(mensajes|avisos|notificaciones|recordatorios|alertas|messages|notifications|reminders|alerts|mensagens|notificacoes|lembretes)\b".to_owned(),
         // «¿me dais de baja?», «me quiero dar de baja»
         r"\b(me|nos) (dais|das|dan|da|podeis dar|puedes dar|pueden dar|podrias dar) de baja\b".to_owned(),
         r"\b(me quiero dar|quiero darme|me puedo dar|puedo darme) de baja\b".to_owned(),
@@ -268,13 +277,21 @@ pub(super) static STOP: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         format!(r"\b(parar|para|pare|stop) (los |las |the |as |os )?({m})\b"),
         r"\bno (me |nos )?(vuelvas|vuelvan|volvais|vuelva) a (escribir|escribirme|mandar|mandarme|enviar|enviarme|contactar|contactarme|molestar)\b".to_owned(),
         r"\bno (quiero|queremos|deseo) que me (sigan|sigais|sigas|siga) (enviando|mandando|escribiendo|contactando)\b".to_owned(),
-        r"\bno (sigais|sigas|sigan) (escribiendo|escribiendome|mandando|enviando|mandandome|enviandome)\b".to_owned(),
+        r"\bno (me |nos )?(sigais|sigas|sigan) (escribiendo|escribiendome|mandando|enviando|mandandome|enviandome)( (pisos|ofertas|cosas|nada|casas))?\b".to_owned(),
+        r"\bno (hace falta|es necesario|necesito) (que )?(me |nos )?(sigais|sigas|sigan) (escribiendo|mandando|enviando)\b".to_owned(),
+        r"\bno need to keep (sending|messaging|texting)\b".to_owned(),
+        // «parad ya, hombre»: the imperative alone, first
+        r"^parad\b".to_owned(),
+        r"\bno cal que (m |em )?(envieu|envieu me|escriviu)\b".to_owned(),
+        r"\bno me (interesa|interesan) (que|q) me (aviseis|avisen|avises|mandeis|manden|envieis|envien|escribais|escriban)\b".to_owned(),
+        r"\bno (quiero|queremos) (que|q) me (llegue|lleguen) (nada|mas)\b".to_owned(),
+        r"\b(apagad|apaga|apagar|apaguen) (las |los )?(notificaciones|avisos|alertas|mensajes)\b".to_owned(),
         r"\bno (quiero|queremos|deseo) seguir recibiendo\b".to_owned(),
         r"\bremove me\b".to_owned(),
         r"\b(don t|dont|do not) (text|message|contact)( me| us)?$".to_owned(),
         r"\bparar de receber\b".to_owned(),
         // ca
-        format!(r"\bno (m |ens )?(envieu|envies|envii|enviin|escriviu|escriguis|escriguin) (mes|cap)\b( ({m}))?"),
+        format!(r"\bno (m |em |ens )?(envieu|mandeu|envies|envii|enviin|escriviu|escriguis|escriguin) (mes|cap)\b( ({m}))?"),
         r"\b(deixeu|deixa|deixin|pareu|para) de (enviar|escriure|enviar me|escriure me|enviarme|escriureme)\b".to_owned(),
         format!(r"\bno vull (rebre )?(mes )?(cap )?({m})\b"),
         r"\bno vull rebre (res|mes)\b".to_owned(),
@@ -313,6 +330,14 @@ pub(super) static RESUME: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         format!(r"\b(mandadme|mandame|mandenme|enviadme|enviame|envienme) (otra vez|de nuevo) (los |las )?({m})\b"),
         format!(r"\b(mandadme|mandame|mandenme|enviadme|enviame|envienme) (los |las )?({m}) (otra vez|de nuevo)\b"),
         r"\bahora (quiero|queremos) (recibir|recibirlos|recibirlas)\b".to_owned(),
+        r"\b(avisadme|avisame|avisenme|avisame) (otra vez|de nuevo)\b".to_owned(),
+        format!(r"\b(suscribirme|apuntarme|apuntadme|apuntame|apuntenme) (a|en) (vuestras |vuestros |las |los |sus |tus |la |el )?({m}|lista)\b"),
+        r"\b(quiero|queremos|kiero) (seguir recibiendo|que me sigais mandando|q me sigais mandando|que me sigan mandando|que me sigais enviando|que me sigan enviando)( (los |las )?(pisos|ofertas|casas))?\b".to_owned(),
+        r"\b(torneu|torna|tornin) me a (enviar|escriure)\b".to_owned(),
+        r"\bvolver a (incluir|apuntar|meter|anadir)(me)? (en )?(la |vuestra |tu |su )?lista\b".to_owned(),
+        format!(r"\b(seguid|sigan|sigue|seguir) (mandandome|enviandome|escribiendome)( (cosas|los avisos|({m})))?$"),
+        r"\b(apuntadme|apuntame|apuntenme|apuntarme) (otra vez|de nuevo)\b".to_owned(),
+        r"\b(vuelvan|volved|vuelve|volver) a (mandarme|enviarme) (los |las )?(ofertas|pisos|casas|promociones)\b".to_owned(),
         format!(r"\b(quiero|quisiera|queremos) (recibir|que me (mandeis|envieis|escribais)) (de nuevo|otra vez)( (los |las )?({m}))?"),
         format!(r"\b(quiero|quisiera|queremos) (recibir )?(de nuevo|otra vez) (los |las |vuestros |vuestras )?({m})\b"),
         format!(r"\b(activad|activa|activar|activen|reactivad|reactiva|reactivar|reactiven|reanudad|reanuda|reanudar|reanuden) (de nuevo |otra vez )?(los |las |mis |vuestros )?({m})\b"),
@@ -493,6 +518,22 @@ pub(super) const RESUME_CUES: &[&str] = &[
     "reanudar",
 ];
 
+/// A preference of one channel over another («mejor por WhatsApp», «lieber WhatsApp») is
+/// not a wish to hear nothing.
+pub(super) const PREFERENCES: &[&str] = &[
+    "mejor",
+    "prefiero",
+    "preferiria",
+    "better",
+    "rather",
+    "prefer",
+    "melhor",
+    "prefiro",
+    "lieber",
+    "plutot",
+    "meglio",
+];
+
 /// A question is asked, not an instruction given: «¿cómo dejo de recibir…?», «why don't…».
 pub(super) const QUESTION_WORDS: &[&str] = &[
     "como", "cuando", "donde", "porque", "por que", "how", "why", "when", "where", "what",
@@ -506,6 +547,7 @@ pub(super) const ARTICLES: &[&str] = &[
     "essa", "de", "del", "do", "da", "l", "d", "les", "els", "le", "il", "lo", "mi", "mis", "tu",
     "tus", "su", "sus", "nuestro", "nuestra", "vuestro", "vuestra", "my", "your", "our", "meu",
     "minha", "meus", "minhas", "seu", "sua", "meva", "mon", "ma", "mio", "mia", "mein", "meine",
+    "al", "mismo", "misma", "mismos", "mismas",
 ];
 
 /// Beginnings of the words of a bot message that speaks of consent itself (receiving its
