@@ -27,6 +27,10 @@ pub fn router(state: AppState) -> Router {
                 .layer(DefaultBodyLimit::max(webhook::MAX_BODY_BYTES)),
         )
         .route("/healthz", get(health::healthz))
+        .route(
+            "/calendar/{file}",
+            get(admin::calendar_feed::agent_calendar),
+        )
         .route("/readyz", get(health::readyz));
     // On the public port unless ZAGUAN_METRICS_ADDR gives it a listener of its own.
     let separate = state

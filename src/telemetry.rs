@@ -313,6 +313,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     ),
     // Operators.
     (
+        "zaguan_calendar_feeds_served_total",
+        Kind::Counter,
+        "Agents' visit feeds (GET /calendar/{token}.ics) served",
+    ),
+    (
         "zaguan_listings_feed_imports_total",
         Kind::Counter,
         "Rounds of the listings feed's import by this instance, by outcome (imported, refused)",

@@ -12,7 +12,7 @@ mod common;
 
 use std::time::Duration;
 
-use zaguan::realestate::{AppointmentStore, PropertyStore, StaffStore};
+use zaguan::realestate::{AppointmentStore, PropertyStore, SlotStore, StaffStore};
 
 use chrono::{Datelike as _, Utc};
 use serde_json::{Value, json};
@@ -681,6 +681,51 @@ async fn without_any_model_a_customer_finds_a_flat_and_books_its_visit() {
         .await
         .unwrap();
     assert_eq!(events.len(), 1, "{events:?}");
+
+    // The visit is in the agent's own calendar feed, read back by an iCalendar parser.
+    let slot = realestate.slot(&slot_id).await.unwrap().unwrap();
+    let mut agent = realestate
+        .staff()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| zaguan::realestate::calendar::is_theirs(&slot.agent, m))
+        .unwrap();
+    agent.calendar_token = Some("feed-token-of-the-test".to_owned());
+    realestate
+        .upsert_staff(std::slice::from_ref(&agent))
+        .await
+        .unwrap();
+    let service_port = service.port;
+    let feed = |path: String| async move {
+        let response = reqwest::get(format!("http://127.0.0.1:{}{path}", service_port))
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
+    let (status, ics) = feed("/calendar/feed-token-of-the-test.ics".to_owned()).await;
+    assert_eq!(status, 200, "{ics}");
+    let busy = zaguan::realestate::calendar::ics::busy_times(
+        &ics,
+        booked[0].starts_at - chrono::Duration::days(1),
+        booked[0].starts_at + chrono::Duration::days(1),
+        chrono_tz::Europe::Madrid,
+    )
+    .unwrap();
+    assert_eq!(busy.busy[0].start, booked[0].starts_at, "{ics}");
+    let unfolded = ics.replace("\r\n ", "");
+    assert!(
+        unfolded.contains(&format!("UID:{}@zaguan", booked[0].id)),
+        "{ics}"
+    );
+    assert!(unfolded.contains("(+34611777001)"), "{ics}");
+    assert!(
+        unfolded.contains(&listing.address.replace(',', "\\,")),
+        "{ics}"
+    );
+    let (status, _) = feed("/calendar/not-the-token.ics".to_owned()).await;
+    assert_eq!(status, 404);
+
     assert_eq!(service.model_calls(), 0, "no model was asked");
     assert_eq!(
         service.mentions(customer, "modo limitado"),

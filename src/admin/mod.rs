@@ -1,6 +1,7 @@
 //! Operator tools: the admin HTTP API and the admin command line.
 
 pub mod api;
+pub mod calendar_feed;
 pub mod cli;
 pub mod console;
 pub mod export;

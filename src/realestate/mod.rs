@@ -2,6 +2,7 @@
 //! ([`store`]), and the tools the assistants use on it.
 
 pub mod alerts;
+pub mod calendar;
 pub mod context;
 pub mod demo;
 pub mod feed;
