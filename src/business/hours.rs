@@ -211,6 +211,18 @@ impl<'a> Schedule<'a> {
             .filter(move |(_, end)| *end > at)
     }
 
+    /// The open periods overlapping `[from, to)`, clipped to it, in order: an agent's day
+    /// cut into visits.
+    pub fn periods_between(
+        self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> impl Iterator<Item = (DateTime<Utc>, DateTime<Utc>)> + 'a {
+        self.periods_from(from)
+            .take_while(move |(start, _)| *start < to)
+            .map(move |(start, end)| (start.max(from), end.min(to)))
+    }
+
     /// Whether the office is open at `at`.
     pub fn is_open(&self, at: DateTime<Utc>) -> bool {
         self.periods_from(at)

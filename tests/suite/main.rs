@@ -14,6 +14,7 @@ mod common;
 
 mod abuse;
 mod admin;
+mod agent_day;
 mod alerts;
 mod api;
 mod assistants;

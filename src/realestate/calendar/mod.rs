@@ -5,6 +5,7 @@
 //! cancelled.
 
 pub mod ics;
+pub mod slots;
 
 use chrono::{DateTime, Duration, Utc};
 

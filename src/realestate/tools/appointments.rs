@@ -3,7 +3,8 @@
 //! checks everything `run` needs, so a confirmed action rarely fails); a slot is taken by an
 //! atomic claim, so two customers can never book the same one.
 
-use crate::realestate::{AppointmentStore, PropertyStore, SlotStore};
+use crate::realestate::calendar::slots::{self as agent_day, agent_claim};
+use crate::realestate::{AppointmentStore, PropertyStore, SlotStore, StaffStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -28,7 +29,7 @@ pub struct ListAvailableSlots<S: ?Sized = dyn RealEstateStore> {
     store: Arc<S>,
 }
 
-impl<S: PropertyStore + SlotStore + ?Sized> ListAvailableSlots<S> {
+impl<S: PropertyStore + SlotStore + StaffStore + ?Sized> ListAvailableSlots<S> {
     pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
@@ -46,7 +47,7 @@ pub struct SlotsArgs {
 }
 
 #[async_trait]
-impl<S: PropertyStore + SlotStore + ?Sized> TypedTool for ListAvailableSlots<S> {
+impl<S: PropertyStore + SlotStore + StaffStore + ?Sized> TypedTool for ListAvailableSlots<S> {
     type Args = SlotsArgs;
     const NAME: &'static str = "list_available_slots";
 
@@ -77,7 +78,7 @@ impl<S: PropertyStore + SlotStore + ?Sized> TypedTool for ListAvailableSlots<S> 
             None => context.now,
         };
         let to = from + Duration::days(days);
-        let free = free_slots(self.store.as_ref(), &property.id, from, to).await?;
+        let free = free_slots(self.store.as_ref(), &property, from, to, context).await?;
         if free.is_empty() {
             return Ok(format!(
                 "No quedan huecos libres para {} en esas fechas. Prueba otros días (hasta {MAX_DAYS} vista).",
@@ -148,23 +149,107 @@ async fn visitable(store: &(impl PropertyStore + ?Sized), id: &str) -> Result<Pr
     Ok(property)
 }
 
-/// Unclaimed slots of a property in `[from, to)`.
+/// Unclaimed slots of a property in `[from, to)`: the ones written for it (`slots`), else
+/// the free times of the agents who show it, computed from their day (and written as slots
+/// once shown, so a booking finds them). A slot is taken when its own claim or its agent's
+/// at that time is.
 async fn free_slots(
-    store: &(impl SlotStore + ?Sized),
-    property_id: &str,
+    store: &(impl SlotStore + StaffStore + ?Sized),
+    property: &Property,
     from: chrono::DateTime<chrono::Utc>,
     to: chrono::DateTime<chrono::Utc>,
+    context: &ToolContext,
 ) -> Result<Vec<Slot>, ToolError> {
-    let slots = store
-        .slots(property_id, from, to)
+    let mut slots = store
+        .slots(&property.id, from, to)
         .await
         .map_err(unavailable)?;
-    let ids: Vec<String> = slots.iter().map(|s| s.id.clone()).collect();
+    let computed = slots.is_empty();
+    if computed {
+        let staff = store.staff().await.map_err(unavailable)?;
+        for member in agent_day::agents_of(property, &staff) {
+            for start in agent_day::free_starts(
+                member,
+                &context.business,
+                context.timezone,
+                crate::realestate::calendar::DEFAULT_VISIT_MINUTES,
+                &[],
+                from,
+                to,
+            ) {
+                slots.push(agent_day::slot_at(
+                    property,
+                    member,
+                    start,
+                    crate::realestate::calendar::DEFAULT_VISIT_MINUTES,
+                ));
+            }
+        }
+        slots.sort_by(|a, b| a.starts_at.cmp(&b.starts_at).then(a.id.cmp(&b.id)));
+    }
+    let mut ids: Vec<String> = slots.iter().map(|s| s.id.clone()).collect();
+    ids.extend(slots.iter().map(|s| agent_claim(&s.agent, s.starts_at)));
     let taken = store.claimed_slots(&ids).await.map_err(unavailable)?;
-    Ok(slots
+    let free: Vec<Slot> = slots
         .into_iter()
-        .filter(|s| !taken.contains(&s.id))
-        .collect())
+        .filter(|s| !taken.contains(&s.id) && !taken.contains(&agent_claim(&s.agent, s.starts_at)))
+        .collect();
+    if computed {
+        // Written before they are offered: booking one reads it back by id.
+        store
+            .upsert_slots(&free[..free.len().min(MAX_SLOTS)])
+            .await
+            .map_err(unavailable)?;
+    }
+    Ok(free)
+}
+
+/// Takes `slot` for `appointment_id`: its own claim, then its agent's at that time (one
+/// agent, one place). `false` when either is taken; a half-taken claim is given back.
+async fn take(
+    store: &(impl SlotStore + ?Sized),
+    slot: &Slot,
+    appointment_id: &str,
+) -> Result<bool, ToolError> {
+    if !store
+        .claim_slot(&slot.id, appointment_id)
+        .await
+        .map_err(unavailable)?
+    {
+        return Ok(false);
+    }
+    let agent = agent_claim(&slot.agent, slot.starts_at);
+    if store
+        .claim_slot(&agent, appointment_id)
+        .await
+        .map_err(unavailable)?
+    {
+        return Ok(true);
+    }
+    store
+        .release_slot(&slot.id, appointment_id)
+        .await
+        .map_err(unavailable)?;
+    Ok(false)
+}
+
+/// Gives back what [`take`] took for `appointment_id` on the slot `slot_id`.
+async fn give_back(
+    store: &(impl SlotStore + ?Sized),
+    slot_id: &str,
+    appointment_id: &str,
+) -> Result<(), ToolError> {
+    store
+        .release_slot(slot_id, appointment_id)
+        .await
+        .map_err(unavailable)?;
+    if let Some(slot) = store.slot(slot_id).await.map_err(unavailable)? {
+        store
+            .release_slot(&agent_claim(&slot.agent, slot.starts_at), appointment_id)
+            .await
+            .map_err(unavailable)?;
+    }
+    Ok(())
 }
 
 /// A slot that can be booked now: it exists, is in the future, is free, and its property can
@@ -293,12 +378,7 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool for Boo
     async fn call(&self, args: BookArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let (slot, property) = bookable(self.store.as_ref(), &args.slot_id, context, false).await?;
         let id = new_appointment_id(&slot, context);
-        if !self
-            .store
-            .claim_slot(&slot.id, &id)
-            .await
-            .map_err(unavailable)?
-        {
+        if !take(self.store.as_ref(), &slot, &id).await? {
             return Err(ToolError::Failed(format!(
                 "the slot {} was just taken by someone else; it is no longer available — offer the user other slots",
                 slot.id
@@ -414,12 +494,7 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool
             // Moved there already: this step is a replay; finish what it left.
             Some(from) if appointment.slot_id == slot.id => from,
             _ => {
-                if !self
-                    .store
-                    .claim_slot(&slot.id, &appointment.id)
-                    .await
-                    .map_err(unavailable)?
-                {
+                if !take(self.store.as_ref(), &slot, &appointment.id).await? {
                     return Err(ToolError::Failed(format!(
                         "the slot {} was just taken; the visit stays as it was — offer other slots",
                         slot.id
@@ -439,10 +514,7 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool
             }
         };
         let previous_starts_at = moved.starts_at;
-        self.store
-            .release_slot(&moved.slot_id, &appointment.id)
-            .await
-            .map_err(unavailable)?;
+        give_back(self.store.as_ref(), &moved.slot_id, &appointment.id).await?;
         Ok(ToolOutput::with_event(
             format!(
                 "Visita cambiada ({}): {} ({}), ahora el {} con {}.",
@@ -520,10 +592,7 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool for Can
                 appointment
             }
         };
-        self.store
-            .release_slot(&appointment.slot_id, &appointment.id)
-            .await
-            .map_err(unavailable)?;
+        give_back(self.store.as_ref(), &appointment.slot_id, &appointment.id).await?;
         Ok(ToolOutput::with_event(
             format!(
                 "Visita {} cancelada ({}). El hueco queda libre para otros.",
