@@ -78,6 +78,12 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let calendars = crate::realestate::calendar::refresh::CalendarRefresh::new(
+        realestate.clone(),
+        config.calendar_refresh,
+        config.engine.timezone,
+    )?
+    .spawn();
     let escalation = {
         let prompts = engine.clone();
         HandoffEscalation::new(
@@ -220,6 +226,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     }
     cleanup.abort();
     escalation.abort();
+    calendars.abort();
     if let Some(feed) = feed {
         feed.abort();
     }

@@ -313,6 +313,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     ),
     // Operators.
     (
+        "zaguan_calendar_reads_total",
+        Kind::Counter,
+        "Agents' own calendars (staff.calendar_url) read, by outcome (read, failed: the last good copy stays)",
+    ),
+    (
         "zaguan_calendar_feeds_served_total",
         Kind::Counter,
         "Agents' visit feeds (GET /calendar/{token}.ics) served",

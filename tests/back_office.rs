@@ -408,3 +408,191 @@ async fn on_mongodb_serve_imports_the_feed_on_one_instance_at_a_time() {
     drop((first, second));
     db.drop().await;
 }
+
+/// Asks the slots of P-7001 on the day the customer names: through the appointment
+/// assistant, as a model would.
+fn slots_model(body: &Value) -> Value {
+    let messages = body["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    let content = last["content"].as_str().unwrap_or_default();
+    let can_list = body["tools"].as_array().is_some_and(|tools| {
+        tools
+            .iter()
+            .any(|t| t["function"]["name"] == json!("list_available_slots"))
+    });
+    let asked_day = messages.iter().rev().find_map(|m| {
+        (m["role"] == json!("user"))
+            .then(|| {
+                m["content"]
+                    .as_str()?
+                    .strip_prefix("huecos ")
+                    .map(str::to_owned)
+            })
+            .flatten()
+    });
+    let list = |day: String| {
+        common::service::call(
+            messages.len(),
+            "list_available_slots",
+            json!({"property_id": "P-7001", "from_date": day, "days": 1}),
+        )
+    };
+    match (last["role"].as_str(), asked_day) {
+        (Some("user"), Some(day)) if can_list => list(day),
+        (Some("user"), Some(_)) => common::service::call(
+            messages.len(),
+            "ToAppointmentAssistant",
+            json!({"query": content}),
+        ),
+        (Some("tool"), Some(day)) if can_list && !content.contains("P-7001") => list(day),
+        _ => say("Te paso los huecos."),
+    }
+}
+
+/// An agent's own calendar, served by a local server, blocks exactly its busy times: a weekly
+/// recurring meeting and an all-day absence; the business file's holiday has no visits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mongodb_an_agents_own_calendar_and_the_holidays_shape_their_visits() {
+    use chrono::{Datelike as _, Duration as Days, NaiveDate, TimeZone as _};
+    use zaguan::realestate::{CalendarStore, MongoRealEstate, PropertyStore};
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    let madrid = chrono_tz::Europe::Madrid;
+    let today = chrono::Utc::now().with_timezone(&madrid).date_naive();
+    // Next week's Monday to Thursday.
+    let monday = today + Days::days(7 - i64::from(today.weekday().num_days_from_monday()));
+    let day = |n: i64| monday + Days::days(n);
+    let stamp = |date: NaiveDate, hour: u32| {
+        madrid
+            .from_local_datetime(&date.and_hms_opt(hour, 0, 0).unwrap())
+            .unwrap()
+            .to_utc()
+            .format("%Y%m%d%H%M")
+            .to_string()
+    };
+    let ics = format!(
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Google Inc//Google Calendar 70.9054//EN\r\n\
+         BEGIN:VEVENT\r\nUID:weekly@google.com\r\nDTSTART;TZID=Europe/Madrid:{}T101500\r\n\
+         DTEND;TZID=Europe/Madrid:{}T104500\r\nRRULE:FREQ=WEEKLY;BYDAY=TU\r\nSUMMARY:Reunión de equipo\r\nEND:VEVENT\r\n\
+         BEGIN:VEVENT\r\nUID:away@google.com\r\nDTSTART;VALUE=DATE:{}\r\nDTEND;VALUE=DATE:{}\r\nSUMMARY:Médico\r\nEND:VEVENT\r\n\
+         BEGIN:VEVENT\r\nUID:free@google.com\r\nDTSTART;TZID=Europe/Madrid:{}T120000\r\n\
+         DTEND;TZID=Europe/Madrid:{}T130000\r\nTRANSP:TRANSPARENT\r\nSUMMARY:Recordatorio\r\nEND:VEVENT\r\n\
+         END:VCALENDAR\r\n",
+        (day(1) - Days::days(14)).format("%Y%m%d"),
+        (day(1) - Days::days(14)).format("%Y%m%d"),
+        day(2).format("%Y%m%d"),
+        day(3).format("%Y%m%d"),
+        day(0).format("%Y%m%d"),
+        day(0).format("%Y%m%d"),
+    );
+    let calendar = common::serve_local(axum::Router::new().route(
+        "/calendar/lucia/basic.ics",
+        axum::routing::get(move || {
+            let ics = ics.clone();
+            async move { ics }
+        }),
+    ))
+    .await;
+    let mut business = String::from("name = \"Inmobiliaria Prueba\"\n[hours]\n");
+    for weekday in ["monday", "tuesday", "wednesday", "thursday", "friday"] {
+        business.push_str(&format!("{weekday} = [\"9:00-14:00\"]\n"));
+    }
+    business.push_str(&format!(
+        "[[holidays]]\ndate = {}\nname = \"Fiesta local\"\n",
+        day(3)
+    ));
+    stdout(&cli(
+        &db,
+        &[
+            "staff",
+            "add",
+            "--name",
+            "Lucía Ferrer",
+            "--visit-minutes",
+            "45",
+            "--calendar-url",
+            &format!("{calendar}/calendar/lucia/basic.ics"),
+        ],
+    ));
+    let realestate = MongoRealEstate::new(db.store.pool().clone());
+    let set = zaguan::realestate::demo::demo_set(today, madrid);
+    let mut listing = set.properties[0].clone();
+    listing.id = "P-7001".into();
+    listing.status = zaguan::realestate::ListingStatus::Available;
+    listing.agent_id = Some("A-01".into());
+    realestate.upsert_properties(&[listing]).await.unwrap();
+    let mut service = Service::start(Options {
+        rules: slots_model,
+        business: Some(business),
+        env: vec![],
+        mongo: Some(&db),
+    })
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while realestate
+        .calendar("A-01")
+        .await
+        .unwrap()
+        .and_then(|c| c.read_at)
+        .is_none()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the calendar was not read"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let customer = "34611800001";
+    // What the tool told the model (the reply itself keeps slot ids out of the customer's
+    // sight).
+    let mut asked = 0;
+    let mut slots_on = async |date: NaiveDate| -> Vec<String> {
+        asked += 1;
+        service
+            .customer_says(customer, "Ana", &format!("huecos {date}"))
+            .await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let answers: Vec<String> = service
+                .model
+                .requests
+                .lock()
+                .unwrap()
+                .iter()
+                .filter_map(|r| {
+                    let last = r["messages"].as_array()?.last()?;
+                    let content = last["content"].as_str()?;
+                    (last["role"] == json!("tool") && content.contains("P-7001"))
+                        .then(|| content.to_owned())
+                })
+                .collect();
+            if answers.len() >= asked {
+                return answers[asked - 1]
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("- S-P7001-"))
+                    .map(|l| l[..12].to_owned())
+                    .collect();
+            }
+            assert!(std::time::Instant::now() < deadline, "no answer");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let all = |date| [9, 10, 11, 12, 13].map(|h| stamp(date, h)).to_vec();
+    assert_eq!(
+        slots_on(day(0)).await,
+        all(day(0)),
+        "a transparent event blocks nothing"
+    );
+    let mut tuesday = all(day(1));
+    tuesday.remove(1);
+    assert_eq!(
+        slots_on(day(1)).await,
+        tuesday,
+        "the weekly 10:15 meeting takes 10:00 only"
+    );
+    assert!(slots_on(day(2)).await.is_empty(), "away all day");
+    assert!(slots_on(day(3)).await.is_empty(), "the holiday");
+    drop(service);
+    db.drop().await;
+}

@@ -99,6 +99,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
     "ZAGUAN_PHONE_REGION",
+    "ZAGUAN_CALENDAR_REFRESH",
     "ZAGUAN_LISTINGS_FEED_URL",
     "ZAGUAN_LISTINGS_FEED_EVERY",
     "ZAGUAN_LISTINGS_FEED_MIN_SHARE",
@@ -155,6 +156,8 @@ pub struct Config {
     pub handoffs: HandoffSettings,
     /// On SIGTERM, how long in-flight turns may take to finish before the process exits.
     pub drain_timeout: Duration,
+    /// How often agents' own calendars are read (`ZAGUAN_CALENDAR_REFRESH`).
+    pub calendar_refresh: Duration,
     /// The agency's listings feed, imported by `serve` (`ZAGUAN_LISTINGS_FEED_URL`).
     pub listings_feed: Option<crate::realestate::feed::schedule::FeedSettings>,
     /// Where a number typed without a country code is (`ZAGUAN_PHONE_REGION`).
@@ -314,6 +317,7 @@ impl Config {
         );
         let business_contact = env.line("ZAGUAN_BUSINESS_CONTACT", "", 300);
         let feed_every = env.duration("ZAGUAN_LISTINGS_FEED_EVERY", "1h");
+        let calendar_refresh = env.duration("ZAGUAN_CALENDAR_REFRESH", "5m");
         let feed_min_share = env.parsed("ZAGUAN_LISTINGS_FEED_MIN_SHARE", "0.5", |v| {
             v.parse::<f64>()
                 .ok()
@@ -494,6 +498,7 @@ impl Config {
             },
             drain_timeout: drain_timeout.expect(checked),
             phone_region: phone_region.expect(checked),
+            calendar_refresh: calendar_refresh.expect(checked),
             listings_feed: feed_url.map(|url| crate::realestate::feed::schedule::FeedSettings {
                 url,
                 every: feed_every.expect(checked),

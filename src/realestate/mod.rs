@@ -26,7 +26,7 @@ pub use model::{
 };
 pub use mongo::MongoRealEstate;
 pub use store::{
-    AlertStore, AppointmentStore, CallbackRequestStore, FeedImportRecord, FeedImportStore,
-    ListingRequestStore, OfferStore, OwnerStore, PropertyFilter, PropertyStore, RealEstateStore,
-    SlotStore, StaffStore, VisitStore,
+    AlertStore, AppointmentStore, CalendarCopy, CalendarStore, CallbackRequestStore,
+    FeedImportRecord, FeedImportStore, ListingRequestStore, OfferStore, OwnerStore, PropertyFilter,
+    PropertyStore, RealEstateStore, SlotStore, StaffStore, VisitStore,
 };

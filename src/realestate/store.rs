@@ -71,6 +71,7 @@ pub trait RealEstateStore:
     + ListingRequestStore
     + AlertStore
     + FeedImportStore
+    + CalendarStore
 {
 }
 
@@ -85,7 +86,8 @@ impl<
         + CallbackRequestStore
         + ListingRequestStore
         + AlertStore
-        + FeedImportStore,
+        + FeedImportStore
+        + CalendarStore,
 > RealEstateStore for T
 {
 }
@@ -158,6 +160,35 @@ pub trait SlotStore: Send + Sync + 'static {
 
     /// Frees a slot, only if `appointment_id` holds it.
     async fn release_slot(&self, slot_id: &str, appointment_id: &str) -> StoreResult<()>;
+}
+
+/// `calendars`: the last good copy of each agent's own calendar (`staff.calendar_url`), as
+/// busy times, and since when it cannot be fetched: slots are computed from it on every
+/// instance, and it outlives a calendar server's outage and a restart.
+#[async_trait]
+pub trait CalendarStore: Send + Sync + 'static {
+    /// Replaces the copy of `copy.staff_id`.
+    async fn save_calendar(&self, copy: &CalendarCopy) -> StoreResult<()>;
+
+    async fn calendar(&self, staff_id: &str) -> StoreResult<Option<CalendarCopy>>;
+
+    /// Every copy, by staff id (the console's view of them).
+    async fn calendars(&self) -> StoreResult<Vec<CalendarCopy>>;
+}
+
+/// An agent's calendar as last read.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CalendarCopy {
+    pub staff_id: String,
+    /// The address it was read from: a copy of another address is not theirs any more.
+    pub url: String,
+    /// Busy times from a day before the read to [`crate::realestate::calendar::AHEAD`] after.
+    pub busy: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    /// When the busy times were read (`None`: never).
+    pub read_at: Option<DateTime<Utc>>,
+    /// Since when reading fails, and why (the busy times are the last good ones).
+    pub failing_since: Option<DateTime<Utc>>,
+    pub error: Option<String>,
 }
 
 /// `feed_imports`: the listings feed's scheduled imports, one record per round: the instance

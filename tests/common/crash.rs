@@ -616,3 +616,22 @@ impl zaguan::realestate::FeedImportStore for CrashRealEstate {
         self.inner.feed_imports(limit).await
     }
 }
+
+#[async_trait]
+impl zaguan::realestate::CalendarStore for CrashRealEstate {
+    async fn save_calendar(&self, copy: &zaguan::realestate::CalendarCopy) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.save_calendar(copy).await
+    }
+
+    async fn calendar(
+        &self,
+        staff_id: &str,
+    ) -> StoreResult<Option<zaguan::realestate::CalendarCopy>> {
+        self.inner.calendar(staff_id).await
+    }
+
+    async fn calendars(&self) -> StoreResult<Vec<zaguan::realestate::CalendarCopy>> {
+        self.inner.calendars().await
+    }
+}

@@ -224,8 +224,27 @@ pub async fn run_staff(args: StaffArgs, config: Config) -> anyhow::Result<()> {
             } else if staff.is_empty() {
                 println!("no staff yet: `zaguan staff add --name … --wa-id …`");
             } else {
+                let calendars = store.calendars().await?;
                 for member in &staff {
-                    println!("{}", line(member));
+                    let mut text = line(member);
+                    // Whether their own calendar reads, and since when it does not.
+                    if let Some(copy) = calendars.iter().find(|c| c.staff_id == member.id) {
+                        match (&copy.failing_since, &copy.error) {
+                            (Some(since), Some(error)) => text.push_str(&format!(
+                                " (not read since {}: {error})",
+                                since.format("%Y-%m-%d %H:%M UTC")
+                            )),
+                            _ => {
+                                if let Some(at) = copy.read_at {
+                                    text.push_str(&format!(
+                                        " (read {})",
+                                        at.format("%Y-%m-%d %H:%M UTC")
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                    println!("{text}");
                 }
             }
         }

@@ -5,6 +5,7 @@
 //! cancelled.
 
 pub mod ics;
+pub mod refresh;
 pub mod slots;
 
 use chrono::{DateTime, Duration, Utc};
@@ -16,6 +17,9 @@ use super::{
 use crate::domain::WaId;
 use crate::store::StoreResult;
 
+/// How far ahead an agent's own calendar is read: the furthest a visit can be offered
+/// (three weeks), and a day more.
+pub const AHEAD: Duration = Duration::days(22);
 /// How far back the feed reaches: older visits are history, not plans.
 const PAST: Duration = Duration::days(30);
 /// A visit's length when its slot says nothing: the agency's default.

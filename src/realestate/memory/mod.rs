@@ -8,6 +8,7 @@
 
 mod alerts;
 mod appointments;
+mod calendars;
 mod callback_requests;
 mod feed_imports;
 mod listing_requests;
@@ -52,6 +53,7 @@ struct Inner {
     offers: BTreeMap<String, Offer>,
     alerts: BTreeMap<String, Alert>,
     feed_imports: BTreeMap<String, crate::realestate::store::FeedImportRecord>,
+    calendars: BTreeMap<String, crate::realestate::store::CalendarCopy>,
     /// `(wa_id, property_id)` of the saved-search notices claimed.
     alert_notices: HashSet<(WaId, String)>,
 }

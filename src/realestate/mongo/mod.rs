@@ -18,6 +18,7 @@
 
 mod alerts;
 mod appointments;
+mod calendars;
 mod callback_requests;
 mod feed_imports;
 mod listing_requests;

@@ -4,7 +4,7 @@
 //! atomic claim, so two customers can never book the same one.
 
 use crate::realestate::calendar::slots::{self as agent_day, agent_claim};
-use crate::realestate::{AppointmentStore, PropertyStore, SlotStore, StaffStore};
+use crate::realestate::{AppointmentStore, CalendarStore, PropertyStore, SlotStore, StaffStore};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -29,7 +29,7 @@ pub struct ListAvailableSlots<S: ?Sized = dyn RealEstateStore> {
     store: Arc<S>,
 }
 
-impl<S: PropertyStore + SlotStore + StaffStore + ?Sized> ListAvailableSlots<S> {
+impl<S: PropertyStore + SlotStore + StaffStore + CalendarStore + ?Sized> ListAvailableSlots<S> {
     pub fn new(store: Arc<S>) -> Self {
         Self { store }
     }
@@ -47,7 +47,9 @@ pub struct SlotsArgs {
 }
 
 #[async_trait]
-impl<S: PropertyStore + SlotStore + StaffStore + ?Sized> TypedTool for ListAvailableSlots<S> {
+impl<S: PropertyStore + SlotStore + StaffStore + CalendarStore + ?Sized> TypedTool
+    for ListAvailableSlots<S>
+{
     type Args = SlotsArgs;
     const NAME: &'static str = "list_available_slots";
 
@@ -154,7 +156,7 @@ async fn visitable(store: &(impl PropertyStore + ?Sized), id: &str) -> Result<Pr
 /// once shown, so a booking finds them). A slot is taken when its own claim or its agent's
 /// at that time is.
 async fn free_slots(
-    store: &(impl SlotStore + StaffStore + ?Sized),
+    store: &(impl SlotStore + StaffStore + CalendarStore + ?Sized),
     property: &Property,
     from: chrono::DateTime<chrono::Utc>,
     to: chrono::DateTime<chrono::Utc>,
@@ -168,12 +170,32 @@ async fn free_slots(
     if computed {
         let staff = store.staff().await.map_err(unavailable)?;
         for member in agent_day::agents_of(property, &staff) {
+            // Their own calendar's busy times, as last read (a copy of another address is
+            // not theirs any more).
+            let busy: Vec<crate::realestate::calendar::ics::Busy> = match &member.calendar_url {
+                Some(url) => store
+                    .calendar(&member.id)
+                    .await
+                    .map_err(unavailable)?
+                    .filter(|copy| &copy.url == url)
+                    .map(|copy| {
+                        copy.busy
+                            .into_iter()
+                            .map(|(start, end)| crate::realestate::calendar::ics::Busy {
+                                start,
+                                end,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
             for start in agent_day::free_starts(
                 member,
                 &context.business,
                 context.timezone,
                 crate::realestate::calendar::DEFAULT_VISIT_MINUTES,
-                &[],
+                &busy,
                 from,
                 to,
             ) {
