@@ -43,25 +43,19 @@ pub(super) fn apply_staff(
     for (key, value) in item {
         let field = |why: String| format!("{key}: {why}");
         match key.as_str() {
-            "id" => {
-                let id = string(&value).map_err(field)?;
-                if adding {
-                    member.id = record_id(&id, "A-").map_err(field)?;
-                } else if id != member.id {
-                    return Err(field(format!(
-                        "an id cannot change (this is {})",
-                        member.id
-                    )));
-                }
-            }
-            "name" => member.name = name(&value).map_err(field)?,
-            "wa_id" => {
-                member.wa_id = nullable(&value, string)
-                    .map_err(field)?
-                    .map(|raw| wa_id_of(&raw, writing.region))
-                    .transpose()
-                    .map_err(field)?
-            }
+            "id" | "name" | "wa_id" => identity(
+                &key,
+                &value,
+                Identity {
+                    id: &mut member.id,
+                    name: &mut member.name,
+                    wa_id: &mut member.wa_id,
+                    example: "A-",
+                },
+                adding,
+                writing,
+            )
+            .map_err(field)?,
             "notify_handoffs" => member.notify_handoffs = boolean(&value).map_err(field)?,
             "works_holidays" => member.works_holidays = boolean(&value).map_err(field)?,
             "hours" => member.hours = nullable(&value, hours).map_err(field)?,
@@ -116,22 +110,19 @@ pub(super) fn apply_owner(
     for (key, value) in item {
         let field = |why: String| format!("{key}: {why}");
         match key.as_str() {
-            "id" => {
-                let id = string(&value).map_err(field)?;
-                if adding {
-                    owner.id = record_id(&id, "O-").map_err(field)?;
-                } else if id != owner.id {
-                    return Err(field(format!("an id cannot change (this is {})", owner.id)));
-                }
-            }
-            "name" => owner.name = name(&value).map_err(field)?,
-            "wa_id" => {
-                owner.wa_id = nullable(&value, string)
-                    .map_err(field)?
-                    .map(|raw| wa_id_of(&raw, writing.region))
-                    .transpose()
-                    .map_err(field)?
-            }
+            "id" | "name" | "wa_id" => identity(
+                &key,
+                &value,
+                Identity {
+                    id: &mut owner.id,
+                    name: &mut owner.name,
+                    wa_id: &mut owner.wa_id,
+                    example: "O-",
+                },
+                adding,
+                writing,
+            )
+            .map_err(field)?,
             "agent_id" => {
                 let agent = nullable(&value, string).map_err(field)?;
                 if let Some(agent) = &agent {
@@ -150,6 +141,42 @@ pub(super) fn apply_owner(
         }
     }
     Ok(listings)
+}
+
+/// The fields staff and owners share: who they are and the number they write from.
+struct Identity<'a> {
+    id: &'a mut String,
+    name: &'a mut String,
+    wa_id: &'a mut Option<crate::domain::WaId>,
+    /// How their ids begin (`A-`, `O-`), for the error.
+    example: &'static str,
+}
+
+/// Applies `id`, `name` or `wa_id`; an id is given on adding only.
+fn identity(
+    key: &str,
+    value: &Value,
+    record: Identity<'_>,
+    adding: bool,
+    writing: Writing,
+) -> Result<(), String> {
+    match key {
+        "id" => {
+            let id = string(value)?;
+            if adding {
+                *record.id = record_id(&id, record.example)?;
+            } else if id != *record.id {
+                return Err(format!("an id cannot change (this is {})", record.id));
+            }
+        }
+        "name" => *record.name = name(value)?,
+        _ => {
+            *record.wa_id = nullable(value, string)?
+                .map(|raw| wa_id_of(&raw, writing.region))
+                .transpose()?
+        }
+    }
+    Ok(())
 }
 
 fn unknown(key: &str, known: &[&str]) -> String {
