@@ -891,6 +891,62 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
     if screenshots {
         screenshot(client, "operators").await;
     }
+
+    // The admin loads a staff member; a bad number is refused with the field named.
+    client.goto(&format!("{base}/console/staff")).await.unwrap();
+    let form = client.form(Locator::Css("#add-staff")).await.unwrap();
+    form.set_by_name("name", "Lucía Ferrer").await.unwrap();
+    form.set_by_name("wa_id", "12").await.unwrap();
+    form.submit().await.unwrap();
+    wait_text(client, "body", "wa_id: `12` is not a valid phone number").await;
+    client.goto(&format!("{base}/console/staff")).await.unwrap();
+    let form = client.form(Locator::Css("#add-staff")).await.unwrap();
+    form.set_by_name("name", "Lucía Ferrer").await.unwrap();
+    form.set_by_name("wa_id", "699 00 02 22").await.unwrap();
+    form.set_by_name("zones", "Valencia; Ruzafa").await.unwrap();
+    form.set_by_name("calendar_url", "https://calendar.example.es/lucia.ics")
+        .await
+        .unwrap();
+    form.submit().await.unwrap();
+    wait_text(client, "#notice", "Lucía Ferrer").await;
+    let member = stores
+        .realestate
+        .staff()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| m.name == "Lucía Ferrer")
+        .unwrap();
+    assert_eq!(member.wa_id.as_ref().unwrap().as_str(), "34699000222");
+    assert_eq!(member.zones, ["Valencia", "Ruzafa"]);
+    // Her calendar cannot be read: the page says since when and why.
+    let since = Utc::now() - chrono::Duration::hours(3);
+    stores
+        .realestate
+        .save_calendar(&zaguan::realestate::CalendarCopy {
+            staff_id: member.id.clone(),
+            url: "https://calendar.example.es/lucia.ics".into(),
+            busy: Vec::new(),
+            read_at: None,
+            failing_since: Some(since),
+            error: Some("answered 404 Not Found".into()),
+        })
+        .await
+        .unwrap();
+    client.goto(&format!("{base}/console/staff")).await.unwrap();
+    let listed = text_of(client, "#staff").await;
+    assert!(
+        listed.contains("…0222")
+            && listed.contains(&format!(
+                "not read since {}: answered 404 Not Found",
+                since.format("%d/%m/%Y %H:%M UTC")
+            )),
+        "{listed}"
+    );
+    assert!(!listed.contains("34699000222"), "numbers masked");
+    if screenshots {
+        screenshot(client, "staff").await;
+    }
     sign_out(client).await;
     stores.close().await;
 }

@@ -19,6 +19,7 @@ mod pages;
 mod queue;
 mod reports;
 mod sign_in;
+mod staff;
 
 use std::sync::OnceLock;
 
@@ -83,6 +84,8 @@ pub fn routes() -> Router<AppState> {
             get(operators::operators).post(operators::add),
         )
         .route("/console/operators/{name}/reset", post(operators::reset))
+        .route("/console/staff", get(staff::staff).post(staff::add))
+        .route("/console/staff/{id}/disable", post(staff::disable))
         .route(
             "/console/operators/{name}/disable",
             post(operators::disable),
@@ -111,6 +114,7 @@ fn templates() -> &'static Environment<'static> {
             ("forget.html", include_str!("templates/forget.html")),
             ("prompts.html", include_str!("templates/prompts.html")),
             ("operators.html", include_str!("templates/operators.html")),
+            ("staff.html", include_str!("templates/staff.html")),
             ("queue.html", include_str!("templates/queue.html")),
             ("reports.html", include_str!("templates/reports.html")),
             ("queue_rows.html", include_str!("templates/queue_rows.html")),
