@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod calendar;
 pub mod context;
 pub mod demo;
+pub mod download;
 pub mod feed;
 pub mod listings;
 pub mod memory;

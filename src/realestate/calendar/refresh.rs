@@ -32,7 +32,6 @@ impl CalendarRefresh {
     ) -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
-            .timeout(FETCH_TIMEOUT)
             .build()?;
         Ok(Self {
             store,
@@ -53,25 +52,14 @@ impl CalendarRefresh {
         url: &str,
         now: DateTime<Utc>,
     ) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>)>, String> {
-        use futures::StreamExt as _;
-        let response = self
-            .client
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| format!("cannot fetch: {e}"))?;
-        if !response.status().is_success() {
-            return Err(format!("answered {}", response.status()));
-        }
-        let mut body = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| format!("the download broke off: {e}"))?;
-            if body.len() + chunk.len() > MAX_BYTES {
-                return Err(format!("larger than {MAX_BYTES} bytes"));
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = crate::realestate::download::bounded(
+            &self.client,
+            url,
+            "the calendar",
+            MAX_BYTES,
+            FETCH_TIMEOUT,
+        )
+        .await?;
         let text = String::from_utf8_lossy(&body);
         let read = ics::busy_times(
             &text,

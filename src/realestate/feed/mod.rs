@@ -325,30 +325,7 @@ fn capitalised(word: &str) -> String {
 /// Downloads a feed: within [`FETCH_TIMEOUT`] and [`MAX_FEED_BYTES`], or an error saying
 /// which.
 pub async fn fetch(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
-    use futures::StreamExt as _;
-    let response = tokio::time::timeout(FETCH_TIMEOUT, client.get(url).send())
-        .await
-        .map_err(|_| format!("no answer from {url} within {FETCH_TIMEOUT:?}"))?
-        .map_err(|e| format!("cannot fetch {url}: {e}"))?;
-    if !response.status().is_success() {
-        return Err(format!("{url} answered {}", response.status()));
-    }
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    let read = async {
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| format!("the download from {url} broke off: {e}"))?;
-            if body.len() + chunk.len() > MAX_FEED_BYTES {
-                return Err(format!("{url} is larger than {MAX_FEED_BYTES} bytes"));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(())
-    };
-    tokio::time::timeout(FETCH_TIMEOUT, read)
-        .await
-        .map_err(|_| format!("the download from {url} took over {FETCH_TIMEOUT:?}"))??;
-    Ok(body)
+    super::download::bounded(client, url, url, MAX_FEED_BYTES, FETCH_TIMEOUT).await
 }
 
 #[cfg(test)]
