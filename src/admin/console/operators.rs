@@ -26,7 +26,8 @@ impl From<TeamError> for ConsoleError {
     }
 }
 
-async fn admin(state: &AppState, headers: &HeaderMap) -> Result<SignedIn, ConsoleError> {
+/// The signed-in admin, or why not (the pages only admins see).
+pub(super) async fn admin(state: &AppState, headers: &HeaderMap) -> Result<SignedIn, ConsoleError> {
     let who = signed_in(state, headers).await?;
     if !who.identity.may(OperatorRole::Admin) {
         return Err(ConsoleError::NotAllowed(

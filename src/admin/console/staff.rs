@@ -10,7 +10,8 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{ConsoleError, SignedIn, checked, render, signed_in};
+use super::operators::admin;
+use super::{ConsoleError, SignedIn, checked, render};
 use crate::admin::operations::AdminError;
 use crate::admin::team::OperatorRole;
 use crate::realestate::people::{self, PeopleError, Writing};
@@ -90,17 +91,6 @@ async fn page(
             json!({"staff": staff, "owners": owners, "imports": imports, "notice": notice}),
         ),
     )
-}
-
-async fn admin(state: &AppState, headers: &HeaderMap) -> Result<SignedIn, ConsoleError> {
-    let who = signed_in(state, headers).await?;
-    if !who.identity.may(OperatorRole::Admin) {
-        return Err(ConsoleError::NotAllowed(
-            who.identity.role,
-            OperatorRole::Admin,
-        ));
-    }
-    Ok(who)
 }
 
 pub(super) async fn staff(
