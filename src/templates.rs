@@ -26,15 +26,30 @@ pub enum Purpose {
     ReEngagement,
     StaffHandoff,
     OperatorFollowUp,
+    /// To an agent: a visit of theirs booked, moved or cancelled.
+    StaffVisit,
+    /// To an agent after a visit: how did it go (done, no-show, cancelled).
+    VisitOutcome,
+    /// To a customer after a visit: how did it go.
+    VisitFeedback,
+    /// To an owner (or the listing's agent): an offer on their listing.
+    OfferReceived,
+    /// To a customer: the owner's answer to their offer.
+    OfferAnswer,
 }
 
 impl Purpose {
-    pub const ALL: [Purpose; 5] = [
+    pub const ALL: [Purpose; 10] = [
         Purpose::VisitReminder,
         Purpose::ListingAlert,
         Purpose::ReEngagement,
         Purpose::StaffHandoff,
         Purpose::OperatorFollowUp,
+        Purpose::StaffVisit,
+        Purpose::VisitOutcome,
+        Purpose::VisitFeedback,
+        Purpose::OfferReceived,
+        Purpose::OfferAnswer,
     ];
 
     /// As the file and the metrics name it.
@@ -45,6 +60,11 @@ impl Purpose {
             Purpose::ReEngagement => "re_engagement",
             Purpose::StaffHandoff => "staff_handoff",
             Purpose::OperatorFollowUp => "operator_follow_up",
+            Purpose::StaffVisit => "staff_visit",
+            Purpose::VisitOutcome => "visit_outcome",
+            Purpose::VisitFeedback => "visit_feedback",
+            Purpose::OfferReceived => "offer_received",
+            Purpose::OfferAnswer => "offer_answer",
         }
     }
 
@@ -60,14 +80,25 @@ impl Purpose {
             Purpose::ReEngagement => &["name", "business"],
             Purpose::StaffHandoff => &["customer", "reason", "link"],
             Purpose::OperatorFollowUp => &["name", "business", "operator"],
+            Purpose::StaffVisit => &[
+                "change", "customer", "phone", "property", "address", "when", "link",
+            ],
+            Purpose::VisitOutcome => &["customer", "property", "when"],
+            Purpose::VisitFeedback => &["property", "business"],
+            Purpose::OfferReceived => &["property", "amount", "conditions", "business"],
+            Purpose::OfferAnswer => &["property", "answer", "amount", "business"],
         }
     }
 
     /// Whether it writes to a customer first, which an opt-out stops: everything but the
-    /// staff notice, which goes to staff. A re-engagement or an operator's follow-up reaches
-    /// a customer whose window has closed, so it is outreach too.
+    /// staff notices, which go to staff. A re-engagement or an operator's follow-up reaches
+    /// a customer whose window has closed, so it is outreach too; so is an offer's notice to
+    /// an owner, who is a contact like any other (an opted-out owner's goes to the agent).
     pub fn is_outreach(self) -> bool {
-        !matches!(self, Purpose::StaffHandoff)
+        !matches!(
+            self,
+            Purpose::StaffHandoff | Purpose::StaffVisit | Purpose::VisitOutcome
+        )
     }
 }
 
@@ -79,6 +110,8 @@ pub enum TemplateValue {
     Text(String),
     /// A local time of the business.
     Moment(chrono::NaiveDateTime),
+    /// The ids of the message's buttons: the payloads of the template's quick replies.
+    Buttons(Vec<String>),
 }
 
 impl TemplateValue {
@@ -90,6 +123,7 @@ impl TemplateValue {
                 let lang: String = language.chars().take(2).collect();
                 crate::domain::phrases::moment(Some(&lang), *at)
             }
+            TemplateValue::Buttons(_) => String::new(),
         }
     }
 }
@@ -148,6 +182,9 @@ pub struct TemplateSpec {
     /// name, a listing gone): Meta refuses a template with an empty parameter, so a value
     /// missing without one keeps the message from being sent at all.
     pub fallbacks: BTreeMap<String, String>,
+    /// How many quick-reply buttons the approved template has (`quick_replies`): each is
+    /// sent with the payload of the message's button in its place.
+    pub quick_replies: usize,
 }
 
 impl TemplateSpec {
@@ -183,6 +220,7 @@ impl TemplateSpec {
             category,
             parameters,
             fallbacks: BTreeMap::new(),
+            quick_replies: 0,
         }
     }
 }
@@ -349,6 +387,7 @@ pub fn parse(text: &str) -> Result<Templates, Vec<TemplatesProblem>> {
                         .into_iter()
                         .map(|(name, text)| (name, text.into_inner()))
                         .collect(),
+                    quick_replies: raw.quick_replies,
                 },
             );
         }
@@ -391,6 +430,11 @@ struct RawTemplates {
     re_engagement: Option<Languages>,
     staff_handoff: Option<Languages>,
     operator_follow_up: Option<Languages>,
+    staff_visit: Option<Languages>,
+    visit_outcome: Option<Languages>,
+    visit_feedback: Option<Languages>,
+    offer_received: Option<Languages>,
+    offer_answer: Option<Languages>,
 }
 
 type Languages = BTreeMap<Spanned<String>, RawTemplate>;
@@ -403,6 +447,11 @@ impl RawTemplates {
             (Purpose::ReEngagement, self.re_engagement),
             (Purpose::StaffHandoff, self.staff_handoff),
             (Purpose::OperatorFollowUp, self.operator_follow_up),
+            (Purpose::StaffVisit, self.staff_visit),
+            (Purpose::VisitOutcome, self.visit_outcome),
+            (Purpose::VisitFeedback, self.visit_feedback),
+            (Purpose::OfferReceived, self.offer_received),
+            (Purpose::OfferAnswer, self.offer_answer),
         ]
         .into_iter()
         .filter_map(|(purpose, languages)| Some((purpose, languages?)))
@@ -421,6 +470,9 @@ struct RawTemplate {
     /// Parameter → what stands in when the service has no value for it.
     #[serde(default)]
     fallbacks: BTreeMap<String, Spanned<String>>,
+    /// The approved template's quick-reply buttons (0 to 3 here).
+    #[serde(default)]
+    quick_replies: usize,
 }
 
 #[cfg(test)]

@@ -708,6 +708,7 @@ async fn on_mongodb_outreach_keeps_the_rules() {
             created_at: Utc::now() - chrono::Duration::days(2),
             reminder_sent_at: None,
             moved_from: None,
+            follow_up: Default::default(),
         })
         .await
         .unwrap();

@@ -71,11 +71,52 @@ pub enum BusinessEvent {
         reason: String,
         preferred_time: Option<String>,
     },
+    /// A booked visit took place (`by`: who recorded it).
+    #[serde(rename = "visit.done")]
+    VisitDone {
+        appointment_id: String,
+        visit_id: String,
+        property_id: String,
+        starts_at: DateTime<Utc>,
+        by: String,
+    },
+    #[serde(rename = "visit.no_show")]
+    VisitNoShow {
+        appointment_id: String,
+        property_id: String,
+        starts_at: DateTime<Utc>,
+        by: String,
+    },
+    #[serde(rename = "offer.accepted")]
+    OfferAccepted {
+        offer_id: String,
+        property_id: String,
+        amount: u64,
+        currency: String,
+        by: String,
+    },
+    #[serde(rename = "offer.rejected")]
+    OfferRejected {
+        offer_id: String,
+        property_id: String,
+        amount: u64,
+        currency: String,
+        by: String,
+    },
+    #[serde(rename = "offer.countered")]
+    OfferCountered {
+        offer_id: String,
+        property_id: String,
+        amount: u64,
+        counter_amount: u64,
+        currency: String,
+        by: String,
+    },
 }
 
 impl BusinessEvent {
     /// Every type, as receivers and `ZAGUAN_EVENTS_TYPES` name them.
-    pub const TYPES: [&'static str; 11] = [
+    pub const TYPES: [&'static str; 16] = [
         "appointment.booked",
         "appointment.rescheduled",
         "appointment.cancelled",
@@ -87,6 +128,11 @@ impl BusinessEvent {
         "lead.created",
         "listing_change.requested",
         "callback.requested",
+        "visit.done",
+        "visit.no_show",
+        "offer.accepted",
+        "offer.rejected",
+        "offer.countered",
     ];
 
     pub fn kind(&self) -> &'static str {
@@ -102,6 +148,11 @@ impl BusinessEvent {
             BusinessEvent::LeadCreated { .. } => Self::TYPES[8],
             BusinessEvent::ListingChangeRequested { .. } => Self::TYPES[9],
             BusinessEvent::CallbackRequested { .. } => Self::TYPES[10],
+            BusinessEvent::VisitDone { .. } => Self::TYPES[11],
+            BusinessEvent::VisitNoShow { .. } => Self::TYPES[12],
+            BusinessEvent::OfferAccepted { .. } => Self::TYPES[13],
+            BusinessEvent::OfferRejected { .. } => Self::TYPES[14],
+            BusinessEvent::OfferCountered { .. } => Self::TYPES[15],
         }
     }
 
@@ -125,7 +176,14 @@ impl BusinessEvent {
                 starts_at,
                 ..
             } => format!("{appointment_id}@{}", starts_at.timestamp()),
-            BusinessEvent::OfferSubmitted { offer_id, .. } => offer_id.clone(),
+            // An offer is accepted, rejected or countered once at most (each answer moves it
+            // from the status the answer is to).
+            BusinessEvent::OfferSubmitted { offer_id, .. }
+            | BusinessEvent::OfferAccepted { offer_id, .. }
+            | BusinessEvent::OfferRejected { offer_id, .. }
+            | BusinessEvent::OfferCountered { offer_id, .. } => offer_id.clone(),
+            BusinessEvent::VisitDone { appointment_id, .. }
+            | BusinessEvent::VisitNoShow { appointment_id, .. } => appointment_id.clone(),
             BusinessEvent::VisitFeedbackRecorded { visit_id, .. } => visit_id.clone(),
             BusinessEvent::ListingChangeRequested { request_id, .. }
             | BusinessEvent::CallbackRequested { request_id, .. } => request_id.clone(),

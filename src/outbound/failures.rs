@@ -204,6 +204,7 @@ mod tests {
             language: "es".into(),
             parameters: vec!["Ático".into()],
             category: Some("utility".into()),
+            buttons: Vec::new(),
         };
         text.fallback = Some(template.clone());
         assert_eq!(

@@ -165,11 +165,22 @@ pub fn template(
             .increment(1);
         Skip::MissingValue(name)
     })?;
+    // The approved template's quick replies carry the ids the text's buttons would.
+    let buttons = values
+        .iter()
+        .find_map(|(_, value)| match value {
+            TemplateValue::Buttons(ids) => Some(ids.iter().take(spec.quick_replies).cloned()),
+            _ => None,
+        })
+        .into_iter()
+        .flatten()
+        .collect();
     Ok(Template {
         name: spec.name.clone(),
         language: spec.language.clone(),
         parameters,
         category: Some(spec.category.as_str().to_owned()),
+        buttons,
     })
 }
 

@@ -60,6 +60,8 @@ pub enum OutboundMessage<'a> {
         name: &'a str,
         language: &'a str,
         parameters: &'a [String],
+        /// The payloads of its quick-reply buttons, in order.
+        buttons: &'a [String],
     },
 }
 
@@ -410,16 +412,26 @@ pub fn message_body(to: &WaId, message: &OutboundMessage<'_>) -> Value {
             name,
             language,
             parameters,
+            buttons,
         } => {
             let parameters: Vec<Value> = parameters
                 .iter()
                 .map(|text| json!({"type": "text", "text": text}))
                 .collect();
+            let mut components = vec![json!({"type": "body", "parameters": parameters})];
+            components.extend(buttons.iter().enumerate().map(|(index, payload)| {
+                json!({
+                    "type": "button",
+                    "sub_type": "quick_reply",
+                    "index": index.to_string(),
+                    "parameters": [{"type": "payload", "payload": payload}],
+                })
+            }));
             body["type"] = json!("template");
             body["template"] = json!({
                 "name": name,
                 "language": {"code": language},
-                "components": [{"type": "body", "parameters": parameters}],
+                "components": components,
             });
         }
     }
@@ -621,6 +633,7 @@ mod tests {
                 name: "visit_reminder",
                 language: "es",
                 parameters: &parameters,
+                buttons: &[],
             },
         );
         assert_eq!(body["type"], "template");
@@ -631,6 +644,31 @@ mod tests {
                        {"type": "text", "text": "Ático en Chamberí"},
                        {"type": "text", "text": "27/11 a las 10:00"}]}]})
         );
+    }
+
+    #[test]
+    fn a_templates_quick_replies_carry_the_buttons_ids() {
+        let parameters = vec!["Ático".to_owned()];
+        let buttons = vec!["visit:A-1:done".to_owned(), "visit:A-1:no_show".to_owned()];
+        let body = message_body(
+            &WaId::parse("34600111222").unwrap(),
+            &OutboundMessage::Template {
+                name: "visit_outcome",
+                language: "es",
+                parameters: &parameters,
+                buttons: &buttons,
+            },
+        );
+        assert_eq!(
+            body["template"]["components"][1],
+            json!({"type": "button", "sub_type": "quick_reply", "index": "0",
+                   "parameters": [{"type": "payload", "payload": "visit:A-1:done"}]})
+        );
+        assert_eq!(
+            body["template"]["components"][2]["parameters"][0]["payload"],
+            "visit:A-1:no_show"
+        );
+        assert_eq!(body["template"]["components"][2]["index"], "1");
     }
 
     #[test]

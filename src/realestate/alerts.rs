@@ -198,6 +198,7 @@ impl<S: AlertStore + PropertyStore + ?Sized> Alerts<S> {
                     values: &values,
                     step: &step,
                     step_at: property.news_at(),
+                    buttons: &[],
                 },
                 now,
             )

@@ -21,13 +21,13 @@ pub mod tools;
 
 pub use memory::MemoryRealEstate;
 pub use model::{
-    Alert, AlertCriteria, Appointment, AppointmentStatus, CallbackRequest, ListingChange,
-    ListingRequest, ListingStatus, MovedFrom, Offer, OfferStatus, Operation, Owner, Property,
-    PropertyType, Slot, StaffMember, Visit, VisitOutcome,
+    Alert, AlertCriteria, Appointment, AppointmentStatus, CallbackRequest, FollowUp, ListingChange,
+    ListingRequest, ListingStatus, MovedFrom, Offer, OfferAnswer, OfferStatus, Operation, Owner,
+    Property, PropertyType, Slot, StaffMember, Visit, VisitOutcome,
 };
 pub use mongo::MongoRealEstate;
 pub use store::{
     AlertStore, AppointmentStore, CalendarCopy, CalendarStore, CallbackRequestStore,
     FeedImportRecord, FeedImportStore, ListingRequestStore, OfferStore, OwnerStore, PropertyFilter,
-    PropertyStore, RealEstateStore, SlotStore, StaffStore, VisitStore,
+    PropertyStore, RealEstateStore, Settled, SlotStore, StaffStore, VisitStore,
 };

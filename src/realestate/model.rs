@@ -248,6 +248,8 @@ pub enum AppointmentStatus {
     Cancelled,
     /// The visit took place (a [`Visit`] records how it went).
     Done,
+    /// The customer did not come.
+    NoShow,
 }
 
 impl AppointmentStatus {
@@ -256,6 +258,7 @@ impl AppointmentStatus {
             AppointmentStatus::Booked => "booked",
             AppointmentStatus::Cancelled => "cancelled",
             AppointmentStatus::Done => "done",
+            AppointmentStatus::NoShow => "no_show",
         }
     }
 }
@@ -284,6 +287,28 @@ pub struct Appointment {
     /// after a crash frees that slot and reports the move from them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moved_from: Option<MovedFrom>,
+    /// What the back office does with it once booked.
+    #[serde(default)]
+    pub follow_up: FollowUp,
+}
+
+/// A booked visit's life after the booking: who shows it, the notice waiting for them, and
+/// what became of it, whoever recorded it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FollowUp {
+    /// The agent who shows it, as the slot named them (`Slot::agent`).
+    pub agent: Option<String>,
+    /// How long it lasts (the slot's `minutes`).
+    pub minutes: Option<u32>,
+    /// A notice the agent has not been sent yet (`booked:…`, `moved:…`, `cancelled`): set
+    /// with the change, cleared once it is queued.
+    pub agent_notice: Option<String>,
+    /// When the agent was asked how it went.
+    pub outcome_asked_at: Option<DateTime<Utc>>,
+    /// When its outcome (`done`, `no_show`, a late `cancelled`) was recorded, and by whom
+    /// (`agent:NAME`, `operator:NAME`, `cli`).
+    pub outcome_at: Option<DateTime<Utc>>,
+    pub outcome_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -351,6 +376,18 @@ impl OfferStatus {
             OfferStatus::Withdrawn => "withdrawn",
         }
     }
+
+    /// Still waiting for an answer from one side: the owner's to an offer, the customer's to
+    /// a counter-offer.
+    pub fn is_open(self) -> bool {
+        matches!(self, OfferStatus::Submitted | OfferStatus::Countered)
+    }
+
+    /// What an owner's figures count: offers still open and accepted ones, never the rejected
+    /// or withdrawn.
+    pub fn counts(self) -> bool {
+        self.is_open() || self == OfferStatus::Accepted
+    }
 }
 
 /// A customer's offer on a property.
@@ -366,6 +403,25 @@ pub struct Offer {
     pub conditions: Option<String>,
     pub status: OfferStatus,
     pub created_at: DateTime<Utc>,
+    /// The answer, once there is one.
+    #[serde(default)]
+    pub answer: OfferAnswer,
+}
+
+/// How an offer was answered (`offers.answered_at`, `offers.counter_amount`) and the notice
+/// that carries the news.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OfferAnswer {
+    pub answered_at: Option<DateTime<Utc>>,
+    /// `owner:NAME`, `agent:NAME`, `operator:NAME`, `customer`, `cli`.
+    pub answered_by: Option<String>,
+    /// The owner's counter-offer, in the offer's currency.
+    pub counter_amount: Option<u64>,
+    /// A notice not sent yet (`received`, `answered:accepted`…): set with the change, cleared
+    /// once queued.
+    pub notice: Option<String>,
+    /// The counter-offer amount is awaited from this contact's next message.
+    pub awaiting_counter_from: Option<String>,
 }
 
 /// `callback_requests`: a customer asked to be called back (the mortgage or offer assistants'

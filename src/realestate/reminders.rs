@@ -184,6 +184,7 @@ impl<S: AppointmentStore + PropertyStore + ?Sized> Reminders<S> {
                         values: &values,
                         step: &step,
                         step_at: appointment.starts_at,
+                        buttons: &[],
                     },
                     now,
                 )

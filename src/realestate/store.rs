@@ -14,8 +14,8 @@ use unicode_normalization::UnicodeNormalization as _;
 use unicode_normalization::char::is_combining_mark;
 
 use super::model::{
-    Alert, Appointment, CallbackRequest, ListingRequest, ListingStatus, Offer, Operation, Owner,
-    Property, Slot, StaffMember, Visit,
+    Alert, Appointment, AppointmentStatus, CallbackRequest, ListingRequest, ListingStatus, Offer,
+    OfferAnswer, OfferStatus, Operation, Owner, Property, Slot, StaffMember, Visit,
 };
 use crate::domain::WaId;
 use crate::store::StoreResult;
@@ -252,6 +252,69 @@ pub trait AppointmentStore: Send + Sync + 'static {
         &self,
         since: DateTime<Utc>,
     ) -> StoreResult<Vec<Appointment>>;
+
+    /// Appointments starting in `[from, to)` whatever their status, by start (the console's
+    /// and the command line's lists).
+    async fn appointments_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>>;
+
+    /// Records what became of a booked visit (`done`, `no_show`, `cancelled`): for exactly
+    /// one caller, whoever records first; the others get it as recorded. `None`: no such
+    /// appointment.
+    async fn settle_appointment(
+        &self,
+        id: &str,
+        status: AppointmentStatus,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<Option<Settled<Appointment>>>;
+
+    /// Appointments with a notice waiting for their agent (`follow_up.agent_notice`), oldest
+    /// start first, at most `limit`.
+    async fn agent_notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>>;
+
+    /// Clears the agent's notice once it is queued, unless a newer one took its place.
+    async fn clear_agent_notice(&self, id: &str, notice: &str) -> StoreResult<()>;
+
+    /// Booked appointments that started before `before` and whose agent has not been asked
+    /// how they went, oldest first, at most `limit`.
+    async fn outcomes_unasked(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<Appointment>>;
+
+    /// Claims the question to the agent about how it went: `true` for one caller, ever.
+    async fn claim_outcome_question(&self, id: &str, at: DateTime<Utc>) -> StoreResult<bool>;
+}
+
+/// What a conditional change found: made now by this caller, or made before by another (the
+/// record as it stands).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settled<T> {
+    Now(T),
+    Already(T),
+}
+
+impl<T> Settled<T> {
+    pub fn record(&self) -> &T {
+        match self {
+            Settled::Now(t) | Settled::Already(t) => t,
+        }
+    }
+
+    pub fn into_record(self) -> T {
+        match self {
+            Settled::Now(t) | Settled::Already(t) => t,
+        }
+    }
+
+    pub fn is_now(&self) -> bool {
+        matches!(self, Settled::Now(_))
+    }
 }
 
 /// `visits`: the visits that took place.
@@ -279,6 +342,33 @@ pub trait OfferStore: Send + Sync + 'static {
 
     /// Offers created at or after `since`, oldest first (exports).
     async fn offers_created_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Offer>>;
+
+    async fn offer(&self, id: &str) -> StoreResult<Option<Offer>>;
+
+    /// Moves an offer from `from` to `status` with `answer`, for exactly one caller: an
+    /// owner's answer to a submitted offer, a customer's to a counter-offer. `None`: no such
+    /// offer.
+    async fn answer_offer(
+        &self,
+        id: &str,
+        from: OfferStatus,
+        status: OfferStatus,
+        answer: &OfferAnswer,
+    ) -> StoreResult<Option<Settled<Offer>>>;
+
+    /// Offers with a notice not queued yet (`answer.notice`), oldest first, at most `limit`.
+    async fn offer_notices_due(&self, limit: usize) -> StoreResult<Vec<Offer>>;
+
+    /// Sets the notice waiting on an offer, or clears `notice` once queued unless a newer
+    /// one took its place (`set` false).
+    async fn offer_notice(&self, id: &str, notice: &str, set: bool) -> StoreResult<()>;
+
+    /// Marks the offer as waiting for `wa_id`'s counter-offer amount in their next message
+    /// (`None`: no longer).
+    async fn await_counter(&self, id: &str, wa_id: Option<&WaId>) -> StoreResult<()>;
+
+    /// The open offer whose counter-offer amount `wa_id` was asked for, if any.
+    async fn counter_awaited_from(&self, wa_id: &WaId) -> StoreResult<Option<Offer>>;
 }
 
 /// `callback_requests`: customers who asked to be called.

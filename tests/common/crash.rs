@@ -15,8 +15,9 @@ use zaguan::domain::{
     DialogState, Handoff, OutboxId, PendingAction, StatusUpdate, WaId, WaMessageId,
 };
 use zaguan::realestate::{
-    Alert, Appointment, CallbackRequest, ListingRequest, Offer, Owner, Property, PropertyFilter,
-    RealEstateStore, Slot, StaffMember, Visit,
+    Alert, Appointment, AppointmentStatus, CallbackRequest, ListingRequest, Offer, OfferAnswer,
+    OfferStatus, Owner, Property, PropertyFilter, RealEstateStore, Settled, Slot, StaffMember,
+    Visit,
 };
 use zaguan::realestate::{
     AlertStore, AppointmentStore, CallbackRequestStore, ListingRequestStore, OfferStore,
@@ -501,6 +502,47 @@ impl AppointmentStore for CrashRealEstate {
     ) -> StoreResult<Vec<Appointment>> {
         self.inner.appointments_created_since(since).await
     }
+
+    async fn appointments_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>> {
+        self.inner.appointments_between(from, to).await
+    }
+
+    async fn settle_appointment(
+        &self,
+        id: &str,
+        status: AppointmentStatus,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<Option<Settled<Appointment>>> {
+        self.crash.write()?;
+        self.inner.settle_appointment(id, status, by, at).await
+    }
+
+    async fn agent_notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>> {
+        self.inner.agent_notices_due(limit).await
+    }
+
+    async fn clear_agent_notice(&self, id: &str, notice: &str) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.clear_agent_notice(id, notice).await
+    }
+
+    async fn outcomes_unasked(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<Appointment>> {
+        self.inner.outcomes_unasked(before, limit).await
+    }
+
+    async fn claim_outcome_question(&self, id: &str, at: DateTime<Utc>) -> StoreResult<bool> {
+        self.crash.write()?;
+        self.inner.claim_outcome_question(id, at).await
+    }
 }
 
 #[async_trait]
@@ -536,6 +578,39 @@ impl OfferStore for CrashRealEstate {
 
     async fn offers_created_since(&self, since: DateTime<Utc>) -> StoreResult<Vec<Offer>> {
         self.inner.offers_created_since(since).await
+    }
+
+    async fn offer(&self, id: &str) -> StoreResult<Option<Offer>> {
+        self.inner.offer(id).await
+    }
+
+    async fn answer_offer(
+        &self,
+        id: &str,
+        from: OfferStatus,
+        status: OfferStatus,
+        answer: &OfferAnswer,
+    ) -> StoreResult<Option<Settled<Offer>>> {
+        self.crash.write()?;
+        self.inner.answer_offer(id, from, status, answer).await
+    }
+
+    async fn offer_notices_due(&self, limit: usize) -> StoreResult<Vec<Offer>> {
+        self.inner.offer_notices_due(limit).await
+    }
+
+    async fn offer_notice(&self, id: &str, notice: &str, set: bool) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.offer_notice(id, notice, set).await
+    }
+
+    async fn await_counter(&self, id: &str, wa_id: Option<&WaId>) -> StoreResult<()> {
+        self.crash.write()?;
+        self.inner.await_counter(id, wa_id).await
+    }
+
+    async fn counter_awaited_from(&self, wa_id: &WaId) -> StoreResult<Option<Offer>> {
+        self.inner.counter_awaited_from(wa_id).await
     }
 }
 

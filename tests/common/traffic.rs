@@ -152,6 +152,7 @@ pub async fn week(
                         created_at: at + Duration::minutes(2),
                         reminder_sent_at: None,
                         moved_from: None,
+                        follow_up: Default::default(),
                     })
                     .await
                     .unwrap();
@@ -168,6 +169,7 @@ pub async fn week(
                             conditions: None,
                             status: OfferStatus::Submitted,
                             created_at: at + Duration::minutes(3),
+                            answer: Default::default(),
                         }])
                         .await
                         .unwrap();

@@ -496,6 +496,7 @@ async fn the_cli_forgets_a_user_on_mongodb() {
             conditions: None,
             status: zaguan::realestate::OfferStatus::Submitted,
             created_at: now,
+            answer: Default::default(),
         }])
         .await
         .unwrap();
@@ -885,6 +886,7 @@ async fn the_cli_lists_and_retries_failed_events_and_exports_on_mongodb() {
             conditions: Some("con hipoteca, entrega en marzo".into()),
             status: zaguan::realestate::OfferStatus::Submitted,
             created_at: Utc::now(),
+            answer: Default::default(),
         }])
         .await
         .unwrap();

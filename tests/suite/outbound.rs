@@ -393,6 +393,7 @@ async fn outside_the_window_a_text_goes_as_its_template_fallback() {
             "Calle Colón 1".into(),
         ],
         category: Some("utility".into()),
+        buttons: Vec::new(),
     });
     let ids = c.store.insert_outbox(&[part]).await.unwrap();
     c.outbound.flush(&wa()).await.unwrap();

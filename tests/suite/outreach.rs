@@ -181,6 +181,7 @@ async fn a_reminder_speaks_the_customers_template_language(
                 created_at: Utc::now() - chrono::Duration::days(2),
                 reminder_sent_at: None,
                 moved_from: None,
+                follow_up: Default::default(),
             })
             .await
             .unwrap();

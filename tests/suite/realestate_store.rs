@@ -90,6 +90,7 @@ fn appointment(id: &str, wa_id: &str, starts: i64, status: AppointmentStatus) ->
         created_at: at(-HOUR),
         reminder_sent_at: None,
         moved_from: None,
+        follow_up: Default::default(),
     }
 }
 
@@ -115,6 +116,7 @@ fn offer(id: &str, property_id: &str, wa_id: &str, created: i64) -> Offer {
         conditions: Some("Sujeto a hipoteca".into()),
         status: OfferStatus::Submitted,
         created_at: at(created),
+        answer: Default::default(),
     }
 }
 
@@ -653,6 +655,131 @@ async fn visits_and_offers_come_newest_first(store: Arc<dyn RealEstateStore>) {
     assert!(store.offers_for("P-9999").await.unwrap().is_empty());
 }
 
+/// An outcome and an answer are recorded once, by whoever comes first; the others read it.
+async fn outcomes_and_answers_are_recorded_once(store: Arc<dyn RealEstateStore>) {
+    let mut booked = appointment("A-1", "34611222333", -2 * HOUR, AppointmentStatus::Booked);
+    booked.follow_up.agent = Some("Marta".into());
+    booked.follow_up.agent_notice = Some("booked:1".into());
+    store.save_appointment(&booked).await.unwrap();
+    assert_eq!(
+        ids(store
+            .agent_notices_due(10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|a| a.id.as_str())),
+        ["A-1"]
+    );
+    // A newer notice is not cleared by the older one's.
+    store.clear_agent_notice("A-1", "booked:0").await.unwrap();
+    assert_eq!(store.agent_notices_due(10).await.unwrap().len(), 1);
+    store.clear_agent_notice("A-1", "booked:1").await.unwrap();
+    assert!(store.agent_notices_due(10).await.unwrap().is_empty());
+
+    assert_eq!(store.outcomes_unasked(at(0), 10).await.unwrap().len(), 1);
+    assert!(
+        store
+            .outcomes_unasked(at(-3 * HOUR), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.claim_outcome_question("A-1", at(0)).await.unwrap());
+    assert!(!store.claim_outcome_question("A-1", at(1)).await.unwrap());
+    assert!(store.outcomes_unasked(at(0), 10).await.unwrap().is_empty());
+
+    let first = store
+        .settle_appointment("A-1", AppointmentStatus::Done, "agent:Marta", at(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(first.is_now());
+    let second = store
+        .settle_appointment("A-1", AppointmentStatus::NoShow, "cli", at(20))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!second.is_now());
+    let recorded = second.into_record();
+    assert_eq!(recorded.status, AppointmentStatus::Done);
+    assert_eq!(
+        recorded.follow_up.outcome_by.as_deref(),
+        Some("agent:Marta")
+    );
+    assert_eq!(recorded.follow_up.outcome_at, Some(at(10)));
+    assert_eq!(recorded.follow_up.agent.as_deref(), Some("Marta"));
+    assert!(
+        store
+            .settle_appointment("A-9", AppointmentStatus::Done, "cli", at(0))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        store
+            .appointments_between(at(-3 * HOUR), at(0))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+
+    store
+        .upsert_offers(&[offer("F-1", "P-1001", "34611222333", -HOUR)])
+        .await
+        .unwrap();
+    let owner = wa("34699888777");
+    store.await_counter("F-1", Some(&owner)).await.unwrap();
+    assert_eq!(
+        store
+            .counter_awaited_from(&owner)
+            .await
+            .unwrap()
+            .map(|o| o.id),
+        Some("F-1".into())
+    );
+    let countered = OfferAnswer {
+        answered_at: Some(at(0)),
+        answered_by: Some("owner:Ana".into()),
+        counter_amount: Some(250_000),
+        notice: Some("answered:countered".into()),
+        awaiting_counter_from: None,
+    };
+    let answered = store
+        .answer_offer(
+            "F-1",
+            OfferStatus::Submitted,
+            OfferStatus::Countered,
+            &countered,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(answered.is_now());
+    assert!(store.counter_awaited_from(&owner).await.unwrap().is_none());
+    // A second answer to the submitted offer finds it countered.
+    let late = store
+        .answer_offer(
+            "F-1",
+            OfferStatus::Submitted,
+            OfferStatus::Rejected,
+            &OfferAnswer::default(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!late.is_now());
+    let stored = store.offer("F-1").await.unwrap().unwrap();
+    assert_eq!(stored.status, OfferStatus::Countered);
+    assert_eq!(stored.answer, countered);
+    assert_eq!(store.offer_notices_due(10).await.unwrap().len(), 1);
+    store
+        .offer_notice("F-1", "answered:countered", false)
+        .await
+        .unwrap();
+    assert!(store.offer_notices_due(10).await.unwrap().is_empty());
+}
+
 crate::both_stores!(multi_thread |s| (s.realestate.clone()) =>
     every_record_round_trips,
     an_upsert_replaces_by_id,
@@ -664,6 +791,7 @@ crate::both_stores!(multi_thread |s| (s.realestate.clone()) =>
     appointments_come_by_start_and_reminders_see_only_booked_ones,
     a_reminder_is_claimed_once,
     visits_and_offers_come_newest_first,
+    outcomes_and_answers_are_recorded_once,
 );
 
 /// The real-estate store on the test's database, its indexes created (twice: it is idempotent).

@@ -87,6 +87,7 @@ async fn reminders_go_out_once_as_text_or_template(
         created_at: local(today, 9, 0) - chrono::Duration::days(2),
         reminder_sent_at: None,
         moved_from: None,
+        follow_up: Default::default(),
     };
     for appointment in [
         book("A-R1", &recent, local(tomorrow, 10, 0)),
@@ -318,6 +319,7 @@ async fn reminders_respect_the_booking(
                 created_at: booked_at,
                 reminder_sent_at: None,
                 moved_from: None,
+                follow_up: Default::default(),
             })
             .await
             .unwrap();

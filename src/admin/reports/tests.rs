@@ -65,6 +65,7 @@ fn appointment(wa: &str, status: AppointmentStatus) -> Appointment {
         created_at: at(24, 10, 0),
         reminder_sent_at: None,
         moved_from: None,
+        follow_up: Default::default(),
     }
 }
 

@@ -217,6 +217,9 @@ pub struct Outreach<'a> {
     /// When what the step is about happened (a visit's start, a listing's news): the id's
     /// time, never the clock's, which differs between two runs of the step.
     pub step_at: chrono::DateTime<Utc>,
+    /// Reply buttons (at most 3): on the text inside the window, as the template's quick
+    /// replies outside it. A press comes back with the button's id.
+    pub buttons: &'a [ReplyButton],
 }
 
 impl Outreach<'_> {
@@ -244,8 +247,14 @@ pub(super) async fn notify(
         phone_number_id,
         purpose,
         values,
+        buttons,
         ..
     } = outreach;
+    let mut values = values.to_vec();
+    if !buttons.is_empty() {
+        let ids = buttons.iter().map(|b| b.id.clone()).collect();
+        values.push(("buttons", TemplateValue::Buttons(ids)));
+    }
     let conversation = store.conversation(wa_id).await?;
     let lang = conversation.and_then(|c| c.lang);
     let database_now = store.server_time().await.unwrap_or(now);
@@ -255,7 +264,7 @@ pub(super) async fn notify(
         wa_id,
         purpose,
         lang.as_deref(),
-        values,
+        &values,
         database_now,
     )
     .await?;
@@ -270,6 +279,7 @@ pub(super) async fn notify(
     // One message: a reminder or an alert is short, and its fallback stands for all of it.
     let mut part = NewOutbox::text(wa_id.clone(), None, body.clone(), now);
     part.phone_number_id = Some(phone_number_id.to_owned());
+    part.buttons = buttons.to_vec();
     let id = outreach.id();
     match form {
         Form::Skip(skip) => {

@@ -95,6 +95,7 @@ pub fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
             name: &template.name,
             language: &template.language,
             parameters: &template.parameters,
+            buttons: &template.buttons,
         },
         (None, _) if entry.media.is_some() => match &entry.media {
             Some(Media::Image { link }) => OutboundMessage::Image {

@@ -65,10 +65,13 @@ pub async fn agent_feed(
         .appointments_created_since(now - Duration::days(400))
         .await?;
     let mut events = Vec::new();
-    for appointment in appointments
-        .iter()
-        .filter(|a| a.starts_at >= now - PAST && a.status != AppointmentStatus::Done)
-    {
+    for appointment in appointments.iter().filter(|a| {
+        a.starts_at >= now - PAST
+            && matches!(
+                a.status,
+                AppointmentStatus::Booked | AppointmentStatus::Cancelled
+            )
+    }) {
         let Some(slot) = store.slot(&appointment.slot_id).await? else {
             continue;
         };

@@ -53,6 +53,7 @@ async fn an_agents_feed_lists_their_visits_and_cancelled_ones_as_cancelled() {
         created_at: at(1, 8),
         reminder_sent_at: None,
         moved_from: None,
+        follow_up: Default::default(),
     };
     for a in [
         appointment("A-1", "S-1", first, at(3, 9), AppointmentStatus::Booked),

@@ -209,6 +209,7 @@ pub(super) fn visits_and_offers(
             conditions: conditions.map(str::to_owned),
             status,
             created_at: at_local(tz, next_day, hour, minute),
+            answer: Default::default(),
         });
         feedback
     };

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use super::{MemoryRealEstate, by_start};
 use crate::domain::WaId;
 use crate::realestate::model::{Appointment, AppointmentStatus};
-use crate::realestate::store::AppointmentStore;
+use crate::realestate::store::{AppointmentStore, Settled};
 use crate::store::StoreResult;
 
 #[async_trait]
@@ -85,5 +85,94 @@ impl AppointmentStore for MemoryRealEstate {
             .collect();
         found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(found)
+    }
+
+    async fn appointments_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>> {
+        let appointments = self
+            .lock()
+            .appointments
+            .values()
+            .filter(|a| from <= a.starts_at && a.starts_at < to)
+            .cloned()
+            .collect();
+        Ok(by_start(appointments, |a| a.starts_at, |a| &a.id))
+    }
+
+    async fn settle_appointment(
+        &self,
+        id: &str,
+        status: AppointmentStatus,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<Option<Settled<Appointment>>> {
+        let mut inner = self.lock();
+        let Some(appointment) = inner.appointments.get_mut(id) else {
+            return Ok(None);
+        };
+        if appointment.status != AppointmentStatus::Booked {
+            return Ok(Some(Settled::Already(appointment.clone())));
+        }
+        appointment.status = status;
+        appointment.follow_up.outcome_at = Some(at);
+        appointment.follow_up.outcome_by = Some(by.to_owned());
+        Ok(Some(Settled::Now(appointment.clone())))
+    }
+
+    async fn agent_notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>> {
+        let appointments = self
+            .lock()
+            .appointments
+            .values()
+            .filter(|a| a.follow_up.agent_notice.is_some())
+            .cloned()
+            .collect();
+        let mut due = by_start(appointments, |a| a.starts_at, |a| &a.id);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    async fn clear_agent_notice(&self, id: &str, notice: &str) -> StoreResult<()> {
+        if let Some(appointment) = self.lock().appointments.get_mut(id)
+            && appointment.follow_up.agent_notice.as_deref() == Some(notice)
+        {
+            appointment.follow_up.agent_notice = None;
+        }
+        Ok(())
+    }
+
+    async fn outcomes_unasked(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<Appointment>> {
+        let appointments = self
+            .lock()
+            .appointments
+            .values()
+            .filter(|a| {
+                a.status == AppointmentStatus::Booked
+                    && a.starts_at < before
+                    && a.follow_up.outcome_asked_at.is_none()
+            })
+            .cloned()
+            .collect();
+        let mut due = by_start(appointments, |a| a.starts_at, |a| &a.id);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    async fn claim_outcome_question(&self, id: &str, at: DateTime<Utc>) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        match inner.appointments.get_mut(id) {
+            Some(appointment) if appointment.follow_up.outcome_asked_at.is_none() => {
+                appointment.follow_up.outcome_asked_at = Some(at);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }

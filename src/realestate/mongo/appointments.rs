@@ -1,14 +1,15 @@
 //! `appointments` and `reminders` in MongoDB: [`AppointmentStore`].
 
 use async_trait::async_trait;
-use bson::doc;
+use bson::{Bson, doc};
 use chrono::{DateTime, Utc};
 
 use super::codec::{appointment, appointment_doc, by_start, date};
 use super::{MongoRealEstate, replace_by_id};
 use crate::domain::WaId;
 use crate::realestate::model::{Appointment, AppointmentStatus};
-use crate::realestate::store::AppointmentStore;
+use crate::realestate::store::{AppointmentStore, Settled};
+use crate::store::pool::Find;
 use crate::store::{Lane, StoreResult};
 
 #[async_trait]
@@ -91,5 +92,106 @@ impl AppointmentStore for MongoRealEstate {
             appointment,
         )
         .await
+    }
+
+    async fn appointments_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Appointment>> {
+        self.find_all(
+            "appointments",
+            doc! {"starts_at": {"$gte": date(from), "$lt": date(to)}},
+            by_start(),
+            appointment,
+        )
+        .await
+    }
+
+    async fn settle_appointment(
+        &self,
+        id: &str,
+        status: AppointmentStatus,
+        by: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<Option<Settled<Appointment>>> {
+        // Only from `booked`: the first to record wins, and the others read what it recorded.
+        let changed = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "appointments",
+                doc! {"_id": id, "status": AppointmentStatus::Booked.as_str()},
+                doc! {"$set": {
+                    "status": status.as_str(),
+                    "outcome_at": date(at),
+                    "outcome_by": by,
+                }},
+            )
+            .await?
+            .modified_count
+            == 1;
+        let found = self.appointment(id).await?;
+        Ok(found.map(|a| {
+            if changed {
+                Settled::Now(a)
+            } else {
+                Settled::Already(a)
+            }
+        }))
+    }
+
+    async fn agent_notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>> {
+        self.find_some(
+            "appointments",
+            doc! {"agent_notice": {"$type": "string"}},
+            Find::sorted(by_start()).limit(limit),
+            appointment,
+        )
+        .await
+    }
+
+    async fn clear_agent_notice(&self, id: &str, notice: &str) -> StoreResult<()> {
+        self.pool
+            .update_one(
+                Lane::Work,
+                "appointments",
+                doc! {"_id": id, "agent_notice": notice},
+                doc! {"$set": {"agent_notice": Bson::Null}},
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn outcomes_unasked(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<Appointment>> {
+        self.find_some(
+            "appointments",
+            doc! {
+                "status": AppointmentStatus::Booked.as_str(),
+                "starts_at": {"$lt": date(before)},
+                "outcome_asked_at": Bson::Null,
+            },
+            Find::sorted(by_start()).limit(limit),
+            appointment,
+        )
+        .await
+    }
+
+    async fn claim_outcome_question(&self, id: &str, at: DateTime<Utc>) -> StoreResult<bool> {
+        Ok(self
+            .pool
+            .update_one(
+                Lane::Work,
+                "appointments",
+                doc! {"_id": id, "outcome_asked_at": Bson::Null},
+                doc! {"$set": {"outcome_asked_at": date(at)}},
+            )
+            .await?
+            .modified_count
+            == 1)
     }
 }

@@ -4,8 +4,8 @@
 use crate::domain::GeoPoint;
 use crate::domain::WaId;
 use crate::realestate::model::{
-    Alert, AlertCriteria, Appointment, CallbackRequest, ListingChange, ListingRequest, MovedFrom,
-    Offer, Owner, Property, Slot, StaffMember, Visit,
+    Alert, AlertCriteria, Appointment, CallbackRequest, FollowUp, ListingChange, ListingRequest,
+    MovedFrom, Offer, OfferAnswer, Owner, Property, Slot, StaffMember, Visit,
 };
 use crate::store::{StoreError, StoreResult};
 use bson::{Bson, Document, doc};
@@ -322,6 +322,12 @@ pub(super) fn appointment_doc(a: &Appointment) -> Document {
         "status": a.status.as_str(),
         "created_at": date(a.created_at),
         "reminder_sent_at": opt_date(a.reminder_sent_at),
+        "agent": opt_str(a.follow_up.agent.as_deref()),
+        "minutes": a.follow_up.minutes.map_or(Bson::Null, |m| Bson::Int64(i64::from(m))),
+        "agent_notice": opt_str(a.follow_up.agent_notice.as_deref()),
+        "outcome_asked_at": opt_date(a.follow_up.outcome_asked_at),
+        "outcome_at": opt_date(a.follow_up.outcome_at),
+        "outcome_by": opt_str(a.follow_up.outcome_by.as_deref()),
     };
     if let Some(from) = &a.moved_from {
         doc.insert(
@@ -350,6 +356,14 @@ pub(super) fn appointment(d: &Document) -> StoreResult<Appointment> {
                 starts_at: f.date("starts_at")?,
             })
         }),
+        follow_up: FollowUp {
+            agent: f.str("agent"),
+            minutes: f.int("minutes").and_then(|m| u32::try_from(m).ok()),
+            agent_notice: f.str("agent_notice"),
+            outcome_asked_at: f.date("outcome_asked_at"),
+            outcome_at: f.date("outcome_at"),
+            outcome_by: f.str("outcome_by"),
+        },
     })
 }
 
@@ -388,6 +402,14 @@ pub(super) fn offer_doc(o: &Offer) -> StoreResult<Document> {
         "conditions": opt_str(o.conditions.as_deref()),
         "status": o.status.as_str(),
         "created_at": date(o.created_at),
+        "answered_at": opt_date(o.answer.answered_at),
+        "answered_by": opt_str(o.answer.answered_by.as_deref()),
+        "counter_amount": match o.answer.counter_amount {
+            Some(amount) => Bson::Int64(whole(amount, "counter amount")?),
+            None => Bson::Null,
+        },
+        "answer_notice": opt_str(o.answer.notice.as_deref()),
+        "awaiting_counter_from": opt_str(o.answer.awaiting_counter_from.as_deref()),
     })
 }
 
@@ -402,6 +424,13 @@ pub(super) fn offer(d: &Document) -> StoreResult<Offer> {
         conditions: f.str("conditions"),
         status: f.choice("status")?,
         created_at: f.required_date("created_at")?,
+        answer: OfferAnswer {
+            answered_at: f.date("answered_at"),
+            answered_by: f.str("answered_by"),
+            counter_amount: f.int("counter_amount").and_then(|a| u64::try_from(a).ok()),
+            notice: f.str("answer_notice"),
+            awaiting_counter_from: f.str("awaiting_counter_from"),
+        },
     })
 }
 

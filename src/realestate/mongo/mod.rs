@@ -129,10 +129,19 @@ impl MongoRealEstate {
         sort: Document,
         read: fn(&Document) -> StoreResult<T>,
     ) -> StoreResult<Vec<T>> {
-        let documents = self
-            .pool
-            .find(Lane::Work, collection, filter, Find::sorted(sort))
-            .await?;
+        self.find_some(collection, filter, Find::sorted(sort), read)
+            .await
+    }
+
+    /// [`find_all`](Self::find_all) as `find` says (a limit).
+    async fn find_some<T>(
+        &self,
+        collection: &str,
+        filter: Document,
+        find: Find,
+        read: fn(&Document) -> StoreResult<T>,
+    ) -> StoreResult<Vec<T>> {
+        let documents = self.pool.find(Lane::Work, collection, filter, find).await?;
         Ok(documents
             .iter()
             .filter_map(|document| match read(document) {

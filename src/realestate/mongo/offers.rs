@@ -1,15 +1,16 @@
 //! `offers` in MongoDB: [`OfferStore`].
 
 use async_trait::async_trait;
-use bson::doc;
+use bson::{Bson, doc};
 use chrono::{DateTime, Utc};
 
 use super::MongoRealEstate;
-use super::codec::{date, newest_first, offer, offer_doc};
+use super::codec::{date, newest_first, offer, offer_doc, opt_date, opt_str, whole};
 use crate::domain::WaId;
-use crate::realestate::model::Offer;
-use crate::realestate::store::OfferStore;
-use crate::store::StoreResult;
+use crate::realestate::model::{Offer, OfferAnswer, OfferStatus};
+use crate::realestate::store::{OfferStore, Settled};
+use crate::store::pool::Find;
+use crate::store::{Lane, StoreResult};
 
 #[async_trait]
 impl OfferStore for MongoRealEstate {
@@ -46,5 +47,104 @@ impl OfferStore for MongoRealEstate {
             offer,
         )
         .await
+    }
+
+    async fn offer(&self, id: &str) -> StoreResult<Option<Offer>> {
+        self.find_one("offers", id, offer).await
+    }
+
+    async fn answer_offer(
+        &self,
+        id: &str,
+        from: OfferStatus,
+        status: OfferStatus,
+        answer: &OfferAnswer,
+    ) -> StoreResult<Option<Settled<Offer>>> {
+        let counter = match answer.counter_amount {
+            Some(amount) => Bson::Int64(whole(amount, "counter amount")?),
+            None => Bson::Null,
+        };
+        // Only from `from`: the first answer wins, and the others read it.
+        let changed = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "offers",
+                doc! {"_id": id, "status": from.as_str()},
+                doc! {"$set": {
+                    "status": status.as_str(),
+                    "answered_at": opt_date(answer.answered_at),
+                    "answered_by": opt_str(answer.answered_by.as_deref()),
+                    "counter_amount": counter,
+                    "answer_notice": opt_str(answer.notice.as_deref()),
+                    "awaiting_counter_from": opt_str(answer.awaiting_counter_from.as_deref()),
+                }},
+            )
+            .await?
+            .modified_count
+            == 1;
+        let found = self.offer(id).await?;
+        Ok(found.map(|o| {
+            if changed {
+                Settled::Now(o)
+            } else {
+                Settled::Already(o)
+            }
+        }))
+    }
+
+    async fn offer_notices_due(&self, limit: usize) -> StoreResult<Vec<Offer>> {
+        self.find_some(
+            "offers",
+            doc! {"answer_notice": {"$type": "string"}},
+            Find::sorted(doc! {"created_at": 1, "_id": 1}).limit(limit),
+            offer,
+        )
+        .await
+    }
+
+    async fn offer_notice(&self, id: &str, notice: &str, set: bool) -> StoreResult<()> {
+        let (filter, value) = if set {
+            (doc! {"_id": id}, Bson::String(notice.to_owned()))
+        } else {
+            (doc! {"_id": id, "answer_notice": notice}, Bson::Null)
+        };
+        self.pool
+            .update_one(
+                Lane::Work,
+                "offers",
+                filter,
+                doc! {"$set": {"answer_notice": value}},
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn await_counter(&self, id: &str, wa_id: Option<&WaId>) -> StoreResult<()> {
+        self.pool
+            .update_one(
+                Lane::Work,
+                "offers",
+                doc! {"_id": id},
+                doc! {"$set": {"awaiting_counter_from": opt_str(wa_id.map(WaId::as_str))}},
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn counter_awaited_from(&self, wa_id: &WaId) -> StoreResult<Option<Offer>> {
+        Ok(self
+            .find_some(
+                "offers",
+                doc! {
+                    "status": OfferStatus::Submitted.as_str(),
+                    "awaiting_counter_from": wa_id.as_str(),
+                },
+                Find::sorted(newest_first("created_at")).limit(1),
+                offer,
+            )
+            .await?
+            .into_iter()
+            .next())
     }
 }

@@ -418,6 +418,7 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool for Boo
                 created_at: context.now,
                 reminder_sent_at: None,
                 moved_from: None,
+                follow_up: Default::default(),
             };
             self.store
                 .save_appointment(&appointment)

@@ -110,6 +110,7 @@ impl<S: OfferStore + PropertyStore + ?Sized> TypedTool for SubmitOffer<S> {
             conditions: args.conditions.map(|c| c.trim().to_owned()),
             status: OfferStatus::Submitted,
             created_at: context.now,
+            answer: Default::default(),
         };
         self.store
             .upsert_offers(std::slice::from_ref(&offer))

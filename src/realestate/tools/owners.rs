@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::text::{self, money, unavailable};
 use crate::domain::Role;
 use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
-use crate::realestate::{OfferStatus, PropertyFilter, RealEstateStore};
+use crate::realestate::{PropertyFilter, RealEstateStore};
 
 pub struct OwnerListingStats<S: ?Sized = dyn RealEstateStore> {
     store: Arc<S>,
@@ -80,11 +80,13 @@ impl<S: OfferStore + OwnerStore + PropertyStore + VisitStore + ?Sized> TypedTool
         for p in &listings {
             let visits = self.store.visits_to(&p.id).await.map_err(unavailable)?;
             let offers = self.store.offers_for(&p.id).await.map_err(unavailable)?;
-            let open: Vec<_> = offers
+            let open: Vec<_> = offers.iter().filter(|o| o.status.is_open()).collect();
+            // A rejected or withdrawn offer is no offer any more.
+            let best = offers
                 .iter()
-                .filter(|o| matches!(o.status, OfferStatus::Submitted | OfferStatus::Countered))
-                .collect();
-            let best = offers.iter().map(|o| o.amount).max();
+                .filter(|o| o.status.counts())
+                .map(|o| o.amount)
+                .max();
             let days = (context.now - p.listed_at).num_days().max(0);
             out.push_str(&format!(
                 "\n- {} · {} · {} · {} · {days} días en el mercado · {} visitas · {} ofertas ({} abiertas)",

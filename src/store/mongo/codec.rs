@@ -254,6 +254,15 @@ pub(super) fn template(doc: &Document) -> Option<Template> {
             })
             .unwrap_or_default(),
         category: f.str("category"),
+        buttons: doc
+            .get_array("buttons")
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|p| p.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -266,6 +275,9 @@ pub(super) fn template_doc(t: &Template) -> Document {
     };
     if let Some(category) = &t.category {
         doc.insert("category", category);
+    }
+    if !t.buttons.is_empty() {
+        doc.insert("buttons", &t.buttons);
     }
     doc
 }

@@ -180,6 +180,9 @@ pub struct Template {
     pub parameters: Vec<String>,
     /// Meta's category (`utility`, `marketing`): template messages are billed by it.
     pub category: Option<String>,
+    /// The payloads of the template's quick-reply buttons, in order: what a press sends back
+    /// (the same ids as the buttons of the text sent inside the window).
+    pub buttons: Vec<String>,
 }
 
 /// What a refused part is sent as instead, once.
