@@ -393,7 +393,7 @@ pub(super) fn visit(d: &Document) -> StoreResult<Visit> {
 }
 
 pub(super) fn offer_doc(o: &Offer) -> StoreResult<Document> {
-    Ok(doc! {
+    let mut doc = doc! {
         "_id": &o.id,
         "property_id": &o.property_id,
         "wa_id": o.wa_id.as_str(),
@@ -402,14 +402,22 @@ pub(super) fn offer_doc(o: &Offer) -> StoreResult<Document> {
         "conditions": opt_str(o.conditions.as_deref()),
         "status": o.status.as_str(),
         "created_at": date(o.created_at),
-        "answered_at": opt_date(o.answer.answered_at),
-        "answered_by": opt_str(o.answer.answered_by.as_deref()),
-        "counter_amount": match o.answer.counter_amount {
+    };
+    doc.extend(offer_answer_doc(&o.answer)?);
+    Ok(doc)
+}
+
+/// An offer's answer, as the fields of its document (written whole, or `$set` by an answer).
+pub(super) fn offer_answer_doc(a: &OfferAnswer) -> StoreResult<Document> {
+    Ok(doc! {
+        "answered_at": opt_date(a.answered_at),
+        "answered_by": opt_str(a.answered_by.as_deref()),
+        "counter_amount": match a.counter_amount {
             Some(amount) => Bson::Int64(whole(amount, "counter amount")?),
             None => Bson::Null,
         },
-        "answer_notice": opt_str(o.answer.notice.as_deref()),
-        "awaiting_counter_from": opt_str(o.answer.awaiting_counter_from.as_deref()),
+        "answer_notice": opt_str(a.notice.as_deref()),
+        "awaiting_counter_from": opt_str(a.awaiting_counter_from.as_deref()),
     })
 }
 

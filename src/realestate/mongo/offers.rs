@@ -5,7 +5,7 @@ use bson::{Bson, doc};
 use chrono::{DateTime, Utc};
 
 use super::MongoRealEstate;
-use super::codec::{date, newest_first, offer, offer_doc, opt_date, opt_str, whole};
+use super::codec::{date, newest_first, offer, offer_answer_doc, offer_doc, opt_str};
 use crate::domain::WaId;
 use crate::realestate::model::{Offer, OfferAnswer, OfferStatus};
 use crate::realestate::store::{OfferStore, Settled};
@@ -60,10 +60,8 @@ impl OfferStore for MongoRealEstate {
         status: OfferStatus,
         answer: &OfferAnswer,
     ) -> StoreResult<Option<Settled<Offer>>> {
-        let counter = match answer.counter_amount {
-            Some(amount) => Bson::Int64(whole(amount, "counter amount")?),
-            None => Bson::Null,
-        };
+        let mut set = offer_answer_doc(answer)?;
+        set.insert("status", status.as_str());
         // Only from `from`: the first answer wins, and the others read it.
         let changed = self
             .pool
@@ -71,14 +69,7 @@ impl OfferStore for MongoRealEstate {
                 Lane::Work,
                 "offers",
                 doc! {"_id": id, "status": from.as_str()},
-                doc! {"$set": {
-                    "status": status.as_str(),
-                    "answered_at": opt_date(answer.answered_at),
-                    "answered_by": opt_str(answer.answered_by.as_deref()),
-                    "counter_amount": counter,
-                    "answer_notice": opt_str(answer.notice.as_deref()),
-                    "awaiting_counter_from": opt_str(answer.awaiting_counter_from.as_deref()),
-                }},
+                doc! {"$set": set},
             )
             .await?
             .modified_count
