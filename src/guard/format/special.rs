@@ -42,7 +42,7 @@ impl<'a> Writer<'a> {
         let Some(link) = self.links.pop() else {
             return;
         };
-        let text = self.out[link.text_start..].trim();
+        let text = self.out[mark(&self.out, link.text_start)..].trim();
         if link.url.is_empty() || link.autolink || same_target(text, &link.url) {
             return;
         }
@@ -93,8 +93,9 @@ impl<'a> Writer<'a> {
             return;
         };
         if table.in_head {
-            let header = self.out[table.cell_start..].trim().to_owned();
-            self.out.truncate(table.cell_start);
+            let start = mark(&self.out, table.cell_start);
+            let header = self.out[start..].trim().to_owned();
+            self.out.truncate(start);
             table.headers.push(header);
             return;
         }
@@ -103,7 +104,8 @@ impl<'a> Writer<'a> {
         if cell == 0 {
             self.close_span(SpanKind::Bold, None);
         } else if self.out.len() == table.label_end {
-            self.out.truncate(table.cell_start);
+            let start = mark(&self.out, table.cell_start);
+            self.out.truncate(start);
         } else {
             table.pairs += 1;
         }
@@ -162,4 +164,14 @@ impl<'a> Writer<'a> {
             }
         }
     }
+}
+
+/// A position taken in `out` earlier, as it stands now: a new line since then may have trimmed
+/// the whitespace it was after (an ideographic space is three bytes).
+fn mark(out: &str, at: usize) -> usize {
+    let mut at = at.min(out.len());
+    while !out.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }

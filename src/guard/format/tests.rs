@@ -328,3 +328,16 @@ proptest! {
         }
     }
 }
+
+/// A link opened right after whitespace that the next line break trims (an ideographic space
+/// is three bytes): its start was left inside a character, and the formatter panicked.
+/// Found by the `whatsapp_format` fuzz target.
+#[test]
+fn link_after_trimmed_wide_space() {
+    let found =
+        "|[\u{200b}|\n\t~`> \u{85}\u{3000}[\r](#>|#!#```-)~_u]\u{fffd}|é|_\t\n>(>[`\u{fffd}\rb.";
+    let out = to_whatsapp(found);
+    assert_eq!(out.trim(), out);
+    assert!(out.contains('é'), "{out:?}");
+    assert!(out.ends_with("b."), "{out:?}");
+}
