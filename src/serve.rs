@@ -56,10 +56,16 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
             )
             .spawn(),
             Alerts::new(realestate.clone(), engine.clone(), outreach.alerts.clone()).spawn(),
+            crate::realestate::follow_up::FollowUps::new(
+                realestate.clone(),
+                engine.clone(),
+                outreach.follow_ups.clone(),
+            )
+            .spawn(),
         )),
         None => {
             tracing::warn!(
-                "WHATSAPP_PHONE_NUMBER_ID is unset: no visit reminders nor saved-search notices are sent"
+                "WHATSAPP_PHONE_NUMBER_ID is unset: no visit reminders, saved-search notices nor follow-ups are sent"
             );
             None
         }
@@ -244,9 +250,10 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     }
     metrics_upkeep.abort();
     prompt_watch.abort();
-    if let Some((reminders, alerts)) = reminders {
+    if let Some((reminders, alerts, follow_ups)) = reminders {
         reminders.abort();
         alerts.abort();
+        follow_ups.abort();
     }
     usage.flush().await;
     if let Some(error) = failure {

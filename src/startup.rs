@@ -118,11 +118,16 @@ pub fn assemble_engine(
             desk.clone(),
         ))
         .with(crate::realestate::tools::RequestListingChange::new(
-            realestate,
+            realestate.clone(),
             desk.clone(),
         ));
+    let presses = Arc::new(crate::realestate::follow_up::FollowUpPresses::new(
+        realestate,
+        store.clone(),
+    ));
     Engine::new(store, llm, registry, Arc::new(tools), settings)
         .with_handoffs(desk)
+        .with_presses(presses)
         .with_roles(roles)
         .with_context(context)
         .with_offline(Arc::new(crate::realestate::offline::OfflineAgency::new(

@@ -51,6 +51,10 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_REMINDER_TIME",
     "ZAGUAN_REMINDER_MIN_NOTICE",
     "ZAGUAN_OUTREACH_EVERY",
+    "ZAGUAN_FOLLOW_UP_EVERY",
+    "ZAGUAN_VISIT_OUTCOME_DELAY",
+    "ZAGUAN_AGENDA_TIME",
+    "ZAGUAN_OFFERS_TO_OWNERS",
     "MONGODB_URI",
     "MONGODB_DATABASE",
     "LLM_PRIMARY",
@@ -182,6 +186,8 @@ pub struct WhatsAppConfig {
 pub struct Outreach {
     pub reminders: ReminderSettings,
     pub alerts: AlertSettings,
+    /// Agents' notices, outcome questions, offers and their answers.
+    pub follow_ups: crate::realestate::follow_up::FollowUpSettings,
 }
 
 /// One or more variables with a bad value; `Display` lists each on its own line.
@@ -265,6 +271,24 @@ impl Config {
         let reminder_min_notice = env.duration("ZAGUAN_REMINDER_MIN_NOTICE", "3h");
         // How often the reminder and alert loops look for work.
         let outreach_every = env.duration("ZAGUAN_OUTREACH_EVERY", "1m");
+        // An agent hears of a booking within this (the 5 s, with room).
+        let follow_up_every = env.duration("ZAGUAN_FOLLOW_UP_EVERY", "2s");
+        let outcome_delay = env.duration("ZAGUAN_VISIT_OUTCOME_DELAY", "30m");
+        let agenda_time = env.parsed("ZAGUAN_AGENDA_TIME", "08:30", |v| {
+            if v.eq_ignore_ascii_case("off") {
+                return Ok(None);
+            }
+            chrono::NaiveTime::parse_from_str(v, "%H:%M")
+                .map(Some)
+                .map_err(|_| format!("`{v}` is not a time like `08:30`, nor `off`"))
+        });
+        let offers_to_owners = env.parsed("ZAGUAN_OFFERS_TO_OWNERS", "true", |v| {
+            match v.to_ascii_lowercase().as_str() {
+                "1" | "true" | "on" | "yes" => Ok(true),
+                "0" | "false" | "off" | "no" => Ok(false),
+                _ => Err(format!("`{v}` is not `true` or `false`")),
+            }
+        });
         let llm_timeout = env.duration("ZAGUAN_LLM_TIMEOUT", "30s");
         let llm_http2 = env.parsed("LLM_HTTP2", "auto", crate::llm::Http2::parse);
         let max_concurrency = env.count("ZAGUAN_LLM_MAX_CONCURRENCY", 64, 1..=10_000, "calls");
@@ -431,6 +455,15 @@ impl Config {
                 alerts: AlertSettings {
                     phone_number_id: phone_number_id.to_owned(),
                     every: outreach_every.expect(checked),
+                },
+                follow_ups: crate::realestate::follow_up::FollowUpSettings {
+                    timezone,
+                    phone_number_id: phone_number_id.to_owned(),
+                    every: follow_up_every.expect(checked),
+                    outcome_delay: outcome_delay.expect(checked),
+                    agenda_at: agenda_time.expect(checked),
+                    offers_to_owners: offers_to_owners.expect(checked),
+                    public_url: public_url.clone(),
                 },
             });
         Ok(Config {

@@ -233,7 +233,9 @@ fn reminders_and_alerts_are_sent_from_the_business_number() {
         ("ZAGUAN_OUTREACH_EVERY", "30s"),
     ]))
     .unwrap();
-    let Outreach { reminders, alerts } = config.outreach.unwrap();
+    let Outreach {
+        reminders, alerts, ..
+    } = config.outreach.unwrap();
     assert_eq!(reminders.phone_number_id, "109876543210");
     assert_eq!(reminders.every, Duration::from_secs(30));
     assert_eq!(alerts.every, Duration::from_secs(30));

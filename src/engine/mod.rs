@@ -11,6 +11,7 @@ pub mod handoff;
 pub mod history;
 pub mod offline;
 pub mod pending;
+pub mod presses;
 pub mod roles;
 pub mod route;
 pub mod tools;

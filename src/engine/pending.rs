@@ -73,7 +73,7 @@ pub fn buttons(action_id: &str, lang: Option<&str>) -> Vec<ReplyButton> {
 }
 
 /// The id of the reply button (or template quick reply) `entry` is the press of.
-fn pressed(entry: &InboxEntry) -> Option<String> {
+pub fn pressed(entry: &InboxEntry) -> Option<String> {
     match &entry.content {
         Content::ButtonReply { id, .. } => Some(id.clone()),
         Content::Button { payload, .. } => payload.clone(),

@@ -7,6 +7,7 @@ pub mod context;
 pub mod demo;
 pub mod download;
 pub mod feed;
+pub mod follow_up;
 pub mod listings;
 pub mod memory;
 pub mod model;
@@ -22,8 +23,8 @@ pub mod tools;
 pub use memory::MemoryRealEstate;
 pub use model::{
     Alert, AlertCriteria, Appointment, AppointmentStatus, CallbackRequest, FollowUp, ListingChange,
-    ListingRequest, ListingStatus, MovedFrom, Offer, OfferAnswer, OfferStatus, Operation, Owner,
-    Property, PropertyType, Slot, StaffMember, Visit, VisitOutcome,
+    ListingRequest, ListingStatus, MovedFrom, Notice, Offer, OfferAnswer, OfferStatus, Operation,
+    Owner, Property, PropertyType, Slot, StaffMember, Visit, VisitOutcome,
 };
 pub use mongo::MongoRealEstate;
 pub use store::{

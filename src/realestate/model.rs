@@ -300,15 +300,75 @@ pub struct FollowUp {
     pub agent: Option<String>,
     /// How long it lasts (the slot's `minutes`).
     pub minutes: Option<u32>,
-    /// A notice the agent has not been sent yet (`booked:…`, `moved:…`, `cancelled`): set
-    /// with the change, cleared once it is queued.
-    pub agent_notice: Option<String>,
+    /// A notice not sent yet ([`Notice::key`]: `booked:…`, `moved:…`, `cancelled:…` to the
+    /// agent, `done:…`, `no_show:…` to the customer): set with the change, cleared once it is
+    /// queued, so a crash in between sends it later and never loses it.
+    pub notice: Option<String>,
     /// When the agent was asked how it went.
     pub outcome_asked_at: Option<DateTime<Utc>>,
     /// When its outcome (`done`, `no_show`, a late `cancelled`) was recorded, and by whom
     /// (`agent:NAME`, `operator:NAME`, `cli`).
     pub outcome_at: Option<DateTime<Utc>>,
     pub outcome_by: Option<String>,
+}
+
+/// What an appointment's pending notice tells, and to whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// To the agent: a visit booked, moved or cancelled by the customer.
+    Booked,
+    Moved,
+    Cancelled,
+    /// To the customer: how did it go?
+    Done,
+    /// To the customer: one offer of another time.
+    NoShow,
+}
+
+impl Notice {
+    const ALL: [Notice; 5] = [
+        Notice::Booked,
+        Notice::Moved,
+        Notice::Cancelled,
+        Notice::Done,
+        Notice::NoShow,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Notice::Booked => "booked",
+            Notice::Moved => "moved",
+            Notice::Cancelled => "cancelled",
+            Notice::Done => "done",
+            Notice::NoShow => "no_show",
+        }
+    }
+
+    /// `follow_up.notice` for this notice about the visit at `at`: a second move is a new
+    /// notice, and the job clears only the one it sent.
+    pub fn key(self, at: DateTime<Utc>) -> String {
+        format!("{}:{}", self.as_str(), at.format("%Y%m%d%H%M"))
+    }
+
+    /// The notice a `follow_up.notice` value names.
+    pub fn of_key(key: &str) -> Option<Notice> {
+        let kind = key.split(':').next()?;
+        Self::ALL.into_iter().find(|n| n.as_str() == kind)
+    }
+
+    /// The customer's notice once a visit's outcome is `status`: none for a late cancel.
+    pub fn after(status: AppointmentStatus) -> Option<Notice> {
+        match status {
+            AppointmentStatus::Done => Some(Notice::Done),
+            AppointmentStatus::NoShow => Some(Notice::NoShow),
+            AppointmentStatus::Booked | AppointmentStatus::Cancelled => None,
+        }
+    }
+
+    /// Whether it goes to the agent (else to the customer).
+    pub fn to_agent(self) -> bool {
+        matches!(self, Notice::Booked | Notice::Moved | Notice::Cancelled)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

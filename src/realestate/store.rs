@@ -272,12 +272,12 @@ pub trait AppointmentStore: Send + Sync + 'static {
         at: DateTime<Utc>,
     ) -> StoreResult<Option<Settled<Appointment>>>;
 
-    /// Appointments with a notice waiting for their agent (`follow_up.agent_notice`), oldest
+    /// Appointments with a notice waiting for their agent (`follow_up.notice`), oldest
     /// start first, at most `limit`.
-    async fn agent_notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>>;
+    async fn notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>>;
 
     /// Clears the agent's notice once it is queued, unless a newer one took its place.
-    async fn clear_agent_notice(&self, id: &str, notice: &str) -> StoreResult<()>;
+    async fn clear_notice(&self, id: &str, notice: &str) -> StoreResult<()>;
 
     /// Booked appointments that started before `before` and whose agent has not been asked
     /// how they went, oldest first, at most `limit`.

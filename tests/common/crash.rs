@@ -522,13 +522,13 @@ impl AppointmentStore for CrashRealEstate {
         self.inner.settle_appointment(id, status, by, at).await
     }
 
-    async fn agent_notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>> {
-        self.inner.agent_notices_due(limit).await
+    async fn notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>> {
+        self.inner.notices_due(limit).await
     }
 
-    async fn clear_agent_notice(&self, id: &str, notice: &str) -> StoreResult<()> {
+    async fn clear_notice(&self, id: &str, notice: &str) -> StoreResult<()> {
         self.crash.write()?;
-        self.inner.clear_agent_notice(id, notice).await
+        self.inner.clear_notice(id, notice).await
     }
 
     async fn outcomes_unasked(

@@ -22,6 +22,7 @@ mod deploy;
 mod durable_events;
 mod engine;
 mod events;
+mod follow_up;
 mod handoff;
 mod hostile;
 mod llm_anthropic;

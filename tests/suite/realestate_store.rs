@@ -659,11 +659,11 @@ async fn visits_and_offers_come_newest_first(store: Arc<dyn RealEstateStore>) {
 async fn outcomes_and_answers_are_recorded_once(store: Arc<dyn RealEstateStore>) {
     let mut booked = appointment("A-1", "34611222333", -2 * HOUR, AppointmentStatus::Booked);
     booked.follow_up.agent = Some("Marta".into());
-    booked.follow_up.agent_notice = Some("booked:1".into());
+    booked.follow_up.notice = Some("booked:1".into());
     store.save_appointment(&booked).await.unwrap();
     assert_eq!(
         ids(store
-            .agent_notices_due(10)
+            .notices_due(10)
             .await
             .unwrap()
             .iter()
@@ -671,10 +671,10 @@ async fn outcomes_and_answers_are_recorded_once(store: Arc<dyn RealEstateStore>)
         ["A-1"]
     );
     // A newer notice is not cleared by the older one's.
-    store.clear_agent_notice("A-1", "booked:0").await.unwrap();
-    assert_eq!(store.agent_notices_due(10).await.unwrap().len(), 1);
-    store.clear_agent_notice("A-1", "booked:1").await.unwrap();
-    assert!(store.agent_notices_due(10).await.unwrap().is_empty());
+    store.clear_notice("A-1", "booked:0").await.unwrap();
+    assert_eq!(store.notices_due(10).await.unwrap().len(), 1);
+    store.clear_notice("A-1", "booked:1").await.unwrap();
+    assert!(store.notices_due(10).await.unwrap().is_empty());
 
     assert_eq!(store.outcomes_unasked(at(0), 10).await.unwrap().len(), 1);
     assert!(

@@ -10,6 +10,7 @@ use crate::domain::ToolCall;
 use crate::domain::{MessageRole, PendingAction};
 use crate::engine::context_extractor::State;
 use crate::engine::pending::{self, Answer};
+use crate::engine::presses::{Answered, Said};
 use crate::engine::tools::ToolOutput;
 use crate::store::{InboxEntry, NewMessage, OptOut};
 
@@ -111,6 +112,9 @@ pub(super) async fn before_assistant(
     {
         return settle_consent(turn, state, said, last).await;
     }
+    if answer_follow_up(turn, state, new, &typed).await? {
+        return Ok(());
+    }
     if let Some(action) = state.pending_action.clone() {
         let expired = turn.now() - action.created_at
             > chrono::Duration::from_std(turn.settings.pending_action_ttl)
@@ -158,6 +162,56 @@ pub(super) async fn before_assistant(
         return Ok(());
     }
     Ok(())
+}
+
+/// A press of one of the business's follow-up buttons, or the words a follow-up question
+/// awaits (a counter-offer's amount), answered without a model. Returns whether it was.
+async fn answer_follow_up(
+    turn: &Turn<'_>,
+    state: &mut State,
+    new: &[&InboxEntry],
+    typed: &[&str],
+) -> Result<bool, EngineError> {
+    let (Some(presses), Some(last)) = (turn.presses, new.last()) else {
+        return Ok(false);
+    };
+    let pressed = pending::pressed(last);
+    let text = typed.join("\n");
+    // The bot's last words before this turn's message.
+    let this = state
+        .messages
+        .iter()
+        .rposition(|m| m.message.role == MessageRole::Human)
+        .unwrap_or(state.messages.len());
+    let after = state.messages[..this]
+        .iter()
+        .rev()
+        .find(|m| m.message.role == MessageRole::Ai)
+        .and_then(|m| m.message.agent.as_deref());
+    let said = Said {
+        wa_id: &state.wa_id,
+        lang: state.lang.as_deref(),
+        pressed: pressed.as_deref(),
+        text: (pressed.is_none() && !text.trim().is_empty()).then_some(text.as_str()),
+        after,
+        now: turn.now(),
+    };
+    let Answered::Reply(reply) = presses.answer(&said).await? else {
+        return Ok(false);
+    };
+    metrics::counter!("zaguan_follow_up_answers_total", "agent" => reply.agent).increment(1);
+    let message = if reply.buttons.is_empty() {
+        turn.ai_message(&state.wa_id, &reply.text, reply.agent, Vec::new())
+    } else {
+        let mut message = turn.ai_message(&state.wa_id, "", reply.agent, Vec::new());
+        message.attachments = vec![crate::store::Attachment::Buttons {
+            text: reply.text,
+            buttons: reply.buttons,
+        }];
+        message
+    };
+    turn.append(state, message);
+    Ok(true)
 }
 
 /// What the bot said before the message this turn answers: the texts, buttons and list rows

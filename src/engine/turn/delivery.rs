@@ -250,6 +250,11 @@ pub(super) async fn notify(
         buttons,
         ..
     } = outreach;
+    let id = outreach.id();
+    if store.outbox_entry(&id).await?.is_some() {
+        // The step ran before (another instance, or this one before a crash): said once.
+        return Ok(Notified::Already);
+    }
     let mut values = values.to_vec();
     if !buttons.is_empty() {
         let ids = buttons.iter().map(|b| b.id.clone()).collect();
@@ -280,7 +285,6 @@ pub(super) async fn notify(
     let mut part = NewOutbox::text(wa_id.clone(), None, body.clone(), now);
     part.phone_number_id = Some(phone_number_id.to_owned());
     part.buttons = buttons.to_vec();
-    let id = outreach.id();
     match form {
         Form::Skip(skip) => {
             tracing::info!(conversation.id = %wa_id.masked(), purpose = purpose.key(), reason = skip.as_str(), "not sent");
@@ -310,4 +314,6 @@ pub enum Notified {
     Queued(Box<NewOutbox>),
     /// Not sent, and why (recorded on the outbox).
     Skipped(Skip),
+    /// Queued before, by an earlier run of the same step: nothing done now.
+    Already,
 }

@@ -30,6 +30,8 @@ pub(super) struct Turn<'a> {
     pub(super) tools: &'a ToolRegistry,
     /// Tells the staff on duty when a customer needs a person.
     pub(super) handoffs: &'a HandoffDesk,
+    /// Answers the business's follow-up questions without a model.
+    pub(super) presses: Option<&'a dyn crate::engine::presses::Presses>,
     /// Where steps taken without a model are recorded beside the model calls.
     pub(super) decisions: Option<&'a dyn CallLog>,
     /// The user profiles a consent change makes stale.

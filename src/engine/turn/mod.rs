@@ -85,6 +85,8 @@ pub struct Engine {
     voice: Option<Arc<VoiceNotes>>,
     /// Tells the staff on duty when a customer asks for a person.
     handoffs: Arc<HandoffDesk>,
+    /// Answers the business's follow-up questions without a model; `None`: none asked.
+    presses: Option<Arc<dyn crate::engine::presses::Presses>>,
     /// Serves the assistants when no model answers; `None`: their `offline_reply`.
     offline: Option<Arc<dyn OfflineAssistants>>,
     /// Whether a model answers, for the console.
@@ -166,6 +168,7 @@ impl Engine {
             context: None,
             contexts: ContextCache::default(),
             voice: None,
+            presses: None,
             offline: None,
             model_status: Arc::default(),
             decisions: None,
@@ -219,6 +222,13 @@ impl Engine {
     /// The handoff desk: `request_human`, callbacks and the escalation use the same one.
     pub fn handoffs(&self) -> &Arc<HandoffDesk> {
         &self.handoffs
+    }
+
+    /// Answers presses of the business's follow-up buttons (a visit's outcome, an offer's
+    /// answer) before any assistant runs.
+    pub fn with_presses(mut self, presses: Arc<dyn crate::engine::presses::Presses>) -> Self {
+        self.presses = Some(presses);
+        self
     }
 
     /// Gives users the role the business data says (owner, agent) unless an operator set one.
@@ -290,6 +300,7 @@ impl Engine {
             settings: &self.settings,
             tools: &self.tools,
             handoffs: &self.handoffs,
+            presses: self.presses.as_deref(),
             decisions: self.decisions.as_deref(),
             users: &self.users,
             contexts: &self.contexts,

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::{MemoryRealEstate, by_start};
 use crate::domain::WaId;
-use crate::realestate::model::{Appointment, AppointmentStatus};
+use crate::realestate::model::{Appointment, AppointmentStatus, Notice};
 use crate::realestate::store::{AppointmentStore, Settled};
 use crate::store::StoreResult;
 
@@ -119,15 +119,18 @@ impl AppointmentStore for MemoryRealEstate {
         appointment.status = status;
         appointment.follow_up.outcome_at = Some(at);
         appointment.follow_up.outcome_by = Some(by.to_owned());
+        if let Some(notice) = Notice::after(status) {
+            appointment.follow_up.notice = Some(notice.key(at));
+        }
         Ok(Some(Settled::Now(appointment.clone())))
     }
 
-    async fn agent_notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>> {
+    async fn notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>> {
         let appointments = self
             .lock()
             .appointments
             .values()
-            .filter(|a| a.follow_up.agent_notice.is_some())
+            .filter(|a| a.follow_up.notice.is_some())
             .cloned()
             .collect();
         let mut due = by_start(appointments, |a| a.starts_at, |a| &a.id);
@@ -135,11 +138,11 @@ impl AppointmentStore for MemoryRealEstate {
         Ok(due)
     }
 
-    async fn clear_agent_notice(&self, id: &str, notice: &str) -> StoreResult<()> {
+    async fn clear_notice(&self, id: &str, notice: &str) -> StoreResult<()> {
         if let Some(appointment) = self.lock().appointments.get_mut(id)
-            && appointment.follow_up.agent_notice.as_deref() == Some(notice)
+            && appointment.follow_up.notice.as_deref() == Some(notice)
         {
-            appointment.follow_up.agent_notice = None;
+            appointment.follow_up.notice = None;
         }
         Ok(())
     }

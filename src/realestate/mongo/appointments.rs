@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::codec::{appointment, appointment_doc, by_start, date};
 use super::{MongoRealEstate, replace_by_id};
 use crate::domain::WaId;
-use crate::realestate::model::{Appointment, AppointmentStatus};
+use crate::realestate::model::{Appointment, AppointmentStatus, Notice};
 use crate::realestate::store::{AppointmentStore, Settled};
 use crate::store::pool::Find;
 use crate::store::{Lane, StoreResult};
@@ -116,17 +116,21 @@ impl AppointmentStore for MongoRealEstate {
         at: DateTime<Utc>,
     ) -> StoreResult<Option<Settled<Appointment>>> {
         // Only from `booked`: the first to record wins, and the others read what it recorded.
+        let mut set = doc! {
+            "status": status.as_str(),
+            "outcome_at": date(at),
+            "outcome_by": by,
+        };
+        if let Some(notice) = Notice::after(status) {
+            set.insert("notice", notice.key(at));
+        }
         let changed = self
             .pool
             .update_one(
                 Lane::Work,
                 "appointments",
                 doc! {"_id": id, "status": AppointmentStatus::Booked.as_str()},
-                doc! {"$set": {
-                    "status": status.as_str(),
-                    "outcome_at": date(at),
-                    "outcome_by": by,
-                }},
+                doc! {"$set": set},
             )
             .await?
             .modified_count
@@ -141,23 +145,23 @@ impl AppointmentStore for MongoRealEstate {
         }))
     }
 
-    async fn agent_notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>> {
+    async fn notices_due(&self, limit: usize) -> StoreResult<Vec<Appointment>> {
         self.find_some(
             "appointments",
-            doc! {"agent_notice": {"$type": "string"}},
+            doc! {"notice": {"$type": "string"}},
             Find::sorted(by_start()).limit(limit),
             appointment,
         )
         .await
     }
 
-    async fn clear_agent_notice(&self, id: &str, notice: &str) -> StoreResult<()> {
+    async fn clear_notice(&self, id: &str, notice: &str) -> StoreResult<()> {
         self.pool
             .update_one(
                 Lane::Work,
                 "appointments",
-                doc! {"_id": id, "agent_notice": notice},
-                doc! {"$set": {"agent_notice": Bson::Null}},
+                doc! {"_id": id, "notice": notice},
+                doc! {"$set": {"notice": Bson::Null}},
             )
             .await?;
         Ok(())

@@ -324,7 +324,7 @@ pub(super) fn appointment_doc(a: &Appointment) -> Document {
         "reminder_sent_at": opt_date(a.reminder_sent_at),
         "agent": opt_str(a.follow_up.agent.as_deref()),
         "minutes": a.follow_up.minutes.map_or(Bson::Null, |m| Bson::Int64(i64::from(m))),
-        "agent_notice": opt_str(a.follow_up.agent_notice.as_deref()),
+        "notice": opt_str(a.follow_up.notice.as_deref()),
         "outcome_asked_at": opt_date(a.follow_up.outcome_asked_at),
         "outcome_at": opt_date(a.follow_up.outcome_at),
         "outcome_by": opt_str(a.follow_up.outcome_by.as_deref()),
@@ -359,7 +359,7 @@ pub(super) fn appointment(d: &Document) -> StoreResult<Appointment> {
         follow_up: FollowUp {
             agent: f.str("agent"),
             minutes: f.int("minutes").and_then(|m| u32::try_from(m).ok()),
-            agent_notice: f.str("agent_notice"),
+            notice: f.str("notice"),
             outcome_asked_at: f.date("outcome_asked_at"),
             outcome_at: f.date("outcome_at"),
             outcome_by: f.str("outcome_by"),

@@ -16,7 +16,8 @@ use super::text::{self, Lookup, unavailable, when};
 use crate::engine::attachments::ASK_PREFIX;
 use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
 use crate::realestate::{
-    Appointment, AppointmentStatus, ListingStatus, MovedFrom, Property, RealEstateStore, Slot,
+    Appointment, AppointmentStatus, FollowUp, ListingStatus, MovedFrom, Notice, Property,
+    RealEstateStore, Slot,
 };
 use crate::store::{Attachment, BusinessEvent, ListRow};
 
@@ -418,7 +419,12 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool for Boo
                 created_at: context.now,
                 reminder_sent_at: None,
                 moved_from: None,
-                follow_up: Default::default(),
+                follow_up: FollowUp {
+                    agent: Some(slot.agent.clone()),
+                    minutes: Some(slot.minutes),
+                    notice: Some(Notice::Booked.key(slot.starts_at)),
+                    ..Default::default()
+                },
             };
             self.store
                 .save_appointment(&appointment)
@@ -529,6 +535,9 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool
                 };
                 appointment.moved_from = Some(from.clone());
                 appointment.reminder_sent_at = None;
+                appointment.follow_up.agent = Some(slot.agent.clone());
+                appointment.follow_up.minutes = Some(slot.minutes);
+                appointment.follow_up.notice = Some(Notice::Moved.key(slot.starts_at));
                 self.store
                     .save_appointment(&appointment)
                     .await
@@ -608,6 +617,7 @@ impl<S: PropertyStore + SlotStore + AppointmentStore + ?Sized> TypedTool for Can
                 let mut appointment =
                     own_booking(self.store.as_ref(), &args.appointment_id, context).await?;
                 appointment.status = AppointmentStatus::Cancelled;
+                appointment.follow_up.notice = Some(Notice::Cancelled.key(appointment.starts_at));
                 self.store
                     .save_appointment(&appointment)
                     .await

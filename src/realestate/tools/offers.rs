@@ -11,7 +11,9 @@ use serde::Deserialize;
 use super::text::{self, Lookup, money, unavailable};
 use crate::domain::Role;
 use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
-use crate::realestate::{ListingStatus, Offer, OfferStatus, Property, RealEstateStore};
+use crate::realestate::{
+    ListingStatus, Offer, OfferAnswer, OfferStatus, Property, RealEstateStore,
+};
 use crate::store::BusinessEvent;
 
 /// Offers below this share of the asking price are not submitted: the owner would not take
@@ -110,12 +112,25 @@ impl<S: OfferStore + PropertyStore + ?Sized> TypedTool for SubmitOffer<S> {
             conditions: args.conditions.map(|c| c.trim().to_owned()),
             status: OfferStatus::Submitted,
             created_at: context.now,
-            answer: Default::default(),
+            // The follow-up loop sends it to the owner (or the agent) for an answer.
+            answer: OfferAnswer {
+                notice: Some("received".into()),
+                ..OfferAnswer::default()
+            },
         };
-        self.store
-            .upsert_offers(std::slice::from_ref(&offer))
+        // A replayed step finds it written, perhaps answered already: left as it is.
+        if self
+            .store
+            .offer(&offer.id)
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable)?
+            .is_none()
+        {
+            self.store
+                .upsert_offers(std::slice::from_ref(&offer))
+                .await
+                .map_err(unavailable)?;
+        }
         Ok(ToolOutput::with_event(
             format!(
                 "Oferta {} registrada y enviada a la agencia: {} por {} ({}). No es vinculante \
@@ -190,6 +205,12 @@ impl TypedTool for ListMyOffers {
                 offer.property_id,
                 status_es(offer.status)
             ));
+            if let Some(counter) = offer.answer.counter_amount {
+                out.push_str(&format!(" de {}", money(counter, &offer.currency)));
+                if offer.status == OfferStatus::Countered {
+                    out.push_str(" (puede aceptarla con el botón del mensaje que recibió)");
+                }
+            }
         }
         Ok(out.into())
     }

@@ -1,0 +1,446 @@
+//! The loop back from agents and owners, on the in-memory store and on FerretDB: a booked
+//! visit reaches its agent; once over, the agent is asked and presses «Realizada»; the customer
+//! is asked and presses «Me interesa»; an offer reaches the owner, who counters by message, and
+//! the customer accepts with a button; a no-show is offered another time once. Every press is
+//! answered without a model, and every notice is sent once however often the job looks.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SubsecRound, Utc};
+use zaguan::domain::{Content, ManualClock, WaId, WaMessageId};
+use zaguan::engine::{Engine, EngineSettings};
+use zaguan::llm::ScriptedLlm;
+use zaguan::realestate::follow_up::{
+    FollowUpPresses, FollowUpSettings, FollowUps, Outcome, record_outcome,
+};
+use zaguan::realestate::{
+    Appointment, AppointmentStatus, FollowUp, MemoryRealEstate, MongoRealEstate, Notice, Offer,
+    OfferAnswer, OfferStatus, RealEstateStore, Settled, VisitOutcome,
+};
+use zaguan::store::{
+    ContactSeen, EventQuery, InboxEntry, InboxStatus, MemoryStore, OutboxEntry, Store,
+};
+
+const TZ: chrono_tz::Tz = chrono_tz::Europe::Madrid;
+
+struct World {
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+    engine: Arc<Engine>,
+    clock: Arc<ManualClock>,
+    job: FollowUps,
+    agent: WaId,
+    owner: WaId,
+    customer: WaId,
+    property: String,
+    inbound: std::sync::atomic::AtomicU32,
+    /// Every button queued for anyone so far: who got it, its id and title.
+    buttons: std::sync::Mutex<Vec<(WaId, String, String)>>,
+}
+
+impl World {
+    async fn new(store: Arc<dyn Store>, realestate: Arc<dyn RealEstateStore>) -> World {
+        let set = common::seeded_demo(realestate.as_ref()).await;
+        // A listing whose owner is on WhatsApp, shown by its own agent.
+        let mut property = set
+            .properties
+            .iter()
+            .find(|p| {
+                set.owners
+                    .iter()
+                    .any(|o| o.id == p.owner_id && o.wa_id.is_some())
+            })
+            .expect("a demo listing with an owner on WhatsApp")
+            .clone();
+        let mut agent = set.staff[0].clone();
+        property.agent_id = Some(agent.id.clone());
+        realestate
+            .upsert_properties(std::slice::from_ref(&property))
+            .await
+            .unwrap();
+        let agent_wa = WaId::parse("34600111222").unwrap();
+        agent.wa_id = Some(agent_wa.clone());
+        realestate.upsert_staff(&[agent]).await.unwrap();
+        let owner = set
+            .owners
+            .iter()
+            .find(|o| o.id == property.owner_id)
+            .unwrap()
+            .clone();
+        let customer = WaId::parse("34611222333").unwrap();
+        let owner_wa = owner.wa_id.clone().unwrap();
+        // Everyone wrote a little while ago: inside their 24-hour windows, texts go.
+        for (wa_id, name) in [
+            (&agent_wa, "Marta"),
+            (&owner_wa, owner.name.as_str()),
+            (&customer, "Lucía"),
+        ] {
+            store
+                .record_contact(&ContactSeen {
+                    wa_id: wa_id.clone(),
+                    phone: Some(wa_id.as_str().to_owned()),
+                    user_id: None,
+                    name: Some(name.to_owned()),
+                    username: None,
+                    seen_at: Utc::now() - chrono::Duration::minutes(10),
+                })
+                .await
+                .unwrap();
+        }
+        // Whole seconds: MongoDB keeps milliseconds.
+        let clock = Arc::new(ManualClock::new(Utc::now().trunc_subsecs(0)));
+        let prompts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        let llm = Arc::new(ScriptedLlm::new());
+        let engine = Arc::new(
+            Engine::new(
+                store.clone(),
+                llm,
+                Arc::new(
+                    zaguan::agents::AgentRegistry::load(&prompts, &zaguan::startup::known_tools())
+                        .unwrap(),
+                ),
+                Arc::new(zaguan::realestate::tools::registry(realestate.clone())),
+                EngineSettings {
+                    fast_route: false,
+                    clock: clock.clone(),
+                    ..EngineSettings::default()
+                },
+            )
+            .with_presses(Arc::new(FollowUpPresses::new(
+                realestate.clone(),
+                store.clone(),
+            ))),
+        );
+        let job = FollowUps::new(
+            realestate.clone(),
+            engine.clone(),
+            FollowUpSettings {
+                timezone: TZ,
+                phone_number_id: "109876543210".into(),
+                every: Duration::from_secs(2),
+                outcome_delay: Duration::from_secs(30 * 60),
+                agenda_at: None,
+                offers_to_owners: true,
+                public_url: Some("https://zaguan.example/".parse().unwrap()),
+            },
+        );
+        World {
+            store,
+            realestate,
+            engine,
+            clock,
+            job,
+            agent: agent_wa,
+            owner: owner_wa,
+            customer,
+            property: property.id,
+            inbound: Default::default(),
+            buttons: Default::default(),
+        }
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.engine.now()
+    }
+
+    async fn tick(&self) -> usize {
+        self.job.tick(self.now()).await.unwrap()
+    }
+
+    /// What is queued for `wa_id` and not sent yet, oldest first.
+    async fn outbox(&self, wa_id: &WaId) -> Vec<OutboxEntry> {
+        let queued = self.store.unsent_outbox(wa_id).await.unwrap();
+        let mut seen = self.buttons.lock().unwrap();
+        for button in queued.iter().flat_map(|m| &m.buttons) {
+            let key = (wa_id.clone(), button.id.clone(), button.title.clone());
+            if !seen.contains(&key) {
+                seen.push(key);
+            }
+        }
+        queued
+    }
+
+    async fn turn(&self, wa_id: &WaId, content: Content, text: &str) -> String {
+        let n = self
+            .inbound
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut entry: InboxEntry = common::inbox_entry(
+            &format!("wamid.follow.{n}"),
+            wa_id,
+            text,
+            InboxStatus::Pending,
+        );
+        entry.content = content;
+        entry.kind = match entry.content {
+            Content::Text { .. } => "text".into(),
+            _ => "interactive".into(),
+        };
+        self.store.insert_inbox(&[entry]).await.unwrap();
+        let open = self.store.open_inbox(wa_id).await.unwrap();
+        let outcome = self.engine.run_turn(wa_id, &open).await.unwrap();
+        self.store
+            .set_inbox_status(&outcome.answered, InboxStatus::Done)
+            .await
+            .unwrap();
+        outcome.reply.unwrap_or_default()
+    }
+
+    /// Presses the button `id` of a message queued for `wa_id` (now or earlier).
+    async fn press(&self, wa_id: &WaId, id: &str) -> String {
+        let queued = self.outbox(wa_id).await;
+        let title = self
+            .buttons
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(to, button, _)| to == wa_id && button == id)
+            .map(|(_, _, title)| title.clone())
+            .unwrap_or_else(|| panic!("no button {id} for {wa_id}: {queued:#?}"));
+        // The press came in: what was queued is taken as sent.
+        for entry in &queued {
+            let wamid = WaMessageId::parse(&format!("wamid.sent.{}", entry.id.0)).unwrap();
+            self.store
+                .mark_outbox_sent(&entry.id, &wamid)
+                .await
+                .unwrap();
+        }
+        self.turn(
+            wa_id,
+            Content::ButtonReply {
+                id: id.to_owned(),
+                title: title.clone(),
+            },
+            &title,
+        )
+        .await
+    }
+
+    async fn say(&self, wa_id: &WaId, text: &str) -> String {
+        self.turn(wa_id, Content::Text { body: text.into() }, text)
+            .await
+    }
+
+    async fn event_kinds(&self) -> Vec<String> {
+        let events = self
+            .store
+            .list_events(&EventQuery {
+                limit: 100,
+                ..EventQuery::default()
+            })
+            .await
+            .unwrap();
+        events.iter().map(|e| e.event.kind().to_owned()).collect()
+    }
+
+    /// A visit booked by the customer as `book_appointment` saves it, starting in an hour.
+    async fn book(&self, id: &str) -> Appointment {
+        let starts_at = self.now() + chrono::Duration::hours(1);
+        let appointment = Appointment {
+            id: id.into(),
+            property_id: self.property.clone(),
+            slot_id: format!("S-{id}"),
+            wa_id: self.customer.clone(),
+            starts_at,
+            status: AppointmentStatus::Booked,
+            created_at: self.now(),
+            reminder_sent_at: None,
+            moved_from: None,
+            follow_up: FollowUp {
+                agent: None,
+                minutes: Some(45),
+                notice: Some(Notice::Booked.key(starts_at)),
+                ..FollowUp::default()
+            },
+        };
+        self.realestate
+            .save_appointment(&appointment)
+            .await
+            .unwrap();
+        appointment
+    }
+}
+
+async fn the_loop_comes_back(store: Arc<dyn Store>, realestate: Arc<dyn RealEstateStore>) {
+    let world = World::new(store, realestate).await;
+    let booked = world.book("A-F1").await;
+
+    // The agent hears of the booking at once, and only once.
+    assert_eq!(world.tick().await, 1);
+    assert_eq!(world.tick().await, 0);
+    let notice = world.outbox(&world.agent).await;
+    assert_eq!(notice.len(), 1, "{notice:#?}");
+    let body = &notice[0].body;
+    assert!(body.starts_with("Nueva visita"), "{body}");
+    assert!(body.contains(&world.property), "{body}");
+    assert!(body.contains("+34611222333"), "{body}");
+    assert!(body.contains("Lucía"), "{body}");
+    assert!(
+        body.contains("https://zaguan.example/console/conversations/34611222333"),
+        "{body}"
+    );
+
+    // Not asked before the end of the visit plus the delay: 1 h + 45 min + 30 min.
+    world.clock.advance(chrono::Duration::minutes(60 + 45 + 29));
+    assert_eq!(world.tick().await, 0);
+    world.clock.advance(chrono::Duration::minutes(2));
+    assert_eq!(world.tick().await, 1);
+    assert_eq!(world.tick().await, 0, "asked once");
+
+    // The agent presses «Realizada»: no model, the visit is recorded.
+    let reply = world.press(&world.agent, "visit:A-F1:done").await;
+    assert!(reply.starts_with("Anotado"), "{reply}");
+    let done = world.realestate.appointment("A-F1").await.unwrap().unwrap();
+    assert_eq!(done.status, AppointmentStatus::Done);
+    assert!(done.follow_up.outcome_by.unwrap().starts_with("agent:"));
+    let visits = world.realestate.visits_to(&world.property).await.unwrap();
+    let visit = visits.iter().find(|v| v.id == "V-F1").expect("the visit");
+    assert_eq!(visit.visited_at, booked.starts_at);
+    // Pressed again (or from the console after it): already recorded, nothing changes.
+    let again = world.press(&world.agent, "visit:A-F1:no_show").await;
+    assert!(again.contains("ya estaba anotada"), "{again}");
+    let by_console = record_outcome(
+        world.realestate.as_ref(),
+        world.store.as_ref(),
+        "A-F1",
+        Outcome::NoShow,
+        "operator:ana",
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(by_console, Some(Settled::Already(a)) if a.status == AppointmentStatus::Done));
+
+    // The customer is asked how it went, with three buttons, and presses «Me interesa».
+    assert_eq!(world.tick().await, 1);
+    assert_eq!(world.tick().await, 0);
+    let asked = world.outbox(&world.customer).await;
+    let titles: Vec<&str> = asked
+        .iter()
+        .flat_map(|m| &m.buttons)
+        .map(|b| b.title.as_str())
+        .collect();
+    assert_eq!(
+        titles,
+        ["Me interesa", "No me convence", "Quiero verlo otra vez"]
+    );
+    let thanks = world
+        .press(&world.customer, "feedback:V-F1:interested")
+        .await;
+    assert!(thanks.contains("te interesa"), "{thanks}");
+    let visits = world.realestate.visits_to(&world.property).await.unwrap();
+    let visit = visits.iter().find(|v| v.id == "V-F1").unwrap();
+    assert_eq!(visit.outcome, Some(VisitOutcome::Interested));
+
+    // An offer: the owner is told, with accept, reject and counter.
+    let offer = Offer {
+        id: "F-F1".into(),
+        property_id: world.property.clone(),
+        wa_id: world.customer.clone(),
+        amount: 230_000,
+        currency: "EUR".into(),
+        conditions: None,
+        status: OfferStatus::Submitted,
+        created_at: world.now(),
+        answer: OfferAnswer {
+            notice: Some("received".into()),
+            ..OfferAnswer::default()
+        },
+    };
+    world.realestate.upsert_offers(&[offer]).await.unwrap();
+    assert_eq!(world.tick().await, 1);
+    assert_eq!(world.tick().await, 0);
+    let told = world.outbox(&world.owner).await;
+    assert!(told.iter().any(|m| m.body.contains("230.000")), "{told:#?}");
+    let ask = world.press(&world.owner, "offer:F-F1:counter").await;
+    assert!(ask.contains("importe"), "{ask}");
+    // Words without an amount: asked again, nothing recorded.
+    let unclear = world.say(&world.owner, "déjame pensarlo").await;
+    assert!(unclear.contains("No veo el importe"), "{unclear}");
+    let countered = world.say(&world.owner, "250.000 €").await;
+    assert!(countered.contains("250.000"), "{countered}");
+    let offer = world.realestate.offer("F-F1").await.unwrap().unwrap();
+    assert_eq!(offer.status, OfferStatus::Countered);
+    assert_eq!(offer.answer.counter_amount, Some(250_000));
+    assert_eq!(offer.answer.awaiting_counter_from, None);
+
+    // The customer hears the counter-offer and accepts it with the button.
+    assert_eq!(world.tick().await, 1);
+    let heard = world.outbox(&world.customer).await;
+    assert!(
+        heard
+            .iter()
+            .any(|m| m.body.contains("contraoferta de 250.000")),
+        "{heard:#?}"
+    );
+    let accepted = world.press(&world.customer, "counter:F-F1:accept").await;
+    assert!(accepted.contains("Aceptas la contraoferta"), "{accepted}");
+    let offer = world.realestate.offer("F-F1").await.unwrap().unwrap();
+    assert_eq!(offer.status, OfferStatus::Accepted);
+    assert_eq!(offer.answer.answered_by.as_deref(), Some("customer"));
+    // The agent is told; the customer, who said it, is not told again.
+    let before = world.outbox(&world.customer).await.len();
+    assert_eq!(world.tick().await, 1);
+    assert_eq!(world.outbox(&world.customer).await.len(), before);
+    let agent_told = world.outbox(&world.agent).await;
+    assert!(
+        agent_told
+            .iter()
+            .any(|m| m.body.starts_with("Oferta aceptada") && m.body.contains("250.000")),
+        "{agent_told:#?}"
+    );
+
+    // A no-show: the customer is offered another time, once.
+    world.book("A-F2").await;
+    assert_eq!(world.tick().await, 1);
+    world.clock.advance(chrono::Duration::hours(3));
+    assert_eq!(world.tick().await, 1);
+    let noted = world.press(&world.agent, "visit:A-F2:no_show").await;
+    assert!(noted.contains("no vino"), "{noted}");
+    let before = world.outbox(&world.customer).await.len();
+    assert_eq!(world.tick().await, 1);
+    assert_eq!(world.tick().await, 0);
+    let offered = world.outbox(&world.customer).await;
+    assert_eq!(offered.len(), before + 1);
+    assert!(
+        offered.last().unwrap().body.contains("otro día"),
+        "{offered:#?}"
+    );
+
+    // The records' events, each once.
+    let kinds = world.event_kinds().await;
+    for kind in [
+        "visit.done",
+        "visit.no_show",
+        "visit_feedback.recorded",
+        "offer.countered",
+        "offer.accepted",
+    ] {
+        assert_eq!(
+            kinds.iter().filter(|k| *k == kind).count(),
+            1,
+            "{kind} in {kinds:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_the_loop_comes_back() {
+    the_loop_comes_back(
+        Arc::new(MemoryStore::new()),
+        Arc::new(MemoryRealEstate::new()),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_the_loop_comes_back() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let realestate = Arc::new(MongoRealEstate::new(db.store.pool().clone()));
+    the_loop_comes_back(Arc::new(db.store.clone()), realestate).await;
+    db.drop().await;
+}
