@@ -116,6 +116,16 @@ fn admin_routes(state: AppState) -> Router<AppState> {
             "/admin/owners/{id}",
             axum::routing::patch(admin::api::update_owner),
         )
+        .route("/admin/appointments", get(admin::api::list_appointments))
+        .route(
+            "/admin/appointments/{id}/outcome",
+            axum::routing::post(admin::api::record_outcome),
+        )
+        .route("/admin/offers", get(admin::api::list_offers))
+        .route(
+            "/admin/offers/{id}/answer",
+            axum::routing::post(admin::api::answer_offer),
+        )
         .route("/admin/export/{kind}", get(admin::api::export))
         .route(
             "/admin/users/{wa_id}/forget",

@@ -69,6 +69,10 @@ enum Command {
     Staff(admin::cli::people::StaffArgs),
     /// The owners of its listings: `add`, `list`, `update ID`, `import FILE`.
     Owners(admin::cli::people::OwnersArgs),
+    /// Visits the bot booked: `list`, `outcome ID done|no-show|cancelled`.
+    Appointments(admin::cli::follow_ups::AppointmentsArgs),
+    /// Offers the bot took: `list [--open]`, `answer ID accept|reject|counter AMOUNT`.
+    Offers(admin::cli::follow_ups::OffersArgs),
     /// Business events for the agency's CRM: `list [--failed]`, `retry ID|--failed`.
     Events(admin::cli::events::EventsArgs),
     /// Leads, appointments or offers since a moment, as CSV or JSON lines.
@@ -141,6 +145,10 @@ fn main() -> ExitCode {
             Command::Listings(args) => admin::cli::listings::run(args, config).await,
             Command::Staff(args) => admin::cli::people::run_staff(args, config).await,
             Command::Owners(args) => admin::cli::people::run_owners(args, config).await,
+            Command::Appointments(args) => {
+                admin::cli::follow_ups::run_appointments(args, config).await
+            }
+            Command::Offers(args) => admin::cli::follow_ups::run_offers(args, config).await,
             Command::Events(args) => admin::cli::events::run(args, config).await,
             Command::Export(args) => admin::cli::export::run(args, config).await,
             Command::Conversations(args) => admin::cli::conversations::run(args, config).await,

@@ -628,3 +628,142 @@ fn is_csv(headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/csv"))
 }
+
+/// Which list: `?view=waiting|today|upcoming` for visits, `?view=open|answered` for offers.
+#[derive(Debug, Deserialize)]
+pub struct ViewQuery {
+    view: Option<String>,
+}
+
+fn timezone(state: &AppState) -> chrono_tz::Tz {
+    state
+        .config
+        .as_ref()
+        .map_or(chrono_tz::UTC, |c| c.engine.timezone)
+}
+
+/// `GET /admin/appointments?view=`: like `zaguan appointments list` (all three views when
+/// none is named), each visit with its view.
+pub async fn list_appointments(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<ViewQuery>,
+) -> Result<Json<Vec<serde_json::Value>>, AdminError> {
+    use crate::realestate::follow_up::lists::{AppointmentView, appointment_json, appointments};
+    authorize(&state, &headers, OperatorRole::Operator).await?;
+    let views = match query.view.as_deref() {
+        None => AppointmentView::ALL.to_vec(),
+        Some(word) => vec![AppointmentView::parse(word).ok_or_else(|| {
+            AdminError::BadRequest(format!("`{word}` is not waiting, today or upcoming"))
+        })?],
+    };
+    let mut listed = Vec::new();
+    for view in views {
+        for appointment in
+            appointments(realestate(&state)?, view, Utc::now(), timezone(&state)).await?
+        {
+            listed.push(appointment_json(&appointment, view));
+        }
+    }
+    Ok(Json(listed))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OutcomeBody {
+    outcome: String,
+}
+
+/// `POST /admin/appointments/{id}/outcome` `{"outcome": "done"|"no-show"|"cancelled"}`: like
+/// `zaguan appointments outcome`; 409 when it was recorded already.
+pub async fn record_outcome(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Json(body): Json<OutcomeBody>,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    use crate::realestate::follow_up::lists::{AppointmentView, appointment_json};
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    let by = format!("operator:{}", who.name);
+    let appointment = crate::admin::follow_ups::outcome(
+        realestate(&state)?,
+        state.store.as_ref(),
+        &id,
+        &body.outcome,
+        &by,
+        Utc::now(),
+    )
+    .await?;
+    tracing::info!(operator = %who.name, appointment = %id, outcome = %body.outcome, "visit outcome recorded through the admin API");
+    Ok(Json(appointment_json(
+        &appointment,
+        AppointmentView::Waiting,
+    )))
+}
+
+/// `GET /admin/offers?view=open|answered`: like `zaguan offers list`.
+pub async fn list_offers(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<ViewQuery>,
+) -> Result<Json<Vec<serde_json::Value>>, AdminError> {
+    use crate::realestate::follow_up::lists::{OfferView, offer_json, offers};
+    authorize(&state, &headers, OperatorRole::Operator).await?;
+    let views =
+        match query.view.as_deref() {
+            None => vec![OfferView::Open, OfferView::Answered],
+            Some(word) => vec![OfferView::parse(word).ok_or_else(|| {
+                AdminError::BadRequest(format!("`{word}` is not open or answered"))
+            })?],
+        };
+    let mut listed = Vec::new();
+    for view in views {
+        for offer in offers(realestate(&state)?, view, Utc::now()).await? {
+            let mut line = offer_json(&offer);
+            line["view"] = json!(view.as_str());
+            listed.push(line);
+        }
+    }
+    Ok(Json(listed))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AnswerBody {
+    answer: String,
+    /// A counter-offer's amount, whole units: `250000` or `"250.000"`.
+    amount: Option<serde_json::Value>,
+}
+
+/// `POST /admin/offers/{id}/answer` `{"answer": "accept"|"reject"|"counter", "amount": N}`:
+/// like `zaguan offers answer`; 409 when it was answered already.
+pub async fn answer_offer(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Json(body): Json<AnswerBody>,
+) -> Result<Json<serde_json::Value>, AdminError> {
+    use crate::realestate::follow_up::lists::offer_json;
+    let who = authorize(&state, &headers, OperatorRole::Operator).await?;
+    let amount = match &body.amount {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(text)) => Some(text.clone()),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        Some(other) => {
+            return Err(AdminError::BadRequest(format!(
+                "amount: `{other}` is not a number"
+            )));
+        }
+    };
+    let by = format!("operator:{}", who.name);
+    let offer = crate::admin::follow_ups::answer(
+        realestate(&state)?,
+        state.store.as_ref(),
+        &id,
+        &body.answer,
+        amount.as_deref(),
+        &by,
+        Utc::now(),
+    )
+    .await?;
+    tracing::info!(operator = %who.name, offer = %id, answer = %body.answer, "offer answered through the admin API");
+    Ok(Json(offer_json(&offer)))
+}

@@ -5,6 +5,7 @@ pub mod calendar_feed;
 pub mod cli;
 pub mod console;
 pub mod export;
+pub mod follow_ups;
 pub mod operations;
 pub mod reports;
 pub mod team;

@@ -444,3 +444,190 @@ async fn mongo_the_loop_comes_back() {
     the_loop_comes_back(Arc::new(db.store.clone()), realestate).await;
     db.drop().await;
 }
+
+/// `/admin/appointments` and `/admin/offers`: the lists, an outcome and an answer recorded by
+/// an operator, a second attempt refused with what was recorded (409), bad words (400) and
+/// unknown records (404).
+async fn operators_record_outcomes_and_answers(
+    store: Arc<dyn Store>,
+    realestate: Arc<dyn RealEstateStore>,
+) {
+    use axum::http::StatusCode;
+    let world = World::new(store.clone(), realestate.clone()).await;
+    let appointment = world.book("A-API1").await;
+    world
+        .realestate
+        .upsert_offers(&[Offer {
+            id: "F-API1".into(),
+            property_id: world.property.clone(),
+            wa_id: world.customer.clone(),
+            amount: 200_000,
+            currency: "EUR".into(),
+            conditions: None,
+            status: OfferStatus::Submitted,
+            created_at: Utc::now(),
+            answer: OfferAnswer::default(),
+        }])
+        .await
+        .unwrap();
+    let app = common::TestApp::with_store(store)
+        .with_admin(Some(common::ADMIN_TOKEN))
+        .with_state(|state| state.with_realestate(realestate.clone()));
+    let auth = common::bearer();
+
+    let (status, listed) = app
+        .admin(
+            "GET",
+            "/admin/appointments?view=upcoming",
+            Some(&auth),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let today = app
+        .admin("GET", "/admin/appointments?view=today", Some(&auth), None)
+        .await
+        .1;
+    let all: Vec<&serde_json::Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(today.as_array().unwrap())
+        .collect();
+    assert!(
+        all.iter().any(|a| a["id"] == "A-API1"),
+        "booked in an hour: today or upcoming: {all:?}"
+    );
+    let (status, _) = app
+        .admin("GET", "/admin/appointments?view=someday", Some(&auth), None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    let (status, _) = app
+        .admin(
+            "POST",
+            "/admin/appointments/A-API1/outcome",
+            Some(&auth),
+            Some(r#"{"outcome": "maybe"}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = app
+        .admin(
+            "POST",
+            "/admin/appointments/A-NONE/outcome",
+            Some(&auth),
+            Some(r#"{"outcome": "done"}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, recorded) = app
+        .admin(
+            "POST",
+            "/admin/appointments/A-API1/outcome",
+            Some(&auth),
+            Some(r#"{"outcome": "no-show"}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{recorded}");
+    assert_eq!(recorded["status"], "no_show");
+    assert!(
+        recorded["outcome_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("operator:")
+    );
+    let (status, refused) = app
+        .admin(
+            "POST",
+            "/admin/appointments/A-API1/outcome",
+            Some(&auth),
+            Some(r#"{"outcome": "done"}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert!(refused.to_string().contains("no_show"), "{refused}");
+    let stored = realestate
+        .appointment(&appointment.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status, AppointmentStatus::NoShow);
+
+    let (status, open) = app
+        .admin("GET", "/admin/offers?view=open", Some(&auth), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(open.as_array().unwrap().iter().any(|o| o["id"] == "F-API1"));
+    let (status, _) = app
+        .admin(
+            "POST",
+            "/admin/offers/F-API1/answer",
+            Some(&auth),
+            Some(r#"{"answer": "counter"}"#),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "a counter needs its amount"
+    );
+    let (status, countered) = app
+        .admin(
+            "POST",
+            "/admin/offers/F-API1/answer",
+            Some(&auth),
+            Some(r#"{"answer": "counter", "amount": "215.000"}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{countered}");
+    assert_eq!(countered["status"], "countered");
+    assert_eq!(countered["counter_amount"], 215_000);
+    let (status, _) = app
+        .admin(
+            "POST",
+            "/admin/offers/F-API1/answer",
+            Some(&auth),
+            Some(r#"{"answer": "reject"}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let answered = app
+        .admin("GET", "/admin/offers?view=answered", Some(&auth), None)
+        .await
+        .1;
+    assert!(answered.as_array().unwrap().iter().any(
+        |o| o["id"] == "F-API1" && o["answered_by"].as_str().unwrap().starts_with("operator:")
+    ));
+    let offer = realestate.offer("F-API1").await.unwrap().unwrap();
+    assert_eq!(offer.status, OfferStatus::Countered);
+    assert_eq!(offer.answer.counter_amount, Some(215_000));
+    // The customer hears of the counter-offer from the follow-up loop.
+    assert!(world.tick().await >= 1);
+    assert!(
+        world
+            .outbox(&world.customer)
+            .await
+            .iter()
+            .any(|m| m.body.contains("215.000"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_operators_record_outcomes_and_answers() {
+    operators_record_outcomes_and_answers(
+        Arc::new(MemoryStore::new()),
+        Arc::new(MemoryRealEstate::new()),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mongo_operators_record_outcomes_and_answers() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    let realestate = Arc::new(MongoRealEstate::new(db.store.pool().clone()));
+    operators_record_outcomes_and_answers(Arc::new(db.store.clone()), realestate).await;
+    db.drop().await;
+}

@@ -6,6 +6,7 @@ pub mod conversations;
 pub mod demo;
 pub mod events;
 pub mod export;
+pub mod follow_ups;
 pub mod healthcheck;
 pub mod listings;
 pub mod operators;

@@ -10,6 +10,7 @@
 //! The answers (button presses, a counter-offer's amount) are read without a model by
 //! [`FollowUpPresses`], and recorded by [`record`] like the console's and the command line's.
 
+pub mod lists;
 mod presses;
 pub mod record;
 mod texts;
