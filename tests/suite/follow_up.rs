@@ -631,3 +631,133 @@ async fn mongo_operators_record_outcomes_and_answers() {
     operators_record_outcomes_and_answers(Arc::new(db.store.clone()), realestate).await;
     db.drop().await;
 }
+
+/// `/console/visits` and `/console/offers`: an operator sees the visit waiting for its outcome
+/// and records it; a second outcome is shown what was recorded; a viewer reads the list with
+/// the number masked, has no buttons, and is refused the action.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_lists_and_records() {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use zaguan::admin::team::OperatorRole;
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let realestate: Arc<dyn RealEstateStore> = Arc::new(MemoryRealEstate::new());
+    let world = World::new(store.clone(), realestate.clone()).await;
+    let mut waiting = world.book("A-CON1").await;
+    waiting.starts_at = Utc::now() - chrono::Duration::hours(2);
+    realestate.save_appointment(&waiting).await.unwrap();
+    let app = common::TestApp::with_store(store)
+        .with_admin(Some(common::ADMIN_TOKEN))
+        .with_state(|state| state.with_realestate(realestate.clone()));
+    let request = |method: &str, uri: &str, cookie: &str, form: Option<String>| {
+        let builder = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("cookie", cookie);
+        match form {
+            Some(form) => builder
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(Body::from(form))
+                .unwrap(),
+            None => builder.body(Body::empty()).unwrap(),
+        }
+    };
+    let csrf_of = |html: &str| {
+        let at = html.find("name=\"csrf\" value=\"").expect("a form") + 19;
+        html[at..].split('"').next().unwrap().to_owned()
+    };
+
+    let (ana, _) = app.operator("ana", OperatorRole::Operator).await;
+    let cookie = common::console_sign_in(&app, "ana", &ana.password)
+        .await
+        .unwrap();
+    let (status, page) = app
+        .request(request(
+            "GET",
+            "/console/visits?view=waiting",
+            &cookie,
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("data-id=\"A-CON1\""), "{page}");
+    assert!(page.contains("34611222333"), "an operator sees the number");
+    assert!(page.contains("/console/visits/A-CON1/outcome"));
+    // Filtered by another listing: not there.
+    let (_, other) = app
+        .request(request(
+            "GET",
+            "/console/visits?view=waiting&property=P-0000",
+            &cookie,
+            None,
+        ))
+        .await;
+    assert!(!other.contains("data-id=\"A-CON1\""));
+    let csrf = csrf_of(&page);
+    let (status, done) = app
+        .request(request(
+            "POST",
+            "/console/visits/A-CON1/outcome",
+            &cookie,
+            Some(format!("csrf={csrf}&outcome=done&view=waiting")),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert!(done.contains("A-CON1: done"), "{done}");
+    assert!(!done.contains("data-id=\"A-CON1\""), "no longer waiting");
+    let (_, again) = app
+        .request(request(
+            "POST",
+            "/console/visits/A-CON1/outcome",
+            &cookie,
+            Some(format!("csrf={csrf}&outcome=no-show")),
+        ))
+        .await;
+    assert!(
+        again.contains("is done already (by operator:ana)"),
+        "{again}"
+    );
+    let stored = realestate.appointment("A-CON1").await.unwrap().unwrap();
+    assert_eq!(stored.status, AppointmentStatus::Done);
+    let (status, offers) = app
+        .request(request(
+            "GET",
+            "/console/offers?view=answered",
+            &cookie,
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{offers}");
+
+    let (vera, _) = app.operator("vera", OperatorRole::Viewer).await;
+    let viewer = common::console_sign_in(&app, "vera", &vera.password)
+        .await
+        .unwrap();
+    let mut upcoming = world.book("A-CON2").await;
+    upcoming.starts_at = Utc::now() - chrono::Duration::hours(1);
+    realestate.save_appointment(&upcoming).await.unwrap();
+    let (status, page) = app
+        .request(request("GET", "/console/visits", &viewer, None))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("data-id=\"A-CON2\""), "{page}");
+    assert!(
+        !page.contains("34611222333"),
+        "a viewer's numbers are masked"
+    );
+    assert!(
+        !page.contains("/console/visits/A-CON2/outcome"),
+        "no buttons"
+    );
+    let (status, _) = app
+        .request(request(
+            "POST",
+            "/console/visits/A-CON2/outcome",
+            &viewer,
+            Some(format!("csrf={}&outcome=done", csrf_of(&page))),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let still = realestate.appointment("A-CON2").await.unwrap().unwrap();
+    assert_eq!(still.status, AppointmentStatus::Booked);
+}

@@ -13,6 +13,7 @@ pub mod session;
 mod refs;
 
 mod actions;
+mod follow_ups;
 mod masking;
 mod operators;
 mod pages;
@@ -84,6 +85,10 @@ pub fn routes() -> Router<AppState> {
             get(operators::operators).post(operators::add),
         )
         .route("/console/operators/{name}/reset", post(operators::reset))
+        .route("/console/visits", get(follow_ups::visits))
+        .route("/console/visits/{id}/outcome", post(follow_ups::outcome))
+        .route("/console/offers", get(follow_ups::offers_list))
+        .route("/console/offers/{id}/answer", post(follow_ups::answer))
         .route("/console/staff", get(staff::staff).post(staff::add))
         .route("/console/staff/{id}/disable", post(staff::disable))
         .route(
@@ -115,6 +120,8 @@ fn templates() -> &'static Environment<'static> {
             ("prompts.html", include_str!("templates/prompts.html")),
             ("operators.html", include_str!("templates/operators.html")),
             ("staff.html", include_str!("templates/staff.html")),
+            ("visits.html", include_str!("templates/visits.html")),
+            ("offers.html", include_str!("templates/offers.html")),
             ("queue.html", include_str!("templates/queue.html")),
             ("reports.html", include_str!("templates/reports.html")),
             ("queue_rows.html", include_str!("templates/queue_rows.html")),
