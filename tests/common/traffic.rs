@@ -144,11 +144,7 @@ pub async fn week(
                         slot_id: format!("S-W{d}"),
                         wa_id: wa_id.clone(),
                         starts_at: at + Duration::hours(20),
-                        status: if attended {
-                            AppointmentStatus::Done
-                        } else {
-                            AppointmentStatus::Booked
-                        },
+                        status: AppointmentStatus::Booked,
                         created_at: at + Duration::minutes(2),
                         reminder_sent_at: None,
                         moved_from: None,
@@ -156,6 +152,24 @@ pub async fn week(
                     })
                     .await
                     .unwrap();
+                if attended {
+                    // As the agent's «Realizada» records it: the funnel's "visited" step is
+                    // read from what outcomes write.
+                    let recorded = zaguan::realestate::follow_up::record_outcome(
+                        realestate,
+                        store,
+                        &format!("A-W{d}"),
+                        zaguan::realestate::follow_up::Outcome::Done,
+                        "agent:A-01",
+                        at + Duration::hours(21),
+                    )
+                    .await
+                    .unwrap();
+                    assert!(matches!(
+                        recorded,
+                        Some(zaguan::realestate::Settled::Now(_))
+                    ));
+                }
                 expected.visit_booked += 1;
                 expected.visit_attended += u64::from(attended);
                 if d % 2 == 0 {
