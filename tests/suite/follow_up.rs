@@ -26,6 +26,18 @@ use zaguan::store::{
 
 const TZ: chrono_tz::Tz = chrono_tz::Europe::Madrid;
 
+fn settings(agenda_at: Option<chrono::NaiveTime>) -> FollowUpSettings {
+    FollowUpSettings {
+        timezone: TZ,
+        phone_number_id: "109876543210".into(),
+        every: Duration::from_secs(2),
+        outcome_delay: Duration::from_secs(30 * 60),
+        agenda_at,
+        offers_to_owners: true,
+        public_url: Some("https://zaguan.example/".parse().unwrap()),
+    }
+}
+
 struct World {
     store: Arc<dyn Store>,
     realestate: Arc<dyn RealEstateStore>,
@@ -114,19 +126,7 @@ impl World {
                 store.clone(),
             ))),
         );
-        let job = FollowUps::new(
-            realestate.clone(),
-            engine.clone(),
-            FollowUpSettings {
-                timezone: TZ,
-                phone_number_id: "109876543210".into(),
-                every: Duration::from_secs(2),
-                outcome_delay: Duration::from_secs(30 * 60),
-                agenda_at: None,
-                offers_to_owners: true,
-                public_url: Some("https://zaguan.example/".parse().unwrap()),
-            },
-        );
+        let job = FollowUps::new(realestate.clone(), engine.clone(), settings(None));
         World {
             store,
             realestate,
@@ -760,4 +760,44 @@ async fn the_console_lists_and_records() {
     assert_eq!(status, StatusCode::FORBIDDEN);
     let still = realestate.appointment("A-CON2").await.unwrap().unwrap();
     assert_eq!(still.status, AppointmentStatus::Booked);
+}
+
+/// From the agenda time, each agent with visits that day gets one list of them; not before,
+/// and not twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_get_the_days_agenda_once() {
+    use chrono::TimeZone;
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let realestate: Arc<dyn RealEstateStore> = Arc::new(MemoryRealEstate::new());
+    let world = World::new(store, realestate.clone()).await;
+    let today = world.now().with_timezone(&TZ).date_naive();
+    let at = |h: u32, m: u32| {
+        TZ.from_local_datetime(&today.and_hms_opt(h, m, 0).unwrap())
+            .unwrap()
+            .to_utc()
+    };
+    let mut visit = world.book("A-AG1").await;
+    visit.starts_at = at(11, 0);
+    visit.follow_up.notice = None;
+    realestate.save_appointment(&visit).await.unwrap();
+    let agenda = FollowUps::new(
+        realestate.clone(),
+        world.engine.clone(),
+        settings(chrono::NaiveTime::from_hms_opt(8, 30, 0)),
+    );
+    assert_eq!(agenda.tick(at(8, 29)).await.unwrap(), 0, "not before 08:30");
+    assert_eq!(agenda.tick(at(8, 31)).await.unwrap(), 1);
+    assert_eq!(agenda.tick(at(9, 0)).await.unwrap(), 0, "once a day");
+    // Another instance (or a restart) the same morning: still once.
+    let other = FollowUps::new(
+        realestate.clone(),
+        world.engine.clone(),
+        settings(chrono::NaiveTime::from_hms_opt(8, 30, 0)),
+    );
+    assert_eq!(other.tick(at(9, 5)).await.unwrap(), 0);
+    let sent = world.outbox(&world.agent).await;
+    assert_eq!(sent.len(), 1, "{sent:#?}");
+    assert!(sent[0].body.starts_with("Buenos días"), "{}", sent[0].body);
+    assert!(sent[0].body.contains("11:00"), "{}", sent[0].body);
+    assert!(sent[0].body.contains(&world.property), "{}", sent[0].body);
 }

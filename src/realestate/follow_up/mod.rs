@@ -174,6 +174,22 @@ impl FollowUps {
         }
     }
 
+    /// The console's list of today's visits, or where to find it.
+    fn visits_link(&self) -> String {
+        match &self.settings.public_url {
+            Some(base) => {
+                let mut url = base.clone();
+                url.set_path(&format!(
+                    "{}/console/visits",
+                    base.path().trim_end_matches('/')
+                ));
+                url.set_query(Some("view=today"));
+                url.to_string()
+            }
+            None => "zaguan appointments list --view today".to_owned(),
+        }
+    }
+
     /// The appointments' pending notices: to the agent (booked, moved, cancelled) or to the
     /// customer (how did it go, another time).
     async fn visit_notices(&self, now: DateTime<Utc>) -> Result<usize, EngineError> {
@@ -650,6 +666,7 @@ impl FollowUps {
                 continue;
             };
             let mut lines = Vec::new();
+            let mut first = None;
             for appointment in &day {
                 let property = self.realestate.property(&appointment.property_id).await?;
                 let named = appointment.follow_up.agent.as_deref();
@@ -669,6 +686,7 @@ impl FollowUps {
                 let place = property
                     .map(|p| format!("{} {}, {}", p.id, p.title, p.address))
                     .unwrap_or_else(|| appointment.property_id.clone());
+                first.get_or_insert(appointment.starts_at);
                 lines.push(texts::agenda_line(
                     &start.to_string(),
                     &place,
@@ -676,26 +694,27 @@ impl FollowUps {
                     &appointment.wa_id,
                 ));
             }
-            if lines.is_empty() {
+            let Some(first) = first else {
                 continue;
-            }
+            };
             let text = texts::agenda(&member.name, &lines);
             let step = format!("agenda:{}:{}", member.id, today.format("%Y%m%d"));
-            let first = day[0].starts_at;
+            // Outside the window as `staff_visit`: the first visit's time, and the day's list
+            // on one line (a template's parameter holds no line breaks).
             let values = [
                 (
                     "change",
                     TemplateValue::from(format!("Agenda de hoy: {} visitas", lines.len())),
                 ),
                 ("customer", member.name.clone().into()),
-                ("phone", String::new().into()),
+                ("phone", "—".into()),
                 ("property", lines.join("; ").into()),
-                ("address", String::new().into()),
+                ("address", "—".into()),
                 (
                     "when",
                     TemplateValue::Moment(first.with_timezone(&tz).naive_local()),
                 ),
-                ("link", String::new().into()),
+                ("link", self.visits_link().into()),
             ];
             queued += self
                 .send(
