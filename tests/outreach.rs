@@ -14,6 +14,11 @@
 //! - 131056 and 130429 back off the recipient and the number; nothing is lost.
 //! - Twenty turns refused for content (a 200 with `finish_reason: "content_filter"`) go to the
 //!   fallback and leave the primary's breaker closed for everyone else.
+//! - On MongoDB, the loop back: a booking reaches its agent within 5 s; after the visit the
+//!   agent presses «done» on the template, the customer «Me interesa», and the owner's «¿cómo va
+//!   mi piso?» counts the visit and its opinion; an offer reaches the owner, who counters by
+//!   message, the customer accepts with the button, the agent is told; a no-show is offered
+//!   another time once.
 //! - On MongoDB, where the test can place a visit and a customer's language before the
 //!   service starts: an English customer's reminder is the English template, its date in
 //!   English.
@@ -94,6 +99,32 @@ fn rules(body: &Value) -> Value {
         } else {
             say("Visita reservada.")
         }
+    } else if system.contains("especialista en ofertas") {
+        if delegated {
+            // «Ofrezco 288000 por el P-1017»: the amount, then the listing.
+            let said = last_user(messages);
+            let amount: u64 = said
+                .split_whitespace()
+                .find_map(|w| w.parse().ok())
+                .expect("an amount");
+            call(
+                "submit_offer",
+                json!({"property_id": reference(said), "amount": amount}),
+            )
+        } else if waiting {
+            say("¿Confirmas la oferta? Pulsa el botón.")
+        } else {
+            say("Oferta enviada al propietario.")
+        }
+    } else if system.contains("especialista en propietarios") {
+        if delegated {
+            call("owner_listing_stats", json!({}))
+        } else if role == "tool" {
+            // What the tool said, as it said it: the test reads the figures.
+            say(content)
+        } else {
+            say("Propietario: ¿algo más?")
+        }
     } else if system.contains("especialista en propiedades") {
         if delegated {
             let property = reference(last_user(messages));
@@ -120,6 +151,10 @@ fn rules(body: &Value) -> Value {
         }
     } else if role == "user" && content.contains("Avísame") {
         call("ToSearcherAssistant", json!({"query": content}))
+    } else if role == "user" && content.contains("cómo va mi piso") {
+        call("ToOwnerInfoAssistant", json!({"query": content}))
+    } else if role == "user" && content.contains("Ofrezco") {
+        call("ToProspectOfferAssistant", json!({"query": content}))
     } else if role == "user" && content.contains("visita") {
         call("ToAppointmentAssistant", json!({"query": content}))
     } else if role == "user" && content.contains("un bajo o un alto") {
@@ -159,6 +194,10 @@ async fn start(mongo: Option<&TestMongo>) -> Service {
             // Reminders from midnight: whenever this runs, tomorrow's visits are due.
             ("ZAGUAN_REMINDER_TIME", "00:00".to_owned()),
             ("ZAGUAN_TIMEZONE", TZ.name().to_owned()),
+            // Follow-ups at once, the outcome question a second after a visit's end.
+            ("ZAGUAN_FOLLOW_UP_EVERY", "200ms".to_owned()),
+            ("ZAGUAN_VISIT_OUTCOME_DELAY", "1s".to_owned()),
+            ("ZAGUAN_AGENDA_TIME", "off".to_owned()),
         ],
         mongo,
     })
@@ -662,6 +701,303 @@ async fn content_refusals_stay_with_their_conversation(service: &mut Service) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The loop back from agents and owners (MongoDB).
+
+/// The listing the loop-back scenario books and makes offers on. Its owner is given a WhatsApp number and
+/// its agent is a demo agent on WhatsApp, both before the service starts.
+struct LoopListing {
+    property: Property,
+    agent: String,
+    /// Another agent, with the id their slot names: one agent is never booked twice in an
+    /// hour, so the second visit is theirs.
+    second: (String, String),
+    owner: String,
+}
+
+async fn loop_listing(
+    realestate: &zaguan::realestate::MongoRealEstate,
+    set: &DemoSet,
+) -> LoopListing {
+    use zaguan::realestate::{OwnerStore as _, PropertyStore as _};
+    // Its demo slots start tomorrow: the test's, today, are listed first.
+    let mut property = available(set)
+        .nth(3)
+        .expect("an available demo listing")
+        .clone();
+    let mut agents = set
+        .staff
+        .iter()
+        .filter(|m| m.wa_id.is_some() && m.is_active());
+    let agent = agents.next().expect("a demo agent on WhatsApp");
+    let second = agents.next().expect("two demo agents on WhatsApp");
+    property.agent_id = Some(agent.id.clone());
+    realestate
+        .upsert_properties(std::slice::from_ref(&property))
+        .await
+        .unwrap();
+    let mut owner = set
+        .owners
+        .iter()
+        .find(|o| o.id == property.owner_id)
+        .unwrap()
+        .clone();
+    owner.wa_id = Some(zaguan::domain::WaId::parse("34611400039").unwrap());
+    realestate
+        .upsert_owners(std::slice::from_ref(&owner))
+        .await
+        .unwrap();
+    LoopListing {
+        agent: agent.wa_id.as_ref().unwrap().as_str().to_owned(),
+        second: (
+            second.wa_id.as_ref().unwrap().as_str().to_owned(),
+            second.id.clone(),
+        ),
+        owner: "34611400039".to_owned(),
+        property,
+    }
+}
+
+/// The ids of the buttons (or a template's quick replies) sent to `to` that start with
+/// `prefix` and end with `suffix`, in order.
+fn buttons_sent(service: &Service, to: &str, prefix: &str, suffix: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for message in service.messages_to(to) {
+        let text = message.to_string();
+        for (at, _) in text.match_indices(prefix) {
+            let id: String = text[at..].chars().take_while(|c| *c != '"').collect();
+            if id.ends_with(suffix) && !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    ids
+}
+
+/// The first of [`buttons_sent`].
+fn button_sent(service: &Service, to: &str, prefix: &str, suffix: &str) -> String {
+    buttons_sent(service, to, prefix, suffix)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| {
+            panic!(
+                "no button {prefix}…{suffix} sent to {to}: {:?}",
+                service.messages_to(to)
+            )
+        })
+}
+
+/// A press of a template's quick reply (`button`) or of a text's reply button
+/// (`interactive`), as WhatsApp delivers it.
+async fn press(service: &mut Service, from: &str, name: &str, id: &str, template: bool) {
+    let message = if template {
+        json!({"type": "button", "button": {"payload": id, "text": "…"}})
+    } else {
+        json!({"type": "interactive", "interactive": {"type": "button_reply",
+            "button_reply": {"id": id, "title": "…"}}})
+    };
+    service
+        .customer_sends(from, name, message, chrono::Duration::zero())
+        .await;
+}
+
+/// A customer books; the agent is told within 5 s; after the visit the agent presses «done»
+/// on the template; the customer is asked and presses «Me interesa»; the owner's «¿cómo va mi
+/// piso?» counts the visit and its feedback. The customer offers; the owner is told, counters
+/// by message; the customer accepts with the button; the agent is told and the offer is
+/// `accepted`. A second visit's no-show offers the customer another time once.
+async fn the_loop_comes_back(
+    service: &mut Service,
+    realestate: &zaguan::realestate::MongoRealEstate,
+    listing: &LoopListing,
+) {
+    use zaguan::realestate::SlotStore as _;
+    let customer = "34611400030";
+    let other = "34611400031";
+    let (agent, owner, property) = (&listing.agent, &listing.owner, &listing.property);
+    // Two visits a little ahead, of no length: over as soon as they start.
+    let soon = Utc::now() + chrono::Duration::seconds(25);
+    let slot = |n: i64, agent: &str| zaguan::realestate::Slot {
+        id: format!("S-LOOP-{n}"),
+        property_id: property.id.clone(),
+        starts_at: soon + chrono::Duration::seconds(n),
+        minutes: 0,
+        agent: agent.to_owned(),
+    };
+    realestate
+        .upsert_slots(&[slot(0, property.agent_id.as_deref().unwrap())])
+        .await
+        .unwrap();
+
+    service
+        .customer_says(
+            customer,
+            "Lucía",
+            &format!("Quiero una visita al {}", property.id),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "confirm:", Duration::from_secs(10))
+        .await;
+    service.customer_says(customer, "Lucía", "sí").await;
+    service
+        .wait_for_message(customer, "Visita reservada", Duration::from_secs(10))
+        .await;
+    let took = service
+        .wait_for_message(agent, "Nueva visita", Duration::from_secs(5))
+        .await;
+    assert!(took < Duration::from_secs(5));
+    assert!(
+        service.mentions(agent, customer) >= 1,
+        "the customer's number"
+    );
+
+    // The second visit, by another customer, booked before the first is over.
+    let (second, second_id) = &listing.second;
+    realestate
+        .upsert_slots(&[slot(3, second_id)])
+        .await
+        .unwrap();
+    service
+        .customer_says(
+            other,
+            "Pedro",
+            &format!("Quiero una visita al {}", property.id),
+        )
+        .await;
+    service
+        .wait_for_message(other, "confirm:", Duration::from_secs(10))
+        .await;
+    service.customer_says(other, "Pedro", "sí").await;
+    service
+        .wait_for_message(other, "Visita reservada", Duration::from_secs(10))
+        .await;
+
+    // The visit's time passes: the agent, who never wrote, gets the template with buttons.
+    service
+        .wait_for_message(agent, ":done", Duration::from_secs(60))
+        .await;
+    let done = button_sent(service, agent, "visit:A-", ":done");
+    let first_question = service
+        .messages_to(agent)
+        .into_iter()
+        .find(|m| m.to_string().contains(&done))
+        .unwrap();
+    assert_eq!(
+        first_question["type"],
+        json!("template"),
+        "{first_question}"
+    );
+    press(service, agent, "Marta", &done, true).await;
+    service
+        .wait_for_message(agent, "Anotado", Duration::from_secs(10))
+        .await;
+    // The customer, inside their window, is asked with reply buttons.
+    service
+        .wait_for_message(customer, "visit_feedback:V-", Duration::from_secs(10))
+        .await;
+    let interested = button_sent(service, customer, "visit_feedback:V-", ":interested");
+    press(service, customer, "Lucía", &interested, false).await;
+    service
+        .wait_for_message(customer, "te interesa", Duration::from_secs(10))
+        .await;
+
+    // The owner asks: one visit, and its feedback.
+    service
+        .customer_says(owner, "Propietaria", "Hola, ¿cómo va mi piso?")
+        .await;
+    service
+        .wait_for_message(owner, "1 visitas", Duration::from_secs(10))
+        .await;
+    assert!(
+        service.mentions(owner, "tras la visita, interesados: 1") == 1,
+        "{:?}",
+        service.texts_to(owner)
+    );
+
+    // The no-show of the second visit: its own question, pressed on a reply button now that
+    // the agent is inside the window.
+    service
+        .wait_for_message(second, ":no_show", Duration::from_secs(30))
+        .await;
+    let no_show = button_sent(service, second, "visit:A-", ":no_show");
+    assert!(no_show.contains("LOOP-3"), "{no_show}");
+    press(service, second, "Javier", &no_show, true).await;
+    service
+        .wait_for_message(other, "otro día", Duration::from_secs(10))
+        .await;
+
+    // The offer.
+    let offered = property.price / 10_000 * 9_000;
+    let counter = property.price / 10_000 * 10_000;
+    // «646.000», as the owner writes it and the customer reads it.
+    let thousands = zaguan::realestate::tools::text::thousands;
+    // A third customer, whose conversation is with no assistant yet.
+    let customer = "34611400032";
+    service
+        .customer_says(
+            customer,
+            "Nuria",
+            &format!("Ofrezco {offered} por el {}", property.id),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "confirm:", Duration::from_secs(10))
+        .await;
+    service.customer_says(customer, "Nuria", "sí").await;
+    service
+        .wait_for_message(owner, "offer:F-", Duration::from_secs(10))
+        .await;
+    let counter_id = button_sent(service, owner, "offer:F-", ":counter");
+    // The owner wrote a moment ago: inside the window, reply buttons.
+    press(service, owner, "Propietaria", &counter_id, false).await;
+    service
+        .wait_for_message(owner, "importe", Duration::from_secs(10))
+        .await;
+    service
+        .customer_says(owner, "Propietaria", &format!("{} €", thousands(counter)))
+        .await;
+    service
+        .wait_for_message(customer, "counter:F-", Duration::from_secs(10))
+        .await;
+    assert!(service.mentions(customer, &thousands(counter)) >= 1);
+    let accept = button_sent(service, customer, "counter:F-", ":accept");
+    press(service, customer, "Nuria", &accept, false).await;
+    service
+        .wait_for_message(customer, "Aceptas la contraoferta", Duration::from_secs(10))
+        .await;
+    service
+        .wait_for_message(agent, "Oferta aceptada", Duration::from_secs(10))
+        .await;
+    let (status, answered) = service
+        .admin("GET", "/admin/offers?view=answered", None)
+        .await;
+    assert_eq!(status, 200, "{answered}");
+    let offer = answered
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["wa_id"] == json!(customer))
+        .expect("the customer's offer");
+    assert_eq!(offer["status"], json!("accepted"), "{offer}");
+    assert_eq!(offer["counter_amount"], json!(counter), "{offer}");
+
+    // Each said once: the no-show's offer of another time, the agent's notice of the booking.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        service.mentions(other, "otro día"),
+        1,
+        "{:?}",
+        service.texts_to(other)
+    );
+    assert_eq!(
+        service.mentions(agent, "Oferta aceptada"),
+        1,
+        "{:?}",
+        service.messages_to(agent)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_the_embedded_store_outreach_keeps_the_rules() {
@@ -728,6 +1064,7 @@ async fn on_mongodb_outreach_keeps_the_rules() {
         .await
         .unwrap();
 
+    let listing = loop_listing(&realestate, &set).await;
     let mut service = start(Some(&db)).await;
     service
         .wait_for_message(english.as_str(), "visit_reminder", Duration::from_secs(10))
@@ -746,6 +1083,7 @@ async fn on_mongodb_outreach_keeps_the_rules() {
     assert!(texts.contains(&when.as_str()), "{when} in {reminder}");
     assert!(!texts.iter().any(|t| t.contains(" a las ")), "{reminder}");
 
+    the_loop_comes_back(&mut service, &realestate, &listing).await;
     baja_holds_the_alert_and_alta_lets_it_go(&mut service, &set).await;
     a_day_late_message_gets_only_a_template(&mut service, Some(&db)).await;
     a_late_media_failure_falls_back_once(&mut service, &set).await;

@@ -327,7 +327,7 @@ async fn the_loop_comes_back(store: Arc<dyn Store>, realestate: Arc<dyn RealEsta
         ["Me interesa", "No me convence", "Quiero verlo otra vez"]
     );
     let thanks = world
-        .press(&world.customer, "feedback:V-F1:interested")
+        .press(&world.customer, "visit_feedback:V-F1:interested")
         .await;
     assert!(thanks.contains("te interesa"), "{thanks}");
     let visits = world.realestate.visits_to(&world.property).await.unwrap();

@@ -1,5 +1,5 @@
 //! The answers to the follow-ups, read without a model: a button's id names the record and
-//! the answer (`visit:A-…:done`, `feedback:V-…:interested`, `offer:F-…:counter`,
+//! the answer (`visit:A-…:done`, `visit_feedback:V-…:interested`, `offer:F-…:counter`,
 //! `counter:F-…:accept`), and only the contact it was sent to may give it. After
 //! «Contraoferta», the next message is read for the amount (the offline reader's amounts).
 
@@ -285,7 +285,7 @@ impl Presses for FollowUpPresses {
             };
             return match kind {
                 "visit" => self.visit_outcome(said, id, what).await,
-                "feedback" => self.feedback(said, id, what).await,
+                "visit_feedback" => self.feedback(said, id, what).await,
                 "offer" => self.offer(said, id, what).await,
                 "counter" if what == "accept" => {
                     let Some(offer) = self.realestate.offer(id).await? else {

@@ -80,9 +80,9 @@ pub fn feedback_buttons(visit_id: &str, lang: Option<&str>) -> Vec<ReplyButton> 
         _ => ("Me interesa", "No me convence", "Quiero verlo otra vez"),
     };
     vec![
-        ReplyButton::new(format!("feedback:{visit_id}:interested"), yes),
-        ReplyButton::new(format!("feedback:{visit_id}:not_interested"), no),
-        ReplyButton::new(format!("feedback:{visit_id}:again"), again),
+        ReplyButton::new(format!("visit_feedback:{visit_id}:interested"), yes),
+        ReplyButton::new(format!("visit_feedback:{visit_id}:not_interested"), no),
+        ReplyButton::new(format!("visit_feedback:{visit_id}:again"), again),
     ]
 }
 

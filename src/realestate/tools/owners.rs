@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::text::{self, money, unavailable};
 use crate::domain::Role;
 use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
-use crate::realestate::{PropertyFilter, RealEstateStore};
+use crate::realestate::{PropertyFilter, RealEstateStore, VisitOutcome};
 
 pub struct OwnerListingStats<S: ?Sized = dyn RealEstateStore> {
     store: Arc<S>,
@@ -100,6 +100,29 @@ impl<S: OfferStore + OwnerStore + PropertyStore + VisitStore + ?Sized> TypedTool
             ));
             if let Some(best) = best {
                 out.push_str(&format!(" · mejor oferta {}", money(best, &p.currency)));
+            }
+            // What the visitors said after their visit (the follow-up's buttons, or in words).
+            let said = |outcomes: &[VisitOutcome]| {
+                visits
+                    .iter()
+                    .filter(|v| v.outcome.is_some_and(|o| outcomes.contains(&o)))
+                    .count()
+            };
+            let opinions = [
+                (
+                    "interesados",
+                    said(&[VisitOutcome::Interested, VisitOutcome::MadeOffer]),
+                ),
+                ("no convencidos", said(&[VisitOutcome::NotInterested])),
+                ("quieren volver", said(&[VisitOutcome::WantsSecondVisit])),
+            ];
+            let opinions: Vec<String> = opinions
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(what, n)| format!("{what}: {n}"))
+                .collect();
+            if !opinions.is_empty() {
+                out.push_str(&format!(" · tras la visita, {}", opinions.join(", ")));
             }
         }
         Ok(out.into())
