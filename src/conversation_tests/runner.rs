@@ -23,6 +23,7 @@ use crate::config::Config;
 use crate::domain::{Clock, ManualClock, Role, WaId, WaMessageId};
 use crate::engine::EngineSettings;
 use crate::llm::{ChatMessage, Llm, LlmRequest};
+use crate::realestate::follow_up::{FollowUpSettings, FollowUps};
 use crate::realestate::{MemoryRealEstate, demo};
 use crate::store::{ConversationStore, EventStore, HistoryStore, OutboxStore};
 use crate::store::{
@@ -264,23 +265,54 @@ async fn run_steps(
             .map_err(|e| e.to_string())?;
     }
 
+    if let Some(lang) = &test.lang {
+        store
+            .set_conversation_lang(&wa_id, lang)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    before_the_test(test, realestate.as_ref(), &set, &wa_id, start).await?;
+
     let (llm, cassette): (Arc<dyn Llm>, Option<Arc<CassetteLlm>>) = match model {
         Model::Cassette(llm) => (llm.clone(), Some(llm)),
         Model::Offline => (Arc::new(crate::llm::OfflineLlm), None),
     };
     let voices = Voices::default();
-    let engine = crate::startup::assemble_engine(
-        EngineSettings {
-            clock: clock.clone(),
-            ..settings.clone()
-        },
-        &shared.config,
-        store.clone(),
+    let engine = Arc::new(
+        crate::startup::assemble_engine(
+            EngineSettings {
+                clock: clock.clone(),
+                ..settings.clone()
+            },
+            &shared.config,
+            store.clone(),
+            realestate.clone(),
+            llm,
+            shared.registry.clone(),
+        )
+        .with_voice_notes(Arc::new(VoiceNotes::new(voices.clone(), voices.clone()))),
+    );
+    // The agents' and owners' follow-ups, run after every step on the test's clock.
+    let follow_ups = FollowUps::new(
         realestate,
-        llm,
-        shared.registry.clone(),
-    )
-    .with_voice_notes(Arc::new(VoiceNotes::new(voices.clone(), voices.clone())));
+        engine.clone(),
+        FollowUpSettings {
+            timezone: settings.timezone,
+            phone_number_id: "109876543210".to_owned(),
+            every: std::time::Duration::from_secs(2),
+            outcome_delay: crate::realestate::follow_up::DEFAULT_OUTCOME_DELAY,
+            agenda_at: None,
+            offers_to_owners: true,
+            public_url: None,
+        },
+    );
+    let follow_up = || async {
+        follow_ups
+            .tick(clock.now())
+            .await
+            .map_err(|e| format!("the follow-ups failed: {e}"))
+    };
+    follow_up().await?;
 
     let profile = test
         .profile_name
@@ -302,11 +334,17 @@ async fn run_steps(
         if let Some(wait) = &step.wait {
             let by = humantime::parse_duration(wait).map_err(|e| e.to_string())?;
             clock.advance(chrono::Duration::from_std(by).map_err(|e| e.to_string())?);
-            replies.push(Vec::new());
+            // What the business says on its own meanwhile (a follow-up's question).
+            follow_up().await?;
+            let sent = deliver(&*store, &wa_id, &mut sent_count).await?;
+            if let Some(last) = sent.last() {
+                last_bot_wamid = Some(last.wamid.clone());
+            }
             if step.expect.is_some() {
-                let observed = observe(&*store, &wa_id, &[], 0, &mut seen_events).await?;
+                let observed = observe(&*store, &wa_id, &sent, 0, &mut seen_events).await?;
                 check(step, &observed, &fail, result, shared).await;
             }
+            replies.push(sent);
             continue;
         }
         clock.advance(chrono::Duration::minutes(1));
@@ -339,6 +377,7 @@ async fn run_steps(
             .set_inbox_status(&outcome.answered, InboxStatus::Done)
             .await
             .map_err(|e| e.to_string())?;
+        follow_up().await?;
         let sent = deliver(&*store, &wa_id, &mut sent_count).await?;
         if let Some(last) = sent.last() {
             last_bot_wamid = Some(last.wamid.clone());
@@ -356,6 +395,74 @@ async fn run_steps(
         let observed = observe(&*store, &wa_id, &sent, history_before, &mut seen_events).await?;
         replies.push(sent);
         check(step, &observed, &fail, result, shared).await;
+    }
+    Ok(())
+}
+
+/// What the test says was there before it starts: visits booked, offers made.
+async fn before_the_test(
+    test: &TestCase,
+    realestate: &MemoryRealEstate,
+    set: &demo::DemoSet,
+    contact: &WaId,
+    start: DateTime<Utc>,
+) -> Result<(), String> {
+    use crate::realestate::{
+        Appointment, AppointmentStatus, AppointmentStore as _, FollowUp, Offer, OfferAnswer,
+        OfferStatus, OfferStore as _,
+    };
+    // The test's agent shows the visits; the listing's agent when the test is not an agent's.
+    let agent = set
+        .staff
+        .iter()
+        .find(|m| m.wa_id.as_ref() == Some(contact))
+        .map(|m| m.id.clone());
+    for (n, booked) in test.booked.iter().enumerate() {
+        let ago = humantime::parse_duration(&booked.ago)
+            .map_err(|e| format!("booked: ago `{}`: {e}", booked.ago))?;
+        let starts_at = start - chrono::Duration::from_std(ago).map_err(|e| e.to_string())?;
+        let customer = WaId::parse(&booked.customer)
+            .map_err(|e| format!("booked: customer `{}`: {e}", booked.customer))?;
+        realestate
+            .save_appointment(&Appointment {
+                id: format!("A-T{}", n + 1),
+                property_id: booked.property.clone(),
+                slot_id: format!("S-T{}", n + 1),
+                wa_id: customer,
+                starts_at,
+                status: AppointmentStatus::Booked,
+                created_at: starts_at - chrono::Duration::days(1),
+                reminder_sent_at: Some(starts_at - chrono::Duration::hours(12)),
+                moved_from: None,
+                follow_up: FollowUp {
+                    agent: agent.clone(),
+                    minutes: Some(30),
+                    ..FollowUp::default()
+                },
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    for (n, made) in test.offers.iter().enumerate() {
+        let customer = WaId::parse(&made.customer)
+            .map_err(|e| format!("offers: customer `{}`: {e}", made.customer))?;
+        realestate
+            .upsert_offers(&[Offer {
+                id: format!("F-T{}", n + 1),
+                property_id: made.property.clone(),
+                wa_id: customer,
+                amount: made.amount,
+                currency: "EUR".to_owned(),
+                conditions: None,
+                status: OfferStatus::Submitted,
+                created_at: start,
+                answer: OfferAnswer {
+                    notice: Some("received".to_owned()),
+                    ..OfferAnswer::default()
+                },
+            }])
+            .await
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -449,10 +556,14 @@ fn inbound(
         let wanted = tap.button();
         for sent in from {
             let choices = choices(sent);
-            if let Some((id, title, _)) = choices.iter().find(|(id, title, kind)| {
-                *kind == "button_reply"
+            if let Some((id, title, kind)) = choices.iter().find(|(id, title, kind)| {
+                (*kind == "button_reply" || *kind == "quick_reply")
                     && (id.starts_with(wanted) || title.eq_ignore_ascii_case(wanted))
             }) {
+                if *kind == "quick_reply" {
+                    // A template's quick reply comes back as a `button` with its payload.
+                    return Ok(json!({"type": "button", "button": {"payload": id, "text": title}}));
+                }
                 return Ok(json!({"type": "interactive", "interactive": {
                     "type": "button_reply", "button_reply": {"id": id, "title": title}}}));
             }
@@ -523,6 +634,19 @@ fn choices(sent: &[Sent]) -> Choices {
                     .to_owned(),
                 "button_reply",
             ));
+        }
+        // A template's quick replies: their payloads (the titles are the template's own).
+        for component in message.body["template"]["components"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["sub_type"] == "quick_reply")
+        {
+            for parameter in component["parameters"].as_array().into_iter().flatten() {
+                if let Some(payload) = parameter["payload"].as_str() {
+                    out.push((payload.to_owned(), payload.to_owned(), "quick_reply"));
+                }
+            }
         }
         for section in interactive["action"]["sections"]
             .as_array()
@@ -657,7 +781,7 @@ async fn observe(
     }
     for (id, title, kind) in choices(sent) {
         match kind {
-            "button_reply" => buttons.push(title),
+            "button_reply" | "quick_reply" => buttons.push(title),
             _ => rows.push((id, title)),
         }
     }

@@ -36,7 +36,37 @@ pub struct TestCase {
     /// failure is a failure, never «needs recording».
     #[serde(default)]
     pub without_model: bool,
+    /// The contact's language, as if they had written in it before (`en`).
+    #[serde(default)]
+    pub lang: Option<String>,
+    /// Visits booked before the test starts, shown by the test's agent (role `agent`): what
+    /// the follow-ups ask them about once a `wait` passes their end.
+    #[serde(default)]
+    pub booked: Vec<Booked>,
+    /// Offers made before the test starts, waiting for an answer from the listing's owner
+    /// (role `owner`, whose listing it must be) or agent.
+    #[serde(default)]
+    pub offers: Vec<OfferMade>,
     pub steps: Vec<Step>,
+}
+
+/// A visit booked before the test: of `property`, by `customer`, started `ago` (`2h`) before
+/// the test's start, 30 minutes long.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Booked {
+    pub property: String,
+    pub customer: String,
+    pub ago: String,
+}
+
+/// An offer made before the test: `amount` euros for `property` by `customer`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OfferMade {
+    pub property: String,
+    pub customer: String,
+    pub amount: u64,
 }
 
 /// What the customer does, and what is expected after it.
