@@ -312,7 +312,6 @@ async fn run_steps(
             .await
             .map_err(|e| format!("the follow-ups failed: {e}"))
     };
-    follow_up().await?;
 
     let profile = test
         .profile_name
@@ -364,6 +363,18 @@ async fn run_steps(
         let entry = entry(&wa_id, &profile, number, message, clock.now())?;
         store
             .insert_inbox(std::slice::from_ref(&entry))
+            .await
+            .map_err(|e| e.to_string())?;
+        // As the webhook does: the contact wrote now, so their 24-hour window is open.
+        store
+            .record_contact(&crate::store::ContactSeen {
+                wa_id: wa_id.clone(),
+                phone: None,
+                user_id: None,
+                name: None,
+                username: None,
+                seen_at: clock.now(),
+            })
             .await
             .map_err(|e| e.to_string())?;
         let open = store.open_inbox(&wa_id).await.map_err(|e| e.to_string())?;
@@ -421,11 +432,14 @@ async fn before_the_test(
         let ago = humantime::parse_duration(&booked.ago)
             .map_err(|e| format!("booked: ago `{}`: {e}", booked.ago))?;
         let starts_at = start - chrono::Duration::from_std(ago).map_err(|e| e.to_string())?;
-        let customer = WaId::parse(&booked.customer)
-            .map_err(|e| format!("booked: customer `{}`: {e}", booked.customer))?;
+        let customer = match &booked.customer {
+            Some(raw) => WaId::parse(raw).map_err(|e| format!("booked: customer `{raw}`: {e}"))?,
+            None => contact.clone(),
+        };
+        let id = format!("A-T{}", n + 1);
         realestate
             .save_appointment(&Appointment {
-                id: format!("A-T{}", n + 1),
+                id: id.clone(),
                 property_id: booked.property.clone(),
                 slot_id: format!("S-T{}", n + 1),
                 wa_id: customer,
@@ -442,6 +456,12 @@ async fn before_the_test(
             })
             .await
             .map_err(|e| e.to_string())?;
+        if booked.done {
+            realestate
+                .settle_appointment(&id, AppointmentStatus::Done, "agent:test", start)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
     }
     for (n, made) in test.offers.iter().enumerate() {
         let customer = WaId::parse(&made.customer)

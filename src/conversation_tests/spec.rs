@@ -50,14 +50,18 @@ pub struct TestCase {
     pub steps: Vec<Step>,
 }
 
-/// A visit booked before the test: of `property`, by `customer`, started `ago` (`2h`) before
-/// the test's start, 30 minutes long.
+/// A visit booked before the test: of `property`, by `customer` (the test's own contact when
+/// not given), started `ago` (`2h`) before the test's start, 30 minutes long; `done`: its
+/// agent has just recorded it done, so the customer is asked how it went.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Booked {
     pub property: String,
-    pub customer: String,
+    #[serde(default)]
+    pub customer: Option<String>,
     pub ago: String,
+    #[serde(default)]
+    pub done: bool,
 }
 
 /// An offer made before the test: `amount` euros for `property` by `customer`.

@@ -45,6 +45,14 @@ pub enum Answered {
     Noted,
     /// Answered: this is the reply, and no assistant runs.
     Reply(Reply),
+    /// Recorded, and what the contact asked for is `tool` with `args` run as `agent` (the
+    /// appointment assistant listing new times for «Quiero verlo otra vez»): the call and its
+    /// result are written as that assistant's, and it answers from them.
+    Run {
+        agent: &'static str,
+        tool: &'static str,
+        args: serde_json::Value,
+    },
 }
 
 /// The business domain's answers (see the module doc).

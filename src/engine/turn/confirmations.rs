@@ -196,8 +196,14 @@ async fn answer_follow_up(
         after,
         now: turn.now(),
     };
-    let Answered::Reply(reply) = presses.answer(&said).await? else {
-        return Ok(false);
+    let reply = match presses.answer(&said).await? {
+        Answered::No | Answered::Noted => return Ok(false),
+        Answered::Reply(reply) => reply,
+        Answered::Run { agent, tool, args } => {
+            metrics::counter!("zaguan_follow_up_answers_total", "agent" => agent).increment(1);
+            run_for(turn, state, agent, tool, args).await?;
+            return Ok(true);
+        }
     };
     metrics::counter!("zaguan_follow_up_answers_total", "agent" => reply.agent).increment(1);
     let message = if reply.buttons.is_empty() {
@@ -212,6 +218,59 @@ async fn answer_follow_up(
     };
     turn.append(state, message);
     Ok(true)
+}
+
+/// Runs `tool` as `agent`'s call, in that assistant, for it to answer from the result.
+async fn run_for(
+    turn: &Turn<'_>,
+    state: &mut State,
+    agent: &str,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<(), EngineError> {
+    turn.set_dialog_state(state, crate::domain::DialogState::entered(agent))
+        .await?;
+    let call = ToolCall {
+        id: crate::llm::new_call_id(),
+        name: tool.to_owned(),
+        args: args.into(),
+    };
+    turn.append(
+        state,
+        turn.ai_message(&state.wa_id, "", agent, vec![call.clone()]),
+    );
+    let output: ToolOutput = if turn.tools.allows(&call.name, state.user.role) {
+        let context = turn.tool_context(state);
+        turn.tools
+            .run(&call, &context, turn.settings.tool_timeout)
+            .await
+    } else {
+        format!(
+            "Error: the tool {} is not available for this user.",
+            call.name
+        )
+        .into()
+    };
+    let ToolOutput {
+        text: content,
+        attachments,
+        events,
+    } = output;
+    turn.record_events(&state.wa_id, events, turn.now(), &call.id)
+        .await?;
+    let message = NewMessage {
+        wa_id: state.wa_id.clone(),
+        role: MessageRole::Tool,
+        content,
+        agent: Some(agent.into()),
+        tool_calls: Vec::new(),
+        tool_call_id: Some(call.id),
+        wamids: Vec::new(),
+        attachments,
+        at: turn.now(),
+    };
+    turn.append(state, message);
+    Ok(())
 }
 
 /// What the bot said before the message this turn answers: the texts, buttons and list rows

@@ -134,7 +134,11 @@ impl FollowUpPresses {
                     .to_owned(),
             ),
             // The appointment assistant offers the new times.
-            _ => Answered::Noted,
+            _ => Answered::Run {
+                agent: "appointment_assistant",
+                tool: "list_available_slots",
+                args: serde_json::json!({"property_id": visit.property_id}),
+            },
         })
     }
 

@@ -77,7 +77,8 @@ pub fn feedback_buttons(visit_id: &str, lang: Option<&str>) -> Vec<ReplyButton> 
     let (yes, no, again) = match lang.unwrap_or("es") {
         "en" => ("I'm interested", "Not for me", "See it again"),
         "pt" => ("Interessa-me", "Não me convence", "Quero voltar a ver"),
-        _ => ("Me interesa", "No me convence", "Quiero verlo otra vez"),
+        // A reply button title has at most 20 characters (the template's quick reply says it in full).
+        _ => ("Me interesa", "No me convence", "Verlo otra vez"),
     };
     vec![
         ReplyButton::new(format!("visit_feedback:{visit_id}:interested"), yes),
