@@ -516,6 +516,37 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         Kind::Counter,
         "Visit reminders queued",
     ),
+    // The loop back from agents and owners.
+    (
+        "zaguan_follow_ups_total",
+        Kind::Counter,
+        "Follow-ups queued (an agent's notice or question, an offer, an answer), by purpose",
+    ),
+    (
+        "zaguan_follow_ups_unreachable_total",
+        Kind::Counter,
+        "Follow-ups with nobody on WhatsApp to send them to, left for the console",
+    ),
+    (
+        "zaguan_follow_up_answers_total",
+        Kind::Counter,
+        "Answers to follow-ups read without a model, by the agent the reply is written as",
+    ),
+    (
+        "zaguan_visit_outcomes_total",
+        Kind::Counter,
+        "Visit outcomes recorded (done, no_show, cancelled), whoever recorded them",
+    ),
+    (
+        "zaguan_visit_feedback_total",
+        Kind::Counter,
+        "Customers' answers to how their visit went, by outcome",
+    ),
+    (
+        "zaguan_offer_answers_total",
+        Kind::Counter,
+        "Offers answered (accepted, rejected, countered), whoever answered",
+    ),
     // Health (set by the monitor).
     (
         "zaguan_inbox_backlog",

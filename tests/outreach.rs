@@ -846,6 +846,7 @@ async fn the_loop_comes_back(
         .wait_for_message(agent, "Nueva visita", Duration::from_secs(5))
         .await;
     assert!(took < Duration::from_secs(5));
+    eprintln!("the agent heard of the booking {took:?} after the customer read it was booked");
     assert!(
         service.mentions(agent, customer) >= 1,
         "the customer's number"

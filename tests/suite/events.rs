@@ -137,6 +137,11 @@ async fn every_change_writes_its_event_and_nothing_else_does(
     );
     let booked = realestate.appointments_of(&customer).await.unwrap();
     assert_eq!(booked.len(), 1);
+    // Each change leaves the notice its agent is sent (the follow-up loop's), with who shows it.
+    let notice =
+        |a: &zaguan::realestate::Appointment| a.follow_up.notice.clone().unwrap_or_default();
+    assert!(notice(&booked[0]).starts_with("booked:"), "{booked:?}");
+    assert!(booked[0].follow_up.agent.is_some(), "{booked:?}");
 
     // Reschedule, cancel, an offer, visit feedback, a person: each confirmed change, one event.
     let appointment = booked[0].id.clone();
@@ -195,8 +200,21 @@ async fn every_change_writes_its_event_and_nothing_else_does(
         }
     };
     turn(a, &["¿me la pasas al otro hueco?", "sí"]).await;
+    let moved = realestate.appointment(&appointment).await.unwrap().unwrap();
+    assert!(notice(&moved).starts_with("moved:"), "{moved:?}");
     turn(a, &["mejor anúlala", "sí"]).await;
+    let cancelled = realestate.appointment(&appointment).await.unwrap().unwrap();
+    assert!(
+        notice(&cancelled).starts_with("cancelled:"),
+        "{cancelled:?}"
+    );
     turn(o, &["ofrezco un 10 % menos", "sí"]).await;
+    let offered = realestate.offers_of(&customer).await.unwrap();
+    assert_eq!(
+        offered[0].answer.notice.as_deref(),
+        Some("received"),
+        "the owner is to be told: {offered:?}"
+    );
     turn(v, &["me gustó, la cocina pequeña", "sí"]).await;
     turn(o, &["¿me llamáis por la tarde?", "sí"]).await;
     turn("primary_assistant", &["quiero hablar con mi agente"]).await;

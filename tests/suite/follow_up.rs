@@ -808,3 +808,69 @@ async fn agents_get_the_days_agenda_once() {
     assert!(sent[0].body.contains("11:00"), "{}", sent[0].body);
     assert!(sent[0].body.contains(&world.property), "{}", sent[0].body);
 }
+
+/// A visit of days ago still `booked` (from before the follow-ups, or a long outage) is not
+/// asked about: it waits in the console's list of visits waiting for an outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_visits_are_not_asked_about() {
+    use zaguan::realestate::follow_up::lists::{AppointmentView, appointments};
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let realestate: Arc<dyn RealEstateStore> = Arc::new(MemoryRealEstate::new());
+    let world = World::new(store, realestate.clone()).await;
+    let mut old = world.book("A-OLD").await;
+    old.starts_at = world.now() - chrono::Duration::days(10);
+    old.follow_up.notice = None;
+    realestate.save_appointment(&old).await.unwrap();
+    assert_eq!(world.tick().await, 0);
+    assert!(world.outbox(&world.agent).await.is_empty());
+    let stored = realestate.appointment("A-OLD").await.unwrap().unwrap();
+    assert!(
+        stored.follow_up.outcome_asked_at.is_some(),
+        "settled as not to ask"
+    );
+    let waiting = appointments(
+        realestate.as_ref(),
+        AppointmentView::Waiting,
+        world.now(),
+        TZ,
+    )
+    .await
+    .unwrap();
+    assert!(waiting.iter().any(|a| a.id == "A-OLD"));
+}
+
+/// A move and a cancellation are told to the agent as such, each once; a second move is a
+/// new notice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moves_and_cancellations_reach_the_agent() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let realestate: Arc<dyn RealEstateStore> = Arc::new(MemoryRealEstate::new());
+    let world = World::new(store, realestate.clone()).await;
+    let mut visit = world.book("A-MV1").await;
+    assert_eq!(world.tick().await, 1, "booked");
+    for (kind, hours) in [(Notice::Moved, 2), (Notice::Moved, 3)] {
+        visit.starts_at = world.now() + chrono::Duration::hours(hours);
+        visit.follow_up.notice = Some(kind.key(visit.starts_at));
+        realestate.save_appointment(&visit).await.unwrap();
+        assert_eq!(world.tick().await, 1, "each move its notice");
+        assert_eq!(world.tick().await, 0);
+    }
+    visit.status = AppointmentStatus::Cancelled;
+    visit.follow_up.notice = Some(Notice::Cancelled.key(visit.starts_at));
+    realestate.save_appointment(&visit).await.unwrap();
+    assert_eq!(world.tick().await, 1);
+    let told: Vec<String> = world
+        .outbox(&world.agent)
+        .await
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(told.len(), 4, "{told:#?}");
+    assert!(told[0].starts_with("Nueva visita"), "{told:#?}");
+    assert!(told[1].starts_with("Visita cambiada"), "{told:#?}");
+    assert!(told[2].starts_with("Visita cambiada"), "{told:#?}");
+    assert!(told[3].starts_with("Visita cancelada"), "{told:#?}");
+    // A cancelled visit is never asked about.
+    world.clock.advance(chrono::Duration::hours(6));
+    assert_eq!(world.tick().await, 0);
+}

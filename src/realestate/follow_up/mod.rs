@@ -46,6 +46,9 @@ pub const OFFER_NOTICE: &str = "offer_notice";
 /// `ZAGUAN_VISIT_OUTCOME_DELAY`'s default: how long after a visit's end its agent is asked.
 pub const DEFAULT_OUTCOME_DELAY: Duration = Duration::from_secs(30 * 60);
 
+/// A visit older than this is never asked about (see `outcome_questions`).
+const ASK_WITHIN_DAYS: i64 = 3;
+
 /// Most records each round looks at, per kind: a backlog drains over a few rounds.
 const BATCH: usize = 50;
 
@@ -354,6 +357,14 @@ impl FollowUps {
             let minutes = appointment.follow_up.minutes.unwrap_or(0);
             let ends = appointment.starts_at + chrono::Duration::minutes(i64::from(minutes));
             if ends + delay > now {
+                continue;
+            }
+            if appointment.starts_at < now - chrono::Duration::days(ASK_WITHIN_DAYS) {
+                // Booked before the follow-ups existed, or missed while the service was down
+                // for long: nobody remembers; it waits in the console's list instead.
+                self.realestate
+                    .claim_outcome_question(&appointment.id, now)
+                    .await?;
                 continue;
             }
             let property = self.realestate.property(&appointment.property_id).await?;

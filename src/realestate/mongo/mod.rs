@@ -57,7 +57,7 @@ impl MongoRealEstate {
 
     /// Creates the indexes the queries rely on. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
-        let indexes: [(&str, Document); 17] = [
+        let indexes: [(&str, Document); 20] = [
             ("slots", doc! {"property_id": 1, "starts_at": 1}),
             ("appointments", doc! {"wa_id": 1, "starts_at": 1}),
             ("appointments", doc! {"property_id": 1, "starts_at": 1}),
@@ -66,6 +66,11 @@ impl MongoRealEstate {
             ("visits", doc! {"property_id": 1}),
             ("offers", doc! {"wa_id": 1}),
             ("offers", doc! {"property_id": 1}),
+            // The follow-up loop's queues, looked at every few seconds, and the counter-offer
+            // amount awaited from a contact, looked for on each of their messages.
+            ("appointments", doc! {"notice": 1}),
+            ("offers", doc! {"answer_notice": 1}),
+            ("offers", doc! {"awaiting_counter_from": 1}),
             ("properties", doc! {"owner_id": 1}),
             ("owners", doc! {"wa_id": 1}),
             ("staff", doc! {"wa_id": 1}),
