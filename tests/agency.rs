@@ -506,7 +506,13 @@ async fn on_mongodb_two_instances_and_redelivered_webhooks_tell_each_customer_on
     // Long enough for a second copy from either instance (two digest periods, a loop pass).
     tokio::time::sleep(Duration::from_secs(5)).await;
     for customer in &customers {
-        assert_eq!(told(customer), 1, "Marta told of {customer} once");
+        assert_eq!(
+            told(customer),
+            1,
+            "Marta told of {customer} once: {:?} {:?}",
+            one.messages_to(MARTA),
+            two.messages_to(MARTA)
+        );
         assert_eq!(replies(customer), 1, "{customer} answered once");
     }
     drop((one, two));
