@@ -16,14 +16,17 @@
 mod tool;
 mod words;
 
+use std::sync::LazyLock;
+
 use regex::Regex;
 
 use crate::agents::keywords::tokens;
 
 pub use tool::{RECORD_OPT_OUT, RecordOptOut, RecordOptOutArgs};
 use words::{
-    ARTICLES, CONSENT_TALK, COURTESY, MESSAGE_CUES, MESSAGES, MOST_WORDS, OPT_IN_WORDS,
-    OPT_OUT_WORDS, OTHER_THINGS, PREFERENCES, QUESTION_WORDS, RESUME, RESUME_CUES, STOP, STOP_CUES,
+    ARTICLES, CONSENT_TALK, CONSENT_TALK_PHRASES, COURTESY, HYPOTHETICAL, MESSAGE_CUES, MESSAGES,
+    MISTAKES, MOST_WORDS, NO, OPT_IN_WORDS, OPT_OUT_WORDS, OTHER_THINGS, PREFERENCES,
+    QUESTION_WORDS, RESUME, RESUME_CUES, STOP, STOP_CUES, YES,
 };
 
 /// What a message says about proactive messages.
@@ -48,9 +51,16 @@ pub struct Offered<'a> {
 
 /// A reader of consent: the words of a message, with what the bot offered before it.
 pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
-    let raw = tokens(text);
+    let raw = spoken(tokens(text));
     // «si me doy de baja de las alertas, ¿pierdo la visita?»: a question about it.
     if raw.first().is_some_and(|w| w == "si") && text.contains('?') {
+        return None;
+    }
+    // «¿puedo dejar de recibir avisos si quiero?», «just curious»: asking about it.
+    if HYPOTHETICAL.iter().any(|h| match h.strip_suffix('$') {
+        Some(last) => raw.join(" ").ends_with(last),
+        None => phrase_in(&raw, h),
+    }) {
         return None;
     }
     if let Some(answer) = answer_to_consent_question(&raw, offered) {
@@ -78,6 +88,18 @@ pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
         // unless it offered it for consent («… escribe ALTA»).
         return (!was_offered(&words, offered)).then_some(keyword);
     }
+    // «non merci, stop», «nein danke, aufhören»: a no, then the keyword.
+    if let [first, rest @ ..] = words.as_slice()
+        && NO.contains(&first.as_str())
+        && OPT_OUT_WORDS.contains(&rest.join(" ").as_str())
+    {
+        return (!was_offered(rest, offered)).then_some(Consent::OptOut);
+    }
+    // «Please stop. We bought a house.», «lol who gave you my number, stop»: the keyword
+    // ends or opens the message as a sentence of its own.
+    if ends_on_stop(text) {
+        return Some(Consent::OptOut);
+    }
     // «no dejéis de escribirme», «don't stop sending»: the opposite.
     if said.contains("no dejeis de")
         || said.contains("no dejes de")
@@ -102,6 +124,10 @@ pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
             return Some(Consent::OptOut);
         }
     }
+    // «oops didn't mean to unsubscribe, please add me back»: undoing a mistake.
+    if MISTAKES.iter().any(|m| said.contains(m)) && matches_about_messages(&RESUME, &said) {
+        return Some(Consent::OptIn);
+    }
     if matches_about_messages(&STOP, &said) {
         return Some(Consent::OptOut);
     }
@@ -111,29 +137,95 @@ pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
     cues(&words)
 }
 
+/// The words as said, not as typed: letters held out collapse («nooo» → «no», «siii» → «si»)
+/// and «x fa» is «xfa» (por favor).
+fn spoken(words: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    for word in words {
+        let mut held = String::with_capacity(word.len());
+        for c in word.chars() {
+            let run = held.chars().rev().take_while(|&h| h == c).count();
+            if run < 2 {
+                held.push(c);
+            }
+        }
+        // «siii» keeps two letters above; «sii» and «si» read alike.
+        let word = match held.as_str() {
+            "noo" => "no".to_owned(),
+            "sii" => "si".to_owned(),
+            _ => held,
+        };
+        if word == "fa" && out.last().is_some_and(|w| w == "x") {
+            out.pop();
+            out.push("xfa".to_owned());
+            continue;
+        }
+        out.push(word);
+    }
+    out
+}
+
+/// Whether the words hold `phrase` (space-separated folded words) as whole words.
+fn phrase_in(words: &[String], phrase: &str) -> bool {
+    let wanted: Vec<&str> = phrase.split(' ').collect();
+    words
+        .windows(wanted.len())
+        .any(|w| w.iter().zip(&wanted).all(|(a, b)| a == b))
+}
+
+/// A stop keyword as a sentence of its own at the end of a message or right before a reason:
+/// «…, stop», «Please stop. We bought a house.».
+fn ends_on_stop(text: &str) -> bool {
+    static AT_END: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)[,.;!]\s*(stop|basta|basta ya|parad ya)[\s.!]*$").expect("a valid pattern")
+    });
+    static FIRST: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^\s*(please |pls |por favor,? )?(stop|basta|parad)\s*[.!]+\s*(we|i|ya)\s+(bought|found|have found|rented|moved|already|compr|encontr|alquil)")
+            .expect("a valid pattern")
+    });
+    AT_END.is_match(text) || FIRST.is_match(text)
+}
+
 /// A yes or no to the bot's own question about its messages: «¿Quieres seguir recibiendo
 /// alertas? Responde SÍ o NO» → «no» stops them; «¿Quieres que te demos de baja?» → «sí»
 /// does, «no» to it changes nothing; «Escribe CANCELAR para dejar de recibir estas alertas» → «cancelar» does.
 fn answer_to_consent_question(words: &[String], offered: &Offered<'_>) -> Option<Consent> {
     let asked = offered.texts.last()?;
+    if !asked.contains('?') && !asked.contains('¿') {
+        // «Escribe CANCELAR para dejar de recibir…»: the word it asks for.
+        return asked_keyword(words, asked);
+    }
+    // What comes before the question is not what it asks: «Te enviaremos la confirmación.
+    // ¿Algo más?» asks nothing about messages; «¿Sigues buscando? Si quieres te seguimos
+    // enviando novedades» does.
+    let question_from = asked
+        .find(['¿'])
+        .or_else(|| {
+            let mark = asked.find('?')?;
+            Some(asked[..mark].rfind(['.', '!', '\n']).map_or(0, |i| i + 1))
+        })
+        .unwrap_or(0);
     let said = tokens(asked).join(" ");
     let about_messages = CONSENT_TALK
         .iter()
         .any(|prefix| said.split(' ').any(|w| w.starts_with(prefix)))
+        || CONSENT_TALK_PHRASES.iter().any(|p| said.contains(p))
         || said.contains("de baja")
         || said.contains("activar");
     if !about_messages {
-        return None;
+        return asked_keyword(words, asked);
     }
-    let stops = [
-        "de baja",
-        "dejar de",
-        "no recibir",
-        "stop receiving",
-        "unsubscribe",
-    ]
-    .iter()
-    .any(|p| said.contains(p));
+    // «¿Algo más?»: a question that asks for nothing about messages.
+    let question = tokens(&asked[question_from..]).join(" ");
+    if GENERIC_QUESTIONS.iter().any(|q| question.contains(q)) {
+        return asked_keyword(words, asked);
+    }
+    let stops = stops(&said);
+    // «¿Quieres que te avise si baja el precio de este piso?»: a yes to an alert about a
+    // listing or a zone is a saved search, the assistant's; only a no is read here.
+    let about_listings = said
+        .split(' ')
+        .any(|w| OTHER_THINGS.contains(&w) || LISTING_WORDS.contains(&w));
     let proposed = if stops {
         Consent::OptOut
     } else {
@@ -144,30 +236,115 @@ fn answer_to_consent_question(words: &[String], offered: &Offered<'_>) -> Option
         Consent::OptOut => None,
         Consent::OptIn => Some(Consent::OptOut),
     };
-    let first = words.first()?.as_str();
-    // «Escribe CANCELAR para dejar de recibir…»: the word it asks for.
-    if words.len() == 1 && stops && said.contains(&format!(" {first} para ")) {
-        return Some(Consent::OptOut);
+    if let Some(keyword) = asked_keyword(words, asked) {
+        return Some(keyword);
     }
-    if !asked.contains('?') {
-        return None;
-    }
-    const YES: &[&str] = &[
-        "si", "sii", "sip", "yes", "yep", "sim", "claro", "vale", "oui", "ja",
-    ];
-    const NO: &[&str] = &["no", "nop", "nope", "nao", "non", "nein"];
+    // «ya no», «bueno, sí»: the first word that answers.
+    let answer: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .skip_while(|w| LEADING.contains(w))
+        .collect();
+    let first = *answer.first()?;
     // Courtesy words («vale», «sí») were taken out: an empty rest after them is a yes.
+    if about_listings && !stops {
+        return (NO.contains(&first) && answer.len() <= 4)
+            .then_some(declined)
+            .flatten()
+            .filter(|_| keeps_sending(&said));
+    }
     if YES.contains(&first)
-        || (words.len() <= 4
-            && words.iter().any(|w| w == "quiero")
-            && !words.iter().any(|w| NO.contains(&w.as_str())))
+        || (answer.len() <= 4
+            && answer.contains(&"quiero")
+            && !answer.iter().any(|w| NO.contains(w)))
     {
         return Some(proposed);
     }
-    if NO.contains(&first) && words.len() <= 3 {
+    if NO.contains(&first) && answer.len() <= 4 {
         return declined;
     }
     None
+}
+
+/// Questions that ask for anything: what was said before them is not what they ask.
+const GENERIC_QUESTIONS: &[&str] = &[
+    "algo mas",
+    "alguna otra",
+    "algo en que",
+    "puedo ayudar",
+    "te puedo ayudar",
+    "anything else",
+    "can i help",
+    "mais alguma",
+    "posso ajudar",
+];
+
+/// Words of listings and places: an offer about them is an alert for a search.
+const LISTING_WORDS: &[&str] = &[
+    "zona",
+    "barrio",
+    "precio",
+    "area",
+    "neighbourhood",
+    "price",
+    "zone",
+    "bairro",
+    "preco",
+    "barri",
+    "quartier",
+    "gegend",
+    "appartamenti",
+    "appartements",
+    "wohnungen",
+    "pisos",
+    "flats",
+];
+
+/// Whether the bot asked to go on sending: «¿Sigues buscando? Si quieres te seguimos
+/// enviando novedades», «Reply to keep getting updates», «¿Quieres continuar recibiendo…?».
+fn keeps_sending(said: &str) -> bool {
+    [
+        "seguimos",
+        "seguir",
+        "sigues",
+        "continuar",
+        "continue",
+        "keep",
+        "still",
+        "continuare",
+        "still looking",
+        "seguir recebendo",
+        "continuar recebendo",
+    ]
+    .iter()
+    .any(|w| said.split(' ').any(|s| s == *w) || said.contains(w))
+}
+
+/// Words that open an answer without being it: «ya no», «bueno, sí».
+const LEADING: &[&str] = &[
+    "ya", "pues", "bueno", "eh", "oye", "mmm", "hmm", "well", "um",
+];
+
+/// Whether the bot's words propose to stop its messages.
+fn stops(said: &str) -> bool {
+    [
+        "de baja",
+        "dejar de",
+        "no recibir",
+        "stop receiving",
+        "unsubscribe",
+    ]
+    .iter()
+    .any(|p| said.contains(p))
+}
+
+/// «Escribe CANCELAR para dejar de recibir estas alertas» → «cancelar» stops them.
+fn asked_keyword(words: &[String], asked: &str) -> Option<Consent> {
+    let [only] = words else {
+        return None;
+    };
+    let said = tokens(asked).join(" ");
+    (stops(&said) && said.contains(&format!(" {only} para "))).then_some(Consent::OptOut)
 }
 
 /// The second reading, by what a message holds rather than how it is worded: a short message

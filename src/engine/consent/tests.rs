@@ -88,9 +88,9 @@ fn the_held_out_lines_are_read_right_almost_always() {
 
 /// Measured only, like the one above: a fourth writer's table, written by someone who read
 /// neither the reader nor the other tables. 122 of 130 before the last two tuning passes
-/// (on `tuning.tsv` only, each with a new writer's lines), 125 of 130 (96.2 %) after: short
-/// of the 97 % aim, mostly by opt-outs left to the assistants' `record_opt_out` rather than
-/// consent changed by mistake.
+/// (on `tuning.tsv` only, each with a new writer's lines), 126 of 130 (96.9 %) after the third:
+/// this table and the one above have been measured after every pass, so the fresh table below
+/// is the one that says how the reader does on words nobody tuned it on.
 #[test]
 fn the_second_held_out_table_is_read_right() {
     let file = include_str!("../../../tests/data/consent/held_out_b.tsv");
@@ -103,6 +103,25 @@ fn the_second_held_out_table_is_read_right() {
     assert!(lines >= 60, "{lines} lines");
     assert!(
         right as f64 >= 0.95 * lines as f64,
+        "{right}/{lines} held-out lines read right"
+    );
+}
+
+/// Measured only: a fifth writer's table (2026-12-02), written after the last tuning pass by
+/// someone who read nothing of the reader or the other tables, and measured once that pass
+/// was done; the floor keeps what it read then.
+#[test]
+fn the_third_held_out_table_is_read_right() {
+    let file = include_str!("../../../tests/data/consent/held_out_c.tsv");
+    let (lines, wrong) = misread(file);
+    let right = lines - wrong.len();
+    eprintln!(
+        "consent held out (third): {right}/{lines} read right; misread: {:?}",
+        confusion(file)
+    );
+    assert!(lines >= 60, "{lines} lines");
+    assert!(
+        right as f64 >= 0.97 * lines as f64,
         "{right}/{lines} held-out lines read right"
     );
 }

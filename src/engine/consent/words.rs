@@ -25,11 +25,24 @@ pub(super) const OPT_OUT_WORDS: &[&str] = &[
     "darme de baja de todo",
     "no mas",
     "desactivar alertas",
+    "quitame",
+    "quitadme",
+    "borrame",
+    "borradme",
+    "sacame",
+    "sacadme",
+    "paso quitame",
     // en
     "unsubscribe",
     "opt out",
     "optout",
     "remove me",
+    "remove",
+    "unsubscirbe",
+    "unsuscribe",
+    "unsubcribe",
+    "unsubscibe",
+    "unsubscribe me",
     "stop all",
     // pt
     "sair",
@@ -41,6 +54,8 @@ pub(super) const OPT_OUT_WORDS: &[&str] = &[
     // ca, fr, it, de
     "baixa",
     "desabonner",
+    "desabonnement",
+    "aufhoren",
     "desinscrire",
     "arret",
     "disiscrivimi",
@@ -88,11 +103,63 @@ pub(super) const OPT_IN_WORDS: &[&str] = &[
 
 /// Words that may come with it without changing what it says.
 pub(super) const COURTESY: &[&str] = &[
-    "por", "favor", "porfa", "porfavor", "xfa", "plis", "please", "pls", "plz", "gracias",
-    "thanks", "thank", "you", "obrigado", "obrigada", "ya", "ok", "vale", "hola", "hi", "hello",
-    "ola", "oi", "oye", "buenas", "buenos", "dias", "tardes", "noches", "bom", "dia", "boa",
-    "tarde", "noite", "eh", "ah", "bueno", "pues", "mira", "hey", "ei", "en", "serio", "si", "us",
-    "plau", "svp", "merci", "per", "favore", "bitte", "danke", "grazie",
+    "por",
+    "favor",
+    "porfa",
+    "porfavor",
+    "xfa",
+    "plis",
+    "please",
+    "pls",
+    "plz",
+    "gracias",
+    "thanks",
+    "thank",
+    "you",
+    "obrigado",
+    "obrigada",
+    "ya",
+    "ok",
+    "vale",
+    "hola",
+    "hi",
+    "hello",
+    "ola",
+    "oi",
+    "oye",
+    "bonjour",
+    "cordialement",
+    "cheers",
+    "lol",
+    "buenas",
+    "buenos",
+    "dias",
+    "tardes",
+    "noches",
+    "bom",
+    "dia",
+    "boa",
+    "tarde",
+    "noite",
+    "eh",
+    "ah",
+    "bueno",
+    "pues",
+    "mira",
+    "hey",
+    "ei",
+    "en",
+    "serio",
+    "si",
+    "us",
+    "plau",
+    "svp",
+    "merci",
+    "per",
+    "favore",
+    "bitte",
+    "danke",
+    "grazie",
 ];
 
 /// Longest message read, in words past the courtesy: more says something else too.
@@ -127,6 +194,10 @@ pub(super) const OTHER_THINGS: &[&str] = &[
     "ad",
     "advert",
     "flat",
+    "flats",
+    "houses",
+    "properties",
+    "homes",
     "apartment",
     "house",
     "viewing",
@@ -188,7 +259,7 @@ pub(super) const OTHER_THINGS: &[&str] = &[
 ];
 
 /// The messages themselves, however they are called.
-pub(super) const MESSAGES: &str = "mensajes|mensaje|mensages|mensage|notificasiones|newsletter|mensajitos|msj|msjs|mensajeria|avisos|aviso|notificaciones|\
+pub(super) const MESSAGES: &str = "mensajes|mensaje|mensages|mensage|mensajito|comunicaciones|comunicacion|communications|communication|comunicacoes|comunicazioni|notificasiones|newsletter|mensajitos|msj|msjs|mensajeria|avisos|aviso|notificaciones|\
     notificacion|alertas|recordatorios|recordatorio|publicidad|promociones|novedades|whatsapps|\
     whatsapp|wasaps|wasap|spam|cosas|nada|messages|message|msgs|texts|text|notifications|alerts|\
     reminders|updates|promos|promotions|mensagens|mensagem|notificacoes|lembretes|promocoes|\
@@ -200,6 +271,28 @@ pub(super) const MESSAGES: &str = "mensajes|mensaje|mensages|mensage|notificasio
 pub(super) static STOP: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     let m = MESSAGES;
     [
+        // «ya no me mandes lo de las bajadas de precio ni nada»
+        r"\bno (me |nos )?(mandes|mandeis|manden|envies|envieis|envien) .*\bni nada$".to_owned(),
+        // «quita mis alertas, ya no busco»: every alert, not one
+        r"\b(quita|quitad|quitame|quitadme|quitenme|borra|borrad|borrame|elimina|eliminad|desactiva|desactivad) (todas )?(mis|las|tus|vuestras|todas las) alertas( no busco.*)?$".to_owned(),
+        // «que no, todos los días un mensajito»
+        format!(r"\btodos los (dias )?(un|una) ({m})\b"),
+        // «¿me puedes quitar de la lista?»
+        r"\b(me|nos) (puedes|podeis|pueden|podrias|podriais|podrian) (quitar|sacar|borrar|eliminar|dar de baja) de (la|vuestra|tu|su|esta) (lista|difusion)\b".to_owned(),
+        r"\b(take|get) me off( (it|this|that|the list|your list))?$".to_owned(),
+        format!(r"\bstop (the |these |your |all )?([a-z]+ ){{0,2}}({m})\b"),
+        r"^(stop|basta|para|parad|pare)\b.*\b(harassment|spam|acoso|pesados|pesadas|pesado)\b".to_owned(),
+        r"\b(rather not|prefer not to) (get|receive) (these|them|those|any more|messages|this)\b".to_owned(),
+        format!(r"\bcease (all )?(further )?({m}|contact)\b"),
+        r"\bmute (me|this|these|the messages|the notifications)\b".to_owned(),
+        format!(r"\b(way )?too many ({m})\b"),
+        format!(r"\bparar com (as |os |essas |esses )?({m})\b"),
+        format!(r"\bprou (de )?({m})\b"),
+        r"\bme (retirer|supprimer|desinscrire|enlever|radier) (de|d) (votre |la |vos )?(liste|listes|fichier)\b".to_owned(),
+        r"\b(horen sie auf|hor auf) mir .*zu (schreiben|schicken|senden)\b".to_owned(),
+        format!(r"\b(stop|para|parad|basta) con (los |las |el |la |tus |vuestros |the )?({m})\b"),
+        r"^stop no (me )?(mandes|mandeis|manden|envies|envieis|envien)( more| mas)? (listings|pisos|anuncios|nada|cosas)$".to_owned(),
+        r"\b(unsubscirbe|unsuscribe|unsubcribe|unsubscibe)( me)?\b".to_owned(),
         // es: «no me mandéis más (mensajes)», «no nos escribáis más»
         format!(
             r"\b(no|ni) (me |nos |le |les )?(los |las )?(avisen|aviseis|avises|avise|enviaran|mandaran|escribieran|enviarais|mandarais|mandeis|mandes|manden|mande|envieis|envies|envien|envie|escribais|escribas|escriban|escriba|molesteis|molestes|molesten|moleste|mandar|enviar|escribir|mandarme|enviarme|escribirme|contactarme) (nunca )?(mas|ningun|ninguna)\b( ({m}))?"
@@ -281,7 +374,7 @@ pub(super) static STOP: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r"\bno (hace falta|es necesario|necesito) (que )?(me |nos )?(sigais|sigas|sigan) (escribiendo|mandando|enviando)\b".to_owned(),
         r"\bno need to keep (sending|messaging|texting)\b".to_owned(),
         // «parad ya, hombre»: the imperative alone, first
-        r"^parad\b".to_owned(),
+        r"^parad (ya|hombre|de una vez)\b|^parad$".to_owned(),
         r"\bno cal que (m |em )?(envieu|envieu me|escriviu)\b".to_owned(),
         r"\bno me (interesa|interesan) (que|q) me (aviseis|avisen|avises|mandeis|manden|envieis|envien|escribais|escriban)\b".to_owned(),
         r"\bno (quiero|queremos) (que|q) me (llegue|lleguen) (nada|mas)\b".to_owned(),
@@ -323,6 +416,11 @@ pub(super) static STOP: LazyLock<Vec<Regex>> = LazyLock::new(|| {
 pub(super) static RESUME: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     let m = MESSAGES;
     [
+        format!(r"\bvolver a (apuntar|apuntarme|incluir|incluirme|meter|meterme|suscribir|suscribirme) (a|en) (las |los |la |vuestra |vuestras )?({m}|lista)\b"),
+        r"\bdar(me|nos)? de alta (en |a )?(las |los )?alertas( de (pisos|casas|viviendas))?$".to_owned(),
+        r"\badd me back\b".to_owned(),
+        format!(r"\b(want|like) to (receive|get) (the |your |new )*({m}|listings|listing alerts|properties) again\b"),
+        format!(r"\bsign me up (for|to) (the |your )?([a-z]+ ){{0,2}}({m})\b"),
         // es: «quiero volver a recibir los avisos», «podéis volver a mandarme mensajes»
         r"\b(volver|vuelvo|volved|vuelve|vuelvan) a (recibir|mandarme|enviarme|escribirme|mandar|enviar)\b".to_owned(),
         // «volved a avisarme de pisos nuevos»: what follows is what the notices are about
@@ -400,6 +498,44 @@ pub(super) static RESUME: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     .map(|p| Regex::new(p).expect("a valid pattern"))
     .collect()
 });
+
+/// Asking whether one could, not asking to: «¿puedo dejar de recibir avisos si quiero?».
+pub(super) const HYPOTHETICAL: &[&str] = &[
+    "si quiero$",
+    "si quisiera$",
+    "whenever i want",
+    "if i want",
+    "just asking",
+    "just curious",
+    "curiosidad",
+    "por curiosidad",
+    "option",
+    "opcion",
+    "opcao",
+    "se quiser",
+];
+
+/// Undoing a mistake: «didn't mean to unsubscribe», «me di de baja sin querer».
+pub(super) const MISTAKES: &[&str] = &[
+    "didn t mean to",
+    "didnt mean to",
+    "did not mean to",
+    "by mistake",
+    "sin querer",
+    "por error",
+    "me equivoque",
+    "sem querer",
+    "por engano",
+];
+
+/// A yes to the bot's question.
+pub(super) const YES: &[&str] = &[
+    "si", "sip", "yes", "yep", "yeah", "sim", "claro", "vale", "oui", "ja", "dale", "venga",
+    "sure", "ok", "okay", "porfa", "perfecto", "genial", "of",
+];
+
+/// A no to it.
+pub(super) const NO: &[&str] = &["no", "nop", "nope", "nao", "non", "nein", "nah"];
 
 /// Verbs that are the messages: to write, send or contact someone.
 pub(super) const MESSAGE_CUES: &[&str] = &[
@@ -571,4 +707,11 @@ pub(super) const CONSENT_TALK: &[&str] = &[
     "enviaremos",
     "escribir",
     "escribiremos",
+    "update",
+    "novedad",
+    "novidad",
+    "ricev",
 ];
+
+/// Phrases of a bot message that speak of its messages: «Want me to let you know…».
+pub(super) const CONSENT_TALK_PHRASES: &[&str] = &["keep getting", "keep you posted"];
