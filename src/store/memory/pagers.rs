@@ -10,6 +10,8 @@ use crate::store::{MemoryStore, Page, PageBatch, PagerStore, StoreResult};
 #[derive(Debug, Default)]
 pub(super) struct Pager {
     pages: Vec<Page>,
+    /// The keys of pages sent, and when: the same page written again is one already sent.
+    sent: Vec<(String, DateTime<Utc>)>,
     sent_at: Option<DateTime<Utc>>,
     /// The batch claimed: when, and its pages' keys (fixed at the claim).
     batch: Option<(DateTime<Utc>, Vec<String>)>,
@@ -53,7 +55,9 @@ impl PagerStore for MemoryStore {
     async fn page(&self, member: &WaId, page: &Page) -> StoreResult<()> {
         let mut inner = self.lock();
         let pager = inner.pagers.entry(member.clone()).or_default();
-        if !pager.pages.iter().any(|p| p.key == page.key) {
+        if !pager.pages.iter().any(|p| p.key == page.key)
+            && !pager.sent.iter().any(|(key, _)| *key == page.key)
+        {
             pager.pages.push(page.clone());
         }
         Ok(())
@@ -87,6 +91,11 @@ impl PagerStore for MemoryStore {
             && let Some((_, sent)) = pager.batch.take()
         {
             pager.pages.retain(|p| !sent.contains(&p.key));
+            let now = Utc::now();
+            pager
+                .sent
+                .retain(|(_, at)| *at > now - chrono::Duration::days(1));
+            pager.sent.extend(sent.into_iter().map(|key| (key, now)));
         }
         Ok(())
     }

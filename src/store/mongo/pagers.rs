@@ -1,5 +1,6 @@
 //! MongoStore's `pagers`: each page a document of `pages` (`_id` the member and the page's key,
-//! so a page written twice is one), and each message sent a generation document of
+//! so a page written twice is one — also after it was sent: a sent page stays a day, marked
+//! `sent`, so a step replayed by another instance does not page again), and each message sent a generation document of
 //! `pager_claims` (`{member}#{n}`) naming the pages it holds. Claiming is inserting the next
 //! generation: the unique `_id` makes one claimant win, on MongoDB and on FerretDB, whose
 //! conditional updates read then write and so cannot arbitrate (as the leases' claims).
@@ -15,6 +16,9 @@ use crate::store::{MongoStore, Page, PageBatch, PagerStore, StoreResult};
 
 const PAGES: &str = "pages";
 const CLAIMS: &str = "pager_claims";
+
+/// How long a sent page stays to turn away a replayed copy of it.
+const SENT_PAGES_KEPT: chrono::Duration = chrono::Duration::days(1);
 
 /// Most pages one message is claimed with (a digest names 15 and counts the rest).
 const MOST_PAGES: usize = 500;
@@ -62,7 +66,7 @@ impl MongoStore {
             .find(
                 Lane::Work,
                 PAGES,
-                doc! {"member": member.as_str()},
+                doc! {"member": member.as_str(), "sent": {"$ne": true}},
                 Find::sorted(doc! {"at": 1, "_id": 1}).limit(MOST_PAGES),
             )
             .await?;
@@ -152,16 +156,31 @@ impl PagerStore for MongoStore {
         if claim.sent || claim.at.timestamp_millis() != batch.at.timestamp_millis() {
             return Ok(());
         }
-        // The pages first: a crash in between sends the batch again under the same id.
+        // The pages first: a crash in between sends the batch again under the same id. They
+        // stay, marked, so that the same page written again (a step replayed on another
+        // instance, an escalation pass racing the turn) is one already sent.
+        let sent_at = date(Utc::now());
         for key in &claim.keys {
             self.pool
-                .delete_many(
+                .update_one(
                     Lane::Work,
                     PAGES,
                     doc! {"_id": format!("{}#{key}", member.as_str())},
+                    doc! {"$set": {"sent": true, "sent_at": sent_at}},
                 )
                 .await?;
         }
+        self.pool
+            .delete_many(
+                Lane::Work,
+                PAGES,
+                doc! {
+                    "member": member.as_str(),
+                    "sent": true,
+                    "sent_at": {"$lt": date(Utc::now() - SENT_PAGES_KEPT)},
+                },
+            )
+            .await?;
         self.pool
             .update_one(
                 Lane::Work,
@@ -192,7 +211,7 @@ impl PagerStore for MongoStore {
             .find(
                 Lane::Work,
                 PAGES,
-                doc! {},
+                doc! {"sent": {"$ne": true}},
                 Find::sorted(doc! {"at": 1})
                     .limit(MOST_PAGES)
                     .projection(doc! {"member": 1}),
