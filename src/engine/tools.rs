@@ -43,6 +43,9 @@ pub struct ToolContext {
     /// The customer's language (ISO 639-1), when known: data written in several languages
     /// (a feed's descriptions) is given in theirs.
     pub lang: Option<String>,
+    /// Whether the contact asked for no proactive messages (`users.opted_out_at`): a tool that
+    /// promises one (a saved search's alerts) says it will not come.
+    pub opted_out: bool,
 }
 
 impl ToolContext {
@@ -57,6 +60,7 @@ impl ToolContext {
             call_id: String::new(),
             business: Arc::default(),
             fallback_contact: None,
+            opted_out: false,
             lang: None,
         }
     }

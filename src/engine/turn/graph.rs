@@ -141,6 +141,7 @@ impl Turn<'_> {
             business: self.set.agents.business().clone(),
             fallback_contact: self.settings.business_contact.clone(),
             lang: state.lang.clone(),
+            opted_out: state.user.opted_out(),
         }
     }
 

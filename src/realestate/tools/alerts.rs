@@ -18,6 +18,11 @@ pub const CREATE_SEARCH_ALERT: &str = "create_search_alert";
 pub const LIST_MY_ALERTS: &str = "list_my_alerts";
 pub const CANCEL_SEARCH_ALERT: &str = "cancel_search_alert";
 
+/// What the confirmation adds for a contact who opted out: the alerts are held back by the send
+/// governor until they write ALTA, and the button must not promise otherwise.
+const OPTED_OUT_NOTE: &str =
+    ". Pediste no recibir mensajes que no pidas: para que te lleguen estos avisos, escribe ALTA";
+
 /// Most saved searches a customer keeps at once.
 pub const MAX_ALERTS: usize = 5;
 
@@ -122,10 +127,14 @@ impl TypedTool for CreateSearchAlert {
 
     async fn confirm(&self, args: &CreateArgs, context: &ToolContext) -> Result<String, ToolError> {
         self.check(args, context).await.map(|criteria| {
-            format!(
+            let mut text = format!(
                 "Avisarte por WhatsApp de novedades: {}",
                 criteria.describe()
-            )
+            );
+            if context.opted_out {
+                text.push_str(OPTED_OUT_NOTE);
+            }
+            text
         })
     }
 
@@ -141,6 +150,16 @@ impl TypedTool for CreateSearchAlert {
         self.store.save_alert(&alert).await.map_err(unavailable)?;
         tracing::info!(conversation.id = %context.wa_id.masked(), alert = %alert.id, "search alert saved");
         metrics::counter!("zaguan_search_alerts_total", "change" => "created").increment(1);
+        if context.opted_out {
+            return Ok(format!(
+                "Búsqueda guardada ({}): {}. Pero el cliente pidió no recibir mensajes que no \
+                 pida: no le llegará ningún aviso hasta que escriba ALTA. Díselo así; no le \
+                 prometas avisos.",
+                alert.id,
+                alert.criteria.describe()
+            )
+            .into());
+        }
         Ok(format!(
             "Búsqueda guardada ({}): {}. Se avisará al cliente de cada inmueble nuevo o más \
              barato que encaje, una vez por inmueble. Puede cancelarla cuando quiera.",
@@ -252,5 +271,41 @@ impl TypedTool for CancelSearchAlert {
             alert.id
         )
         .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::WaId;
+    use crate::realestate::MemoryRealEstate;
+
+    /// A contact who opted out hears, at the button and after it, that the alerts they save
+    /// will not come until they write ALTA: the send governor holds them back.
+    #[tokio::test]
+    async fn a_saved_search_of_a_contact_who_opted_out_promises_no_alerts() {
+        let tool = CreateSearchAlert::new(Arc::new(MemoryRealEstate::new()));
+        let args = || CreateArgs {
+            city: Some("Valencia".into()),
+            neighbourhood: None,
+            operation: None,
+            kind: None,
+            max_price: None,
+            min_bedrooms: None,
+        };
+        let mut context = ToolContext::new(
+            WaId::parse("34611000321").unwrap(),
+            Role::Prospect,
+            chrono::Utc::now(),
+        );
+        context.call_id = "call_1".into();
+        let asked = tool.confirm(&args(), &context).await.unwrap();
+        assert!(!asked.contains("ALTA"), "{asked}");
+        context.opted_out = true;
+        let asked = tool.confirm(&args(), &context).await.unwrap();
+        assert!(asked.contains("escribe ALTA"), "{asked}");
+        let saved = tool.call(args(), &context).await.unwrap().text;
+        assert!(saved.contains("hasta que escriba ALTA"), "{saved}");
+        assert!(!saved.contains("Se avisará"), "{saved}");
     }
 }
