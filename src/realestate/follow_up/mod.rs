@@ -671,6 +671,14 @@ impl FollowUps {
             .filter(|a| a.status == AppointmentStatus::Booked)
             .collect();
         let staff = self.realestate.staff().await?;
+        // Each listing of the day read once, not once per staff member.
+        let mut properties = std::collections::HashMap::new();
+        for appointment in &day {
+            if !properties.contains_key(&appointment.property_id) {
+                let property = self.realestate.property(&appointment.property_id).await?;
+                properties.insert(appointment.property_id.clone(), property);
+            }
+        }
         let mut queued = 0;
         for member in staff.iter().filter(|m| m.is_active()) {
             let Some(to) = member.wa_id.clone() else {
@@ -679,7 +687,9 @@ impl FollowUps {
             let mut lines = Vec::new();
             let mut first = None;
             for appointment in &day {
-                let property = self.realestate.property(&appointment.property_id).await?;
+                let property = properties
+                    .get(&appointment.property_id)
+                    .and_then(Option::as_ref);
                 let named = appointment.follow_up.agent.as_deref();
                 let theirs = match named {
                     Some(name) => is_theirs(name, member),
