@@ -57,8 +57,9 @@ pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
         return None;
     }
     // «¿puedo dejar de recibir avisos si quiero?», «just curious»: asking about it.
+    let joined = raw.join(" ");
     if HYPOTHETICAL.iter().any(|h| match h.strip_suffix('$') {
-        Some(last) => raw.join(" ").ends_with(last),
+        Some(last) => joined.ends_with(last),
         None => phrase_in(&raw, h),
     }) {
         return None;
@@ -142,10 +143,13 @@ pub fn consent_after(text: &str, offered: &Offered<'_>) -> Option<Consent> {
 fn spoken(words: Vec<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     for word in words {
+        // At most two of a letter in a row.
         let mut held = String::with_capacity(word.len());
+        let (mut last, mut run) = (None, 0);
         for c in word.chars() {
-            let run = held.chars().rev().take_while(|&h| h == c).count();
-            if run < 2 {
+            run = if last == Some(c) { run + 1 } else { 1 };
+            last = Some(c);
+            if run <= 2 {
                 held.push(c);
             }
         }
@@ -191,9 +195,13 @@ fn ends_on_stop(text: &str) -> bool {
 /// does, «no» to it changes nothing; «Escribe CANCELAR para dejar de recibir estas alertas» → «cancelar» does.
 fn answer_to_consent_question(words: &[String], offered: &Offered<'_>) -> Option<Consent> {
     let asked = offered.texts.last()?;
+    let said = tokens(asked).join(" ");
+    // «Escribe CANCELAR para dejar de recibir…»: the word it asks for.
+    if let Some(keyword) = asked_keyword(words, &said) {
+        return Some(keyword);
+    }
     if !asked.contains('?') && !asked.contains('¿') {
-        // «Escribe CANCELAR para dejar de recibir…»: the word it asks for.
-        return asked_keyword(words, asked);
+        return None;
     }
     // What comes before the question is not what it asks: «Te enviaremos la confirmación.
     // ¿Algo más?» asks nothing about messages; «¿Sigues buscando? Si quieres te seguimos
@@ -205,7 +213,6 @@ fn answer_to_consent_question(words: &[String], offered: &Offered<'_>) -> Option
             Some(asked[..mark].rfind(['.', '!', '\n']).map_or(0, |i| i + 1))
         })
         .unwrap_or(0);
-    let said = tokens(asked).join(" ");
     let about_messages = CONSENT_TALK
         .iter()
         .any(|prefix| said.split(' ').any(|w| w.starts_with(prefix)))
@@ -213,12 +220,12 @@ fn answer_to_consent_question(words: &[String], offered: &Offered<'_>) -> Option
         || said.contains("de baja")
         || said.contains("activar");
     if !about_messages {
-        return asked_keyword(words, asked);
+        return None;
     }
     // «¿Algo más?»: a question that asks for nothing about messages.
     let question = tokens(&asked[question_from..]).join(" ");
     if GENERIC_QUESTIONS.iter().any(|q| question.contains(q)) {
-        return asked_keyword(words, asked);
+        return None;
     }
     let stops = stops(&said);
     // «¿Quieres que te avise si baja el precio de este piso?»: a yes to an alert about a
@@ -236,9 +243,6 @@ fn answer_to_consent_question(words: &[String], offered: &Offered<'_>) -> Option
         Consent::OptOut => None,
         Consent::OptIn => Some(Consent::OptOut),
     };
-    if let Some(keyword) = asked_keyword(words, asked) {
-        return Some(keyword);
-    }
     // «ya no», «bueno, sí»: the first word that answers.
     let answer: Vec<&str> = words
         .iter()
@@ -303,6 +307,7 @@ const LISTING_WORDS: &[&str] = &[
 /// Whether the bot asked to go on sending: «¿Sigues buscando? Si quieres te seguimos
 /// enviando novedades», «Reply to keep getting updates», «¿Quieres continuar recibiendo…?».
 fn keeps_sending(said: &str) -> bool {
+    // Within words too: «continuar» holds «continuare», «seguir» «seguir recebendo».
     [
         "seguimos",
         "seguir",
@@ -311,13 +316,9 @@ fn keeps_sending(said: &str) -> bool {
         "continue",
         "keep",
         "still",
-        "continuare",
-        "still looking",
-        "seguir recebendo",
-        "continuar recebendo",
     ]
     .iter()
-    .any(|w| said.split(' ').any(|s| s == *w) || said.contains(w))
+    .any(|w| said.contains(w))
 }
 
 /// Words that open an answer without being it: «ya no», «bueno, sí».
@@ -338,13 +339,13 @@ fn stops(said: &str) -> bool {
     .any(|p| said.contains(p))
 }
 
-/// «Escribe CANCELAR para dejar de recibir estas alertas» → «cancelar» stops them.
-fn asked_keyword(words: &[String], asked: &str) -> Option<Consent> {
+/// «Escribe CANCELAR para dejar de recibir estas alertas» → «cancelar» stops them; `said` is
+/// the bot's message, folded.
+fn asked_keyword(words: &[String], said: &str) -> Option<Consent> {
     let [only] = words else {
         return None;
     };
-    let said = tokens(asked).join(" ");
-    (stops(&said) && said.contains(&format!(" {only} para "))).then_some(Consent::OptOut)
+    (stops(said) && said.contains(&format!(" {only} para "))).then_some(Consent::OptOut)
 }
 
 /// The second reading, by what a message holds rather than how it is worded: a short message
@@ -352,10 +353,7 @@ fn asked_keyword(words: &[String], asked: &str) -> Option<Consent> {
 /// nothing else and asks no question — «mensajes no más, gracias», «avisos: ya no, que alquilé».
 fn cues(words: &[String]) -> Option<Consent> {
     let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
-    let phrase = |list: &[&str]| {
-        let said = format!(" {} ", words.join(" "));
-        list.iter().any(|p| said.contains(&format!(" {p} ")))
-    };
+    let phrase = |list: &[&str]| list.iter().any(|p| phrase_in(words, p));
     if words.len() > 12
         || has(OTHER_THINGS)
         || has(PREFERENCES)

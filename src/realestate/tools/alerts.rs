@@ -150,19 +150,15 @@ impl TypedTool for CreateSearchAlert {
         self.store.save_alert(&alert).await.map_err(unavailable)?;
         tracing::info!(conversation.id = %context.wa_id.masked(), alert = %alert.id, "search alert saved");
         metrics::counter!("zaguan_search_alerts_total", "change" => "created").increment(1);
-        if context.opted_out {
-            return Ok(format!(
-                "Búsqueda guardada ({}): {}. Pero el cliente pidió no recibir mensajes que no \
-                 pida: no le llegará ningún aviso hasta que escriba ALTA. Díselo así; no le \
-                 prometas avisos.",
-                alert.id,
-                alert.criteria.describe()
-            )
-            .into());
-        }
+        let what_next = if context.opted_out {
+            "Pero el cliente pidió no recibir mensajes que no pida: no le llegará ningún aviso \
+             hasta que escriba ALTA. Díselo así; no le prometas avisos."
+        } else {
+            "Se avisará al cliente de cada inmueble nuevo o más barato que encaje, una vez por \
+             inmueble. Puede cancelarla cuando quiera."
+        };
         Ok(format!(
-            "Búsqueda guardada ({}): {}. Se avisará al cliente de cada inmueble nuevo o más \
-             barato que encaje, una vez por inmueble. Puede cancelarla cuando quiera.",
+            "Búsqueda guardada ({}): {}. {what_next}",
             alert.id,
             alert.criteria.describe()
         )
