@@ -44,7 +44,7 @@ pub fn router(state: AppState) -> Router {
     };
     public
         .merge(admin_routes(state.clone()))
-        .merge(admin::console::routes())
+        .merge(admin::console::routes(state.clone()))
         .layer(RequestBodyTimeoutLayer::new(BODY_TIMEOUT))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,

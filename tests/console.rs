@@ -66,6 +66,12 @@ fn find(binaries: &[&str]) -> Option<PathBuf> {
 /// The driver and the browser, or `None` (with a message) outside CI when they are missing;
 /// under `CI=true` their absence fails the test.
 async fn browser() -> Option<(Driver, Client)> {
+    browser_speaking(None).await
+}
+
+/// The browser, its `Accept-Language` set to `languages` when given (as a Spanish operator's
+/// browser sends it).
+async fn browser_speaking(languages: Option<&str>) -> Option<(Driver, Client)> {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     let driver = find(&["/usr/bin/chromedriver", "chromedriver"]);
     let chromium = find(&["/usr/bin/chromium", "chromium", "chromium-browser"]);
@@ -92,16 +98,17 @@ async fn browser() -> Option<(Driver, Client)> {
     };
     let profile = tempfile::tempdir().unwrap().keep();
     let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--disable-quic", "--no-first-run", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--window-size=1100,900",
-                     format!("--user-data-dir={}", profile.display())],
-        }),
-    );
+    let mut options = json!({
+        "binary": chromium,
+        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1100,900",
+                 format!("--user-data-dir={}", profile.display())],
+    });
+    if let Some(languages) = languages {
+        options["prefs"] = json!({"intl.accept_languages": languages});
+    }
+    caps.insert("goog:chromeOptions".into(), options);
     let mut last = None;
     for _ in 0..50 {
         // Plain HTTP to the local driver: no TLS stack needed.
@@ -423,7 +430,12 @@ async fn an_operator_unsticks_a_conversation_in_the_browser() {
     assert!(offline.contains("Offline since"), "{offline}");
     assert!(offline.contains("1h 15m"), "{offline}");
     let deployment = text_of(&client, "#deployment-offline").await;
-    let since = offline_from.at.format("%d/%m %H:%M UTC").to_string();
+    // In the agency's time zone (ZAGUAN_TIMEZONE's default), as every console page shows times.
+    let since = offline_from
+        .at
+        .with_timezone(&chrono_tz::Europe::Madrid)
+        .format("%d/%m %H:%M")
+        .to_string();
     assert!(
         deployment.contains(&format!("any instance since {since}")),
         "{deployment}"
@@ -676,7 +688,49 @@ async fn sign_out(client: &Client) {
 /// A team at work, in the browser, on one backend: a viewer reads the queue with masked
 /// numbers and cannot act, then the funnel of a scripted week; an operator takes the oldest
 /// handoff from the queue and answers it there; an admin adds an operator.
-async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: bool) {
+/// What the team's pages say, in the language the pass reads them in.
+struct Words {
+    lang: &'static str,
+    past_sla: &'static str,
+    mine: &'static str,
+    taken: &'static str,
+    queued: &'static str,
+    viewer: &'static str,
+    not_read_since: &'static str,
+    added: &'static str,
+    saved: &'static str,
+}
+
+const ENGLISH: Words = Words {
+    lang: "en",
+    past_sla: "past SLA",
+    mine: "lucia (you)",
+    taken: "You have the conversation",
+    queued: "queued",
+    viewer: "viewer",
+    not_read_since: "not read since",
+    added: "added.",
+    saved: "saved.",
+};
+
+const SPANISH: Words = Words {
+    lang: "es",
+    past_sla: "fuera de plazo",
+    mine: "lucia (tú)",
+    taken: "Tienes la conversación",
+    queued: "en cola",
+    viewer: "lector",
+    not_read_since: "sin leer desde el",
+    added: "dado de alta.",
+    saved: "guardado.",
+};
+
+async fn a_team_at_work(
+    client: &Client,
+    backend: common::Backend,
+    screenshots: bool,
+    words: &Words,
+) {
     use zaguan::store::HandoffReason;
     let Some(stores) = common::Stores::open(backend).await else {
         return;
@@ -727,10 +781,16 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
             .await
             .unwrap();
     }
+    // The agency's clock: the pages show its times, not UTC.
+    let config = zaguan::config::Config::from_vars(
+        [("ZAGUAN_TIMEZONE".to_owned(), "Europe/Madrid".to_owned())].into(),
+    )
+    .unwrap();
     let state = AppState::new(stores.store.clone(), None, None)
         .with_admin_token(Some(SecretString::from(TOKEN.to_owned())))
         .with_realestate(stores.realestate.clone())
-        .with_team(stores.team.clone());
+        .with_team(stores.team.clone())
+        .with_config(config);
     let team = state.team();
     let pablo = team
         .add("pablo", OperatorRole::Viewer, None, "test", now)
@@ -749,6 +809,12 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
     // The viewer: the queue, numbers masked, nothing to press; a forged take is refused.
     sign_in_as(client, &base, "pablo", &pablo.password).await;
     client.goto(&format!("{base}/console/queue")).await.unwrap();
+    let html_lang = element(client, "html").await.attr("lang").await.unwrap();
+    assert_eq!(html_lang.as_deref(), Some(words.lang));
+    assert!(
+        text_of(client, "#timezone").await.contains("Europe/Madrid"),
+        "the footer names the agency's time zone"
+    );
     let queue = text_of(client, "#waiting").await;
     assert!(
         queue.contains("…0001") && queue.contains("…0002"),
@@ -813,7 +879,7 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
     assert_eq!(rows.len(), 2);
     let first = rows[0].text().await.unwrap();
     assert!(
-        first.contains("34600300001") && first.contains("past SLA"),
+        first.contains("34600300001") && first.contains(words.past_sla),
         "oldest first, marked: {first}"
     );
     if screenshots {
@@ -824,10 +890,10 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
         .click()
         .await
         .unwrap();
-    wait_text(client, ".notice", "You have the conversation").await;
+    wait_text(client, ".notice", words.taken).await;
     let taken = text_of(client, "#taken").await;
     assert!(
-        taken.contains("34600300001") && taken.contains("lucia (you)"),
+        taken.contains("34600300001") && taken.contains(words.mine),
         "{taken}"
     );
     let handoff = stores
@@ -848,7 +914,7 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
         .await
         .unwrap();
     reply.submit().await.unwrap();
-    wait_text(client, ".notice", "queued").await;
+    wait_text(client, ".notice", words.queued).await;
     let history = stores
         .store
         .recent_messages(&WaId::parse("34600300001").unwrap(), 5)
@@ -870,7 +936,7 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
         .unwrap();
     let listed = text_of(client, "#operators").await;
     assert!(
-        listed.contains("pablo") && listed.contains("viewer"),
+        listed.contains("pablo") && listed.contains(words.viewer),
         "{listed}"
     );
     let form = client.form(Locator::Css("#add-operator")).await.unwrap();
@@ -938,14 +1004,107 @@ async fn a_team_at_work(client: &Client, backend: common::Backend, screenshots: 
     assert!(
         listed.contains("…0222")
             && listed.contains(&format!(
-                "not read since {}: answered 404 Not Found",
-                since.format("%d/%m/%Y %H:%M UTC")
+                "{} {}: answered 404 Not Found",
+                words.not_read_since,
+                since
+                    .with_timezone(&chrono_tz::Europe::Madrid)
+                    .format("%d/%m/%Y %H:%M")
             )),
         "{listed}"
     );
     assert!(!listed.contains("34699000222"), "numbers masked");
+    // An owner is added with a listing and her agent, then given another listing.
+    let set = zaguan::realestate::demo::demo_set(today, chrono_tz::Europe::Madrid);
+    let listings: Vec<_> = set.properties[..2]
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, mut p)| {
+            p.id = format!("P-80{i:02}");
+            p.owner_id = String::new();
+            p
+        })
+        .collect();
+    stores
+        .realestate
+        .upsert_properties(&listings)
+        .await
+        .unwrap();
+    let form = client.form(Locator::Css("#add-owner")).await.unwrap();
+    form.set_by_name("name", "Rosa Martín").await.unwrap();
+    form.set_by_name("wa_id", "611 22 33 44").await.unwrap();
+    form.set_by_name("agent_id", &member.id).await.unwrap();
+    form.set_by_name("listings", "P-8000").await.unwrap();
+    form.submit().await.unwrap();
+    wait_text(client, "#notice", words.added).await;
+    let rosa = stores
+        .realestate
+        .owners()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|o| o.name == "Rosa Martín")
+        .expect("the owner is on record");
+    assert_eq!(rosa.wa_id.as_ref().unwrap().as_str(), "34611223344");
+    assert_eq!(rosa.agent_id.as_deref(), Some(member.id.as_str()));
+    let owned = |id: &'static str| {
+        let realestate = stores.realestate.clone();
+        async move { realestate.property(id).await.unwrap().unwrap().owner_id }
+    };
+    assert_eq!(owned("P-8000").await, rosa.id);
+    element(
+        client,
+        &format!("tr[data-id=\"{}\"] details.edit summary", rosa.id),
+    )
+    .await
+    .click()
+    .await
+    .unwrap();
+    let form = client
+        .form(Locator::Css(&format!("#edit-{}", rosa.id)))
+        .await
+        .unwrap();
+    form.set_by_name("listings", "P-8000; P-8001")
+        .await
+        .unwrap();
+    form.submit().await.unwrap();
+    wait_text(client, "#notice", words.saved).await;
+    assert_eq!(
+        owned("P-8001").await,
+        rosa.id,
+        "the edit gave her the second listing"
+    );
+    assert_eq!(
+        stores
+            .realestate
+            .owners()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|o| o.id == rosa.id)
+            .and_then(|o| o.wa_id)
+            .map(|w| w.as_str().to_owned())
+            .as_deref(),
+        Some("34611223344"),
+        "an empty number field keeps the number on record"
+    );
+    let owners = text_of(client, "#owners").await;
+    assert!(
+        owners.contains("Rosa Martín") && owners.contains("P-8000, P-8001"),
+        "{owners}"
+    );
     if screenshots {
         screenshot(client, "staff").await;
+    }
+    if words.lang == "es" {
+        // The operator's choice beats the browser's language, on every page after it.
+        element(client, "#lang-en").await.click().await.unwrap();
+        wait_text(client, "header", "Sign out").await;
+        wait_path(client, "/console/staff").await;
+        client.goto(&format!("{base}/console/queue")).await.unwrap();
+        wait_text(client, "h1", "Waiting for a person").await;
+        element(client, "#lang-es").await.click().await.unwrap();
+        wait_text(client, "h1", "Esperando a una persona").await;
     }
     sign_out(client).await;
     stores.close().await;
@@ -957,8 +1116,13 @@ async fn a_team_works_the_queue_and_reads_the_funnel_in_the_browser() {
     let Some((_driver, client)) = browser().await else {
         return;
     };
-    a_team_at_work(&client, common::Backend::Memory, false).await;
-    a_team_at_work(&client, common::Backend::Mongo, true).await;
+    a_team_at_work(&client, common::Backend::Memory, false, &ENGLISH).await;
+    client.close().await.unwrap();
+    // A Spanish operator's browser: the console answers in Spanish without being asked.
+    let Some((_driver, client)) = browser_speaking(Some("es-ES,es")).await else {
+        return;
+    };
+    a_team_at_work(&client, common::Backend::Mongo, true, &SPANISH).await;
     client.close().await.unwrap();
 }
 

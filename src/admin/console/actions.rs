@@ -9,6 +9,7 @@ use axum::response::{Html, Response};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::i18n::tr;
 use super::sign_in::CsrfForm;
 use super::{ConsoleError, checked, redirect, render, resolve, signed_in};
 use crate::admin::team::OperatorRole;
@@ -42,7 +43,7 @@ pub(super) async fn reset(
     operations::reset_conversation(state.store.as_ref(), &raw, Some(&who.identity.name)).await?;
     Ok(done(
         &raw,
-        "Sent back to the primary assistant.",
+        &tr("Sent back to the primary assistant.", &[]),
         &form.back,
     ))
 }
@@ -65,7 +66,10 @@ pub(super) async fn take(
     .await?;
     Ok(done(
         &raw,
-        "You have the conversation: the bot is silent until you release it.",
+        &tr(
+            "You have the conversation: the bot is silent until you release it.",
+            &[],
+        ),
         &form.back,
     ))
 }
@@ -79,7 +83,11 @@ pub(super) async fn release(
     let who = checked(&state, &headers, &form.csrf, OperatorRole::Operator).await?;
     let raw = resolve(&state, &raw)?;
     operations::release_conversation(state.store.as_ref(), &raw, Some(&who.identity.name)).await?;
-    Ok(done(&raw, "Released: the bot answers again.", &form.back))
+    Ok(done(
+        &raw,
+        &tr("Released: the bot answers again.", &[]),
+        &form.back,
+    ))
 }
 
 #[derive(Deserialize)]
@@ -108,7 +116,11 @@ pub(super) async fn reply(
     )
     .await?;
     state.arrivals.wake();
-    Ok(done(&raw, "Reply queued for WhatsApp.", &form.back))
+    Ok(done(
+        &raw,
+        &tr("Reply queued for WhatsApp.", &[]),
+        &form.back,
+    ))
 }
 
 /// The follow-up template to a customer whose window closed: what the console offers when a
@@ -133,7 +145,7 @@ pub(super) async fn follow_up(
     state.arrivals.wake();
     Ok(done(
         &raw,
-        "Follow-up template queued for WhatsApp.",
+        &tr("Follow-up template queued for WhatsApp.", &[]),
         &form.back,
     ))
 }
@@ -181,10 +193,12 @@ pub(super) async fn reload(
         .as_ref()
         .ok_or_else(|| AdminError::NotFound("no engine runs in this process".into()))?;
     let said = match reloader.reload().await {
-        Ok(crate::runtime::Reloaded::Loaded { .. }) => "New prompt set loaded.",
-        Ok(crate::runtime::Reloaded::Unchanged { .. }) => "No change in the prompts folder.",
-        Err(_) => "Refused: the running set stays (problems below).",
+        Ok(crate::runtime::Reloaded::Loaded { .. }) => tr("New prompt set loaded.", &[]),
+        Ok(crate::runtime::Reloaded::Unchanged { .. }) => {
+            tr("No change in the prompts folder.", &[])
+        }
+        Err(_) => tr("Refused: the running set stays (problems below).", &[]),
     };
     tracing::info!(operator = %who.identity.name, "prompts reloaded from the console");
-    Ok(with_notice("/console/prompts", said))
+    Ok(with_notice("/console/prompts", &said))
 }

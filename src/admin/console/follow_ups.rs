@@ -11,7 +11,7 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ConsoleError, SignedIn, checked, render, signed_in};
+use super::{ConsoleError, SignedIn, checked, i18n, render, signed_in};
 use crate::admin::follow_ups;
 use crate::admin::operations::AdminError;
 use crate::admin::team::OperatorRole;
@@ -88,7 +88,7 @@ async fn visits_page(
             "property_id": appointment.property_id,
             "title": title,
             "wa_id": appointment.wa_id.as_str(),
-            "starts_at": appointment.starts_at.with_timezone(&tz).format("%d/%m/%Y %H:%M").to_string(),
+            "starts_at": i18n::at(appointment.starts_at),
             "status": appointment.status.as_str(),
             "agent": appointment.follow_up.agent,
             "asked": appointment.follow_up.outcome_asked_at.is_some(),
@@ -149,7 +149,13 @@ pub(super) async fn outcome(
     {
         Ok(appointment) => {
             tracing::info!(operator = %who.identity.name, appointment = %id, outcome = %form.outcome, "visit outcome recorded in the console");
-            format!("{}: {}", appointment.id, appointment.status.as_str())
+            i18n::tr(
+                "{id}: {status}",
+                &[
+                    ("id", &appointment.id),
+                    ("status", &i18n::tr(appointment.status.as_str(), &[])),
+                ],
+            )
         }
         Err(AdminError::Conflict(why)) => why,
         Err(error) => return Err(error.into()),
@@ -190,8 +196,8 @@ async fn offers_page(
             "status": offer.status.as_str(),
             "counter": offer.answer.counter_amount.map(|c| money(c, &offer.currency)),
             "answered_by": offer.answer.answered_by,
-            "answered_at": offer.answer.answered_at.map(|a| a.with_timezone(&tz).format("%d/%m/%Y %H:%M").to_string()),
-            "created_at": offer.created_at.with_timezone(&tz).format("%d/%m/%Y %H:%M").to_string(),
+            "answered_at": offer.answer.answered_at.map(i18n::at),
+            "created_at": i18n::at(offer.created_at),
             "open": offer.status == crate::realestate::OfferStatus::Submitted,
         });
         who.linked(&mut row);
@@ -250,7 +256,13 @@ pub(super) async fn answer(
     {
         Ok(offer) => {
             tracing::info!(operator = %who.identity.name, offer = %id, answer = %form.answer, "offer answered in the console");
-            format!("{}: {}", offer.id, offer.status.as_str())
+            i18n::tr(
+                "{id}: {status}",
+                &[
+                    ("id", &offer.id),
+                    ("status", &i18n::tr(offer.status.as_str(), &[])),
+                ],
+            )
         }
         Err(AdminError::Conflict(why) | AdminError::BadRequest(why)) => why,
         Err(error) => return Err(error.into()),

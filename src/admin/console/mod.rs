@@ -8,6 +8,7 @@
 //! token. The only script keeps an open conversation's
 //! transcript current; every page works without it.
 
+pub mod i18n;
 pub mod session;
 
 mod refs;
@@ -41,7 +42,7 @@ use crate::state::AppState;
 use refs::Refs;
 use subtle::ConstantTimeEq;
 
-pub fn routes() -> Router<AppState> {
+pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/console", get(pages::overview))
         .route("/console/", get(pages::overview))
@@ -97,12 +98,17 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/console/prompts", get(pages::prompts))
         .route("/console/prompts/reload", post(actions::reload))
+        .route("/console/owners", post(staff::add_owner))
+        .route("/console/owners/{id}", post(staff::update_owner))
+        .route("/console/language/{lang}", get(i18n::choose))
+        .layer(axum::middleware::from_fn_with_state(state, i18n::locale))
 }
 
 fn templates() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
     ENV.get_or_init(|| {
         let mut env = Environment::new();
+        env.add_function("t", i18n::t);
         for (name, source) in [
             ("layout.html", include_str!("templates/layout.html")),
             ("sign_in.html", include_str!("templates/sign_in.html")),
@@ -168,7 +174,14 @@ impl IntoResponse for ConsoleError {
                 tracing::warn!("console form refused: missing or wrong CSRF token");
                 (
                     StatusCode::FORBIDDEN,
-                    "refused: this form is stale or not ours; reload the page",
+                    Html(format!(
+                        "<p>{}</p><p><a href=\"/console\">{}</a></p>",
+                        i18n::tr(
+                            "Refused: this form is stale or not ours; reload the page.",
+                            &[]
+                        ),
+                        i18n::tr("Back", &[])
+                    )),
                 )
                     .into_response()
             }
@@ -182,9 +195,15 @@ impl IntoResponse for ConsoleError {
                 (
                     StatusCode::FORBIDDEN,
                     Html(format!(
-                        "<p>Refused: a {} cannot do this; it needs an {}.</p><p><a href=\"/console\">Back</a></p>",
-                        has.as_str(),
-                        needs.as_str()
+                        "<p>{}</p><p><a href=\"/console\">{}</a></p>",
+                        i18n::tr(
+                            "Refused: a {has} cannot do this; it needs an {needs}.",
+                            &[
+                                ("has", &i18n::tr(has.as_str(), &[])),
+                                ("needs", &i18n::tr(needs.as_str(), &[]))
+                            ]
+                        ),
+                        i18n::tr("Back", &[])
                     )),
                 )
                     .into_response()
@@ -194,8 +213,9 @@ impl IntoResponse for ConsoleError {
                 (
                     status,
                     Html(format!(
-                        "<p>{}</p><p><a href=\"/console\">Back</a></p>",
-                        escape(&error.to_string())
+                        "<p>{}</p><p><a href=\"/console\">{}</a></p>",
+                        escape(&error.to_string()),
+                        i18n::tr("Back", &[])
                     )),
                 )
                     .into_response()
@@ -216,13 +236,24 @@ fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn redirect(to: &str) -> Response {
     (StatusCode::SEE_OTHER, [(LOCATION, to.to_owned())]).into_response()
 }
 
-fn render(name: &str, context: Value) -> Result<Html<String>, ConsoleError> {
+/// Renders a page in the request's language ([`i18n`]), which every template reads as `lang`
+/// and whose time zone the layout names.
+fn render(name: &str, mut context: Value) -> Result<Html<String>, ConsoleError> {
+    let locale = i18n::current();
+    context["lang"] = json!(locale.lang.code());
+    let back = i18n::back_to(context["nav"].as_str());
+    context["back"] =
+        json!(url::form_urlencoded::byte_serialize(back.as_bytes()).collect::<String>());
+    if context.get("timezone").is_none() {
+        context["timezone"] = json!(locale.tz.name());
+    }
     templates()
         .get_template(name)
         .and_then(|t| t.render(minijinja::value::Serde(&context)))

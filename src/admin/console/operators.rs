@@ -44,7 +44,7 @@ async fn page(
     issued: Option<&Issued>,
     notice: Option<String>,
 ) -> Result<Html<String>, ConsoleError> {
-    let short = |at: chrono::DateTime<Utc>| at.format("%d/%m/%Y %H:%M UTC").to_string();
+    let short = super::i18n::at;
     let operators: Vec<Value> = state
         .team()
         .list()
@@ -54,7 +54,7 @@ async fn page(
             json!({
                 "name": o.name, "role": o.role.as_str(),
                 "disabled": o.disabled_at.map(short),
-                "created": format!("{} by {}", short(o.created_at), o.created_by),
+                "created": short(o.created_at), "created_by": o.created_by,
                 "last_sign_in": o.last_sign_in_at.map(short),
             })
         })
@@ -164,7 +164,10 @@ pub(super) async fn disable(
         &state,
         &who,
         None,
-        Some(format!("{name} is disabled; {ended} session(s) ended.")),
+        Some(super::i18n::tr(
+            "{name} is disabled; {ended} session(s) ended.",
+            &[("name", &name), ("ended", &ended)],
+        )),
     )
     .await
 }

@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ConsoleError, render, resolve, signed_in};
+use super::{ConsoleError, i18n, render, resolve, signed_in};
 use crate::admin::team::OperatorRole;
 
 /// Overview: what needs a person now, and how this instance is doing.
@@ -48,10 +48,7 @@ pub(super) async fn overview(
         ..ListParams::default()
     })
     .await?;
-    let prompts = state
-        .prompts
-        .as_ref()
-        .map(|p| serde_json::to_value(p.status()).unwrap_or_default());
+    let prompts = state.prompts.as_ref().map(|p| prompt_status(&p.status()));
     // This instance's model: offline mode serves the assistants from the data meanwhile.
     let offline = state
         .prompts
@@ -92,7 +89,7 @@ pub(super) async fn overview(
         .map(|spell| {
             let mut shown = offline_since(spell.since, now);
             shown["at_least"] = json!(!spell.began_in_period);
-            shown["last"] = json!(spell.last.format(SHOWN_AT).to_string());
+            shown["last"] = json!(i18n::short(spell.last));
             shown["steps"] = json!(spell.steps);
             shown
         });
@@ -113,7 +110,7 @@ pub(super) async fn overview(
         .map(|o| {
             let mut row = json!({
                 "wa_id": o.wa_id.as_str(),
-                "at": o.at.format("%d/%m %H:%M UTC").to_string(),
+                "at": i18n::short(o.at),
                 "status": o.status.as_str(),
                 "kind": if o.template.is_some() { "template" } else if o.media.is_some() { "media" } else { "text" },
                 "why": o.error.as_ref().map(ToString::to_string).unwrap_or_default(),
@@ -294,7 +291,7 @@ pub(super) async fn conversation_view(
     view["name"] = json!(user.as_ref().and_then(|u| u.name.clone()));
     view["role"] = json!(user.as_ref().map_or("prospect", |u| u.role.as_str()));
     view["opted_out"] = json!(user.as_ref().and_then(|u| u.opted_out_at.map(|at| json!({
-        "at": at.format("%d/%m/%Y %H:%M UTC").to_string(),
+        "at": i18n::at(at),
         "source": u.opt_out_source.clone(),
     }))));
     let last_wrote = state
@@ -313,23 +310,23 @@ pub(super) async fn conversation_view(
     view["c"] = view["conversation"].clone();
     view["lease"] = json!(state.store.lease_of(&wa_id).await?.map(|lease| json!({
         "owner": lease.owner,
-        "until": lease.until.format("%d/%m %H:%M:%S UTC").to_string(),
+        "until": i18n::exact(lease.until),
         "held": !lease.released && lease.until > Utc::now(),
     })));
-    let short = |at: &Value| {
-        at.as_str()
-            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.with_timezone(&Utc).format("%d/%m %H:%M UTC").to_string())
-    };
-    for part in view["outbox"].as_array_mut().into_iter().flatten() {
-        if let Some(at) = short(&part["at"]) {
-            part["at"] = json!(at);
+    for path in [
+        "/conversation/handoff/until",
+        "/conversation/handoff_requested/at",
+        "/pending_action/created_at",
+    ] {
+        if let Some(at) = view.pointer_mut(path) {
+            i18n::shown_json(at, i18n::short);
         }
     }
+    for part in view["outbox"].as_array_mut().into_iter().flatten() {
+        i18n::shown_json(&mut part["at"], i18n::short);
+    }
     for message in view["messages"].as_array_mut().into_iter().flatten() {
-        if let Some(at) = short(&message["at"]) {
-            message["at"] = json!(at);
-        }
+        i18n::shown_json(&mut message["at"], i18n::short);
         for call in message["tool_calls"].as_array_mut().into_iter().flatten() {
             call["args_text"] =
                 json!(serde_json::to_string_pretty(&call["args"]).unwrap_or_default());
@@ -399,7 +396,7 @@ pub(super) async fn prompts(
         "prompts.html",
         who.context(
             "prompts",
-            json!({"status": reloader.status(), "agents": agents, "notice": notice.done}),
+            json!({"status": prompt_status(&reloader.status()), "agents": agents, "notice": notice.done}),
         ),
     )
 }
@@ -461,14 +458,22 @@ pub(super) async fn export_test(
         .into_response())
 }
 
-/// How the overview writes an instant.
-const SHOWN_AT: &str = "%d/%m %H:%M UTC";
-
 /// An offline spell's start, and how long it has lasted by `now`.
 fn offline_since(since: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> Value {
     let minutes = (now - since).num_minutes().max(0);
     json!({
-        "since": since.format(SHOWN_AT).to_string(),
+        "since": i18n::short(since),
         "for": format!("{}h {:02}m", minutes / 60, minutes % 60),
     })
+}
+
+/// The prompts' status with its instants in the agency's time zone.
+fn prompt_status(status: &crate::runtime::PromptStatus) -> Value {
+    let mut shown = serde_json::to_value(status).unwrap_or_default();
+    for path in ["/loaded_at", "/last_rejected/at"] {
+        if let Some(at) = shown.pointer_mut(path) {
+            i18n::shown_json(at, i18n::at);
+        }
+    }
+    shown
 }

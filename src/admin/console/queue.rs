@@ -97,7 +97,7 @@ pub(super) async fn queue(
         let waited = (now - since).num_seconds().max(0);
         let mut row = row_of(&state, &who, &c).await?;
         row["waited"] = json!(idle(waited));
-        row["since"] = json!(since.format("%d/%m %H:%M UTC").to_string());
+        row["since"] = json!(super::i18n::short(since));
         row["late"] = json!(late(&schedule, since, sla, now));
         row["reason"] = c["handoff_requested"]["reason"].clone();
         row["notice_failures"] = c["handoff_requested"]["notice_failures"].clone();
@@ -111,8 +111,7 @@ pub(super) async fn queue(
     for c in listed("active").await? {
         let mut row = row_of(&state, &who, &c).await?;
         row["operator"] = c["handoff"]["operator"].clone();
-        row["until"] =
-            json!(at_of(&c["handoff"]["until"]).map(|t| t.format("%d/%m %H:%M UTC").to_string()));
+        row["until"] = json!(at_of(&c["handoff"]["until"]).map(super::i18n::short));
         row["mine"] = json!(c["handoff"]["operator"].as_str() == Some(&who.identity.name));
         taken.push(row);
     }
@@ -122,7 +121,7 @@ pub(super) async fn queue(
             "waiting": rows, "taken": taken, "notice": query.done,
             "sla": idle(sla.num_seconds()), "shown": SHOWN,
             "late": rows.iter().filter(|r| r["late"] == json!(true)).count(),
-            "now": now.format("%H:%M:%S UTC").to_string(),
+            "now": super::i18n::clock(now),
         }),
     );
     if query.rows == Some(1) {

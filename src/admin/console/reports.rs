@@ -12,6 +12,7 @@ use chrono::{NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::i18n::tr;
 use super::{ConsoleError, render, signed_in};
 use crate::admin::operations::AdminError;
 use crate::admin::team::OperatorRole;
@@ -82,7 +83,7 @@ pub(super) async fn page(
     let report = report_of(&state, &period).await?;
     let funnel_svg = svg::bars(
         "funnel-chart",
-        "Funnel",
+        &tr("Funnel", &[]),
         &report
             .funnel
             .iter()
@@ -91,17 +92,17 @@ pub(super) async fn page(
                     Some(_) => format!("{} ({})", s.count, percent(s.rate)),
                     None => s.count.to_string(),
                 };
-                (s.label.to_owned(), s.count as f64, shown)
+                (tr(s.label, &[]), s.count as f64, shown)
             })
             .collect::<Vec<_>>(),
     );
     let days: Vec<String> = report.days.iter().map(|d| d.date.clone()).collect();
     let conversations_svg = svg::columns(
         "conversations-chart",
-        "Conversations per day",
+        &tr("Conversations per day", &[]),
         &days,
         &[(
-            "conversations".to_owned(),
+            tr("conversations", &[]),
             report.days.iter().map(|d| d.conversations as f64).collect(),
         )],
     );
@@ -126,17 +127,17 @@ pub(super) async fn page(
         .collect();
     let cost_svg = svg::columns(
         "cost-chart",
-        if priced {
-            "Model cost per day (USD)"
+        &if priced {
+            tr("Model cost per day (USD)", &[])
         } else {
-            "Model tokens per day"
+            tr("Model tokens per day", &[])
         },
         &days,
         &cost_series,
     );
     let assistants_svg = svg::bars(
         "assistants-chart",
-        "Steps per assistant",
+        &tr("Steps per assistant", &[]),
         &report
             .turns_per_assistant
             .iter()
@@ -146,20 +147,20 @@ pub(super) async fn page(
     let steps = &report.steps;
     let steps_svg = svg::bars(
         "steps-chart",
-        "How steps were decided",
+        &tr("How steps were decided", &[]),
         &[
             (
-                "a model".to_owned(),
+                tr("a model", &[]),
                 steps.model as f64,
                 steps.model.to_string(),
             ),
             (
-                "the fast path".to_owned(),
+                tr("the fast path", &[]),
                 steps.fast_path as f64,
                 format!("{} ({})", steps.fast_path, percent(steps.fast_path_share)),
             ),
             (
-                "offline mode".to_owned(),
+                tr("offline mode", &[]),
                 steps.offline as f64,
                 format!("{} ({})", steps.offline, percent(steps.offline_share)),
             ),
@@ -172,8 +173,8 @@ pub(super) async fn page(
             json!({
                 "date": d.date,
                 "cells": report.providers.iter().map(|p| match d.cost.get(p) {
-                    Some(usd) => format!("${usd:.2} · {} tokens", d.tokens.get(p).copied().unwrap_or(0)),
-                    None => format!("{} tokens", d.tokens.get(p).copied().unwrap_or(0)),
+                    Some(usd) => format!("${usd:.2} · {}", tr("{count} tokens", &[("count", &d.tokens.get(p).copied().unwrap_or(0))])),
+                    None => tr("{count} tokens", &[("count", &d.tokens.get(p).copied().unwrap_or(0))]),
                 }).collect::<Vec<_>>(),
             })
         })
@@ -186,7 +187,7 @@ pub(super) async fn page(
                 "r": report,
                 "query": query.query_string(&period),
                 "funnel": report.funnel.iter().map(|s| json!({
-                    "key": s.key, "label": s.label, "count": s.count, "rate": percent(s.rate),
+                    "key": s.key, "label": tr(s.label, &[]), "count": s.count, "rate": percent(s.rate),
                 })).collect::<Vec<_>>(),
                 "first_reply": duration(report.first_reply_median),
                 "to_person": duration(report.person_median),

@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use axum::Extension;
 use axum::extract::ConnectInfo;
 
+use super::i18n::tr;
 use super::session;
 use super::{ConsoleError, checked, console_on, render};
 use crate::admin::team::OperatorRole;
@@ -67,7 +68,7 @@ pub(super) async fn sign_in(
             StatusCode::TOO_MANY_REQUESTS,
             render(
                 "sign_in.html",
-                json!({"error": "Too many failed attempts; wait a minute.", "name": name}),
+                json!({"error": tr("Too many failed attempts; wait a minute.", &[]), "name": name}),
             )?,
         )
             .into_response());
@@ -86,7 +87,7 @@ pub(super) async fn sign_in(
             StatusCode::UNAUTHORIZED,
             render(
                 "sign_in.html",
-                json!({"error": "Wrong name or password.", "name": name}),
+                json!({"error": tr("Wrong name or password.", &[]), "name": name}),
             )?,
         )
             .into_response());

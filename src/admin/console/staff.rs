@@ -1,6 +1,7 @@
 //! `/console/staff` (admins): the agency's people and what feeds them — each staff member
 //! with their own calendar's state (read when, or failing since when and why), adding and
-//! disabling members, the owners with their listings, and the listings feed's last imports.
+//! disabling members, the owners with their listings (added and changed here too), and the
+//! listings feed's last imports.
 //! The same checks as `zaguan staff` and `/admin/staff` ([`crate::realestate::people`]).
 
 use axum::extract::{Form, Path, State};
@@ -10,6 +11,7 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::i18n::tr;
 use super::operators::admin;
 use super::{ConsoleError, SignedIn, checked, render};
 use crate::admin::operations::AdminError;
@@ -37,7 +39,7 @@ async fn page(
     notice: Option<String>,
 ) -> Result<Html<String>, ConsoleError> {
     let store = realestate(state)?;
-    let short = |at: chrono::DateTime<Utc>| at.format("%d/%m/%Y %H:%M UTC").to_string();
+    let short = super::i18n::at;
     let calendars = store.calendars().await.map_err(AdminError::Store)?;
     let staff: Vec<Value> = store
         .staff()
@@ -159,7 +161,10 @@ pub(super) async fn add(
     page(
         &state,
         &who,
-        Some(format!("{} ({}) added.", added[0].name, added[0].id)),
+        Some(tr(
+            "{name} ({id}) added.",
+            &[("name", &added[0].name), ("id", &added[0].id)],
+        )),
     )
     .await
 }
@@ -182,9 +187,99 @@ pub(super) async fn disable(
     page(
         &state,
         &who,
-        Some(format!(
-            "{} ({}) is out of handoffs and visits; the record stays.",
-            member.name, member.id
+        Some(tr(
+            "{name} ({id}) is out of handoffs and visits; the record stays.",
+            &[("name", &member.name), ("id", &member.id)],
+        )),
+    )
+    .await
+}
+
+#[derive(Deserialize)]
+pub(super) struct OwnerForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    wa_id: String,
+    #[serde(default)]
+    agent_id: String,
+    #[serde(default)]
+    listings: String,
+}
+
+impl OwnerForm {
+    /// The form as the collection's fields. Adding, an empty field is not given; changing, an
+    /// empty number keeps the one on record (the page shows it masked), an empty agent or list
+    /// of listings clears it.
+    fn fields(&self, adding: bool) -> Map<String, Value> {
+        let mut item = Map::new();
+        item.insert("name".to_owned(), Value::from(self.name.trim()));
+        if !self.wa_id.trim().is_empty() {
+            item.insert("wa_id".to_owned(), Value::from(self.wa_id.trim()));
+        }
+        for (key, value) in [("agent_id", &self.agent_id), ("listings", &self.listings)] {
+            match value.trim() {
+                "" if adding => {}
+                "" => {
+                    item.insert(key.to_owned(), Value::Null);
+                }
+                value => {
+                    item.insert(key.to_owned(), Value::from(value));
+                }
+            }
+        }
+        item
+    }
+}
+
+pub(super) async fn add_owner(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<OwnerForm>,
+) -> Result<Html<String>, ConsoleError> {
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Admin).await?;
+    let added = people::add_owners(
+        realestate(&state)?,
+        vec![form.fields(true)],
+        writing(&state),
+    )
+    .await?;
+    let owner = &added[0].owner;
+    tracing::info!(operator = %who.identity.name, owner = %owner.id, "owner added in the console");
+    page(
+        &state,
+        &who,
+        Some(tr(
+            "{name} ({id}) added.",
+            &[("name", &owner.name), ("id", &owner.id)],
+        )),
+    )
+    .await
+}
+
+pub(super) async fn update_owner(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(form): Form<OwnerForm>,
+) -> Result<Html<String>, ConsoleError> {
+    let who = checked(&state, &headers, &form.csrf, OperatorRole::Admin).await?;
+    let saved = people::update_owner(
+        realestate(&state)?,
+        &id,
+        form.fields(false),
+        writing(&state),
+    )
+    .await?;
+    tracing::info!(operator = %who.identity.name, owner = %id, "owner changed in the console");
+    page(
+        &state,
+        &who,
+        Some(tr(
+            "{name} ({id}) saved.",
+            &[("name", &saved.owner.name), ("id", &saved.owner.id)],
         )),
     )
     .await
