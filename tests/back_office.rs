@@ -596,3 +596,181 @@ async fn on_mongodb_an_agents_own_calendar_and_the_holidays_shape_their_visits()
     drop(service);
     db.drop().await;
 }
+
+/// Lists the slots of the listing and day a customer names («huecos P-7001 2027-01-04»), or
+/// books the slot they name («reserva S-…»), through the appointment assistant as a model
+/// would.
+fn race_model(body: &Value) -> Value {
+    let messages = body["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    let has = |tool: &str| {
+        body["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["function"]["name"] == json!(tool)))
+    };
+    let said = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == json!("user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    // A tool's answer is said in a word, unless it is a delegation's: then the assistant acts.
+    let delegated = messages
+        .iter()
+        .rev()
+        .find_map(|m| m["tool_calls"].as_array()?.first()?["function"]["name"].as_str())
+        .is_some_and(|name| name.starts_with("To"));
+    if last["role"] == json!("tool") && !delegated {
+        return say("Hecho.");
+    }
+    let words: Vec<&str> = said.split_whitespace().collect();
+    match words.as_slice() {
+        ["huecos", listing, day] if has("list_available_slots") => common::service::call(
+            messages.len(),
+            "list_available_slots",
+            json!({"property_id": listing, "from_date": day, "days": 1}),
+        ),
+        ["reserva", slot] if has("book_appointment") => {
+            common::service::call(messages.len(), "book_appointment", json!({"slot_id": slot}))
+        }
+        ["huecos", ..] | ["reserva", ..] => common::service::call(
+            messages.len(),
+            "ToAppointmentAssistant",
+            json!({"query": said}),
+        ),
+        _ => say("¿En qué te ayudo?"),
+    }
+}
+
+/// Two customers, each on an instance of their own, confirm at the same moment a visit with the
+/// same agent at the same hour (her first of the day), at two of her listings: one gets the visit, the other is told the
+/// time was just taken, and the agent has one visit at that hour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mongodb_two_customers_racing_for_an_agents_hour_get_one_visit() {
+    use chrono::{Datelike as _, Duration as Days, TimeZone as _};
+    use zaguan::domain::WaId;
+    use zaguan::realestate::{MongoRealEstate, PropertyStore};
+    use zaguan::store::HistoryStore as _;
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    let madrid = chrono_tz::Europe::Madrid;
+    let today = chrono::Utc::now().with_timezone(&madrid).date_naive();
+    let monday = today + Days::days(7 - i64::from(today.weekday().num_days_from_monday()));
+    let mut business = String::from("name = \"Inmobiliaria Prueba\"\n[hours]\n");
+    for weekday in ["monday", "tuesday", "wednesday", "thursday", "friday"] {
+        business.push_str(&format!("{weekday} = [\"9:00-14:00\"]\n"));
+    }
+    stdout(&cli(&db, &["staff", "add", "--name", "Lucía Ferrer"]));
+    let realestate = MongoRealEstate::new(db.store.pool().clone());
+    let set = zaguan::realestate::demo::demo_set(today, madrid);
+    let listings: Vec<_> = ["P-7001", "P-7002"]
+        .iter()
+        .zip(&set.properties)
+        .map(|(id, p)| {
+            let mut listing = p.clone();
+            listing.id = (*id).into();
+            listing.status = zaguan::realestate::ListingStatus::Available;
+            listing.agent_id = Some("A-01".into());
+            listing
+        })
+        .collect();
+    realestate.upsert_properties(&listings).await.unwrap();
+    let start = || {
+        Service::start(Options {
+            rules: race_model,
+            business: Some(business.clone()),
+            env: vec![],
+            mongo: Some(&db),
+        })
+    };
+    let mut first = start().await;
+    let mut second = start().await;
+    // Her first slot of the day, at either listing.
+    let nine = madrid
+        .from_local_datetime(&monday.and_hms_opt(9, 0, 0).unwrap())
+        .unwrap()
+        .to_utc()
+        .format("%Y%m%d%H%M")
+        .to_string();
+    let customers = [
+        ("34611900001", "Ana", "P-7001", "S-P7001"),
+        ("34611900002", "Luis", "P-7002", "S-P7002"),
+    ];
+    for ((customer, name, listing, slot), service) in
+        customers.iter().zip([&mut first, &mut second])
+    {
+        service
+            .customer_says(customer, name, &format!("huecos {listing} {monday}"))
+            .await;
+        service
+            .wait_for_message(customer, "Hecho", Duration::from_secs(15))
+            .await;
+        let slot = format!("{slot}-{nine}-A01");
+        service
+            .customer_says(customer, name, &format!("reserva {slot}"))
+            .await;
+        let waited = service
+            .wait_for_message(
+                customer,
+                &format!("Visita a {listing}"),
+                Duration::from_secs(15),
+            )
+            .await;
+        assert!(
+            waited < Duration::from_secs(15),
+            "{customer} was not asked to confirm: {:?}",
+            service.texts_to(customer)
+        );
+    }
+    // Both say yes at once, each to their own instance.
+    let (a, b) = (&mut first, &mut second);
+    tokio::join!(
+        a.customer_says(customers[0].0, customers[0].1, "confirmo"),
+        b.customer_says(customers[1].0, customers[1].1, "confirmo"),
+    );
+    let appointments = db
+        .store
+        .database()
+        .collection::<bson::Document>("appointments");
+    let outcome = |customer: &'static str| {
+        let store = db.store.clone();
+        async move {
+            let history = store
+                .recent_messages(&WaId::parse(customer).unwrap(), 30)
+                .await
+                .unwrap();
+            let tool = |needle: &str| {
+                history.iter().any(|m| {
+                    m.message.role == zaguan::domain::MessageRole::Tool
+                        && m.message.content.contains(needle)
+                })
+            };
+            (tool("Visita reservada"), tool("just taken"))
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let (ana, luis) = loop {
+        let (ana, luis) = (outcome(customers[0].0).await, outcome(customers[1].0).await);
+        if (ana.0 || ana.1) && (luis.0 || luis.1) {
+            break (ana, luis);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "both confirmations were not run: {ana:?} {luis:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        ana.0 != luis.0 && ana.1 != luis.1,
+        "one visit and one refusal: Ana {ana:?}, Luis {luis:?}"
+    );
+    let booked = appointments
+        .count_documents(bson::doc! {"status": "booked"})
+        .await
+        .unwrap();
+    assert_eq!(booked, 1, "the agent has one visit at 9:00");
+    drop((first, second));
+    db.drop().await;
+}
