@@ -10,7 +10,7 @@ use axum::routing::get;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 pub use crate::state::AppState;
-use crate::{admin, health, telemetry, webhook};
+use crate::{admin, health, leads, telemetry, webhook};
 
 /// A client that has not sent its whole body by then gets 408 (a slow or stuck sender must not
 /// hold a connection forever).
@@ -25,6 +25,16 @@ pub fn router(state: AppState) -> Router {
             get(webhook::verify)
                 .post(webhook::receive)
                 .layer(DefaultBodyLimit::max(webhook::MAX_BODY_BYTES)),
+        )
+        .route(
+            "/leads",
+            axum::routing::post(leads::http::push)
+                .layer(DefaultBodyLimit::max(leads::http::MAX_JSON_BYTES)),
+        )
+        .route(
+            "/leads/email",
+            axum::routing::post(leads::http::email)
+                .layer(DefaultBodyLimit::max(leads::http::MAX_EMAIL_BYTES)),
         )
         .route("/healthz", get(health::healthz))
         .route(

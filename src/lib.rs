@@ -16,6 +16,7 @@ pub mod domain;
 pub mod engine;
 pub mod guard;
 pub mod health;
+pub mod leads;
 pub mod llm;
 pub mod outbound;
 pub mod realestate;

@@ -119,6 +119,10 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
         engine.clone(),
     ));
     let prompt_watch = prompts.clone().spawn();
+    let leads = leads_intake(&config, &store, &realestate, &engine);
+    let lead_sweep = leads
+        .clone()
+        .map(|intake| crate::leads::sweep::LeadSweep::new(intake).spawn());
 
     let state = AppState::new(
         store,
@@ -137,6 +141,7 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     )
     .with_prompts(prompts)
     .with_handoff_ttl(config.handoff_ttl)
+    .with_leads(leads)
     .with_config(config.clone());
     // The workers start once this process is its instance (the store must answer for that);
     // until then `/readyz` says so.
@@ -250,6 +255,9 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     }
     metrics_upkeep.abort();
     prompt_watch.abort();
+    if let Some(sweep) = lead_sweep {
+        sweep.abort();
+    }
     if let Some((reminders, alerts, follow_ups)) = reminders {
         reminders.abort();
         alerts.abort();
@@ -262,6 +270,35 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
     }
     tracing::info!("zaguan stopped");
     Ok(())
+}
+
+/// Portal and CRM leads in, with `ZAGUAN_LEADS_TOKEN`; contacted from the business number
+/// (`WHATSAPP_PHONE_NUMBER_ID`), else only stored.
+fn leads_intake(
+    config: &Config,
+    store: &Arc<dyn crate::store::Store>,
+    realestate: &Arc<dyn crate::realestate::RealEstateStore>,
+    engine: &Arc<Engine>,
+) -> Option<Arc<crate::leads::Intake>> {
+    let token = config.leads_token.clone()?;
+    let phone_number_id = config
+        .outreach
+        .as_ref()
+        .map(|o| o.follow_ups.phone_number_id.clone());
+    if phone_number_id.is_none() {
+        tracing::warn!("WHATSAPP_PHONE_NUMBER_ID is unset: leads are stored, not contacted");
+    }
+    tracing::info!("portal and CRM leads are taken at POST /leads and POST /leads/email");
+    Some(Arc::new(crate::leads::Intake::new(
+        store.clone(),
+        Some(realestate.clone()),
+        engine.clone(),
+        crate::leads::LeadSettings {
+            token,
+            phone_number_id,
+            region: config.phone_region,
+        },
+    )))
 }
 
 /// What runs once this process is its instance.

@@ -55,6 +55,8 @@ pub struct AppState {
     pub config: Option<Arc<crate::config::Config>>,
     /// Where the named operators and their console sessions are kept.
     pub team: Arc<dyn TeamStore>,
+    /// Portal and CRM leads in (`ZAGUAN_LEADS_TOKEN`); `None`: `POST /leads` answers 404.
+    pub leads: Option<Arc<crate::leads::Intake>>,
 }
 
 impl AppState {
@@ -80,7 +82,13 @@ impl AppState {
             secure_cookies: false,
             config: None,
             team: Arc::new(MemoryTeam::default()),
+            leads: None,
         }
+    }
+
+    pub fn with_leads(mut self, leads: Option<Arc<crate::leads::Intake>>) -> Self {
+        self.leads = leads;
+        self
     }
 
     pub fn with_config(mut self, config: crate::config::Config) -> Self {

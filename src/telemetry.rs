@@ -516,6 +516,12 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         Kind::Counter,
         "Visit reminders queued",
     ),
+    // Portal and CRM leads.
+    (
+        "zaguan_leads_total",
+        Kind::Counter,
+        "Portal and CRM leads, by source and outcome (new, uncontactable, unreadable, duplicate, contacted, skipped, answered, unreachable, invalid, unauthorized)",
+    ),
     // The loop back from agents and owners.
     (
         "zaguan_follow_ups_total",

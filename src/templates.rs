@@ -36,10 +36,12 @@ pub enum Purpose {
     OfferReceived,
     /// To a customer: the owner's answer to their offer.
     OfferAnswer,
+    /// To a portal's lead: their enquiry about a listing, answered on WhatsApp.
+    LeadFirstContact,
 }
 
 impl Purpose {
-    pub const ALL: [Purpose; 10] = [
+    pub const ALL: [Purpose; 11] = [
         Purpose::VisitReminder,
         Purpose::ListingAlert,
         Purpose::ReEngagement,
@@ -50,6 +52,7 @@ impl Purpose {
         Purpose::VisitFeedback,
         Purpose::OfferReceived,
         Purpose::OfferAnswer,
+        Purpose::LeadFirstContact,
     ];
 
     /// As the file and the metrics name it.
@@ -65,6 +68,7 @@ impl Purpose {
             Purpose::VisitFeedback => "visit_feedback",
             Purpose::OfferReceived => "offer_received",
             Purpose::OfferAnswer => "offer_answer",
+            Purpose::LeadFirstContact => "lead_first_contact",
         }
     }
 
@@ -87,6 +91,7 @@ impl Purpose {
             Purpose::VisitFeedback => &["property", "business"],
             Purpose::OfferReceived => &["property", "amount", "conditions", "business"],
             Purpose::OfferAnswer => &["property", "answer", "amount", "business"],
+            Purpose::LeadFirstContact => &["name", "property", "business", "portal"],
         }
     }
 

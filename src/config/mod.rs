@@ -103,6 +103,8 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
     "ZAGUAN_PHONE_REGION",
+    "ZAGUAN_DEFAULT_REGION",
+    "ZAGUAN_LEADS_TOKEN",
     "ZAGUAN_CALENDAR_REFRESH",
     "ZAGUAN_LISTINGS_FEED_URL",
     "ZAGUAN_LISTINGS_FEED_EVERY",
@@ -137,6 +139,9 @@ pub struct Config {
     pub prompts_dir: PathBuf,
     /// Bearer token of the admin API; `None` turns the admin API off (404).
     pub admin_token: Option<SecretString>,
+    /// The token portals' and CRMs' lead pushes carry (`ZAGUAN_LEADS_TOKEN`); `None` turns
+    /// `POST /leads` off (404).
+    pub leads_token: Option<SecretString>,
     /// Where operators reach the service (`ZAGUAN_PUBLIC_URL`): https makes the console's
     /// cookie `Secure`.
     pub public_url: Option<Url>,
@@ -353,11 +358,15 @@ impl Config {
             .is_some_and(|v| !v.is_empty())
             .then(|| env.url("ZAGUAN_LISTINGS_FEED_URL", ""))
             .flatten();
-        let phone_region = env.parsed(
-            "ZAGUAN_PHONE_REGION",
-            "ES",
-            crate::domain::phone::PhoneRegion::parse,
-        );
+        // ZAGUAN_DEFAULT_REGION is the same setting under the name the leads' intake gave it.
+        let region_var = if env.get("ZAGUAN_PHONE_REGION").is_none()
+            && env.get("ZAGUAN_DEFAULT_REGION").is_some()
+        {
+            "ZAGUAN_DEFAULT_REGION"
+        } else {
+            "ZAGUAN_PHONE_REGION"
+        };
+        let phone_region = env.parsed(region_var, "ES", crate::domain::phone::PhoneRegion::parse);
         let events = env.events();
         let public_url = env
             .get("ZAGUAN_PUBLIC_URL")
@@ -395,6 +404,15 @@ impl Config {
             })
             .flatten();
         let admin_token = env.secret("ZAGUAN_ADMIN_TOKEN");
+        let leads_token = env.secret("ZAGUAN_LEADS_TOKEN");
+        if leads_token.as_ref().is_some_and(|token| {
+            secrecy::ExposeSecret::expose_secret(token).chars().count() < MIN_ADMIN_TOKEN
+        }) {
+            env.problems.push(format!(
+                "ZAGUAN_LEADS_TOKEN: at least {MIN_ADMIN_TOKEN} characters: it lets leads in \
+                 (`openssl rand -hex 24` makes one)"
+            ));
+        }
         if admin_token.as_ref().is_some_and(|token| {
             secrecy::ExposeSecret::expose_secret(token).chars().count() < MIN_ADMIN_TOKEN
         }) {
@@ -515,6 +533,7 @@ impl Config {
             outreach,
             prompts_dir: PathBuf::from(env.string("ZAGUAN_PROMPTS_DIR", "prompts")),
             admin_token,
+            leads_token,
             events,
             public_url: public_url.clone(),
             client_ip_header,

@@ -112,11 +112,19 @@ pub enum BusinessEvent {
         currency: String,
         by: String,
     },
+    /// A portal or the CRM sent a lead (`leads`): what it asked about, and how it was taken.
+    #[serde(rename = "lead.received")]
+    LeadReceived {
+        lead_id: String,
+        source: String,
+        listing_id: Option<String>,
+        status: String,
+    },
 }
 
 impl BusinessEvent {
     /// Every type, as receivers and `ZAGUAN_EVENTS_TYPES` name them.
-    pub const TYPES: [&'static str; 16] = [
+    pub const TYPES: [&'static str; 17] = [
         "appointment.booked",
         "appointment.rescheduled",
         "appointment.cancelled",
@@ -133,6 +141,7 @@ impl BusinessEvent {
         "offer.accepted",
         "offer.rejected",
         "offer.countered",
+        "lead.received",
     ];
 
     pub fn kind(&self) -> &'static str {
@@ -153,6 +162,7 @@ impl BusinessEvent {
             BusinessEvent::OfferAccepted { .. } => Self::TYPES[13],
             BusinessEvent::OfferRejected { .. } => Self::TYPES[14],
             BusinessEvent::OfferCountered { .. } => Self::TYPES[15],
+            BusinessEvent::LeadReceived { .. } => Self::TYPES[16],
         }
     }
 
@@ -185,6 +195,7 @@ impl BusinessEvent {
             BusinessEvent::VisitDone { appointment_id, .. }
             | BusinessEvent::VisitNoShow { appointment_id, .. } => appointment_id.clone(),
             BusinessEvent::VisitFeedbackRecorded { visit_id, .. } => visit_id.clone(),
+            BusinessEvent::LeadReceived { lead_id, .. } => lead_id.clone(),
             BusinessEvent::ListingChangeRequested { request_id, .. }
             | BusinessEvent::CallbackRequested { request_id, .. } => request_id.clone(),
             BusinessEvent::LeadCreated { .. }

@@ -30,10 +30,11 @@ pub use pool::{Lane, MongoConfig, MongoPool, Pressure, SLOW_CALL, STRAINED_MEAN}
 pub use records::{
     Attachment, ContactSeen, Conversation, ConversationQuery, Fallback, ForgetCounts,
     HandoffFilter, HandoffReason, HandoffRequest, HandoffStep, InboxBacklog, InboxEntry,
-    InboxInsert, InboxOutcomes, InboxStatus, InstanceRecord, LeaseView, ListRow, Media, NewMessage,
-    NewOutbox, NoticeFailure, OptOut, OutboxEntry, OutboxStatus, OutboxUpdate, Page, PageBatch,
-    PurgeBefore, PurgeCounts, RejectedEntry, ReplyButton, RoleAssignment, RoleSource,
-    StatusOutcome, StoredMessage, Template, TemplateStatus, User, reply_parts,
+    InboxInsert, InboxOutcomes, InboxStatus, InstanceRecord, LeadFilter, LeadStatus, LeaseView,
+    ListRow, Media, NewMessage, NewOutbox, NoticeFailure, OptOut, OutboxEntry, OutboxStatus,
+    OutboxUpdate, Page, PageBatch, PortalLead, PurgeBefore, PurgeCounts, RejectedEntry,
+    ReplyButton, RoleAssignment, RoleSource, StatusOutcome, StoredMessage, Template,
+    TemplateStatus, User, reply_parts,
 };
 
 use crate::domain::LlmCall;
@@ -78,6 +79,7 @@ pub trait Store:
     + LeaseStore
     + EventStore
     + PagerStore
+    + LeadStore
     + MaintenanceStore
 {
 }
@@ -92,6 +94,7 @@ impl<
         + LeaseStore
         + EventStore
         + PagerStore
+        + LeadStore
         + MaintenanceStore,
 > Store for T
 {
@@ -157,6 +160,16 @@ pub trait UserStore: Send + Sync + 'static {
         wa_id: &WaId,
         at: DateTime<Utc>,
         assistant: &str,
+    ) -> StoreResult<()>;
+
+    /// A portal's lead about to be written to first: their name where none is known, and the
+    /// portal as the contact's first source (`users.lead_source`; the first stays). Opens no
+    /// window: they have not written on WhatsApp.
+    async fn note_portal_contact(
+        &self,
+        wa_id: &WaId,
+        name: Option<&str>,
+        source: &str,
     ) -> StoreResult<()>;
 
     /// The contacts who became leads at or after `since`, oldest first, at most `limit`.
@@ -511,6 +524,24 @@ pub trait PagerStore: Send + Sync + 'static {
         quiet: chrono::Duration,
         limit: usize,
     ) -> StoreResult<Vec<WaId>>;
+}
+
+/// `leads`: the portals' and CRMs' enquiries ([`PortalLead`]), each stored once however often
+/// it is pushed, and moved on by one writer at a time.
+#[async_trait]
+pub trait LeadStore: Send + Sync + 'static {
+    /// Stores `lead` under its id unless a lead with that id is there: the lead on record, and
+    /// whether it is the one given.
+    async fn insert_lead(&self, lead: &PortalLead) -> StoreResult<(PortalLead, bool)>;
+
+    async fn lead(&self, id: &str) -> StoreResult<Option<PortalLead>>;
+
+    /// Replaces the lead with `lead` if it is still in `from`: whether it was (the first
+    /// writer wins; the others read the lead again).
+    async fn update_lead(&self, lead: &PortalLead, from: LeadStatus) -> StoreResult<bool>;
+
+    /// Leads as `filter` says, newest received first.
+    async fn leads(&self, filter: &LeadFilter) -> StoreResult<Vec<PortalLead>>;
 }
 
 /// The database as a whole: is it there, how strained, and what it forgets or purges.

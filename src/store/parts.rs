@@ -15,10 +15,10 @@ use crate::store::{
     ContactSeen, Conversation, ConversationQuery, ConversationStore, Event, EventQuery, EventStore,
     EventUpdate, Fallback, ForgetCounts, HandoffReason, HandoffRequest, HandoffStep, HistoryStore,
     InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatus, InboxStore, InstanceRecord,
-    LeaseStore, LeaseView, MaintenanceStore, NewMessage, NewOutbox, NoticeFailure, OptOut,
-    OutboxEntry, OutboxStore, OutboxUpdate, Page, PageBatch, PagerStore, Pressure, PurgeBefore,
-    PurgeCounts, RejectedEntry, RoleAssignment, StatusOutcome, Store, StoreResult, StoredMessage,
-    TemplateStatus, UsageStore, User, UserStore,
+    LeadFilter, LeadStatus, LeadStore, LeaseStore, LeaseView, MaintenanceStore, NewMessage,
+    NewOutbox, NoticeFailure, OptOut, OutboxEntry, OutboxStore, OutboxUpdate, Page, PageBatch,
+    PagerStore, PortalLead, Pressure, PurgeBefore, PurgeCounts, RejectedEntry, RoleAssignment,
+    StatusOutcome, Store, StoreResult, StoredMessage, TemplateStatus, UsageStore, User, UserStore,
 };
 
 /// One trait object per collection.
@@ -33,6 +33,7 @@ pub struct StoreParts {
     pub leases: Arc<dyn LeaseStore>,
     pub events: Arc<dyn EventStore>,
     pub pagers: Arc<dyn PagerStore>,
+    pub leads: Arc<dyn LeadStore>,
     pub maintenance: Arc<dyn MaintenanceStore>,
 }
 
@@ -49,6 +50,7 @@ impl StoreParts {
             leases: store.clone(),
             events: store.clone(),
             pagers: store.clone(),
+            leads: store.clone(),
             maintenance: store.clone(),
         }
     }
@@ -118,6 +120,15 @@ impl UserStore for StoreParts {
         assistant: &str,
     ) -> StoreResult<()> {
         self.users.record_lead(wa_id, at, assistant).await
+    }
+
+    async fn note_portal_contact(
+        &self,
+        wa_id: &WaId,
+        name: Option<&str>,
+        source: &str,
+    ) -> StoreResult<()> {
+        self.users.note_portal_contact(wa_id, name, source).await
     }
 
     async fn leads_since(&self, since: DateTime<Utc>, limit: usize) -> StoreResult<Vec<User>> {
@@ -505,5 +516,24 @@ impl MaintenanceStore for StoreParts {
 
     fn pressure(&self) -> Option<Pressure> {
         self.maintenance.pressure()
+    }
+}
+
+#[async_trait]
+impl LeadStore for StoreParts {
+    async fn insert_lead(&self, lead: &PortalLead) -> StoreResult<(PortalLead, bool)> {
+        self.leads.insert_lead(lead).await
+    }
+
+    async fn lead(&self, id: &str) -> StoreResult<Option<PortalLead>> {
+        self.leads.lead(id).await
+    }
+
+    async fn update_lead(&self, lead: &PortalLead, from: LeadStatus) -> StoreResult<bool> {
+        self.leads.update_lead(lead, from).await
+    }
+
+    async fn leads(&self, filter: &LeadFilter) -> StoreResult<Vec<PortalLead>> {
+        self.leads.leads(filter).await
     }
 }

@@ -338,6 +338,11 @@ impl Engine {
         delivery::notify(self.store.as_ref(), &set, outreach, now).await
     }
 
+    /// The detector of the languages served (`ZAGUAN_LANGUAGES`).
+    pub fn languages(&self) -> &Arc<LanguageDetector> {
+        &self.languages
+    }
+
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }

@@ -25,6 +25,9 @@ impl MaintenanceStore for MemoryStore {
             leases: u64::from(inner.leases.remove(wa_id).is_some()),
             ..ForgetCounts::default()
         };
+        let before = inner.leads.len();
+        inner.leads.retain(|_, l| l.wa_id.as_ref() != Some(wa_id));
+        counts.leads = (before - inner.leads.len()) as u64;
         let inbox: Vec<WaMessageId> = inner
             .inbox
             .values()

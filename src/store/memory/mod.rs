@@ -6,6 +6,7 @@ mod conversations;
 mod events;
 mod history;
 mod inbox;
+mod leads;
 mod leases;
 mod maintenance;
 mod outbox;
@@ -78,6 +79,8 @@ struct Inner {
     templates: BTreeMap<(String, String), TemplateStatus>,
     /// Staff notices waiting, by staff member.
     pagers: HashMap<WaId, pagers::Pager>,
+    /// Portal leads by id.
+    leads: HashMap<String, crate::store::PortalLead>,
 }
 
 /// The latest generation of a conversation's lease.

@@ -26,6 +26,26 @@ impl UserStore for MemoryStore {
         Ok(())
     }
 
+    async fn note_portal_contact(
+        &self,
+        wa_id: &WaId,
+        name: Option<&str>,
+        source: &str,
+    ) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let user = inner
+            .users
+            .entry(wa_id.clone())
+            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
+        if user.name.is_none() {
+            user.name = name.map(str::to_owned);
+        }
+        if user.lead_source.is_none() {
+            user.lead_source = Some(source.to_owned());
+        }
+        Ok(())
+    }
+
     async fn leads_since(
         &self,
         since: chrono::DateTime<chrono::Utc>,

@@ -55,6 +55,7 @@ impl MaintenanceStore for MongoStore {
             events: delete("events", doc! {"wa_id": key}).await?
                 + delete("event_claims", doc! {"event_id": {"$regex": &mentions}}).await?
                 + delete("event_claims", doc! {"event_id": {"$regex": &digest}}).await?,
+            leads: delete("leads", doc! {"wa_id": key}).await?,
             users: delete("users", doc! {"_id": key}).await?,
             conversations: delete("conversations", doc! {"_id": key}).await?,
         })

@@ -11,6 +11,7 @@ mod conversations;
 mod events;
 mod history;
 mod inbox;
+mod leads;
 mod leases;
 mod maintenance;
 mod outbox;
@@ -71,7 +72,7 @@ impl MongoStore {
     /// documents an older one wrote. Idempotent; run at start-up.
     pub async fn ensure_indexes(&self) -> StoreResult<()> {
         let unique = IndexOptions::builder().unique(true).build();
-        let indexes: [(&str, Document, Option<IndexOptions>); 24] = [
+        let indexes: [(&str, Document, Option<IndexOptions>); 26] = [
             ("messages", doc! {"wa_id": 1, "seq": 1}, Some(unique)),
             // A staff member's waiting notices, and their pager's latest claim.
             ("pages", doc! {"member": 1, "at": 1}, None),
@@ -94,6 +95,9 @@ impl MongoStore {
             ("events", doc! {"status": 1, "at": 1}, None),
             ("events", doc! {"wa_id": 1, "at": 1}, None),
             ("event_claims", doc! {"event_id": 1}, None),
+            // Portal leads: the console's list, a contact's lead, the first contacts due.
+            ("leads", doc! {"received_at": -1}, None),
+            ("leads", doc! {"wa_id": 1, "received_at": -1}, None),
             // Conversations listed by their last activity (operators, the health monitor).
             ("conversations", doc! {"updated_at": 1, "_id": 1}, None),
             // Those waiting for a person, and those a person has (see `conversations::MARKS`).

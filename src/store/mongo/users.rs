@@ -31,6 +31,42 @@ impl UserStore for MongoStore {
             .map(drop)
     }
 
+    async fn note_portal_contact(
+        &self,
+        wa_id: &WaId,
+        name: Option<&str>,
+        source: &str,
+    ) -> StoreResult<()> {
+        let key = wa_id.as_str();
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": key},
+                doc! {"$setOnInsert": {"role": Role::Prospect.as_str()}},
+            )
+            .await?;
+        if let Some(name) = name {
+            self.pool
+                .update_one(
+                    Lane::Work,
+                    "users",
+                    doc! {"_id": key, "name": {"$exists": false}},
+                    doc! {"$set": {"name": name}},
+                )
+                .await?;
+        }
+        self.pool
+            .update_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": key, "lead_source": {"$exists": false}},
+                doc! {"$set": {"lead_source": source}},
+            )
+            .await
+            .map(drop)
+    }
+
     async fn leads_since(
         &self,
         since: chrono::DateTime<chrono::Utc>,
@@ -169,5 +205,6 @@ fn user_of(doc: &bson::Document) -> Option<User> {
         opt_out_source: f.str("opt_out_source"),
         lead_at: f.date("lead_at"),
         lead_assistant: f.str("lead_assistant"),
+        lead_source: f.str("lead_source"),
     })
 }

@@ -45,11 +45,14 @@ pub struct ForgetCounts {
     pub webhook_rejects: u64,
     /// Business events of the conversation (delivered or not).
     pub events: u64,
+    /// Portal leads of the number.
+    pub leads: u64,
 }
 
 impl ForgetCounts {
     pub fn total(&self) -> u64 {
-        self.conversations
+        self.leads
+            + self.conversations
             + self.users
             + self.messages
             + self.inbox

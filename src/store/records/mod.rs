@@ -4,6 +4,7 @@
 mod conversations;
 mod history;
 mod inbox;
+mod leads;
 mod maintenance;
 mod outbox;
 mod pagers;
@@ -15,6 +16,7 @@ pub use conversations::{
 };
 pub use history::{Attachment, NewMessage, StoredMessage};
 pub use inbox::{InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatus, RejectedEntry};
+pub use leads::{LeadFilter, LeadStatus, PortalLead};
 pub use maintenance::{ForgetCounts, InstanceRecord, PurgeBefore, PurgeCounts};
 pub use outbox::{
     Fallback, ListRow, Media, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, ReplyButton,

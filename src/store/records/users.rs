@@ -88,6 +88,8 @@ pub struct User {
     pub lead_at: Option<DateTime<Utc>>,
     /// The assistant their first message led to (`users.lead_assistant`).
     pub lead_assistant: Option<String>,
+    /// The portal or CRM that first sent them as a lead (`users.lead_source`).
+    pub lead_source: Option<String>,
 }
 
 /// A contact's wish not to be written to first (`users.opted_out_at`, `opt_out_source`).
@@ -118,6 +120,7 @@ impl User {
             opt_out_source: None,
             lead_at: None,
             lead_assistant: None,
+            lead_source: None,
         }
     }
 
