@@ -440,6 +440,7 @@ struct RawTemplates {
     visit_feedback: Option<Languages>,
     offer_received: Option<Languages>,
     offer_answer: Option<Languages>,
+    lead_first_contact: Option<Languages>,
 }
 
 type Languages = BTreeMap<Spanned<String>, RawTemplate>;
@@ -457,6 +458,7 @@ impl RawTemplates {
             (Purpose::VisitFeedback, self.visit_feedback),
             (Purpose::OfferReceived, self.offer_received),
             (Purpose::OfferAnswer, self.offer_answer),
+            (Purpose::LeadFirstContact, self.lead_first_contact),
         ]
         .into_iter()
         .filter_map(|(purpose, languages)| Some((purpose, languages?)))

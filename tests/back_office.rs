@@ -774,3 +774,316 @@ async fn on_mongodb_two_customers_racing_for_an_agents_hour_get_one_visit() {
     drop((first, second));
     db.drop().await;
 }
+
+const LEADS_TOKEN: &str = "leads-test-token-of-at-least-32-characters";
+
+/// Says one thing whatever it is asked: what the leads' test reads is the model's request.
+fn lead_model(_body: &Value) -> Value {
+    say("Claro, te cuento lo que quieras del piso.")
+}
+
+/// `POST path` with `body`, the leads token unless `token` is `None`: the status and the JSON
+/// answer.
+async fn post_lead(
+    service: &Service,
+    path: &str,
+    body: Vec<u8>,
+    token: Option<&str>,
+) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{}{path}", service.port))
+        .body(body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The `lead_first_contact` templates the fake Graph API received for `to`.
+fn first_contacts(service: &Service, to: &str) -> usize {
+    service
+        .messages_to(to)
+        .iter()
+        .filter(|m| {
+            m["type"] == json!("template") && m["template"]["name"] == json!("lead_first_contact")
+        })
+        .count()
+}
+
+async fn wait_first_contact(service: &Service, to: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while first_contacts(service, to) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{to} got no lead_first_contact within 60 s: {:?}",
+            service.messages_to(to)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Leads from the portals through the binary on FerretDB: a CRM's JSON push with a spaced
+/// international number gets one template, within a minute, pushed again none; a wrong token
+/// is refused, a malformed body named; one e-mail per portal's layout and an unreadable one,
+/// posted raw, are stored with what was read and the readable ones contacted; a number
+/// WhatsApp refuses (131026) is marked unreachable and the staff asked to write; and when the
+/// lead answers, the model is asked about the listing of the lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mongodb_portal_leads_are_answered_on_whatsapp_once() {
+    use zaguan::realestate::{MongoRealEstate, PropertyStore};
+    use zaguan::store::{ConversationStore as _, LeadFilter, LeadStatus, LeadStore as _};
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    let madrid = chrono_tz::Europe::Madrid;
+    let today = chrono::Utc::now().with_timezone(&madrid).date_naive();
+    let set = zaguan::realestate::demo::demo_set(today, madrid);
+    let listings: Vec<_> = set.properties[..5]
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut listing = p.clone();
+            listing.id = format!("P-100{}", i + 1);
+            listing.status = zaguan::realestate::ListingStatus::Available;
+            listing
+        })
+        .collect();
+    MongoRealEstate::new(db.store.pool().clone())
+        .upsert_properties(&listings)
+        .await
+        .unwrap();
+    // The member on duty (the business is open all day) who is told of what needs a person.
+    stdout(&cli(
+        &db,
+        &[
+            "staff",
+            "add",
+            "--name",
+            "Lucía Ferrer",
+            "--wa-id",
+            "699 00 01 11",
+            "--notify-handoffs",
+            "true",
+        ],
+    ));
+    let mut service = Service::start(Options {
+        rules: lead_model,
+        business: Some(business_open_always()),
+        env: vec![
+            ("ZAGUAN_LEADS_TOKEN", LEADS_TOKEN.to_owned()),
+            (
+                "WHATSAPP_PHONE_NUMBER_ID",
+                common::service::PHONE_NUMBER_ID.to_owned(),
+            ),
+        ],
+        mongo: Some(&db),
+    })
+    .await;
+    let lead = json!({
+        "source": "idealista", "lead_id": "IDL-98765", "name": "Marta Giménez Soler",
+        "phone": "+34 612 34 56 78", "email": "marta.gimenez@example.com",
+        "listing_ref": "P-1001", "message": "Hola, ¿se puede visitar el sábado?",
+        "received_at": chrono::Utc::now().to_rfc3339(),
+    });
+    let body = serde_json::to_vec(&lead).unwrap();
+    assert_eq!(
+        post_lead(&service, "/leads", body.clone(), None).await.0,
+        401
+    );
+    assert_eq!(
+        post_lead(&service, "/leads", body.clone(), Some("wrong-token"))
+            .await
+            .0,
+        401
+    );
+    let (status, answer) = post_lead(
+        &service,
+        "/leads",
+        br#"{"source": "idealista", "phone": ["612345678"]}"#.to_vec(),
+        Some(LEADS_TOKEN),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        answer["error"].as_str().unwrap().starts_with("phone:"),
+        "{answer}"
+    );
+    let (status, answer) = post_lead(&service, "/leads", body.clone(), Some(LEADS_TOKEN)).await;
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["duplicate"], json!(false));
+    wait_first_contact(&service, "34612345678").await;
+    let (status, answer) = post_lead(&service, "/leads", body, Some(LEADS_TOKEN)).await;
+    assert_eq!((status, &answer["duplicate"]), (202, &json!(true)));
+
+    // The portals' e-mails, raw, as an inbound-mail service forwards them.
+    let emails: [(&str, &[u8], Option<&str>); 6] = [
+        (
+            "idealista",
+            include_bytes!("data/leads/idealista.eml"),
+            Some("34612345678"),
+        ),
+        (
+            "fotocasa",
+            include_bytes!("data/leads/fotocasa.eml"),
+            Some("34623456789"),
+        ),
+        (
+            "habitaclia",
+            include_bytes!("data/leads/habitaclia.eml"),
+            Some("34645678901"),
+        ),
+        (
+            "pisos.com",
+            include_bytes!("data/leads/pisoscom.eml"),
+            Some("34634567890"),
+        ),
+        (
+            "tablondecasas.example",
+            include_bytes!("data/leads/generic.eml"),
+            Some("34655123456"),
+        ),
+        (
+            "idealista.com",
+            include_bytes!("data/leads/unreadable.eml"),
+            None,
+        ),
+    ];
+    for (source, raw, _) in &emails {
+        let (status, answer) =
+            post_lead(&service, "/leads/email", raw.to_vec(), Some(LEADS_TOKEN)).await;
+        assert_eq!(status, 202, "{source}: {answer}");
+    }
+    for (_, _, number) in &emails[1..5] {
+        wait_first_contact(&service, number.unwrap()).await;
+    }
+    let stored = db
+        .store
+        .leads(&LeadFilter {
+            limit: 20,
+            ..LeadFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.len(),
+        7,
+        "one JSON lead and six e-mails: {stored:#?}"
+    );
+    for (source, _, number) in &emails {
+        let lead = stored
+            .iter()
+            .find(|l| l.source == *source && l.raw_email.is_some())
+            .unwrap_or_else(|| panic!("no lead from {source}: {stored:#?}"));
+        match number {
+            Some(number) => {
+                assert_eq!(
+                    lead.wa_id.as_ref().map(|w| w.as_str()),
+                    Some(*number),
+                    "{source}"
+                );
+                assert!(
+                    lead.listing_id
+                        .as_deref()
+                        .is_some_and(|l| l.starts_with("P-100")),
+                    "{source}"
+                );
+            }
+            None => {
+                assert_eq!(lead.status, LeadStatus::Unreadable, "{source}");
+                assert!(lead.why.is_some());
+            }
+        }
+    }
+    // Idealista's e-mail and the CRM's push are two leads (two sources), about one listing on
+    // one day from one number: Marta is written to once.
+    let marta: Vec<_> = stored
+        .iter()
+        .filter(|l| {
+            l.wa_id
+                .as_ref()
+                .is_some_and(|w| w.as_str() == "34612345678")
+        })
+        .collect();
+    assert_eq!(marta.len(), 2, "{marta:#?}");
+    assert!(
+        marta.iter().all(|l| l.status != LeadStatus::New),
+        "{marta:#?}"
+    );
+    assert_eq!(first_contacts(&service, "34612345678"), 1);
+
+    // A number WhatsApp refuses: the lead is unreachable, and the staff are asked to write.
+    *service.graph.refused.lock().unwrap() = Some("34699887766".to_owned());
+    let refused = json!({"source": "fotocasa", "phone": "699 887 766", "email": "nadie@example.com",
+                         "listing_ref": "P-1002", "message": "Me interesa"});
+    assert_eq!(
+        post_lead(
+            &service,
+            "/leads",
+            serde_json::to_vec(&refused).unwrap(),
+            Some(LEADS_TOKEN)
+        )
+        .await
+        .0,
+        202
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        let leads = db
+            .store
+            .leads(&LeadFilter {
+                status: Some(LeadStatus::Unreachable),
+                limit: 5,
+                ..LeadFilter::default()
+            })
+            .await
+            .unwrap();
+        if let Some(lead) = leads.first() {
+            assert_eq!(lead.email.as_deref(), Some("nadie@example.com"));
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the refused lead was not marked unreachable"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let waiting = db
+        .store
+        .conversation(&zaguan::domain::WaId::parse("34699887766").unwrap())
+        .await
+        .unwrap()
+        .and_then(|c| c.handoff_requested)
+        .expect("the staff are asked to write to the lead");
+    assert!(
+        waiting.reason.contains("nadie@example.com"),
+        "{}",
+        waiting.reason
+    );
+    service
+        .wait_for_message("34699000111", "nadie@example.com", Duration::from_secs(20))
+        .await;
+
+    // The lead answers: the model is asked about the listing the lead was about.
+    service
+        .customer_says("34623456789", "Javier", "sí, me interesa")
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let asked = service.model.requests.lock().unwrap().iter().any(|r| {
+            let text = r.to_string();
+            text.contains("sí, me interesa") && text.contains("P-1002")
+        });
+        if asked {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the model was not asked about P-1002"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(service);
+    db.drop().await;
+}

@@ -103,7 +103,6 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_TIMEZONE",
     "ZAGUAN_LANGUAGES",
     "ZAGUAN_PHONE_REGION",
-    "ZAGUAN_DEFAULT_REGION",
     "ZAGUAN_LEADS_TOKEN",
     "ZAGUAN_CALENDAR_REFRESH",
     "ZAGUAN_LISTINGS_FEED_URL",
@@ -358,15 +357,11 @@ impl Config {
             .is_some_and(|v| !v.is_empty())
             .then(|| env.url("ZAGUAN_LISTINGS_FEED_URL", ""))
             .flatten();
-        // ZAGUAN_DEFAULT_REGION is the same setting under the name the leads' intake gave it.
-        let region_var = if env.get("ZAGUAN_PHONE_REGION").is_none()
-            && env.get("ZAGUAN_DEFAULT_REGION").is_some()
-        {
-            "ZAGUAN_DEFAULT_REGION"
-        } else {
-            "ZAGUAN_PHONE_REGION"
-        };
-        let phone_region = env.parsed(region_var, "ES", crate::domain::phone::PhoneRegion::parse);
+        let phone_region = env.parsed(
+            "ZAGUAN_PHONE_REGION",
+            "ES",
+            crate::domain::phone::PhoneRegion::parse,
+        );
         let events = env.events();
         let public_url = env
             .get("ZAGUAN_PUBLIC_URL")

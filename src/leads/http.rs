@@ -31,11 +31,34 @@ fn refused(status: StatusCode, why: &str) -> Response {
     (status, Json(json!({"error": why}))).into_response()
 }
 
+/// Why a push is not taken before its body is read.
+enum Refusal {
+    /// No `ZAGUAN_LEADS_TOKEN`: the routes do not exist.
+    Off,
+    Unauthorized,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::Off => refused(StatusCode::NOT_FOUND, "not found"),
+            Refusal::Unauthorized => {
+                let mut response = refused(
+                    StatusCode::UNAUTHORIZED,
+                    "the leads token is missing or wrong",
+                );
+                response
+                    .headers_mut()
+                    .insert(WWW_AUTHENTICATE, "Bearer".parse().expect("a valid header"));
+                response
+            }
+        }
+    }
+}
+
 /// The intake, when `ZAGUAN_LEADS_TOKEN` is set and the request carries it.
-fn authorized(state: &AppState, headers: &HeaderMap) -> Result<Arc<Intake>, Response> {
-    let Some(intake) = state.leads.clone() else {
-        return Err(refused(StatusCode::NOT_FOUND, "not found"));
-    };
+fn authorized(state: &AppState, headers: &HeaderMap) -> Result<Arc<Intake>, Refusal> {
+    let intake = state.leads.clone().ok_or(Refusal::Off)?;
     let presented = headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -57,14 +80,7 @@ fn authorized(state: &AppState, headers: &HeaderMap) -> Result<Arc<Intake>, Resp
         tracing::warn!("lead push refused: missing or wrong ZAGUAN_LEADS_TOKEN");
         metrics::counter!("zaguan_leads_total", "source" => "unknown", "outcome" => "unauthorized")
             .increment(1);
-        let mut response = refused(
-            StatusCode::UNAUTHORIZED,
-            "the leads token is missing or wrong",
-        );
-        response
-            .headers_mut()
-            .insert(WWW_AUTHENTICATE, "Bearer".parse().expect("a valid header"));
-        return Err(response);
+        return Err(Refusal::Unauthorized);
     }
     Ok(intake)
 }
@@ -113,7 +129,7 @@ async fn take(
 pub async fn push(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let intake = match authorized(&state, &headers) {
         Ok(intake) => intake,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     match input::from_json(&body) {
         Ok(incoming) => take(intake, incoming, None, None).await,
@@ -131,7 +147,7 @@ pub async fn push(State(state): State<AppState>, headers: HeaderMap, body: Bytes
 pub async fn email(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let intake = match authorized(&state, &headers) {
         Ok(intake) => intake,
-        Err(response) => return response,
+        Err(refusal) => return refusal.into_response(),
     };
     if body.iter().all(u8::is_ascii_whitespace) {
         return refused(

@@ -279,7 +279,7 @@ impl Intake {
             ("business", TemplateValue::from(business.clone())),
             ("portal", TemplateValue::from(portal.to_owned())),
         ];
-        let step = format!("lead:{}", lead.id);
+        let (step, step_at) = contact_step(lead);
         let outreach = Outreach {
             to: wa_id,
             text: &text,
@@ -288,7 +288,7 @@ impl Intake {
             purpose: Purpose::LeadFirstContact,
             values: &values,
             step: &step,
-            step_at: lead.received_at,
+            step_at,
             buttons: &[],
         };
         let notified = self
@@ -331,6 +331,22 @@ impl Intake {
             .clone()
             .unwrap_or_else(|| "el inmueble que consultaste".to_owned())
     }
+}
+
+/// The step a lead's first message is queued under: its listing and day, so that one person
+/// who asks about one listing through two portals, or a portal and the CRM, on one day is
+/// written to once (the message's id also names the number).
+pub(crate) fn contact_step(lead: &PortalLead) -> (String, DateTime<Utc>) {
+    let day = lead.received_at.date_naive();
+    let listing = lead
+        .listing_id
+        .as_ref()
+        .or(lead.listing_ref.as_ref())
+        .map_or("-", String::as_str);
+    (
+        format!("lead:{listing}:{day}"),
+        day.and_time(chrono::NaiveTime::MIN).and_utc(),
+    )
 }
 
 /// The agency's listing `reference` names: its id as written («P-1001», «p1001»), or one whose

@@ -33,7 +33,7 @@ const NOT_ON_WHATSAPP: i64 = 131026;
 
 /// The id of the lead's first message: the step [`Intake::send_first_contact`] queues it under.
 pub fn first_contact_id(lead: &PortalLead, wa_id: &WaId) -> OutboxId {
-    let step = format!("lead:{}", lead.id);
+    let (step, step_at) = super::contact_step(lead);
     Outreach {
         to: wa_id,
         text: "",
@@ -42,7 +42,7 @@ pub fn first_contact_id(lead: &PortalLead, wa_id: &WaId) -> OutboxId {
         purpose: Purpose::LeadFirstContact,
         values: &[],
         step: &step,
-        step_at: lead.received_at,
+        step_at,
         buttons: &[],
     }
     .id()
@@ -141,19 +141,6 @@ impl LeadSweep {
         wa_id: &WaId,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let mut marked = lead.clone();
-        marked.status = LeadStatus::Unreachable;
-        marked.why = Some(format!("the number is not on WhatsApp ({NOT_ON_WHATSAPP})"));
-        if !self
-            .intake
-            .store()
-            .update_lead(&marked, LeadStatus::Contacted)
-            .await?
-        {
-            return Ok(false);
-        }
-        metrics::counter!("zaguan_leads_total", "source" => lead.source.clone(), "outcome" => "unreachable")
-            .increment(1);
         let listing = lead
             .listing_id
             .as_ref()
@@ -167,6 +154,8 @@ impl LeadSweep {
             "Lead de {}{listing}: su número no tiene WhatsApp; {write_to}",
             portal_name(&lead.source)
         );
+        // Asked first, under the lead's key (two instances ask once), then marked: a lead
+        // marked unreachable has its staff told.
         let engine = &self.intake.engine;
         let business = engine.prompts().business().clone();
         engine
@@ -179,6 +168,19 @@ impl LeadSweep {
                 now,
             )
             .await?;
+        let mut marked = lead.clone();
+        marked.status = LeadStatus::Unreachable;
+        marked.why = Some(format!("the number is not on WhatsApp ({NOT_ON_WHATSAPP})"));
+        if !self
+            .intake
+            .store()
+            .update_lead(&marked, LeadStatus::Contacted)
+            .await?
+        {
+            return Ok(false);
+        }
+        metrics::counter!("zaguan_leads_total", "source" => lead.source.clone(), "outcome" => "unreachable")
+            .increment(1);
         tracing::warn!(lead = %lead.id, "lead not on WhatsApp: the staff are asked to write to them");
         Ok(true)
     }

@@ -1258,10 +1258,107 @@ async fn a_status_finds_a_part_recorded_as_sent(store: Arc<dyn Store>) {
     assert_eq!(found.status, OutboxStatus::Delivered);
 }
 
+fn portal_lead(
+    portal_id: &str,
+    who: Option<&str>,
+    received: chrono::DateTime<chrono::Utc>,
+) -> zaguan::store::PortalLead {
+    let mut lead = zaguan::store::PortalLead {
+        id: String::new(),
+        source: "idealista".into(),
+        portal_lead_id: Some(portal_id.into()),
+        name: Some("Marta Giménez".into()),
+        phone: who.map(str::to_owned),
+        wa_id: who.map(wa),
+        email: Some("marta@example.com".into()),
+        listing_ref: Some("P-1001".into()),
+        listing_id: Some("P-1001".into()),
+        message: Some("¿Sigue disponible?".into()),
+        lang: Some("es".into()),
+        received_at: received,
+        stored_at: received,
+        status: zaguan::store::LeadStatus::New,
+        why: None,
+        first_contact_at: None,
+        answered_at: None,
+        raw_email: None,
+    };
+    lead.id = lead.derived_id();
+    lead
+}
+
+/// A lead pushed twice is stored once; the first writer moves it on, the second finds it
+/// moved; lists are newest first and filter by status and contact.
+async fn a_lead_is_stored_once_and_moved_on_by_one_writer(store: Arc<dyn Store>) {
+    use zaguan::store::{LeadFilter, LeadStatus};
+    let first = portal_lead("98765", Some("34612345678"), at(10));
+    let (stored, new) = store.insert_lead(&first).await.unwrap();
+    assert!(new);
+    assert_eq!(stored, first);
+    let mut again = first.clone();
+    again.message = Some("otra vez".into());
+    let (stored, new) = store.insert_lead(&again).await.unwrap();
+    assert!(!new, "the same portal id is the same lead");
+    assert_eq!(stored.message.as_deref(), Some("¿Sigue disponible?"));
+    // Without a portal id: the number, the listing and the day.
+    let mut no_id = portal_lead("x", Some("34612345678"), at(20));
+    no_id.portal_lead_id = None;
+    no_id.id = no_id.derived_id();
+    assert_ne!(no_id.id, first.id);
+    assert!(store.insert_lead(&no_id).await.unwrap().1);
+    let mut contacted = first.clone();
+    contacted.status = LeadStatus::Contacted;
+    contacted.first_contact_at = Some(at(11));
+    assert!(
+        store
+            .update_lead(&contacted, LeadStatus::New)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .update_lead(&contacted, LeadStatus::New)
+            .await
+            .unwrap(),
+        "the second writer finds it moved"
+    );
+    assert_eq!(
+        store.lead(&first.id).await.unwrap(),
+        Some(contacted.clone())
+    );
+    let listed = store
+        .leads(&LeadFilter {
+            limit: 10,
+            ..LeadFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.iter().map(|l| l.id.clone()).collect::<Vec<_>>(),
+        [no_id.id.clone(), first.id.clone()],
+        "newest received first"
+    );
+    let new_ones = store
+        .leads(&LeadFilter {
+            status: Some(LeadStatus::New),
+            wa_id: Some(wa("34612345678")),
+            since: Some(at(15)),
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(new_ones.len(), 1);
+    assert_eq!(new_ones[0].id, no_id.id);
+}
+
 /// Everything about one contact goes; the other contact's data stays whole and usable.
 async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<dyn Store>) {
     let (gone, kept) = ("34600111222", "34622333444");
     for (n, who) in [gone, kept].into_iter().enumerate() {
+        store
+            .insert_lead(&portal_lead(&format!("ID-{n}"), Some(who), at(2)))
+            .await
+            .unwrap();
         let lead = zaguan::store::BusinessEvent::LeadCreated {
             name: Some("Lucía".into()),
             assistant: "primary_assistant".into(),
@@ -1358,8 +1455,18 @@ async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<
             leases: 1,
             webhook_rejects: 1,
             events: 1,
+            leads: 1,
         }
     );
+    let leads = store
+        .leads(&zaguan::store::LeadFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(leads.len(), 1, "the other contact's lead stays");
+    assert_eq!(leads[0].wa_id, Some(wa(kept)));
     let left = store
         .list_events(&zaguan::store::EventQuery {
             limit: 10,
@@ -1453,6 +1560,7 @@ crate::both_stores!(
     a_reply_recorded_twice_is_recorded_once,
     a_status_finds_a_part_recorded_as_sent,
     forgetting_a_contact_deletes_all_of_theirs_and_nothing_else,
+    a_lead_is_stored_once_and_moved_on_by_one_writer,
     an_inbox_entry_round_trips,
     a_redelivered_message_is_stored_once,
     concurrent_inserts_of_one_message_store_it_once,

@@ -112,54 +112,72 @@ mod tests {
     /// `tests/data/leads/README.md`): what each reader takes from it.
     #[test]
     fn each_portals_lead_email_is_read() {
-        let cases: [(&[u8], &str, Option<&str>, &str, Option<&str>, &str, &str); 5] = [
-            (
-                include_bytes!("../../../tests/data/leads/idealista.eml"),
-                "idealista",
-                Some("Marta Giménez Soler"),
-                "612 34 56 78",
-                Some("marta.gimenez@example.com"),
-                "P-1001",
-                "Hola, me gustaría visitar el piso este fin de semana, a poder ser el sábado por la mañana. ¿Sigue disponible? Gracias.",
-            ),
-            (
-                include_bytes!("../../../tests/data/leads/fotocasa.eml"),
-                "fotocasa",
-                Some("Javier Ortega Ruiz"),
-                "+34623456789",
-                Some("javier.ortega@example.com"),
-                "P-1002",
-                "Buenos días, me interesa mucho el piso. ¿Se podría visitar el martes por la tarde? También querría saber si la comunidad incluye la calefacción.",
-            ),
-            (
-                include_bytes!("../../../tests/data/leads/habitaclia.eml"),
-                "habitaclia",
-                Some("Laura Fernández Peña"),
-                "+34645678901",
-                Some("laura.fernandez@example.com"),
-                "P-1004",
-                "Buenas tardes, estamos interesados en el piso de alquiler. Somos una pareja con contrato indefinido y sin mascotas. ¿Podríamos verlo el lunes a partir de las seis?",
-            ),
-            (
-                include_bytes!("../../../tests/data/leads/pisoscom.eml"),
-                "pisos.com",
-                Some("Andrés Molina Castaño"),
-                "634 567 890",
-                Some("andres.molina@example.com"),
-                "P-1005",
-                "Buenos días, estoy interesado en el piso. ¿Tiene plaza de garaje incluida en el precio? Me gustaría visitarlo el jueves.",
-            ),
-            (
-                include_bytes!("../../../tests/data/leads/generic.eml"),
-                "tablondecasas.example",
-                None,
-                "+34 655 12 34 56",
-                None,
-                "P-1003",
-                "Buenas, he visto el piso con Ref. P-1003 y me gustaría saber si aceptan mascotas y cuándo se podría ver. Mi móvil es el +34 655 12 34 56, mejor por WhatsApp. Gracias.",
-            ),
+        struct Expected {
+            raw: &'static [u8],
+            source: &'static str,
+            name: Option<&'static str>,
+            phone: &'static str,
+            email: Option<&'static str>,
+            listing: &'static str,
+            message: &'static str,
+        }
+        let cases = [
+            Expected {
+                raw: include_bytes!("../../../tests/data/leads/idealista.eml"),
+                source: "idealista",
+                name: Some("Marta Giménez Soler"),
+                phone: "612 34 56 78",
+                email: Some("marta.gimenez@example.com"),
+                listing: "P-1001",
+                message: "Hola, me gustaría visitar el piso este fin de semana, a poder ser el sábado por la mañana. ¿Sigue disponible? Gracias.",
+            },
+            Expected {
+                raw: include_bytes!("../../../tests/data/leads/fotocasa.eml"),
+                source: "fotocasa",
+                name: Some("Javier Ortega Ruiz"),
+                phone: "+34623456789",
+                email: Some("javier.ortega@example.com"),
+                listing: "P-1002",
+                message: "Buenos días, me interesa mucho el piso. ¿Se podría visitar el martes por la tarde? También querría saber si la comunidad incluye la calefacción.",
+            },
+            Expected {
+                raw: include_bytes!("../../../tests/data/leads/habitaclia.eml"),
+                source: "habitaclia",
+                name: Some("Laura Fernández Peña"),
+                phone: "+34645678901",
+                email: Some("laura.fernandez@example.com"),
+                listing: "P-1004",
+                message: "Buenas tardes, estamos interesados en el piso de alquiler. Somos una pareja con contrato indefinido y sin mascotas. ¿Podríamos verlo el lunes a partir de las seis?",
+            },
+            Expected {
+                raw: include_bytes!("../../../tests/data/leads/pisoscom.eml"),
+                source: "pisos.com",
+                name: Some("Andrés Molina Castaño"),
+                phone: "634 567 890",
+                email: Some("andres.molina@example.com"),
+                listing: "P-1005",
+                message: "Buenos días, estoy interesado en el piso. ¿Tiene plaza de garaje incluida en el precio? Me gustaría visitarlo el jueves.",
+            },
+            Expected {
+                raw: include_bytes!("../../../tests/data/leads/generic.eml"),
+                source: "tablondecasas.example",
+                name: None,
+                phone: "+34 655 12 34 56",
+                email: None,
+                listing: "P-1003",
+                message: "Buenas, he visto el piso con Ref. P-1003 y me gustaría saber si aceptan mascotas y cuándo se podría ver. Mi móvil es el +34 655 12 34 56, mejor por WhatsApp. Gracias.",
+            },
         ];
-        for (raw, source, name, phone, email, listing, message) in cases {
+        for Expected {
+            raw,
+            source,
+            name,
+            phone,
+            email,
+            listing,
+            message,
+        } in cases
+        {
             let lead = lead(raw);
             assert_eq!(lead.source, source);
             assert_eq!(lead.name.as_deref(), name, "{source}");
