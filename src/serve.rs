@@ -105,7 +105,11 @@ pub async fn run(_args: ServeArgs, config: Config) -> anyhow::Result<()> {
                 receivers = settings.urls.len(),
                 "business events are delivered to ZAGUAN_EVENTS_URL"
             );
-            Some(EventDelivery::new(store.clone(), settings.clone())?.spawn())
+            Some(
+                EventDelivery::new(store.clone(), settings.clone())?
+                    .with_sources(store.clone())
+                    .spawn(),
+            )
         }
         None => {
             tracing::info!("ZAGUAN_EVENTS_URL is unset: business events are recorded, not sent");

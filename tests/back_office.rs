@@ -868,10 +868,29 @@ async fn on_mongodb_portal_leads_are_answered_on_whatsapp_once() {
             "true",
         ],
     ));
+    // The agency's CRM, receiving the business events.
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let received = events.clone();
+    let crm = common::serve_local(axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let received = received.clone();
+            async move {
+                received.lock().unwrap().push(body);
+                axum::http::StatusCode::OK
+            }
+        }),
+    ))
+    .await;
     let mut service = Service::start(Options {
         rules: lead_model,
         business: Some(business_open_always()),
         env: vec![
+            ("ZAGUAN_EVENTS_URL", format!("{crm}/hook")),
+            (
+                "ZAGUAN_EVENTS_SECRET",
+                "events-secret-of-the-crm".to_owned(),
+            ),
             ("ZAGUAN_LEADS_TOKEN", LEADS_TOKEN.to_owned()),
             (
                 "WHATSAPP_PHONE_NUMBER_ID",
@@ -916,6 +935,25 @@ async fn on_mongodb_portal_leads_are_answered_on_whatsapp_once() {
     wait_first_contact(&service, "34612345678").await;
     let (status, answer) = post_lead(&service, "/leads", body, Some(LEADS_TOKEN)).await;
     assert_eq!((status, &answer["duplicate"]), (202, &json!(true)));
+    // The CRM hears of it, the contact's source on the event.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let heard = events.lock().unwrap().iter().any(|e| {
+            e["type"] == json!("lead.received")
+                && e["conversation"] == json!("34612345678")
+                && e["source"] == json!("idealista")
+                && e["data"]["listing_id"] == json!("P-1001")
+        });
+        if heard {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no lead.received with its source: {:?}",
+            events.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     // The portals' e-mails, raw, as an inbound-mail service forwards them.
     let emails: [(&str, &[u8], Option<&str>); 6] = [
@@ -1064,6 +1102,66 @@ async fn on_mongodb_portal_leads_are_answered_on_whatsapp_once() {
     service
         .wait_for_message("34699000111", "nadie@example.com", Duration::from_secs(20))
         .await;
+
+    // The console's leads page, in Spanish: per source, each lead, an unreadable one's e-mail.
+    let base = format!("http://127.0.0.1:{}", service.port);
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let signed = client
+        .post(format!("{base}/console/sign-in"))
+        .form(&[
+            ("operator", "admin"),
+            ("password", common::service::ADMIN_TOKEN),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let cookie = signed.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = client
+        .get(format!("{base}/console/leads"))
+        .header("cookie", &cookie)
+        .header("accept-language", "es-ES,es;q=0.9")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for needle in [
+        "Contactos de los portales y del CRM",
+        "data-source=\"idealista\"",
+        "data-source=\"pisos.com\"",
+        "data-status=\"unreachable\"",
+        "data-status=\"unreadable\"",
+        "ilegible",
+    ] {
+        assert!(
+            page.contains(needle),
+            "{needle} not on the leads page:\n{page}"
+        );
+    }
+    let unreadable = stored
+        .iter()
+        .find(|l| l.status == LeadStatus::Unreadable)
+        .unwrap();
+    let original = client
+        .get(format!("{base}/console/leads/{}/email", unreadable.id))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(original.contains("Novedades de diciembre"), "{original}");
 
     // The lead answers: the model is asked about the listing the lead was about.
     service

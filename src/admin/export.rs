@@ -18,6 +18,8 @@ pub const MAX_ROWS: usize = 100_000;
 #[serde(rename_all = "snake_case")]
 pub enum ExportKind {
     Leads,
+    /// The portals' and the CRM's leads (`leads`), one row each, contacted or not.
+    PortalLeads,
     Appointments,
     Offers,
 }
@@ -26,6 +28,7 @@ impl ExportKind {
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "leads" => Some(Self::Leads),
+            "portal-leads" | "portal_leads" => Some(Self::PortalLeads),
             "appointments" => Some(Self::Appointments),
             "offers" => Some(Self::Offers),
             _ => None,
@@ -34,7 +37,22 @@ impl ExportKind {
 
     fn columns(self) -> &'static [&'static str] {
         match self {
-            ExportKind::Leads => &["at", "wa_id", "name", "assistant", "opted_out_at"],
+            ExportKind::Leads => &["at", "wa_id", "name", "assistant", "source", "opted_out_at"],
+            ExportKind::PortalLeads => &[
+                "id",
+                "received_at",
+                "source",
+                "portal_lead_id",
+                "name",
+                "wa_id",
+                "email",
+                "listing_id",
+                "listing_ref",
+                "status",
+                "why",
+                "first_contact_at",
+                "answered_at",
+            ],
             ExportKind::Appointments => &[
                 "id",
                 "created_at",
@@ -96,7 +114,7 @@ pub struct Export {
 pub async fn rows(
     kind: ExportKind,
     since: DateTime<Utc>,
-    store: &(impl UserStore + EventStore + ?Sized),
+    store: &(impl UserStore + EventStore + crate::store::LeadStore + ?Sized),
     realestate: &(impl AppointmentStore + OfferStore + ?Sized),
 ) -> Result<Export, StoreError> {
     page(kind, since, store, realestate, MAX_ROWS).await
@@ -107,7 +125,7 @@ pub async fn rows(
 pub async fn page(
     kind: ExportKind,
     since: DateTime<Utc>,
-    store: &(impl UserStore + EventStore + ?Sized),
+    store: &(impl UserStore + EventStore + crate::store::LeadStore + ?Sized),
     realestate: &(impl AppointmentStore + OfferStore + ?Sized),
     max: usize,
 ) -> Result<Export, StoreError> {
@@ -136,7 +154,9 @@ pub async fn page(
                     at,
                     json!({
                         "at": at, "wa_id": user.wa_id.as_str(), "name": user.name,
-                        "assistant": user.lead_assistant, "opted_out_at": user.opted_out_at,
+                        "assistant": user.lead_assistant,
+                        "source": user.lead_source.as_deref().unwrap_or("organic"),
+                        "opted_out_at": user.opted_out_at,
                     }),
                 ));
             }
@@ -157,17 +177,49 @@ pub async fn page(
                     continue;
                 }
                 if let BusinessEvent::LeadCreated { name, assistant } = e.event {
-                    let opted_out_at = store.user(&e.wa_id).await?.and_then(|u| u.opted_out_at);
+                    let user = store.user(&e.wa_id).await?;
+                    let opted_out_at = user.as_ref().and_then(|u| u.opted_out_at);
+                    let source = user.and_then(|u| u.lead_source);
                     leads.push((
                         e.at,
                         json!({
                             "at": e.at, "wa_id": e.wa_id.as_str(), "name": name,
-                            "assistant": assistant, "opted_out_at": opted_out_at,
+                            "assistant": assistant,
+                            "source": source.as_deref().unwrap_or("organic"),
+                            "opted_out_at": opted_out_at,
                         }),
                     ));
                 }
             }
             leads
+        }
+        ExportKind::PortalLeads => {
+            let leads = store
+                .leads(&crate::store::LeadFilter {
+                    since: Some(since),
+                    limit: max.saturating_add(1),
+                    oldest_first: true,
+                    ..crate::store::LeadFilter::default()
+                })
+                .await?;
+            cut_source(leads.last().map(|l| l.received_at), leads.len());
+            leads
+                .into_iter()
+                .map(|l| {
+                    (
+                        l.received_at,
+                        json!({
+                            "id": l.id, "received_at": l.received_at, "source": l.source,
+                            "portal_lead_id": l.portal_lead_id, "name": l.name,
+                            "wa_id": l.wa_id.as_ref().map(|w| w.as_str().to_owned()),
+                            "email": l.email, "listing_id": l.listing_id,
+                            "listing_ref": l.listing_ref, "status": l.status.as_str(),
+                            "why": l.why, "first_contact_at": l.first_contact_at,
+                            "answered_at": l.answered_at,
+                        }),
+                    )
+                })
+                .collect()
         }
         ExportKind::Appointments => realestate
             .appointments_created_since(since)

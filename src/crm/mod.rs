@@ -74,6 +74,9 @@ pub fn sign(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
 /// The delivery loop of one process.
 pub struct EventDelivery {
     store: Arc<dyn EventStore>,
+    /// Where each conversation's contact came from (`users.lead_source`), for the body's
+    /// `source`; `None`: the body has none.
+    sources: Option<Arc<dyn crate::store::UserStore>>,
     http: reqwest::Client,
     settings: EventSettings,
 }
@@ -103,9 +106,33 @@ impl EventDelivery {
             .build()?;
         Ok(Self {
             store,
+            sources: None,
             http,
             settings,
         })
+    }
+
+    /// Every event's body says where its contact came from: the portal or CRM that sent them
+    /// as a lead (`idealista`…), else `organic` (they wrote on WhatsApp first).
+    pub fn with_sources(mut self, users: Arc<dyn crate::store::UserStore>) -> Self {
+        self.sources = Some(users);
+        self
+    }
+
+    /// The body receivers get for `event`.
+    async fn body_of(&self, event: &Event) -> serde_json::Value {
+        let mut body = event.body();
+        if let Some(users) = &self.sources {
+            let source = match users.user(&event.wa_id).await {
+                Ok(user) => user
+                    .and_then(|u| u.lead_source)
+                    .unwrap_or_else(|| "organic".to_owned()),
+                // Not known now: the event goes without it rather than wait.
+                Err(_) => return body,
+            };
+            body["source"] = serde_json::json!(source);
+        }
+        body
     }
 
     /// Delivers every `settings.every` until the process stops.
@@ -163,7 +190,7 @@ impl EventDelivery {
         {
             return EventUpdate::Delivered { at: now };
         }
-        let body = serde_json::to_vec(&event.body()).unwrap_or_default();
+        let body = serde_json::to_vec(&self.body_of(event).await).unwrap_or_default();
         let mut retry = None;
         for url in &self.settings.urls {
             match self.post(url, event, &body).await {

@@ -102,6 +102,10 @@ impl Intake {
                 .increment(1);
             tracing::info!(lead = %lead.id, source = %lead.source, status = outcome, listing = ?lead.listing_id, "lead received");
             if let Some(wa_id) = &lead.wa_id {
+                // The contact's source first: every event of theirs names it, this one too.
+                self.store
+                    .note_portal_contact(wa_id, lead.name.as_deref(), &lead.source)
+                    .await?;
                 let event = crate::store::BusinessEvent::LeadReceived {
                     lead_id: lead.id.clone(),
                     source: lead.source.clone(),
@@ -206,17 +210,14 @@ impl Intake {
         self.send_first_contact(wa_id, &claimed, now).await
     }
 
-    /// The contact's name and source, the lead's language, and the portal's message in the
-    /// history, before the first message is written.
+    /// The lead's language and the portal's message in the history, before the first
+    /// message is written.
     async fn prepare_conversation(
         &self,
         wa_id: &WaId,
         lead: &PortalLead,
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
-        self.store
-            .note_portal_contact(wa_id, lead.name.as_deref(), &lead.source)
-            .await?;
         let conversation = self.store.conversation(wa_id).await?;
         if let Some(lang) = &lead.lang
             && conversation.as_ref().is_none_or(|c| c.lang.is_none())

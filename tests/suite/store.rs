@@ -1338,12 +1338,25 @@ async fn a_lead_is_stored_once_and_moved_on_by_one_writer(store: Arc<dyn Store>)
         [no_id.id.clone(), first.id.clone()],
         "newest received first"
     );
+    let oldest = store
+        .leads(&LeadFilter {
+            limit: 1,
+            oldest_first: true,
+            ..LeadFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        oldest[0].id, first.id,
+        "an export's pages read the oldest first"
+    );
     let new_ones = store
         .leads(&LeadFilter {
             status: Some(LeadStatus::New),
             wa_id: Some(wa("34612345678")),
             since: Some(at(15)),
             limit: 10,
+            oldest_first: false,
         })
         .await
         .unwrap();

@@ -15,6 +15,7 @@ mod refs;
 
 mod actions;
 mod follow_ups;
+mod leads;
 mod masking;
 mod operators;
 mod pages;
@@ -89,6 +90,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/console/visits", get(follow_ups::visits))
         .route("/console/visits/{id}/outcome", post(follow_ups::outcome))
         .route("/console/offers", get(follow_ups::offers_list))
+        .route("/console/leads", get(leads::leads))
+        .route("/console/leads/{id}/email", get(leads::original))
         .route("/console/offers/{id}/answer", post(follow_ups::answer))
         .route("/console/staff", get(staff::staff).post(staff::add))
         .route("/console/staff/{id}/disable", post(staff::disable))
@@ -128,6 +131,7 @@ fn templates() -> &'static Environment<'static> {
             ("staff.html", include_str!("templates/staff.html")),
             ("visits.html", include_str!("templates/visits.html")),
             ("offers.html", include_str!("templates/offers.html")),
+            ("leads.html", include_str!("templates/leads.html")),
             ("queue.html", include_str!("templates/queue.html")),
             ("reports.html", include_str!("templates/reports.html")),
             ("queue_rows.html", include_str!("templates/queue_rows.html")),

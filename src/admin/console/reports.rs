@@ -266,7 +266,10 @@ pub(super) async fn export(
     let to = period.to();
     let before = export.rows.len();
     export.rows.retain(|row| {
-        let at = row["at"].as_str().or(row["created_at"].as_str());
+        let at = row["at"]
+            .as_str()
+            .or(row["created_at"].as_str())
+            .or(row["received_at"].as_str());
         at.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
             .is_none_or(|t| t.to_utc() < to)
     });

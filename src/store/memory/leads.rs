@@ -46,6 +46,9 @@ impl LeadStore for MemoryStore {
             .cloned()
             .collect();
         found.sort_by(|a, b| b.received_at.cmp(&a.received_at).then(a.id.cmp(&b.id)));
+        if filter.oldest_first {
+            found.sort_by(|a, b| a.received_at.cmp(&b.received_at).then(a.id.cmp(&b.id)));
+        }
         found.truncate(filter.limit);
         Ok(found)
     }

@@ -119,7 +119,10 @@ impl LeadStore for MongoStore {
                 Lane::Work,
                 "leads",
                 query,
-                Find::sorted(doc! {"received_at": -1, "_id": 1}).limit(filter.limit),
+                Find::sorted(
+                    doc! {"received_at": if filter.oldest_first { 1 } else { -1 }, "_id": 1},
+                )
+                .limit(filter.limit),
             )
             .await?;
         docs.iter().map(lead_of).collect()

@@ -130,4 +130,6 @@ pub struct LeadFilter {
     pub wa_id: Option<WaId>,
     pub since: Option<DateTime<Utc>>,
     pub limit: usize,
+    /// Oldest received first (an export's pages) instead of newest.
+    pub oldest_first: bool,
 }
