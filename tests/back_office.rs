@@ -1182,6 +1182,48 @@ async fn on_mongodb_portal_leads_are_answered_on_whatsapp_once() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Javier's lead is answered; in the funnel by source he wrote from Fotocasa, and the leads
+    // who never wrote back are not counted as writing to us.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !db
+        .store
+        .leads(&LeadFilter {
+            status: Some(LeadStatus::Answered),
+            limit: 5,
+            ..LeadFilter::default()
+        })
+        .await
+        .unwrap()
+        .iter()
+        .any(|l| l.source == "fotocasa" && l.answered_at.is_some())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the answer was not recorded on the lead"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let reports = client
+        .get(format!("{base}/console/reports?days=1"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let by_source = &reports[reports
+        .find("id=\"funnel-by-source\"")
+        .expect("the funnel by source")..];
+    let by_source = &by_source[..by_source.find("</table>").unwrap()];
+    assert!(
+        by_source.contains("<tr data-source=\"fotocasa\"><td>fotocasa</td><td>1</td>"),
+        "{by_source}"
+    );
+    assert!(
+        !by_source.contains("data-source=\"idealista\""),
+        "{by_source}"
+    );
     drop(service);
     db.drop().await;
 }

@@ -802,6 +802,10 @@ pub const SPANISH: &[(&str, &str)] = &[
     ("the fast path", "la vía rápida"),
     ("offline mode", "el modo sin modelo"),
     ("{count} tokens", "{count} tokens"),
+    (
+        "wrote on WhatsApp first",
+        "escribieron primero por WhatsApp",
+    ),
     ("Conversations per day", "Conversaciones por día"),
     ("conversations", "conversaciones"),
     (

@@ -135,6 +135,8 @@ pub struct Inputs {
     pub handoff_events: Vec<Event>,
     pub failed_deliveries: u64,
     pub opt_outs: u64,
+    /// The portal or CRM each contact who came as a lead came from (`leads`).
+    pub lead_sources: HashMap<WaId, String>,
     /// The sources that held more than [`MAX_RECORDS`].
     pub cut: Vec<&'static str>,
 }
@@ -184,16 +186,46 @@ pub fn offline_spell(calls: &[LlmCall]) -> Option<OfflineSpell> {
 
 /// Reads the period's records from the stores.
 pub async fn gather(
-    store: &(impl HistoryStore + UsageStore + EventStore + OutboxStore + UserStore + ?Sized),
+    store: &(
+         impl HistoryStore
+         + UsageStore
+         + EventStore
+         + OutboxStore
+         + UserStore
+         + crate::store::LeadStore
+         + ?Sized
+     ),
     realestate: Option<&(impl AppointmentStore + OfferStore + ?Sized)>,
     period: &Period,
 ) -> Result<Inputs, StoreError> {
     let (from, to) = (period.from(), period.to());
     let mut cut = Vec::new();
-    let messages = store.messages_between(from, to, MAX_RECORDS).await?;
+    let mut messages = store.messages_between(from, to, MAX_RECORDS).await?;
     if messages.len() >= MAX_RECORDS {
         cut.push("messages");
     }
+    // A portal's message in the history is the lead's words on the portal: they have not
+    // written to us until they answer on WhatsApp.
+    messages.retain(|m| {
+        m.message.agent.as_ref().map(|a| a.as_str()) != Some(crate::leads::PORTAL_AGENT)
+    });
+    // Leads of the month before the period too: a lead of last week who writes today came
+    // from the portal.
+    let leads = store
+        .leads(&crate::store::LeadFilter {
+            since: Some(from - chrono::Duration::days(30)),
+            limit: MAX_RECORDS,
+            ..crate::store::LeadFilter::default()
+        })
+        .await?;
+    if leads.len() >= MAX_RECORDS {
+        cut.push("leads");
+    }
+    let lead_sources = leads
+        .into_iter()
+        .filter(|l| l.received_at < to)
+        .filter_map(|l| Some((l.wa_id?, l.source)))
+        .collect();
     let calls = store.llm_calls_between(from, to, MAX_RECORDS).await?;
     if calls.len() >= MAX_RECORDS {
         cut.push("llm_calls");
@@ -244,6 +276,7 @@ pub async fn gather(
         handoff_events,
         failed_deliveries,
         opt_outs,
+        lead_sources,
         cut,
     })
 }
@@ -256,6 +289,15 @@ pub struct Step {
     pub count: u64,
     /// Of the step before (`None` for the first, or after an empty one).
     pub rate: Option<f64>,
+}
+
+/// The funnel's counts of the customers who came from one source: a portal or CRM
+/// (`idealista`…), or `organic` (they wrote on WhatsApp first).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceFunnel {
+    pub source: String,
+    /// As [`Report::funnel`]'s steps, in order.
+    pub counts: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -283,6 +325,8 @@ pub struct Report {
     pub first: String,
     pub last: String,
     pub funnel: Vec<Step>,
+    /// The same steps, per source.
+    pub funnel_by_source: Vec<SourceFunnel>,
     pub days: Vec<Day>,
     pub providers: Vec<String>,
     /// Seconds from a customer's first message in the period to the first answer.
@@ -352,6 +396,26 @@ pub fn compute(inputs: &Inputs, period: &Period, prices: &Prices) -> Report {
         .iter()
         .map(|o| &o.wa_id)
         .filter(|w| inquired.contains(w))
+        .collect();
+    let source_of = |w: &WaId| {
+        inputs
+            .lead_sources
+            .get(w)
+            .cloned()
+            .unwrap_or_else(|| "organic".to_owned())
+    };
+    let mut by_source: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for (step, customers) in [&inquired, &qualified, &booked, &attended, &offered]
+        .into_iter()
+        .enumerate()
+    {
+        for w in customers {
+            by_source.entry(source_of(w)).or_insert_with(|| vec![0; 5])[step] += 1;
+        }
+    }
+    let funnel_by_source = by_source
+        .into_iter()
+        .map(|(source, counts)| SourceFunnel { source, counts })
         .collect();
     let mut funnel = Vec::new();
     let mut before: Option<u64> = None;
@@ -502,6 +566,7 @@ pub fn compute(inputs: &Inputs, period: &Period, prices: &Prices) -> Report {
         first: period.first.format("%Y-%m-%d").to_string(),
         last: period.last.format("%Y-%m-%d").to_string(),
         funnel,
+        funnel_by_source,
         days,
         providers,
         first_reply_median: median(replies),

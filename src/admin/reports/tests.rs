@@ -159,6 +159,7 @@ fn the_funnel_times_shares_and_costs_follow_the_records() {
         ],
         failed_deliveries: 2,
         opt_outs: 1,
+        lead_sources: [(WaId::parse(b).unwrap(), "idealista".to_owned())].into(),
         cut: Vec::new(),
     };
     let prices = Prices::parse("gpt-4o-mini=0.15/0.60").unwrap();
@@ -168,6 +169,20 @@ fn the_funnel_times_shares_and_costs_follow_the_records() {
     assert_eq!(report.funnel[0].rate, None);
     assert!((report.funnel[1].rate.unwrap() - 2.0 / 3.0).abs() < 1e-9);
     assert_eq!(report.funnel[4].rate, Some(0.0));
+    // b came from Idealista; the others wrote first. Each step's customers are split between
+    // the sources, none lost or counted twice.
+    let sources: Vec<&str> = report
+        .funnel_by_source
+        .iter()
+        .map(|s| s.source.as_str())
+        .collect();
+    assert_eq!(sources, ["idealista", "organic"]);
+    assert_eq!(report.funnel_by_source[0].counts[0], 1);
+    assert_eq!(report.funnel_by_source[1].counts[0], 2);
+    for (step, total) in counts.iter().enumerate() {
+        let split: u64 = report.funnel_by_source.iter().map(|s| s.counts[step]).sum();
+        assert_eq!(split, *total, "step {step}");
+    }
     let per_day: Vec<u64> = report.days.iter().map(|d| d.conversations).collect();
     assert_eq!(per_day, [2, 1, 1]);
     // a: 60 s, b: 180 s, c: 120 s.
