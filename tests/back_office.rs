@@ -955,6 +955,32 @@ async fn on_mongodb_portal_leads_are_answered_on_whatsapp_once() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
+    // A lead in English is written to in English: the portal's `lang`, else their message's.
+    let english = json!({"source": "mycrm", "phone": "+44 7911 123456", "listing_ref": "P-1003",
+                         "message": "Hello, I would like to visit the flat next week, is it still available?"});
+    assert_eq!(
+        post_lead(
+            &service,
+            "/leads",
+            serde_json::to_vec(&english).unwrap(),
+            Some(LEADS_TOKEN)
+        )
+        .await
+        .0,
+        202
+    );
+    wait_first_contact(&service, "447911123456").await;
+    let template = service
+        .messages_to("447911123456")
+        .into_iter()
+        .find(|m| m["type"] == json!("template"))
+        .unwrap();
+    assert_eq!(
+        template["template"]["language"]["code"],
+        json!("en"),
+        "{template}"
+    );
+
     // The portals' e-mails, raw, as an inbound-mail service forwards them.
     let emails: [(&str, &[u8], Option<&str>); 6] = [
         (
@@ -1006,8 +1032,8 @@ async fn on_mongodb_portal_leads_are_answered_on_whatsapp_once() {
         .unwrap();
     assert_eq!(
         stored.len(),
-        7,
-        "one JSON lead and six e-mails: {stored:#?}"
+        8,
+        "two JSON leads and six e-mails: {stored:#?}"
     );
     for (source, _, number) in &emails {
         let lead = stored
