@@ -1253,3 +1253,83 @@ async fn on_mongodb_portal_leads_are_answered_on_whatsapp_once() {
     drop(service);
     db.drop().await;
 }
+
+/// Without any model, a lead who answers is answered about the listing they asked about on the
+/// portal: the offline engine reads it from the portal's message in the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mongodb_without_a_model_a_lead_is_answered_about_their_listing() {
+    use zaguan::realestate::{MongoRealEstate, PropertyStore};
+    let Some(db) = TestMongo::new().await else {
+        return;
+    };
+    let realestate = MongoRealEstate::new(db.store.pool().clone());
+    let madrid = chrono_tz::Europe::Madrid;
+    let today = chrono::Utc::now().with_timezone(&madrid).date_naive();
+    let mut listing = zaguan::realestate::demo::demo_set(today, madrid).properties[0].clone();
+    listing.id = "P-1001".into();
+    listing.status = zaguan::realestate::ListingStatus::Available;
+    realestate
+        .upsert_properties(std::slice::from_ref(&listing))
+        .await
+        .unwrap();
+    let unset = |name: &'static str| (name, String::new());
+    let mut service = Service::start(Options {
+        rules: lead_model,
+        business: Some(business_open_always()),
+        env: vec![
+            unset("LLM_PRIMARY"),
+            unset("LLM_FALLBACK"),
+            unset("OPENAI_API_KEY"),
+            unset("OPENAI_BASE_URL"),
+            ("ZAGUAN_LEADS_TOKEN", LEADS_TOKEN.to_owned()),
+            (
+                "WHATSAPP_PHONE_NUMBER_ID",
+                common::service::PHONE_NUMBER_ID.to_owned(),
+            ),
+        ],
+        mongo: Some(&db),
+    })
+    .await;
+    let lead = json!({"source": "idealista", "lead_id": "IDL-1", "name": "Rocío",
+                      "phone": "+34 622 11 22 33", "listing_ref": "P-1001",
+                      "message": "¿Sigue disponible?"});
+    assert_eq!(
+        post_lead(
+            &service,
+            "/leads",
+            serde_json::to_vec(&lead).unwrap(),
+            Some(LEADS_TOKEN)
+        )
+        .await
+        .0,
+        202
+    );
+    wait_first_contact(&service, "34622112233").await;
+    let before = service.messages_to("34622112233").len();
+    service
+        .customer_says("34622112233", "Rocío", "sí, me interesa, ¿cuánto cuesta?")
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        // What was sent after the customer wrote (the first contact names the listing too).
+        let texts: Vec<String> = service.messages_to("34622112233")[before..]
+            .iter()
+            .map(Value::to_string)
+            .collect();
+        if texts
+            .iter()
+            .any(|t| t.contains("P-1001") || t.contains(&listing.title))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not answered about P-1001 ({}): {texts:#?}",
+            listing.title
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(service.model_calls(), 0, "no model was asked");
+    drop(service);
+    db.drop().await;
+}

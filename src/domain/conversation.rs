@@ -88,6 +88,11 @@ impl Handoff {
     }
 }
 
+/// The `agent` of a portal lead's message in the history: the customer's words written on a
+/// portal (Idealista…), not on WhatsApp. The assistants read it as where the conversation
+/// starts; the reports do not count it as the customer writing to us.
+pub const PORTAL_AGENT: &str = "portal_lead";
+
 /// An assistant's name as the prompts folder spells it (`appointment_assistant`), or the name
 /// a step taken without one writes in the history (`guard`, `handoff`).
 ///

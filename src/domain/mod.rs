@@ -14,7 +14,9 @@ pub mod phrases;
 
 pub use business_event::BusinessEvent;
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use conversation::{AgentName, DialogState, Handoff, MessageRole, PendingAction, Role};
+pub use conversation::{
+    AgentName, DialogState, Handoff, MessageRole, PORTAL_AGENT, PendingAction, Role,
+};
 pub use geo::GeoPoint;
 pub use ids::{OutboxId, WaId, WaMessageId};
 pub use llm_call::{CallOutcome, LlmCall, ToolCall};

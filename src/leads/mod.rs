@@ -32,9 +32,7 @@ pub use input::Incoming;
 
 /// The `agent` the first contact is written to the history as.
 pub const FIRST_CONTACT_AGENT: &str = "lead_first_contact";
-/// The `agent` of the portal's message in the history: the customer's words, written on the
-/// portal, not on WhatsApp (the reports do not count it as the customer writing to us).
-pub const PORTAL_AGENT: &str = "portal_lead";
+pub use crate::domain::PORTAL_AGENT;
 
 /// How leads come in and go out (`ZAGUAN_LEADS_TOKEN` and the number messages go from).
 #[derive(Debug, Clone)]

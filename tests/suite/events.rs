@@ -349,7 +349,12 @@ async fn every_change_writes_its_event_and_nothing_else_does(
     .unwrap();
     assert_eq!(csv.lines().count(), 3, "a header and two rows: {csv}");
     assert!(
-        csv.starts_with("\u{feff}at,wa_id,name,assistant,opted_out_at\r\n"),
+        csv.starts_with("\u{feff}at,wa_id,name,assistant,source,opted_out_at\r\n"),
+        "{csv}"
+    );
+    // They wrote on WhatsApp first: no portal sent them.
+    assert!(
+        csv.lines().skip(1).all(|row| row.contains(",organic,")),
         "{csv}"
     );
 

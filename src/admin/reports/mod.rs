@@ -207,7 +207,7 @@ pub async fn gather(
     // A portal's message in the history is the lead's words on the portal: they have not
     // written to us until they answer on WhatsApp.
     messages.retain(|m| {
-        m.message.agent.as_ref().map(|a| a.as_str()) != Some(crate::leads::PORTAL_AGENT)
+        m.message.agent.as_ref().map(|a| a.as_str()) != Some(crate::domain::PORTAL_AGENT)
     });
     // Leads of the month before the period too: a lead of last week who writes today came
     // from the portal.

@@ -110,10 +110,15 @@ impl<S: AppointmentStore + PropertyStore + ?Sized> OfflineAssistants for Offline
             "property_assistant"
         } else {
             let places = self.cached_places();
-            if criteria::read(text, &places).is_empty() {
+            if !criteria::read(text, &places).is_empty() {
+                "searcher_assistant"
+            } else if said.portal_listing().is_some() {
+                // A portal's lead answering our first message («sí, me interesa»): about the
+                // listing they asked about there.
+                "property_assistant"
+            } else {
                 return None;
             }
-            "searcher_assistant"
         };
         (agent != turn.agent.name && turn.assistants.contains(&agent)).then_some(agent)
     }
@@ -437,6 +442,17 @@ impl<'a> Said<'a> {
             self.chosen_ref()
                 .filter(|r| LISTING_ID.is_match(r))
                 .and_then(|r| find(&LISTING_ID, &r))
+        })
+    }
+
+    /// The listing a portal's lead asked about, from the portal's message in the history.
+    fn portal_listing(&self) -> Option<String> {
+        self.messages().iter().rev().find_map(|m| {
+            (m.message.role == MessageRole::Human
+                && m.message.agent.as_ref().map(|a| a.as_str())
+                    == Some(crate::domain::PORTAL_AGENT))
+            .then(|| criteria::reference(&m.message.content))
+            .flatten()
         })
     }
 
