@@ -520,7 +520,7 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     (
         "zaguan_leads_total",
         Kind::Counter,
-        "Portal and CRM leads, by source and outcome (new, uncontactable, unreadable, duplicate, contacted, skipped, answered, unreachable, invalid, unauthorized)",
+        "Portal and CRM leads, by source (the four portals, else other) and outcome (new, uncontactable, unreadable, duplicate, contacted, skipped, answered, unreachable, invalid, unauthorized)",
     ),
     // The loop back from agents and owners.
     (

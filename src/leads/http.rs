@@ -78,8 +78,7 @@ fn authorized(state: &AppState, headers: &HeaderMap) -> Result<Arc<Intake>, Refu
     let expected = intake.settings().token.expose_secret().as_bytes();
     if presented.is_empty() || !bool::from(presented.as_bytes().ct_eq(expected)) {
         tracing::warn!("lead push refused: missing or wrong ZAGUAN_LEADS_TOKEN");
-        metrics::counter!("zaguan_leads_total", "source" => "unknown", "outcome" => "unauthorized")
-            .increment(1);
+        super::counted("unknown", "unauthorized");
         return Err(Refusal::Unauthorized);
     }
     Ok(intake)
@@ -134,8 +133,7 @@ pub async fn push(State(state): State<AppState>, headers: HeaderMap, body: Bytes
     match input::from_json(&body) {
         Ok(incoming) => take(intake, incoming, None, None).await,
         Err(why) => {
-            metrics::counter!("zaguan_leads_total", "source" => "unknown", "outcome" => "invalid")
-                .increment(1);
+            super::counted("unknown", "invalid");
             tracing::info!("lead push refused: {why}");
             refused(StatusCode::BAD_REQUEST, &why)
         }

@@ -99,8 +99,7 @@ impl Intake {
         let (lead, new) = self.store.insert_lead(&lead).await?;
         if new {
             let outcome = lead.status.as_str();
-            metrics::counter!("zaguan_leads_total", "source" => lead.source.clone(), "outcome" => outcome)
-                .increment(1);
+            counted(&lead.source, outcome);
             tracing::info!(lead = %lead.id, source = %lead.source, status = outcome, listing = ?lead.listing_id, "lead received");
             if let Some(wa_id) = &lead.wa_id {
                 // The contact's source first: every event of theirs names it, this one too.
@@ -123,8 +122,7 @@ impl Intake {
                     .await?;
             }
         } else {
-            metrics::counter!("zaguan_leads_total", "source" => lead.source.clone(), "outcome" => "duplicate")
-                .increment(1);
+            counted(&lead.source, "duplicate");
             tracing::info!(lead = %lead.id, source = %lead.source, "lead pushed again: stored once");
         }
         Ok(Received { lead, new })
@@ -300,8 +298,7 @@ impl Intake {
             .map_err(|e| StoreError::Unexpected(anyhow::anyhow!("{e}")))?;
         let outcome = match notified {
             Notified::Queued(_) | Notified::Already => {
-                metrics::counter!("zaguan_leads_total", "source" => lead.source.clone(), "outcome" => "contacted")
-                    .increment(1);
+                counted(&lead.source, "contacted");
                 tracing::info!(lead = %lead.id, conversation.id = %wa_id.masked(), "lead contacted");
                 LeadStatus::Contacted
             }
@@ -312,8 +309,7 @@ impl Intake {
                 self.store
                     .update_lead(&skipped, LeadStatus::Contacted)
                     .await?;
-                metrics::counter!("zaguan_leads_total", "source" => lead.source.clone(), "outcome" => "skipped")
-                    .increment(1);
+                counted(&lead.source, "skipped");
                 tracing::info!(lead = %lead.id, reason = skip.as_str(), "lead not contacted");
                 LeadStatus::Skipped
             }
@@ -376,6 +372,17 @@ async fn listing_named(
         }
     }
     Ok(None)
+}
+
+/// Counts a lead in `zaguan_leads_total`. The label is one of the portals read here, or
+/// `other`: a source is whatever a push or an e-mail's sender says, and a label per sender
+/// would grow the metric without bound.
+pub(crate) fn counted(source: &str, outcome: &'static str) {
+    let label = match source {
+        "idealista" | "fotocasa" | "habitaclia" | "pisos.com" | "unknown" => source.to_owned(),
+        _ => "other".to_owned(),
+    };
+    metrics::counter!("zaguan_leads_total", "source" => label, "outcome" => outcome).increment(1);
 }
 
 /// The portal as customers know it.

@@ -123,8 +123,7 @@ impl LeadSweep {
                 lead.status = LeadStatus::Answered;
                 lead.answered_at = Some(at);
                 if store.update_lead(&lead, LeadStatus::Contacted).await? {
-                    metrics::counter!("zaguan_leads_total", "source" => lead.source.clone(), "outcome" => "answered")
-                        .increment(1);
+                    super::counted(&lead.source, "answered");
                     tracing::info!(lead = %lead.id, "lead answered");
                     done += 1;
                 }
@@ -179,8 +178,7 @@ impl LeadSweep {
         {
             return Ok(false);
         }
-        metrics::counter!("zaguan_leads_total", "source" => lead.source.clone(), "outcome" => "unreachable")
-            .increment(1);
+        super::counted(&lead.source, "unreachable");
         tracing::warn!(lead = %lead.id, "lead not on WhatsApp: the staff are asked to write to them");
         Ok(true)
     }
