@@ -16,7 +16,7 @@ use std::fmt::Display;
 use std::sync::OnceLock;
 
 use axum::extract::{Path, Query, Request, State};
-use axum::http::header::{ACCEPT_LANGUAGE, COOKIE as COOKIE_HEADER, LOCATION, SET_COOKIE};
+use axum::http::header::{ACCEPT_LANGUAGE, LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -58,15 +58,8 @@ impl Lang {
 /// The operator's language: the cookie of their choice, else the first of the browser's
 /// languages (by `q`) that the console speaks, else English.
 pub fn chosen(headers: &HeaderMap) -> Lang {
-    let cookie = headers
-        .get_all(COOKIE_HEADER)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .and_then(|(_, value)| Lang::parse(value));
-    cookie
+    super::session::cookie(headers, COOKIE)
+        .and_then(|value| Lang::parse(&value))
         .or_else(|| {
             headers
                 .get(ACCEPT_LANGUAGE)

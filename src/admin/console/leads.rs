@@ -26,15 +26,9 @@ pub(super) struct LeadsQuery {
     days: Option<i64>,
 }
 
-/// The median of `seconds`, as the reports write durations.
-fn median(mut seconds: Vec<i64>) -> String {
-    seconds.sort_unstable();
-    super::reports::duration(
-        seconds
-            .get(seconds.len() / 2)
-            .copied()
-            .filter(|_| !seconds.is_empty()),
-    )
+/// The median of `seconds`, computed and written as the reports do.
+fn median(seconds: Vec<i64>) -> String {
+    super::reports::duration(crate::admin::reports::median(seconds))
 }
 
 fn seconds_between(from: chrono::DateTime<Utc>, to: Option<chrono::DateTime<Utc>>) -> Option<i64> {

@@ -25,12 +25,17 @@ pub fn clear_cookie(secure: bool) -> String {
 
 /// The session cookie's value among a request's `Cookie` headers.
 pub fn cookie_value(headers: &axum::http::HeaderMap) -> Option<String> {
+    cookie(headers, COOKIE)
+}
+
+/// The value of the cookie `wanted` among a request's `Cookie` headers.
+pub fn cookie(headers: &axum::http::HeaderMap, wanted: &str) -> Option<String> {
     headers
         .get_all(axum::http::header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(name, _)| *name == wanted)
         .map(|(_, value)| value.to_owned())
 }

@@ -344,7 +344,8 @@ pub struct Report {
     pub cut: Vec<&'static str>,
 }
 
-fn median(mut values: Vec<i64>) -> Option<i64> {
+/// The median of `values` (of an even count, the mean of the middle two).
+pub(crate) fn median(mut values: Vec<i64>) -> Option<i64> {
     if values.is_empty() {
         return None;
     }
