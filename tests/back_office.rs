@@ -32,6 +32,15 @@ fn business_open_always() -> String {
     text
 }
 
+/// Open 9:00–14:00, Monday to Friday.
+fn business_weekday_mornings() -> String {
+    let mut text = String::from("name = \"Inmobiliaria Prueba\"\n[hours]\n");
+    for weekday in ["monday", "tuesday", "wednesday", "thursday", "friday"] {
+        text.push_str(&format!("{weekday} = [\"9:00-14:00\"]\n"));
+    }
+    text
+}
+
 /// `zaguan ARGS` against the test's database.
 fn cli(db: &TestMongo, args: &[&str]) -> Output {
     common::zaguan()
@@ -494,10 +503,7 @@ async fn on_mongodb_an_agents_own_calendar_and_the_holidays_shape_their_visits()
         }),
     ))
     .await;
-    let mut business = String::from("name = \"Inmobiliaria Prueba\"\n[hours]\n");
-    for weekday in ["monday", "tuesday", "wednesday", "thursday", "friday"] {
-        business.push_str(&format!("{weekday} = [\"9:00-14:00\"]\n"));
-    }
+    let mut business = business_weekday_mornings();
     business.push_str(&format!(
         "[[holidays]]\ndate = {}\nname = \"Fiesta local\"\n",
         day(3)
@@ -658,10 +664,7 @@ async fn on_mongodb_two_customers_racing_for_an_agents_hour_get_one_visit() {
     let madrid = chrono_tz::Europe::Madrid;
     let today = chrono::Utc::now().with_timezone(&madrid).date_naive();
     let monday = today + Days::days(7 - i64::from(today.weekday().num_days_from_monday()));
-    let mut business = String::from("name = \"Inmobiliaria Prueba\"\n[hours]\n");
-    for weekday in ["monday", "tuesday", "wednesday", "thursday", "friday"] {
-        business.push_str(&format!("{weekday} = [\"9:00-14:00\"]\n"));
-    }
+    let business = business_weekday_mornings();
     stdout(&cli(&db, &["staff", "add", "--name", "Lucía Ferrer"]));
     let realestate = MongoRealEstate::new(db.store.pool().clone());
     let set = zaguan::realestate::demo::demo_set(today, madrid);
