@@ -134,6 +134,36 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Delivery statuses of outbound messages received [status, outcome]",
     ),
     (
+        "zaguan_ad_referrals_total",
+        Kind::Counter,
+        "Messages from a click-to-WhatsApp ad [first: the contact's first referral]",
+    ),
+    (
+        "zaguan_marketing_preferences_total",
+        Kind::Counter,
+        "Marketing stopped or resumed inside WhatsApp (user_preferences) [choice: stop, resume, stale, other]",
+    ),
+    (
+        "zaguan_whatsapp_account_signals_total",
+        Kind::Counter,
+        "account_update and phone_number_quality_update events from Meta [event]",
+    ),
+    (
+        "zaguan_whatsapp_marketing_held",
+        Kind::Gauge,
+        "1 while Meta's signals hold marketing on an account or number (restricted, flagged, rated low, disabled) [key]",
+    ),
+    (
+        "zaguan_outreach_held_total",
+        Kind::Counter,
+        "Rounds of an outreach loop that claimed nothing because Meta's signals hold marketing [purpose]",
+    ),
+    (
+        "zaguan_whatsapp_billable_messages_total",
+        Kind::Counter,
+        "Messages Meta reported as billable when delivered [category]",
+    ),
+    (
         "zaguan_webhook_ignored_changes_total",
         Kind::Counter,
         "Webhook changes of fields the service does not handle [field]",

@@ -19,9 +19,13 @@
 //!   mi piso?» counts the visit and its opinion; an offer reaches the owner, who counters by
 //!   message, the customer accepts with the button, the agent is told; a no-show is offered
 //!   another time once.
+//! - Meta's signals: a marketing stop made inside WhatsApp holds the listing alerts (marketing)
+//!   and a resume lets them go; a restricted account and a flagged number hold them until both
+//!   clear; a message from an ad is answered once, its click id on the contact and in the leads
+//!   export, its headline in what the model reads.
 //! - On MongoDB, where the test can place a visit and a customer's language before the
 //!   service starts: an English customer's reminder is the English template, its date in
-//!   English.
+//!   English, though they stopped marketing (a reminder is utility).
 
 mod common;
 
@@ -998,6 +1002,191 @@ async fn the_loop_comes_back(
     );
 }
 
+/// A listing in `city` added as `id`, news for every saved search there.
+async fn new_listing(service: &Service, like: &Property, id: &str) {
+    let mut fresh = serde_json::to_value(like).unwrap();
+    fresh["id"] = json!(id);
+    let fresh = fresh.as_object_mut().unwrap();
+    fresh.remove("listed_at");
+    fresh.remove("price_dropped_at");
+    let (status, added) = service
+        .admin("POST", "/admin/listings", Some(json!([fresh])))
+        .await;
+    assert_eq!(status, 201, "{added}");
+}
+
+/// Waits up to 10 s for `family{labels}` to pass `above`.
+async fn wait_metric(service: &Service, family: &str, labels: &[&str], above: f64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if metric(&service.metrics().await, family, labels) > above {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{family}{labels:?} stayed at {above}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Meta's signals through the webhook: a customer who stops marketing inside WhatsApp gets no
+/// listing alert (a marketing template) and nothing in answer; resumed, the next one goes. A
+/// restricted account and a flagged number hold the alerts, which go once both clear. A
+/// message from a click-to-WhatsApp ad is answered once, its click id kept on the contact and
+/// its headline in what the model reads.
+async fn metas_signals_hold_marketing_and_keep_the_ad(service: &mut Service, set: &DemoSet) {
+    let customer = "34611400060";
+    let like = available(set).next().unwrap();
+    let city = like.city.clone();
+    service
+        .customer_says(customer, "Lola", &format!("Avísame de pisos en {city}"))
+        .await;
+    service
+        .wait_for_message(customer, "Confírmalo", Duration::from_secs(5))
+        .await;
+    service.customer_says(customer, "Lola", "sí").await;
+    service
+        .wait_for_message(customer, "Aviso guardado", Duration::from_secs(5))
+        .await;
+    let said = service.texts_to(customer).len();
+    let preference = |value: &str, at: chrono::DateTime<Utc>| {
+        json!({
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "34910000000", "phone_number_id": PHONE_NUMBER_ID},
+            "contacts": [{"wa_id": customer}],
+            "user_preferences": [{"wa_id": customer, "detail": format!("User requested to {value} marketing messages"),
+                "category": "marketing_messages", "value": value, "timestamp": at.timestamp()}],
+        })
+    };
+    service
+        .post_change("user_preferences", preference("stop", Utc::now()))
+        .await;
+    let (_, shown) = service
+        .admin("GET", &format!("/admin/conversations/{customer}"), None)
+        .await;
+    assert!(shown["marketing_opted_out_at"].is_string(), "{shown}");
+    assert!(shown["opted_out_at"].is_null(), "not BAJA: {shown}");
+
+    let skipped = &["purpose=\"listing_alert\"", "form=\"marketing_opted_out\""];
+    let before = metric(&service.metrics().await, "zaguan_outreach_total", skipped);
+    new_listing(service, like, "P-9911").await;
+    wait_metric(service, "zaguan_outreach_total", skipped, before).await;
+    assert_eq!(service.mentions(customer, "P-9911"), 0);
+    assert_eq!(
+        service.texts_to(customer).len(),
+        said,
+        "nothing said in answer to a choice made in the app"
+    );
+
+    service
+        .post_change(
+            "user_preferences",
+            preference("resume", Utc::now() + chrono::Duration::seconds(1)),
+        )
+        .await;
+    new_listing(service, like, "P-9912").await;
+    service
+        .wait_for_message(customer, "P-9912", Duration::from_secs(10))
+        .await;
+
+    // Meta restricts the account and flags the number.
+    service
+        .post_change(
+            "account_update",
+            json!({"event": "ACCOUNT_RESTRICTION", "restriction_info": [{"restriction_type": "RESTRICTED_BIZ_INITIATED_MESSAGING",
+                "expiration": (Utc::now() + chrono::Duration::days(1)).timestamp()}]}),
+        )
+        .await;
+    service
+        .post_change(
+            "phone_number_quality_update",
+            json!({"display_phone_number": "34910000000", "event": "FLAGGED", "current_limit": "TIER_1K"}),
+        )
+        .await;
+    let text = service.metrics().await;
+    assert_eq!(
+        metric(
+            &text,
+            "zaguan_whatsapp_marketing_held",
+            &["key=\"34910000000\""]
+        ),
+        1.0
+    );
+    let held = &["purpose=\"listing_alert\""];
+    new_listing(service, like, "P-9913").await;
+    // Two held rounds after the listing came in: the second began after it.
+    let before = metric(&service.metrics().await, "zaguan_outreach_held_total", held);
+    wait_metric(service, "zaguan_outreach_held_total", held, before + 1.0).await;
+    assert_eq!(service.mentions(customer, "P-9913"), 0);
+    service
+        .post_change(
+            "account_update",
+            json!({"event": "ACCOUNT_RESTRICTION", "restriction_info": []}),
+        )
+        .await;
+    service
+        .post_change(
+            "phone_number_quality_update",
+            json!({"display_phone_number": "34910000000", "event": "UNFLAGGED", "current_limit": "TIER_1K"}),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "P-9913", Duration::from_secs(10))
+        .await;
+
+    // A message from an ad.
+    let clicked = "34611400061";
+    let calls = service.model_calls();
+    service
+        .customer_sends(
+            clicked,
+            "Iker",
+            json!({"type": "text", "text": {"body": "Hola, me interesa"},
+                "referral": {"source_url": "https://fb.me/3Xh8", "source_id": "120210000042", "source_type": "ad",
+                    "headline": "Ático con terraza en Chamberí", "body": "3 dormitorios, 2 baños",
+                    "media_type": "image", "ctwa_clid": "ARAkLkA8rmlYjiiB"}}),
+            chrono::Duration::zero(),
+        )
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while service.texts_to(clicked).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no answer to the ad's customer"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(service.model_calls() > calls);
+    let read = service
+        .model
+        .requests
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .unwrap();
+    assert!(
+        read.to_string().contains("Ático con terraza en Chamberí"),
+        "the ad's headline in what the model reads"
+    );
+    let (_, shown) = service
+        .admin("GET", &format!("/admin/conversations/{clicked}"), None)
+        .await;
+    assert_eq!(
+        shown["referral"]["ctwa_clid"],
+        json!("ARAkLkA8rmlYjiiB"),
+        "{shown}"
+    );
+    let (_, leads) = service
+        .admin("GET", "/admin/export/leads?since=1d&format=jsonl", None)
+        .await;
+    assert!(
+        leads.to_string().contains("ARAkLkA8rmlYjiiB"),
+        "the click id in the leads export: {leads}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1011,6 +1200,7 @@ async fn on_the_embedded_store_outreach_keeps_the_rules() {
     consent_is_read_as_intent_not_words(&mut service).await;
     rate_limits_back_off_and_lose_nothing(&mut service).await;
     content_refusals_stay_with_their_conversation(&mut service).await;
+    metas_signals_hold_marketing_and_keep_the_ad(&mut service, &set).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1064,6 +1254,11 @@ async fn on_mongodb_outreach_keeps_the_rules() {
         .set_conversation_lang(&english, "en")
         .await
         .unwrap();
+    // They stopped marketing inside WhatsApp: the reminder is utility, so it still goes.
+    db.store
+        .set_marketing_preference(&english, true, Utc::now() - chrono::Duration::hours(1))
+        .await
+        .unwrap();
 
     let listing = loop_listing(&realestate, &set).await;
     let mut service = start(Some(&db)).await;
@@ -1092,6 +1287,7 @@ async fn on_mongodb_outreach_keeps_the_rules() {
     consent_is_read_as_intent_not_words(&mut service).await;
     rate_limits_back_off_and_lose_nothing(&mut service).await;
     content_refusals_stay_with_their_conversation(&mut service).await;
+    metas_signals_hold_marketing_and_keep_the_ad(&mut service, &set).await;
     drop(service);
     db.drop().await;
 }

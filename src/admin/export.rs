@@ -37,7 +37,16 @@ impl ExportKind {
 
     fn columns(self) -> &'static [&'static str] {
         match self {
-            ExportKind::Leads => &["at", "wa_id", "name", "assistant", "source", "opted_out_at"],
+            ExportKind::Leads => &[
+                "at",
+                "wa_id",
+                "name",
+                "assistant",
+                "source",
+                "opted_out_at",
+                "marketing_opted_out_at",
+                "ctwa_clid",
+            ],
             ExportKind::PortalLeads => &[
                 "id",
                 "received_at",
@@ -155,8 +164,10 @@ pub async fn page(
                     json!({
                         "at": at, "wa_id": user.wa_id.as_str(), "name": user.name,
                         "assistant": user.lead_assistant,
-                        "source": user.lead_source.as_deref().unwrap_or("organic"),
+                        "source": user.source(),
                         "opted_out_at": user.opted_out_at,
+                        "marketing_opted_out_at": user.marketing_opted_out_at,
+                        "ctwa_clid": user.referral.as_ref().and_then(|r| r.ctwa_clid.clone()),
                     }),
                 ));
             }
@@ -179,14 +190,23 @@ pub async fn page(
                 if let BusinessEvent::LeadCreated { name, assistant } = e.event {
                     let user = store.user(&e.wa_id).await?;
                     let opted_out_at = user.as_ref().and_then(|u| u.opted_out_at);
-                    let source = user.and_then(|u| u.lead_source);
+                    let marketing = user.as_ref().and_then(|u| u.marketing_opted_out_at);
+                    let clid = user
+                        .as_ref()
+                        .and_then(|u| u.referral.as_ref())
+                        .and_then(|r| r.ctwa_clid.clone());
+                    let source = user
+                        .as_ref()
+                        .map_or(crate::store::ORGANIC_SOURCE, |u| u.source());
                     leads.push((
                         e.at,
                         json!({
                             "at": e.at, "wa_id": e.wa_id.as_str(), "name": name,
                             "assistant": assistant,
-                            "source": source.as_deref().unwrap_or("organic"),
+                            "source": source,
                             "opted_out_at": opted_out_at,
+                            "marketing_opted_out_at": marketing,
+                            "ctwa_clid": clid,
                         }),
                     ));
                 }

@@ -236,6 +236,8 @@ pub async fn show_conversation(
         "conversation": summary(&conversation, Utc::now()),
         "opted_out_at": user.as_ref().and_then(|u| u.opted_out_at),
         "opt_out_source": user.as_ref().and_then(|u| u.opt_out_source.clone()),
+        "marketing_opted_out_at": user.as_ref().and_then(|u| u.marketing_opted_out_at),
+        "referral": user.as_ref().and_then(|u| u.referral.clone()),
         "pending_action": conversation.pending_action.as_ref().map(|a| json!({
             "tool": a.tool, "args": a.args, "summary": a.summary, "agent": a.agent,
             "created_at": a.created_at,

@@ -113,7 +113,8 @@ impl EventDelivery {
     }
 
     /// Every event's body says where its contact came from: the portal or CRM that sent them
-    /// as a lead (`idealista`…), else `organic` (they wrote on WhatsApp first).
+    /// as a lead (`idealista`…), else `click_to_whatsapp_ad` with the ad's `referral`
+    /// (`ctwa_clid` included), else `organic` (they wrote on WhatsApp first).
     pub fn with_sources(mut self, users: Arc<dyn crate::store::UserStore>) -> Self {
         self.sources = Some(users);
         self
@@ -123,14 +124,19 @@ impl EventDelivery {
     async fn body_of(&self, event: &Event) -> serde_json::Value {
         let mut body = event.body();
         if let Some(users) = &self.sources {
-            let source = match users.user(&event.wa_id).await {
-                Ok(user) => user
-                    .and_then(|u| u.lead_source)
-                    .unwrap_or_else(|| "organic".to_owned()),
+            let user = match users.user(&event.wa_id).await {
+                Ok(user) => user,
                 // Not known now: the event goes without it rather than wait.
                 Err(_) => return body,
             };
+            let source = user
+                .as_ref()
+                .map_or(crate::store::ORGANIC_SOURCE, |u| u.source());
             body["source"] = serde_json::json!(source);
+            // The ad's click id lets the agency's CRM report the conversion to Meta.
+            if let Some(referral) = user.as_ref().and_then(|u| u.referral.as_ref()) {
+                body["referral"] = serde_json::json!(referral);
+            }
         }
         body
     }

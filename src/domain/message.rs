@@ -58,6 +58,71 @@ pub struct InboundMessage {
     pub content: Content,
     /// The message object exactly as received: unknown fields are recorded, not dropped.
     pub raw: String,
+    /// The click-to-WhatsApp ad or post the customer came from, when they did.
+    pub referral: Option<Referral>,
+}
+
+/// `referral` of a message sent from a click-to-WhatsApp ad or a post's button: which ad, and
+/// the click id (`ctwa_clid`) the agency's CRM reports conversions to Meta with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Referral {
+    /// `ad` or `post`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_type: Option<String>,
+    /// The ad's or post's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<String>,
+    /// The ad's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// The click's id: never the ad's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctwa_clid: Option<String>,
+}
+
+impl Referral {
+    /// The `referral` of a message object as received (`inbox.payload`), if it has one.
+    pub fn of_message(raw: &str) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct Carrier {
+            #[serde(default)]
+            referral: Option<Referral>,
+        }
+        // Most messages have none: not worth a parse.
+        if !raw.contains("\"referral\"") {
+            return None;
+        }
+        serde_json::from_str::<Carrier>(raw)
+            .ok()
+            .and_then(|c| c.referral)
+            .filter(|r| *r != Referral::default())
+    }
+
+    /// What the assistant reads beside the customer's words.
+    pub fn note(&self) -> String {
+        match (&self.headline, &self.body) {
+            (Some(headline), _) => format!("(came from the ad «{headline}»)"),
+            (None, Some(body)) => format!("(came from the ad «{body}»)"),
+            (None, None) => "(came from an ad)".to_owned(),
+        }
+    }
+}
+
+/// `pricing` of a status webhook: whether and how Meta bills the message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pricing {
+    #[serde(default)]
+    pub billable: bool,
+    /// `marketing`, `utility`, `authentication`, `service`, `referral_conversion`…
+    #[serde(default)]
+    pub category: String,
+    /// `PMP` (per message) since July 2025, `CBP` before.
+    #[serde(default)]
+    pub pricing_model: String,
 }
 
 /// `context` of a message: a reply to an earlier message, or a forward.
@@ -204,6 +269,8 @@ pub struct StatusUpdate {
     pub errors: Vec<GraphError>,
     /// The `biz_opaque_callback_data` the message was sent with, echoed by Meta.
     pub callback_data: Option<String>,
+    /// How Meta bills it (`outbox.pricing`).
+    pub pricing: Option<Pricing>,
 }
 
 #[cfg(test)]

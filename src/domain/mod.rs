@@ -2,6 +2,7 @@
 //! conversation's state, a place, an LLM call. It imports nothing from the crate; everything
 //! else imports downward from it.
 
+mod account_health;
 mod business_event;
 mod clock;
 mod conversation;
@@ -12,6 +13,7 @@ mod message;
 pub mod phone;
 pub mod phrases;
 
+pub use account_health::{AccountHealth, AccountSignal, Restriction};
 pub use business_event::BusinessEvent;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use conversation::{
@@ -20,4 +22,6 @@ pub use conversation::{
 pub use geo::GeoPoint;
 pub use ids::{OutboxId, WaId, WaMessageId};
 pub use llm_call::{CallOutcome, LlmCall, ToolCall};
-pub use message::{Content, GraphError, InboundMessage, MediaKind, ReplyContext, StatusUpdate};
+pub use message::{
+    Content, GraphError, InboundMessage, MediaKind, Pricing, Referral, ReplyContext, StatusUpdate,
+};

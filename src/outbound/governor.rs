@@ -5,6 +5,9 @@
 //!
 //! - to an opted-out contact, an outreach purpose (a visit reminder, a listing alert) is not
 //!   sent at all;
+//! - a marketing one (its template's category, as Meta last rated it) goes neither to a
+//!   contact who stopped marketing inside WhatsApp (`user_preferences`) nor while Meta's
+//!   signals hold the account (restricted, flagged, rated low): utility ones still go;
 //! - inside the window it goes as text, carrying the purpose's template as its fallback in case
 //!   Meta answers that the window closed meanwhile (131047);
 //! - outside it, the purpose's template in the contact's language (else the fallback
@@ -20,7 +23,7 @@ use crate::store::{
     ConversationStore, NewOutbox, OutboxEntry, OutboxStatus, OutboxStore, StoreResult, Template,
     TemplateStatus, UserStore,
 };
-use crate::templates::{Purpose, TemplateSpec, TemplateValue, Templates};
+use crate::templates::{Category, Purpose, TemplateSpec, TemplateValue, Templates};
 
 /// WhatsApp's customer-service window.
 pub const SERVICE_WINDOW: chrono::Duration = chrono::Duration::hours(24);
@@ -30,6 +33,10 @@ pub const SERVICE_WINDOW: chrono::Duration = chrono::Duration::hours(24);
 pub enum Skip {
     /// The contact asked for no proactive messages (BAJA, STOP).
     OptedOut,
+    /// A marketing message to a contact who stopped marketing inside WhatsApp.
+    MarketingStopped,
+    /// A marketing message while Meta's signals hold the account or number.
+    MarketingHeld,
     /// Outside the contact's window, with no usable template for the purpose.
     WindowClosed,
     /// Its template needs a value the service does not have, and `templates.toml` declares no
@@ -41,6 +48,8 @@ impl Skip {
     pub fn as_str(self) -> &'static str {
         match self {
             Skip::OptedOut => "opted_out",
+            Skip::MarketingStopped => "marketing_opted_out",
+            Skip::MarketingHeld => "marketing_held",
             Skip::WindowClosed => "window_closed_no_template",
             Skip::MissingValue(_) => "template_value_missing",
         }
@@ -52,6 +61,13 @@ impl Skip {
             Skip::OptedOut => {
                 "not sent: the contact opted out of messages they did not ask for".to_owned()
             }
+            Skip::MarketingStopped => {
+                "not sent: marketing, and the contact stopped marketing messages in WhatsApp"
+                    .to_owned()
+            }
+            Skip::MarketingHeld => "not sent: marketing, and Meta restricted, flagged or rated \
+                 the account low (the console's overview says which)"
+                .to_owned(),
             Skip::WindowClosed => {
                 "not sent: outside the contact's 24-hour window, and no approved template for it"
                     .to_owned()
@@ -109,7 +125,8 @@ pub async fn form(
     values: &[(&str, TemplateValue)],
     now: DateTime<Utc>,
 ) -> StoreResult<Form> {
-    if !may_reach(store, to, purpose).await? {
+    let user = store.user(to).await?;
+    if purpose.is_outreach() && user.as_ref().is_some_and(|u| u.opted_out()) {
         return Ok(Form::Skip(Skip::OptedOut));
     }
     let open = store
@@ -118,8 +135,16 @@ pub async fn form(
         .and_then(|c| c.last_inbound_at)
         .is_some_and(|at| now - at < SERVICE_WINDOW);
     let statuses = store.template_statuses().await?;
-    let template =
-        usable(templates, &statuses, purpose, lang).map(|spec| template(spec, purpose, values));
+    let spec = usable(templates, &statuses, purpose, lang);
+    if category(templates, &statuses, purpose, lang, spec) == Some(Category::Marketing) {
+        if user.is_some_and(|u| u.marketing_opted_out_at.is_some()) {
+            return Ok(Form::Skip(Skip::MarketingStopped));
+        }
+        if marketing_held(store, now).await?.is_some() {
+            return Ok(Form::Skip(Skip::MarketingHeld));
+        }
+    }
+    let template = spec.map(|spec| template(spec, purpose, values));
     Ok(match (open, template) {
         // Inside the window the text goes; a fallback that cannot be filled is left out.
         (true, fallback) => Form::Text {
@@ -129,6 +154,43 @@ pub async fn form(
         (false, Some(Err(skip))) => Form::Skip(skip),
         (false, None) => Form::Skip(Skip::WindowClosed),
     })
+}
+
+/// Why marketing waits at `now`, if Meta's signals hold any account or number of the business.
+pub async fn marketing_held(
+    store: &(impl OutboxStore + ?Sized),
+    now: DateTime<Utc>,
+) -> StoreResult<Option<String>> {
+    Ok(store
+        .account_health()
+        .await?
+        .iter()
+        .find_map(|health| health.holds_marketing(now)))
+}
+
+/// Whether `purpose`'s templates are marketing, as the file declares them.
+pub fn is_marketing(templates: &Templates, purpose: Purpose) -> bool {
+    templates
+        .for_purpose(purpose, None)
+        .is_some_and(|spec| spec.category == Category::Marketing)
+}
+
+/// The category of `purpose`'s template (`spec`, else the file's in `lang`): Meta's where it
+/// moved it, else the file's.
+fn category(
+    templates: &Templates,
+    statuses: &[TemplateStatus],
+    purpose: Purpose,
+    lang: Option<&str>,
+    spec: Option<&TemplateSpec>,
+) -> Option<Category> {
+    let spec = spec.or_else(|| templates.for_purpose(purpose, lang))?;
+    let rated = statuses
+        .iter()
+        .find(|s| s.name == spec.name && s.language == spec.language)
+        .and_then(|s| s.category.as_deref())
+        .and_then(Category::parse);
+    Some(rated.unwrap_or(spec.category))
 }
 
 /// The template for `purpose` in `lang` (else the fallback language) that Meta has not
@@ -393,5 +455,156 @@ mod tests {
             panic!("a template outside the window");
         };
         assert_eq!(sent.parameters[2], "la dirección que te indicamos");
+    }
+
+    #[tokio::test]
+    async fn marketing_stops_for_a_contact_who_stopped_it_and_while_the_account_is_held() {
+        let store = MemoryStore::new();
+        let mut alert = utility("listing_alert", "es");
+        alert.category = crate::templates::Category::Marketing;
+        let templates = Templates::default()
+            .with_default(Purpose::ListingAlert, "es", alert)
+            .with_default(
+                Purpose::VisitReminder,
+                "es",
+                utility("visit_reminder", "es"),
+            );
+        let to = WaId::parse("34611000004").unwrap();
+        let now = Utc::now();
+        store
+            .record_contact(&contact(&to, now - chrono::Duration::hours(30)))
+            .await
+            .unwrap();
+        let form_of = |purpose| {
+            let (store, templates, to) = (&store, &templates, &to);
+            async move {
+                form(
+                    store,
+                    templates,
+                    to,
+                    purpose,
+                    Some("es"),
+                    &[("name", "Ana".into())],
+                    now,
+                )
+                .await
+                .unwrap()
+            }
+        };
+        assert!(matches!(
+            form_of(Purpose::ListingAlert).await,
+            Form::Template(_)
+        ));
+        store
+            .set_marketing_preference(&to, true, now)
+            .await
+            .unwrap();
+        assert_eq!(
+            form_of(Purpose::ListingAlert).await,
+            Form::Skip(Skip::MarketingStopped)
+        );
+        assert!(matches!(
+            form_of(Purpose::VisitReminder).await,
+            Form::Template(_)
+        ));
+        store
+            .set_marketing_preference(&to, false, now + chrono::Duration::seconds(1))
+            .await
+            .unwrap();
+        assert!(matches!(
+            form_of(Purpose::ListingAlert).await,
+            Form::Template(_)
+        ));
+
+        // Meta flags the number: marketing waits, utility goes; unflagged, both go.
+        let flag = |event: &str| crate::domain::AccountSignal {
+            account: "1".into(),
+            number: Some("34910000000".into()),
+            field: "phone_number_quality_update",
+            event: event.into(),
+            restrictions: Vec::new(),
+            messaging_limit: None,
+            quality: None,
+            detail: None,
+        };
+        let mut health = crate::domain::AccountHealth::default();
+        health.apply(&flag("FLAGGED"), now);
+        store.record_account_health(&health).await.unwrap();
+        assert_eq!(
+            form_of(Purpose::ListingAlert).await,
+            Form::Skip(Skip::MarketingHeld)
+        );
+        assert!(matches!(
+            form_of(Purpose::VisitReminder).await,
+            Form::Template(_)
+        ));
+        health.apply(&flag("UNFLAGGED"), now);
+        store.record_account_health(&health).await.unwrap();
+        assert!(matches!(
+            form_of(Purpose::ListingAlert).await,
+            Form::Template(_)
+        ));
+
+        // Meta moves the reminder's template to marketing: it is marketing from then on.
+        store
+            .set_marketing_preference(&to, true, now + chrono::Duration::seconds(2))
+            .await
+            .unwrap();
+        store
+            .record_template_status(&TemplateStatus {
+                name: "visit_reminder".into(),
+                language: "es".into(),
+                status: "APPROVED".into(),
+                category: Some("marketing".into()),
+                reason: None,
+                quality: None,
+                at: now,
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            form_of(Purpose::VisitReminder).await,
+            Form::Skip(Skip::MarketingStopped)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_template_rated_low_falls_back_to_another_language_or_to_nothing() {
+        let store = MemoryStore::new();
+        let templates = Templates::default().with_default(
+            Purpose::VisitReminder,
+            "es",
+            utility("visit_reminder", "es"),
+        );
+        let to = WaId::parse("34611000005").unwrap();
+        let now = Utc::now();
+        store
+            .record_contact(&contact(&to, now - chrono::Duration::hours(30)))
+            .await
+            .unwrap();
+        store
+            .record_template_status(&TemplateStatus {
+                name: "visit_reminder".into(),
+                language: "es".into(),
+                status: "APPROVED".into(),
+                category: None,
+                reason: None,
+                quality: Some("RED".into()),
+                at: now,
+            })
+            .await
+            .unwrap();
+        let reminder = form(
+            &store,
+            &templates,
+            &to,
+            Purpose::VisitReminder,
+            Some("es"),
+            &[("name", "Ana".into())],
+            now,
+        )
+        .await
+        .unwrap();
+        assert_eq!(reminder, Form::Skip(Skip::WindowClosed));
     }
 }

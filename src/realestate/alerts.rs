@@ -130,6 +130,16 @@ impl<S: AlertStore + PropertyStore + ?Sized> Alerts<S> {
         if news.is_empty() {
             return Ok(0);
         }
+        // While Meta's signals hold marketing, nothing is claimed: the news goes once they
+        // clear, if still within the lookback.
+        if governor::is_marketing(&self.engine.templates(), Purpose::ListingAlert)
+            && let Some(why) = governor::marketing_held(self.engine.store().as_ref(), now).await?
+        {
+            tracing::info!(reason = %why, "saved-search notices wait: marketing is held");
+            metrics::counter!("zaguan_outreach_held_total", "purpose" => Purpose::ListingAlert.key())
+                .increment(1);
+            return Ok(0);
+        }
         let alerts = self.realestate.active_alerts().await?;
         let mut queued = 0;
         for property in news.iter().filter(|p| p.status == ListingStatus::Available) {

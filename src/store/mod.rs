@@ -27,6 +27,7 @@ pub use memory::MemoryStore;
 pub use mongo::MongoStore;
 pub use parts::StoreParts;
 pub use pool::{Lane, MongoConfig, MongoPool, Pressure, SLOW_CALL, STRAINED_MEAN};
+pub use records::{AD_SOURCE, ORGANIC_SOURCE};
 pub use records::{
     Attachment, ContactSeen, Conversation, ConversationQuery, Fallback, ForgetCounts,
     HandoffFilter, HandoffReason, HandoffRequest, HandoffStep, InboxBacklog, InboxEntry,
@@ -38,7 +39,7 @@ pub use records::{
 };
 
 use crate::domain::LlmCall;
-use crate::domain::{StatusUpdate, WaId, WaMessageId};
+use crate::domain::{AccountHealth, Referral, StatusUpdate, WaId, WaMessageId};
 
 pub(crate) fn first_distinct(keys: impl IntoIterator<Item = WaId>, limit: usize) -> Vec<WaId> {
     let mut seen: Vec<WaId> = Vec::new();
@@ -187,6 +188,25 @@ pub trait UserStore: Send + Sync + 'static {
     /// Records that the contact wants no proactive messages (`Some`), or wants them again
     /// (`None`). Every instance reads it from here before writing first.
     async fn set_opt_out(&self, wa_id: &WaId, opt_out: Option<&OptOut>) -> StoreResult<()>;
+
+    /// A marketing choice the contact made inside WhatsApp at `at`: a stop sets
+    /// `users.marketing_opted_out_at`, a resume clears it; a choice older than the last one
+    /// applied (Meta delivers out of order) changes nothing. Returns whether it applied.
+    async fn set_marketing_preference(
+        &self,
+        wa_id: &WaId,
+        stopped: bool,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool>;
+
+    /// Keeps the contact's first ad referral (`users.referral`, with `at`); a later one
+    /// changes nothing. Returns whether this one was the first.
+    async fn note_referral(
+        &self,
+        wa_id: &WaId,
+        referral: &Referral,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool>;
 
     /// Sets a user's role as staff would, without a name: the data no longer moves it.
     async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
@@ -391,6 +411,13 @@ pub trait OutboxStore: Send + Sync + 'static {
 
     /// Every template's last known state.
     async fn template_statuses(&self) -> StoreResult<Vec<TemplateStatus>>;
+
+    /// Records an account's or number's standing as Meta's signals left it
+    /// (`whatsapp_accounts`, keyed by [`AccountHealth::key`]).
+    async fn record_account_health(&self, health: &AccountHealth) -> StoreResult<()>;
+
+    /// Every account's and number's last standing.
+    async fn account_health(&self) -> StoreResult<Vec<AccountHealth>>;
 }
 
 /// `llm_calls`: what each model call cost.

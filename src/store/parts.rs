@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Handoff, LlmCall, OutboxId, PendingAction, Role, StatusUpdate, WaId, WaMessageId,
+    AccountHealth, Handoff, LlmCall, OutboxId, PendingAction, Referral, Role, StatusUpdate, WaId,
+    WaMessageId,
 };
 use crate::store::{
     ContactSeen, Conversation, ConversationQuery, ConversationStore, Event, EventQuery, EventStore,
@@ -153,6 +154,26 @@ impl UserStore for StoreParts {
 
     async fn set_opt_out(&self, wa_id: &WaId, opt_out: Option<&OptOut>) -> StoreResult<()> {
         self.users.set_opt_out(wa_id, opt_out).await
+    }
+
+    async fn set_marketing_preference(
+        &self,
+        wa_id: &WaId,
+        stopped: bool,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        self.users
+            .set_marketing_preference(wa_id, stopped, at)
+            .await
+    }
+
+    async fn note_referral(
+        &self,
+        wa_id: &WaId,
+        referral: &Referral,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        self.users.note_referral(wa_id, referral, at).await
     }
 
     async fn set_user_role(&self, wa_id: &WaId, role: Role) -> StoreResult<()> {
@@ -355,6 +376,14 @@ impl OutboxStore for StoreParts {
 
     async fn template_statuses(&self) -> StoreResult<Vec<TemplateStatus>> {
         self.outbox.template_statuses().await
+    }
+
+    async fn record_account_health(&self, health: &AccountHealth) -> StoreResult<()> {
+        self.outbox.record_account_health(health).await
+    }
+
+    async fn account_health(&self) -> StoreResult<Vec<AccountHealth>> {
+        self.outbox.account_health().await
     }
 
     async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome> {

@@ -11,7 +11,7 @@ mod verify;
 
 pub use contacts::RecentContacts;
 pub use error::WebhookError;
-pub use receive::{MAX_BODY_BYTES, receive};
+pub use receive::{MAX_BODY_BYTES, Stored, receive, store_updates};
 pub use verify::verify;
 
 use std::sync::Arc;

@@ -119,6 +119,9 @@ pub async fn store_updates(
     for contact in contacts.values() {
         recent_contacts.written(contact, clock);
     }
+    store_referrals(store, updates, now).await?;
+    store_preferences(store, updates, now).await?;
+    store_account_signals(store, updates, now).await?;
 
     for rejected in &updates.rejected {
         tracing::warn!(
@@ -187,6 +190,20 @@ pub async fn store_updates(
                 "outbound message failed"
             );
         }
+        // Meta bills a message once, when it is delivered.
+        if status.status == "delivered"
+            && matches!(
+                outcome,
+                StatusOutcome::Applied | StatusOutcome::Reconciled | StatusOutcome::Early
+            )
+            && let Some(pricing) = status.pricing.as_ref().filter(|p| p.billable)
+        {
+            metrics::counter!(
+                "zaguan_whatsapp_billable_messages_total",
+                "category" => label(&pricing.category, PRICING_CATEGORIES),
+            )
+            .increment(1);
+        }
         metrics::counter!(
             "zaguan_webhook_statuses_total",
             "status" => label(&status.status, STATUSES),
@@ -223,11 +240,16 @@ pub async fn store_updates(
                 .category
                 .as_ref()
                 .map(|c| c.to_ascii_lowercase())
-                .or_else(|| known.and_then(|k| k.category)),
+                .or_else(|| known.as_ref().and_then(|k| k.category.clone())),
             reason: change.reason.clone(),
+            quality: change
+                .quality
+                .as_ref()
+                .map(|q| q.to_ascii_uppercase())
+                .or_else(|| known.as_ref().and_then(|k| k.quality.clone())),
             at: now,
         };
-        tracing::info!(template = %status.name, language = %status.language, status = %status.status, category = ?status.category, "template status from Meta");
+        tracing::info!(template = %status.name, language = %status.language, status = %status.status, category = ?status.category, quality = ?status.quality, "template status from Meta");
         metrics::counter!("zaguan_template_status_updates_total", "status" => label(&status.status, TEMPLATE_STATUSES))
             .increment(1);
         store.record_template_status(&status).await?;
@@ -271,6 +293,98 @@ pub async fn store_updates(
         .filter(|entry| fresh.contains(&entry.wamid) && handed.insert(entry.wamid.clone()))
         .collect();
     Ok(Stored { messages, resend })
+}
+
+/// Each contact's first ad referral kept on the contact (`users.referral`), before the
+/// message is ours: the agency's CRM reports conversions to Meta with its click id.
+async fn store_referrals(
+    store: &(impl UserStore + ?Sized),
+    updates: &Updates,
+    now: DateTime<Utc>,
+) -> Result<(), WebhookError> {
+    for message in &updates.messages {
+        let Some(referral) = &message.referral else {
+            continue;
+        };
+        let at = message.sent_at.unwrap_or(now);
+        let first = store.note_referral(&message.wa_id, referral, at).await?;
+        tracing::info!(
+            source_id = referral.source_id.as_deref().unwrap_or(""),
+            first,
+            "message from a click-to-WhatsApp ad"
+        );
+        metrics::counter!("zaguan_ad_referrals_total", "first" => if first { "yes" } else { "no" })
+            .increment(1);
+    }
+    Ok(())
+}
+
+/// Marketing stopped or resumed inside WhatsApp: nothing is sent in answer (the customer
+/// acted in the app), the governor reads it before every marketing template.
+async fn store_preferences(
+    store: &(impl UserStore + ?Sized),
+    updates: &Updates,
+    now: DateTime<Utc>,
+) -> Result<(), WebhookError> {
+    for preference in &updates.preferences {
+        let choice = match preference.stops() {
+            Some(stopped) => {
+                let at = preference.at.unwrap_or(now);
+                let applied = store
+                    .set_marketing_preference(&preference.wa_id, stopped, at)
+                    .await?;
+                tracing::info!(stopped, applied, "marketing preference from WhatsApp");
+                match (stopped, applied) {
+                    (_, false) => "stale",
+                    (true, true) => "stop",
+                    (false, true) => "resume",
+                }
+            }
+            None => "other",
+        };
+        metrics::counter!("zaguan_marketing_preferences_total", "choice" => choice).increment(1);
+    }
+    Ok(())
+}
+
+/// The account's and numbers' standing, folded into what was known.
+async fn store_account_signals(
+    store: &(impl OutboxStore + ?Sized),
+    updates: &Updates,
+    now: DateTime<Utc>,
+) -> Result<(), WebhookError> {
+    if updates.accounts.is_empty() {
+        return Ok(());
+    }
+    let mut known = store.account_health().await?;
+    for signal in &updates.accounts {
+        let key = signal.key();
+        let health = match known.iter_mut().position(|h| h.key == key) {
+            Some(i) => &mut known[i],
+            None => {
+                known.push(crate::domain::AccountHealth::default());
+                known.last_mut().expect("just pushed")
+            }
+        };
+        health.apply(signal, now);
+        let held = health.holds_marketing(now);
+        tracing::warn!(
+            field = signal.field,
+            event = %signal.event,
+            key = %key,
+            marketing_held = held.as_deref().unwrap_or("no"),
+            "WhatsApp account signal"
+        );
+        metrics::counter!("zaguan_whatsapp_account_signals_total", "event" => label(&signal.event, ACCOUNT_EVENTS))
+            .increment(1);
+        metrics::gauge!("zaguan_whatsapp_marketing_held", "key" => key).set(if held.is_some() {
+            1.0
+        } else {
+            0.0
+        });
+        store.record_account_health(health).await?;
+    }
+    Ok(())
 }
 
 /// Metric labels come from a fixed set so a new value from Meta cannot grow the series forever.
@@ -322,12 +436,38 @@ const TEMPLATE_STATUSES: &[&str] = &[
 ];
 
 const CHANGE_FIELDS: &[&str] = &[
-    "account_update",
     "calls",
     "smb_message_echoes",
-    "message_template_status_update",
-    "message_template_quality_update",
     "message_template_components_update",
-    "template_category_update",
-    "user_preferences",
+    "business_capability_update",
+    "phone_number_name_update",
+    "security",
+];
+
+const PRICING_CATEGORIES: &[&str] = &[
+    "marketing",
+    "marketing_lite",
+    "utility",
+    "authentication",
+    "authentication_international",
+    "service",
+    "referral_conversion",
+];
+
+const ACCOUNT_EVENTS: &[&str] = &[
+    "ACCOUNT_RESTRICTION",
+    "ACCOUNT_VIOLATION",
+    "ACCOUNT_DELETED",
+    "ACCOUNT_OFFBOARDED",
+    "ACCOUNT_RECONNECTED",
+    "DISABLED_UPDATE",
+    "PARTNER_ADDED",
+    "PARTNER_REMOVED",
+    "VOLUME_BASED_PRICING_TIER_UPDATE",
+    "FLAGGED",
+    "UNFLAGGED",
+    "UPGRADE",
+    "DOWNGRADE",
+    "ONBOARDING",
+    "THROUGHPUT_UPGRADE",
 ];

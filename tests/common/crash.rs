@@ -306,6 +306,17 @@ impl OutboxStore for CrashStore {
     async fn template_statuses(&self) -> StoreResult<Vec<TemplateStatus>> {
         self.inner.template_statuses().await
     }
+
+    async fn record_account_health(
+        &self,
+        health: &zaguan::domain::AccountHealth,
+    ) -> StoreResult<()> {
+        self.inner.record_account_health(health).await
+    }
+
+    async fn account_health(&self) -> StoreResult<Vec<zaguan::domain::AccountHealth>> {
+        self.inner.account_health().await
+    }
 }
 
 #[async_trait]

@@ -189,9 +189,14 @@ impl Service {
 
     /// A webhook body, signed as Meta signs it; asserts the 200.
     pub async fn post_webhook(&self, value: Value) {
+        self.post_change("messages", value).await;
+    }
+
+    /// A change of `field` (`user_preferences`, `account_update`…), signed; asserts the 200.
+    pub async fn post_change(&self, field: &str, value: Value) {
         let body = serde_json::to_vec(&json!({
             "object": "whatsapp_business_account",
-            "entry": [{"id": "102290129340398", "changes": [{"field": "messages", "value": value}]}]
+            "entry": [{"id": "102290129340398", "changes": [{"field": field, "value": value}]}]
         }))
         .unwrap();
         let signature = zaguan::webhook::signature::sign(super::APP_SECRET.as_bytes(), &body);

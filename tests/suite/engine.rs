@@ -1272,6 +1272,17 @@ impl OutboxStore for CrashingStore {
     async fn template_statuses(&self) -> StoreResult<Vec<zaguan::store::TemplateStatus>> {
         self.inner.template_statuses().await
     }
+
+    async fn record_account_health(
+        &self,
+        health: &zaguan::domain::AccountHealth,
+    ) -> StoreResult<()> {
+        self.inner.record_account_health(health).await
+    }
+
+    async fn account_health(&self) -> StoreResult<Vec<zaguan::domain::AccountHealth>> {
+        self.inner.account_health().await
+    }
 }
 
 impl CrashingStore {

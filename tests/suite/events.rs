@@ -349,7 +349,9 @@ async fn every_change_writes_its_event_and_nothing_else_does(
     .unwrap();
     assert_eq!(csv.lines().count(), 3, "a header and two rows: {csv}");
     assert!(
-        csv.starts_with("\u{feff}at,wa_id,name,assistant,source,opted_out_at\r\n"),
+        csv.starts_with(
+            "\u{feff}at,wa_id,name,assistant,source,opted_out_at,marketing_opted_out_at,ctwa_clid\r\n"
+        ),
         "{csv}"
     );
     // They wrote on WhatsApp first: no portal sent them.

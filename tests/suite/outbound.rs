@@ -620,6 +620,7 @@ async fn confirm(store: &dyn Store, id: &OutboxId, wamid: &str) -> StatusOutcome
         recipient_id: Some(wa().as_str().to_owned()),
         errors: Vec::new(),
         callback_data: Some(id.callback_data()),
+        pricing: None,
     };
     store.apply_status(&status).await.unwrap()
 }

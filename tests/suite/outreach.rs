@@ -196,6 +196,7 @@ async fn a_reminder_speaks_the_customers_template_language(
             status: "PAUSED".into(),
             category: Some("utility".into()),
             reason: None,
+            quality: None,
             at: Utc::now(),
         })
         .await

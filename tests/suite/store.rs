@@ -69,6 +69,7 @@ fn status(wamid: &str, status: &str) -> StatusUpdate {
             Vec::new()
         },
         callback_data: None,
+        pricing: None,
     }
 }
 
@@ -1159,6 +1160,7 @@ async fn an_early_status_is_completed_by_the_record_of_its_part(store: Arc<dyn S
         recipient_id: Some("34600111222".into()),
         errors: Vec::new(),
         callback_data: Some(parts[0].id.callback_data()),
+        pricing: None,
     };
     assert_eq!(
         store.apply_status(&status).await.unwrap(),
@@ -1245,6 +1247,7 @@ async fn a_status_finds_a_part_recorded_as_sent(store: Arc<dyn Store>) {
         recipient_id: Some("34600111222".into()),
         errors: Vec::new(),
         callback_data: None,
+        pricing: None,
     };
     assert_eq!(
         store.apply_status(&delivered).await.unwrap(),
@@ -1567,8 +1570,155 @@ async fn forgetting_a_contact_deletes_all_of_theirs_and_nothing_else(store: Arc<
     );
 }
 
+/// What Meta signals, through the webhook's own parse and store: a marketing stop kept and a
+/// resume older than it ignored, the first ad referral kept and a later one not, a status's
+/// pricing on its part (a late `sent` after `delivered` too), and a restriction and a flag
+/// folded into the account's and number's standing.
+async fn metas_signals_are_kept_on_the_contact_the_part_and_the_account(store: Arc<dyn Store>) {
+    use serde_json::json;
+    use zaguan::webhook::{RecentContacts, payload, store_updates};
+    let customer = "34611000777";
+    let change = |field: &str, value: serde_json::Value| {
+        serde_json::to_vec(&json!({
+            "object": "whatsapp_business_account",
+            "entry": [{"id": "102290129340398", "changes": [{"field": field, "value": value}]}],
+        }))
+        .unwrap()
+    };
+    let apply = |body: Vec<u8>| {
+        let store = store.clone();
+        async move {
+            let updates = payload::parse(&body).unwrap();
+            assert!(updates.rejected.is_empty(), "{:?}", updates.rejected);
+            store_updates(store.as_ref(), &RecentContacts::new(), &updates, at(1000))
+                .await
+                .unwrap()
+        }
+    };
+    let preference = |value: &str, ts: i64| {
+        change(
+            "user_preferences",
+            json!({
+                "messaging_product": "whatsapp",
+                "metadata": {"display_phone_number": "34910000000", "phone_number_id": "1065"},
+                "contacts": [{"wa_id": customer}],
+                "user_preferences": [{"wa_id": customer, "detail": "User requested", "category": "marketing_messages", "value": value, "timestamp": at(ts).timestamp()}],
+            }),
+        )
+    };
+    apply(preference("stop", 200)).await;
+    let user = store.user(&wa(customer)).await.unwrap().unwrap();
+    assert_eq!(user.marketing_opted_out_at, Some(at(200)));
+    // A resume made before the stop, delivered after it: the stop stands.
+    apply(preference("resume", 150)).await;
+    let user = store.user(&wa(customer)).await.unwrap().unwrap();
+    assert_eq!(user.marketing_opted_out_at, Some(at(200)));
+    apply(preference("resume", 300)).await;
+    let user = store.user(&wa(customer)).await.unwrap().unwrap();
+    assert_eq!(user.marketing_opted_out_at, None);
+    assert!(user.opted_out_at.is_none(), "a marketing stop is not BAJA");
+
+    let from_ad = |wamid: &str, clid: &str| {
+        change(
+            "messages",
+            json!({
+                "messaging_product": "whatsapp",
+                "metadata": {"display_phone_number": "34910000000", "phone_number_id": "1065"},
+                "contacts": [{"profile": {"name": "Inés"}, "wa_id": customer}],
+                "messages": [{"from": customer, "id": wamid, "timestamp": at(400).timestamp().to_string(), "type": "text", "text": {"body": "Hola, vi el anuncio"},
+                    "referral": {"source_url": "https://fb.me/ad1", "source_id": "120210000001", "source_type": "ad", "headline": "Ático en Chamberí", "body": "3 dormitorios", "media_type": "image", "ctwa_clid": clid}}],
+            }),
+        )
+    };
+    let stored = apply(from_ad("wamid.AD1", "ARAkLkA8r")).await;
+    assert_eq!(stored.messages.len(), 1, "answered as usual");
+    apply(from_ad("wamid.AD2", "ARAkOther")).await;
+    let user = store.user(&wa(customer)).await.unwrap().unwrap();
+    let referral = user.referral.clone().expect("the first referral");
+    assert_eq!(referral.ctwa_clid.as_deref(), Some("ARAkLkA8r"));
+    assert_eq!(referral.headline.as_deref(), Some("Ático en Chamberí"));
+    assert_eq!(user.referral_at, Some(at(400)));
+    assert_eq!(user.source(), zaguan::store::AD_SOURCE);
+
+    let ids = store
+        .insert_outbox(&[NewOutbox::text(wa(customer), None, "hola", at(500))])
+        .await
+        .unwrap();
+    store
+        .update_outbox(
+            &ids[0],
+            &OutboxUpdate::Sent {
+                wamid: Some(WaMessageId::parse("wamid.PRICED").unwrap()),
+            },
+        )
+        .await
+        .unwrap();
+    let priced = |status: &str| {
+        change(
+            "messages",
+            json!({
+                "messaging_product": "whatsapp",
+                "metadata": {"display_phone_number": "34910000000", "phone_number_id": "1065"},
+                "statuses": [{"id": "wamid.PRICED", "status": status, "timestamp": at(510).timestamp().to_string(), "recipient_id": customer,
+                    "pricing": {"billable": true, "pricing_model": "PMP", "category": "service"}}],
+            }),
+        )
+    };
+    apply(priced("delivered")).await;
+    apply(priced("sent")).await;
+    let part = store.outbox_entry(&ids[0]).await.unwrap().unwrap();
+    let pricing = part.pricing.expect("outbox.pricing");
+    assert!(pricing.billable);
+    assert_eq!(pricing.category, "service");
+    assert_eq!(pricing.pricing_model, "PMP");
+
+    apply(change(
+        "account_update",
+        json!({"event": "ACCOUNT_RESTRICTION", "restriction_info": [{"restriction_type": "RESTRICTED_BIZ_INITIATED_MESSAGING", "expiration": at(5000).timestamp()}]}),
+    ))
+    .await;
+    apply(change(
+        "phone_number_quality_update",
+        json!({"display_phone_number": "34910000000", "event": "FLAGGED", "current_limit": "TIER_1K"}),
+    ))
+    .await;
+    let mut standing = store.account_health().await.unwrap();
+    standing.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(standing.len(), 2, "{standing:?}");
+    assert_eq!(standing[0].key, "34910000000");
+    assert!(standing[0].flagged);
+    assert_eq!(standing[0].messaging_limit.as_deref(), Some("TIER_1K"));
+    assert_eq!(standing[1].key, "waba:102290129340398");
+    assert_eq!(
+        standing[1].restrictions[0].until,
+        Some(at(5000)),
+        "{standing:?}"
+    );
+    assert!(standing[1].holds_marketing(at(1000)).is_some());
+    assert!(standing[1].holds_marketing(at(6000)).is_none(), "expired");
+    // Lifted: an empty restriction list, and the flag cleared.
+    apply(change(
+        "account_update",
+        json!({"event": "ACCOUNT_RESTRICTION", "restriction_info": []}),
+    ))
+    .await;
+    apply(change(
+        "phone_number_quality_update",
+        json!({"display_phone_number": "34910000000", "event": "UNFLAGGED", "current_limit": "TIER_1K"}),
+    ))
+    .await;
+    let standing = store.account_health().await.unwrap();
+    assert!(
+        standing
+            .iter()
+            .all(|h| h.holds_marketing(at(1000)).is_none()),
+        "{standing:?}"
+    );
+}
+
 crate::both_stores!(
     ping_answers,
+    metas_signals_are_kept_on_the_contact_the_part_and_the_account,
     an_early_status_is_completed_by_the_record_of_its_part,
     a_reply_recorded_twice_is_recorded_once,
     a_status_finds_a_part_recorded_as_sent,

@@ -282,6 +282,21 @@ fn show_text(value: &Value) -> String {
             text(&value["opt_out_source"])
         ));
     }
+    if let Some(at) = value["marketing_opted_out_at"].as_str() {
+        out.push_str(&format!(
+            "marketing stopped in WhatsApp: {at}: no marketing templates, utility ones still go\n"
+        ));
+    }
+    if let Some(referral) = value["referral"].as_object() {
+        out.push_str(&format!(
+            "came from an ad: {} (click id {})\n",
+            referral
+                .get("headline")
+                .or(referral.get("source_id"))
+                .map_or("-".into(), text),
+            referral.get("ctwa_clid").map_or("-".into(), text),
+        ));
+    }
     if let Some(action) = value["pending_action"].as_object() {
         out.push_str(&format!(
             "pending: {} — {}\n",

@@ -477,6 +477,22 @@ pub const SPANISH: &[(&str, &str)] = &[
         "se dio de baja el {at} ({source}): sin recordatorios ni alertas",
     ),
     (
+        "stopped marketing in WhatsApp {at}: no marketing templates",
+        "dejó de recibir marketing desde WhatsApp el {at}: sin plantillas de marketing",
+    ),
+    (
+        "came from the ad «{headline}»",
+        "llegó por el anuncio «{headline}»",
+    ),
+    (
+        "WhatsApp {key}: {why}. Marketing templates wait until it clears; utility messages still go.",
+        "WhatsApp {key}: {why}. Las plantillas de marketing esperan hasta que se resuelva; los mensajes de servicio siguen saliendo.",
+    ),
+    (
+        "WhatsApp {key}: quality {quality} · messaging limit {limit} · tier {tier} · last signal {event} ({at})",
+        "WhatsApp {key}: calidad {quality} · límite de mensajes {limit} · nivel {tier} · última señal {event} ({at})",
+    ),
+    (
         "Waiting for the customer's yes: <b>{summary}</b> ({tool}, {at})",
         "Esperando el sí del cliente: <b>{summary}</b> ({tool}, {at})",
     ),

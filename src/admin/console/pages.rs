@@ -93,6 +93,24 @@ pub(super) async fn overview(
             shown["steps"] = json!(spell.steps);
             shown
         });
+    // What Meta last said of the account and its numbers: a restriction or a low rating
+    // stops marketing, so it is the first thing on the page.
+    let whatsapp: Vec<Value> = store
+        .account_health()
+        .await?
+        .iter()
+        .map(|h| {
+            json!({
+                "key": h.key,
+                "held": h.holds_marketing(now),
+                "quality": h.quality.as_deref().unwrap_or("-"),
+                "limit": h.messaging_limit.as_deref().unwrap_or("-"),
+                "tier": h.tier.as_deref().unwrap_or("-"),
+                "event": h.last_event,
+                "at": h.at.map(i18n::short).unwrap_or_default(),
+            })
+        })
+        .collect();
     let seconds = super::reports::duration;
     let today = json!({
         "conversations": report.days.iter().map(|d| d.conversations).sum::<u64>(),
@@ -126,6 +144,7 @@ pub(super) async fn overview(
             json!({
                 "stuck": stuck, "stuck_after": stuck_after, "requested": requested,
                 "undelivered": undelivered,
+                "whatsapp": whatsapp,
                 "taken": taken, "prompts": prompts, "today": today,
                 "offline": offline,
                 "deployment_offline": deployment_offline,
@@ -294,6 +313,16 @@ pub(super) async fn conversation_view(
         "at": i18n::at(at),
         "source": u.opt_out_source.clone(),
     }))));
+    view["marketing_opted_out"] = json!(
+        user.as_ref()
+            .and_then(|u| u.marketing_opted_out_at.map(i18n::at))
+    );
+    view["ad_headline"] = json!(user.as_ref().and_then(|u| u.referral.as_ref()).map(|r| {
+        r.headline
+            .clone()
+            .or_else(|| r.source_id.clone())
+            .unwrap_or_default()
+    }));
     let last_wrote = state
         .store
         .conversation(&wa_id)

@@ -221,11 +221,23 @@ pub async fn gather(
     if leads.len() >= MAX_RECORDS {
         cut.push("leads");
     }
-    let lead_sources = leads
+    let mut lead_sources: HashMap<WaId, String> = leads
         .into_iter()
         .filter(|l| l.received_at < to)
         .filter_map(|l| Some((l.wa_id?, l.source)))
         .collect();
+    // Those a click-to-WhatsApp ad brought.
+    let contacts = store
+        .leads_since(from - chrono::Duration::days(30), MAX_RECORDS)
+        .await?;
+    if contacts.len() >= MAX_RECORDS {
+        cut.push("users");
+    }
+    for user in contacts.iter().filter(|u| u.referral.is_some()) {
+        lead_sources
+            .entry(user.wa_id.clone())
+            .or_insert_with(|| user.source().to_owned());
+    }
     let calls = store.llm_calls_between(from, to, MAX_RECORDS).await?;
     if calls.len() >= MAX_RECORDS {
         cut.push("llm_calls");
@@ -292,7 +304,7 @@ pub struct Step {
 }
 
 /// The funnel's counts of the customers who came from one source: a portal or CRM
-/// (`idealista`…), or `organic` (they wrote on WhatsApp first).
+/// (`idealista`…), a click-to-WhatsApp ad, or `organic` (they wrote on WhatsApp first).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SourceFunnel {
     pub source: String,

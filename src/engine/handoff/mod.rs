@@ -276,7 +276,9 @@ pub async fn follow_up(
                     .to_owned(),
             ));
         }
-        Form::Skip(skip @ Skip::MissingValue(_)) => {
+        Form::Skip(
+            skip @ (Skip::MissingValue(_) | Skip::MarketingStopped | Skip::MarketingHeld),
+        ) => {
             return Err(HandoffError::Conflict(skip.reason()));
         }
     };

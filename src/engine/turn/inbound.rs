@@ -74,6 +74,10 @@ pub(super) async fn add_human_message<'a>(
     }
     let mut lines = Vec::with_capacity(new.len());
     for e in &new {
+        // The ad they tapped is the context of what they write (`referral`).
+        if let Some(referral) = crate::domain::Referral::of_message(&e.payload) {
+            lines.push(referral.note());
+        }
         lines.push(match &e.text {
             _ if is_reaction(e) => reaction_note(turn.store, e).await?,
             Some(text) if voice_notes.contains(&e.wamid) => format!("(voice note) {text}"),

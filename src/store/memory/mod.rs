@@ -77,6 +77,8 @@ struct Inner {
     instances: HashMap<String, InstanceRecord>,
     /// Templates' approval states by (name, language).
     templates: BTreeMap<(String, String), TemplateStatus>,
+    /// `whatsapp_accounts`, by key.
+    accounts: BTreeMap<String, crate::domain::AccountHealth>,
     /// Staff notices waiting, by staff member.
     pagers: HashMap<WaId, pagers::Pager>,
     /// Portal leads by id.
@@ -200,6 +202,7 @@ fn early_status(inner: &mut Inner, update: &StatusUpdate, status: OutboxStatus) 
     entry.status_at = update.at;
     entry.wamid = Some(update.wamid.clone());
     entry.error = update.errors.first().cloned();
+    entry.pricing = update.pricing.clone();
     let index = inner.outbox.len();
     inner.push_outbox(entry);
     inner.outbox_by_wamid.insert(update.wamid.clone(), index);

@@ -204,6 +204,20 @@ impl OutboxStore for MemoryStore {
         Ok(self.lock().templates.values().cloned().collect())
     }
 
+    async fn record_account_health(
+        &self,
+        health: &crate::domain::AccountHealth,
+    ) -> StoreResult<()> {
+        self.lock()
+            .accounts
+            .insert(health.key.clone(), health.clone());
+        Ok(())
+    }
+
+    async fn account_health(&self) -> StoreResult<Vec<crate::domain::AccountHealth>> {
+        Ok(self.lock().accounts.values().cloned().collect())
+    }
+
     async fn apply_status(&self, update: &StatusUpdate) -> StoreResult<StatusOutcome> {
         let Some(status) = OutboxStatus::parse(&update.status) else {
             return Ok(StatusOutcome::Unrecognised);
@@ -236,6 +250,9 @@ impl OutboxStore for MemoryStore {
             }
         };
         let entry = &mut inner.outbox[index];
+        if let Some(pricing) = &update.pricing {
+            entry.pricing = Some(pricing.clone());
+        }
         if !status.replaces().contains(&entry.status) {
             return Ok(StatusOutcome::Stale);
         }

@@ -115,6 +115,44 @@ impl UserStore for MemoryStore {
         Ok(())
     }
 
+    async fn set_marketing_preference(
+        &self,
+        wa_id: &WaId,
+        stopped: bool,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let user = inner
+            .users
+            .entry(wa_id.clone())
+            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
+        if user.marketing_choice_at.is_some_and(|last| last >= at) {
+            return Ok(false);
+        }
+        user.marketing_choice_at = Some(at);
+        user.marketing_opted_out_at = stopped.then_some(at);
+        Ok(true)
+    }
+
+    async fn note_referral(
+        &self,
+        wa_id: &WaId,
+        referral: &crate::domain::Referral,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        let user = inner
+            .users
+            .entry(wa_id.clone())
+            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
+        if user.referral.is_some() {
+            return Ok(false);
+        }
+        user.referral = Some(referral.clone());
+        user.referral_at = Some(at);
+        Ok(true)
+    }
+
     async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()> {
         let mut inner = self.lock();
         let user = inner

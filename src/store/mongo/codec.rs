@@ -3,7 +3,7 @@
 
 use crate::domain::{AgentName, CallOutcome, DialogState};
 use crate::domain::{Content, Handoff, MessageRole, OutboxId, PendingAction, Role, ToolCall};
-use crate::domain::{GraphError, WaId, WaMessageId};
+use crate::domain::{GraphError, Pricing, WaId, WaMessageId};
 use crate::store::{
     Attachment, BusinessEvent, Conversation, Event, EventStatus, HandoffReason, HandoffRequest,
     InboxEntry, InboxStatus, LlmCall, Media, NewMessage, NoticeFailure, OutboxEntry, OutboxStatus,
@@ -487,6 +487,10 @@ pub(super) fn outbox_entry(doc: &Document) -> StoreResult<OutboxEntry> {
         at: f.date("at").unwrap_or_default(),
         sending_at: f.date("sending_at"),
         status_at: f.date("status_at"),
+        pricing: doc
+            .get_document("pricing")
+            .ok()
+            .and_then(|p| bson::from_document::<Pricing>(p.clone()).ok()),
         fallback: doc.get_document("fallback").ok().and_then(template),
         fell_back: doc.get_bool("fell_back").unwrap_or(false),
         purpose: f.str("purpose").and_then(|p| Purpose::parse(&p)),

@@ -1,7 +1,7 @@
 //! MongoStore's `outbox`: replies on their way to the Graph API, and their delivery statuses.
 
 use crate::domain::OutboxId;
-use crate::domain::{StatusUpdate, WaId, WaMessageId};
+use crate::domain::{AccountHealth, StatusUpdate, WaId, WaMessageId};
 use crate::store::mongo::codec::{
     Fields, date, opt_date, outbox_doc, outbox_entry, outbox_id, statuses, template_doc,
 };
@@ -315,6 +315,9 @@ impl OutboxStore for MongoStore {
         if let Some(reason) = &status.reason {
             set.insert("reason", reason);
         }
+        if let Some(quality) = &status.quality {
+            set.insert("quality", quality);
+        }
         self.pool
             .upsert_one(
                 Lane::Work,
@@ -346,7 +349,69 @@ impl OutboxStore for MongoStore {
                     status: f.str("status")?,
                     category: f.str("category"),
                     reason: f.str("reason"),
+                    quality: f.str("quality"),
                     at: f.date("at")?,
+                })
+            })
+            .collect())
+    }
+
+    async fn record_account_health(&self, health: &AccountHealth) -> StoreResult<()> {
+        let restrictions = bson::to_bson(&health.restrictions).context("restrictions to BSON")?;
+        let mut set = doc! {
+            "flagged": health.flagged,
+            "restrictions": restrictions,
+            "last_event": &health.last_event,
+            "at": opt_date(health.at),
+        };
+        for (key, value) in [
+            ("quality", &health.quality),
+            ("messaging_limit", &health.messaging_limit),
+            ("disabled", &health.disabled),
+            ("violation", &health.violation),
+            ("tier", &health.tier),
+        ] {
+            set.insert(key, value.as_deref().map_or(Bson::Null, Bson::from));
+        }
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "whatsapp_accounts",
+                doc! {"_id": &health.key},
+                doc! {"$set": set},
+            )
+            .await
+            .map(drop)
+    }
+
+    async fn account_health(&self) -> StoreResult<Vec<AccountHealth>> {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "whatsapp_accounts",
+                doc! {},
+                Find::sorted(doc! {"_id": 1}),
+            )
+            .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|doc| {
+                let f = Fields(doc);
+                Some(AccountHealth {
+                    key: f.str("_id")?,
+                    quality: f.str("quality"),
+                    flagged: doc.get_bool("flagged").unwrap_or(false),
+                    messaging_limit: f.str("messaging_limit"),
+                    restrictions: doc
+                        .get("restrictions")
+                        .and_then(|r| bson::from_bson(r.clone()).ok())
+                        .unwrap_or_default(),
+                    disabled: f.str("disabled"),
+                    violation: f.str("violation"),
+                    tier: f.str("tier"),
+                    last_event: f.str("last_event").unwrap_or_default(),
+                    at: f.date("at"),
                 })
             })
             .collect())
@@ -357,6 +422,12 @@ impl OutboxStore for MongoStore {
             return Ok(StatusOutcome::Unrecognised);
         };
         let mut set = doc! {"status": status.as_str(), "status_at": opt_date(update.at)};
+        if let Some(pricing) = &update.pricing {
+            set.insert(
+                "pricing",
+                bson::to_bson(pricing).context("pricing to BSON")?,
+            );
+        }
         if status == OutboxStatus::Failed
             && let Some(error) = update.errors.first()
         {
@@ -423,6 +494,17 @@ impl OutboxStore for MongoStore {
             )
             .await?;
         if known.is_some() {
+            // An older status, late: its pricing is still the part's.
+            if let Some(pricing) = &update.pricing {
+                self.pool
+                    .update_one(
+                        Lane::Ingress,
+                        "outbox",
+                        doc! {"wamid": update.wamid.as_str(), "pricing": {"$exists": false}},
+                        doc! {"$set": {"pricing": bson::to_bson(pricing).context("pricing to BSON")?}},
+                    )
+                    .await?;
+            }
             return Ok(StatusOutcome::Stale);
         }
         // Ours, but not recorded yet (its sender records a reply once the Graph API answered,

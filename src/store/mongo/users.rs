@@ -1,11 +1,12 @@
 //! MongoStore's `users`: who wrote, and the role the business gives them.
 
-use crate::domain::{Role, WaId};
+use crate::domain::{Referral, Role, WaId};
 use crate::store::mongo::codec::{Fields, date};
 use crate::store::pool::{Find, Lane};
 use crate::store::{
     ContactSeen, MongoStore, OptOut, RoleAssignment, RoleSource, StoreResult, User,
 };
+use anyhow::Context as _;
 use async_trait::async_trait;
 use bson::doc;
 
@@ -164,6 +165,73 @@ impl UserStore for MongoStore {
             .map(drop)
     }
 
+    async fn set_marketing_preference(
+        &self,
+        wa_id: &WaId,
+        stopped: bool,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<bool> {
+        let key = wa_id.as_str();
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": key},
+                doc! {"$setOnInsert": {"role": Role::Prospect.as_str()}},
+            )
+            .await?;
+        let update = if stopped {
+            doc! {"$set": {"marketing_opted_out_at": date(at), "marketing_choice_at": date(at)}}
+        } else {
+            doc! {
+                "$set": {"marketing_choice_at": date(at)},
+                "$unset": {"marketing_opted_out_at": ""},
+            }
+        };
+        let result = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": key, "$or": [
+                    {"marketing_choice_at": {"$exists": false}},
+                    {"marketing_choice_at": {"$lt": date(at)}},
+                ]},
+                update,
+            )
+            .await?;
+        Ok(result.matched_count > 0)
+    }
+
+    async fn note_referral(
+        &self,
+        wa_id: &WaId,
+        referral: &Referral,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<bool> {
+        let key = wa_id.as_str();
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": key},
+                doc! {"$setOnInsert": {"role": Role::Prospect.as_str()}},
+            )
+            .await?;
+        let mut stored = bson::to_document(referral).context("referral to BSON")?;
+        stored.insert("at", date(at));
+        let result = self
+            .pool
+            .update_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": key, "referral": {"$exists": false}},
+                doc! {"$set": {"referral": stored}},
+            )
+            .await?;
+        Ok(result.matched_count > 0)
+    }
+
     async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()> {
         let (role, source) = (assignment.role.as_str(), assignment.source.as_str());
         self.pool
@@ -206,5 +274,15 @@ fn user_of(doc: &bson::Document) -> Option<User> {
         lead_at: f.date("lead_at"),
         lead_assistant: f.str("lead_assistant"),
         lead_source: f.str("lead_source"),
+        marketing_opted_out_at: f.date("marketing_opted_out_at"),
+        marketing_choice_at: f.date("marketing_choice_at"),
+        referral: doc
+            .get_document("referral")
+            .ok()
+            .and_then(|r| bson::from_document::<Referral>(r.clone()).ok()),
+        referral_at: doc
+            .get_document("referral")
+            .ok()
+            .and_then(|r| Fields(r).date("at")),
     })
 }

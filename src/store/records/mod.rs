@@ -23,4 +23,4 @@ pub use outbox::{
     StatusOutcome, Template, TemplateStatus, reply_parts,
 };
 pub use pagers::{Page, PageBatch};
-pub use users::{ContactSeen, OptOut, RoleAssignment, RoleSource, User};
+pub use users::{AD_SOURCE, ContactSeen, ORGANIC_SOURCE, OptOut, RoleAssignment, RoleSource, User};

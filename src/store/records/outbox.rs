@@ -1,6 +1,6 @@
 //! `outbox`: the parts of a reply, their media and buttons, and their delivery.
 
-use crate::domain::{GraphError, OutboxId, WaId, WaMessageId};
+use crate::domain::{GraphError, OutboxId, Pricing, WaId, WaMessageId};
 use crate::templates::Purpose;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -204,16 +204,19 @@ pub struct TemplateStatus {
     pub status: String,
     pub category: Option<String>,
     pub reason: Option<String>,
+    /// Meta's quality rating of it (`GREEN`, `YELLOW`, `RED`), when it sent one.
+    pub quality: Option<String>,
     pub at: DateTime<Utc>,
 }
 
 impl TemplateStatus {
     /// Whether a template in this state can be sent (one never heard of is taken as approved).
+    /// One rated low is not: Meta pauses it next, and the number's quality pays for it.
     pub fn usable(&self) -> bool {
         !matches!(
             self.status.as_str(),
             "PAUSED" | "REJECTED" | "DISABLED" | "PENDING_DELETION" | "ARCHIVED" | "LOCKED"
-        )
+        ) && self.quality.as_deref() != Some("RED")
     }
 }
 
@@ -288,6 +291,8 @@ pub struct OutboxEntry {
     pub purpose: Option<Purpose>,
     /// See [`NewOutbox::about`].
     pub about: Vec<WaId>,
+    /// How Meta bills it, from its status webhooks (`outbox.pricing`).
+    pub pricing: Option<Pricing>,
 }
 
 impl OutboxEntry {
@@ -316,6 +321,7 @@ impl OutboxEntry {
             fell_back: false,
             purpose: entry.purpose,
             about: entry.about.clone(),
+            pricing: None,
         }
     }
 

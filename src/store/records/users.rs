@@ -1,6 +1,6 @@
 //! `users`: who wrote, and their role.
 
-use crate::domain::{InboundMessage, Role, WaId};
+use crate::domain::{InboundMessage, Referral, Role, WaId};
 use chrono::{DateTime, Utc};
 
 /// A sender as an inbound message shows them.
@@ -90,7 +90,20 @@ pub struct User {
     pub lead_assistant: Option<String>,
     /// The portal or CRM that first sent them as a lead (`users.lead_source`).
     pub lead_source: Option<String>,
+    /// They stopped marketing messages from inside WhatsApp (`users.marketing_opted_out_at`):
+    /// no marketing template goes to them; utility ones and replies still do.
+    pub marketing_opted_out_at: Option<DateTime<Utc>>,
+    /// When they last chose (stop or resume): an older choice delivered late changes nothing.
+    pub marketing_choice_at: Option<DateTime<Utc>>,
+    /// The click-to-WhatsApp ad their first message came from (`users.referral`), and when.
+    pub referral: Option<Referral>,
+    pub referral_at: Option<DateTime<Utc>>,
 }
+
+/// The source of a contact who came from a click-to-WhatsApp ad.
+pub const AD_SOURCE: &str = "click_to_whatsapp_ad";
+/// The source of a contact who wrote on WhatsApp of their own accord.
+pub const ORGANIC_SOURCE: &str = "organic";
 
 /// A contact's wish not to be written to first (`users.opted_out_at`, `opt_out_source`).
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +116,17 @@ impl User {
     /// Whether the contact asked for no proactive messages.
     pub fn opted_out(&self) -> bool {
         self.opted_out_at.is_some()
+    }
+
+    /// Where the contact came from, as the funnel and the events say it: the portal or CRM
+    /// that sent them as a lead, else [`AD_SOURCE`] for a click-to-WhatsApp ad, else
+    /// [`ORGANIC_SOURCE`] (they wrote first).
+    pub fn source(&self) -> &str {
+        match (&self.lead_source, &self.referral) {
+            (Some(source), _) => source,
+            (None, Some(_)) => AD_SOURCE,
+            (None, None) => ORGANIC_SOURCE,
+        }
     }
 
     /// Someone never seen: a prospect.
@@ -121,6 +145,10 @@ impl User {
             lead_at: None,
             lead_assistant: None,
             lead_source: None,
+            marketing_opted_out_at: None,
+            marketing_choice_at: None,
+            referral: None,
+            referral_at: None,
         }
     }
 

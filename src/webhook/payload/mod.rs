@@ -9,9 +9,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::domain::{
-    Content, GraphError, InboundMessage, MediaKind, ReplyContext, StatusUpdate, WaId, WaMessageId,
-};
+use crate::domain::{GraphError, InboundMessage, ReplyContext, StatusUpdate, WaId, WaMessageId};
 
 /// Why a body was refused as a whole.
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +152,8 @@ struct WireMessage {
     system: Option<WireSystem>,
     #[serde(default)]
     errors: Vec<GraphError>,
+    #[serde(default)]
+    referral: Option<crate::domain::Referral>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -289,6 +289,8 @@ struct WireStatus {
     errors: Vec<GraphError>,
     #[serde(default)]
     biz_opaque_callback_data: Option<String>,
+    #[serde(default)]
+    pricing: Option<crate::domain::Pricing>,
 }
 
 /// Everything one request carried, in the order Meta sent it.
@@ -302,9 +304,14 @@ pub struct Updates {
     pub ignored: Vec<String>,
     /// Value-level `errors[]` Meta reported (e.g. an undeliverable webhook payload).
     pub errors: Vec<GraphError>,
-    /// Templates Meta approved, paused, rejected or moved to another category
-    /// (`message_template_status_update`, `template_category_update`).
+    /// Templates Meta approved, paused, rejected, moved to another category or rated
+    /// (`message_template_status_update`, `template_category_update`,
+    /// `message_template_quality_update`).
     pub templates: Vec<TemplateChange>,
+    /// Customers' marketing choices made inside WhatsApp (`user_preferences`).
+    pub preferences: Vec<MarketingPreference>,
+    /// The account's and numbers' standing (`account_update`, `phone_number_quality_update`).
+    pub accounts: Vec<crate::domain::AccountSignal>,
 }
 
 /// What Meta said of one template.
@@ -317,6 +324,8 @@ pub struct TemplateChange {
     pub event: Option<String>,
     pub category: Option<String>,
     pub reason: Option<String>,
+    /// `GREEN`, `YELLOW`, `RED` or `UNKNOWN`, from a quality update.
+    pub quality: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -362,6 +371,7 @@ pub fn parse(body: &[u8]) -> Result<Updates, PayloadError> {
                         event: wire.event,
                         category: wire.new_category.or(wire.message_template_category),
                         reason: wire.reason.filter(|r| r != "NONE"),
+                        quality: None,
                     }),
                     Err(error) => updates.rejected.push(RejectedUpdate {
                         what: "template",
@@ -369,6 +379,11 @@ pub fn parse(body: &[u8]) -> Result<Updates, PayloadError> {
                         raw: change.value.get().to_owned(),
                     }),
                 }
+                continue;
+            }
+            if signals::reads(&change.field) {
+                let account = entry.id.as_deref().unwrap_or_default();
+                signals::read(account, &change.field, change.value.get(), &mut updates);
                 continue;
             }
             if change.field != "messages" {
@@ -410,6 +425,7 @@ fn read_messages_value(value: MessagesValue<'_>, updates: &mut Updates) {
                 recipient_id: wire.recipient_id,
                 errors: wire.errors,
                 callback_data: wire.biz_opaque_callback_data,
+                pricing: wire.pricing,
             }),
             Err(e) => updates.rejected.push(RejectedUpdate {
                 what: "status",
@@ -458,6 +474,7 @@ fn inbound_message(
     let wamid = WaMessageId::parse(&wire.id)?;
     let kind = wire.kind.clone().unwrap_or_else(|| "unknown".to_owned());
     let profile = contact.and_then(|c| c.profile.as_ref());
+    let referral = wire.referral.clone().filter(|r| *r != Default::default());
     Ok(InboundMessage {
         wamid,
         wa_id,
@@ -475,6 +492,7 @@ fn inbound_message(
         content: content(&kind, wire),
         kind,
         raw: raw.get().to_owned(),
+        referral,
     })
 }
 
@@ -485,150 +503,12 @@ fn parse_timestamp(ts: &str) -> Option<chrono::DateTime<chrono::Utc>> {
         .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
 }
 
-fn media(kind: MediaKind, m: WireMedia) -> Content {
-    let kind = match kind {
-        MediaKind::Audio if m.voice => MediaKind::Voice,
-        other => other,
-    };
-    Content::Media {
-        kind,
-        id: m.id,
-        mime_type: m.mime_type,
-        caption: m.caption,
-        filename: m.filename,
-        animated: m.animated,
-    }
-}
+mod content;
+mod signals;
 
-/// What one message object (an element of `messages`) says, as [`parse`] reads it: for those
-/// who hold a single message, such as `zaguan chat` and tests. Anything unreadable is `Other`.
-pub fn message_content(message: &serde_json::Value) -> Content {
-    let mut message = message.clone();
-    if let Some(object) = message.as_object_mut() {
-        object.entry("id").or_insert_with(|| "-".into());
-    }
-    match WireMessage::deserialize(&message) {
-        Ok(wire) => {
-            let kind = wire.kind.clone().unwrap_or_default();
-            content(&kind, wire)
-        }
-        Err(_) => Content::Other,
-    }
-}
-
-fn content(kind: &str, wire: WireMessage) -> Content {
-    match (kind, wire) {
-        ("text", WireMessage { text: Some(t), .. }) => Content::Text { body: t.body },
-        ("image", WireMessage { image: Some(m), .. }) => media(MediaKind::Image, m),
-        ("video", WireMessage { video: Some(m), .. }) => media(MediaKind::Video, m),
-        ("audio" | "voice", WireMessage { audio: Some(m), .. }) => media(MediaKind::Audio, m),
-        (
-            "document",
-            WireMessage {
-                document: Some(m), ..
-            },
-        ) => media(MediaKind::Document, m),
-        (
-            "sticker",
-            WireMessage {
-                sticker: Some(m), ..
-            },
-        ) => media(MediaKind::Sticker, m),
-        (
-            "location",
-            WireMessage {
-                location: Some(l), ..
-            },
-        ) => Content::Location {
-            latitude: l.latitude,
-            longitude: l.longitude,
-            name: l.name,
-            address: l.address,
-            url: l.url,
-        },
-        (
-            "contacts",
-            WireMessage {
-                contacts: Some(cs), ..
-            },
-        ) => Content::Contacts {
-            names: cs
-                .into_iter()
-                .map(|c| {
-                    let name = c.name.and_then(|n| n.formatted_name).unwrap_or_default();
-                    let phones: Vec<String> = c
-                        .phones
-                        .into_iter()
-                        .filter_map(|p| p.phone.or(p.wa_id))
-                        .collect();
-                    if phones.is_empty() {
-                        name
-                    } else {
-                        format!("{name} ({})", phones.join(", "))
-                    }
-                })
-                .collect(),
-        },
-        (
-            "interactive",
-            WireMessage {
-                interactive: Some(i),
-                ..
-            },
-        ) => {
-            if let Some(r) = i.button_reply {
-                Content::ButtonReply {
-                    id: r.id,
-                    title: r.title,
-                }
-            } else if let Some(r) = i.list_reply {
-                Content::ListReply {
-                    id: r.id,
-                    title: r.title,
-                    description: r.description,
-                }
-            } else if let Some(r) = i.nfm_reply {
-                Content::FlowReply {
-                    response_json: r.response_json,
-                    body: r.body,
-                }
-            } else {
-                Content::Other
-            }
-        }
-        (
-            "button",
-            WireMessage {
-                button: Some(b), ..
-            },
-        ) => Content::Button {
-            payload: b.payload,
-            text: b.text,
-        },
-        (
-            "reaction",
-            WireMessage {
-                reaction: Some(r), ..
-            },
-        ) => Content::Reaction {
-            message_id: r.message_id,
-            emoji: r.emoji.filter(|e| !e.is_empty()),
-        },
-        (
-            "system",
-            WireMessage {
-                system: Some(s), ..
-            },
-        ) => Content::System {
-            body: s.body,
-            kind: s.kind,
-            new_wa_id: s.wa_id,
-        },
-        ("unsupported", WireMessage { errors, .. }) => Content::Unsupported { errors },
-        (_, WireMessage { errors, .. }) if !errors.is_empty() => Content::Unsupported { errors },
-        _ => Content::Other,
-    }
-}
+use content::content;
+pub use content::message_content;
+pub use signals::MarketingPreference;
 
 #[cfg(test)]
 mod tests;

@@ -227,7 +227,10 @@ fn a_batch_yields_every_entry_change_message_and_status_in_order() {
     assert_eq!(updates.messages[2].wa_id.as_str(), "34622333444");
     assert_eq!(updates.messages[2].name.as_deref(), Some("Ana Belén"));
     assert_eq!(updates.statuses.len(), 1);
-    assert_eq!(updates.ignored, ["account_update"]);
+    // The account's change is read as a signal, in the same body.
+    assert!(updates.ignored.is_empty());
+    assert_eq!(updates.accounts.len(), 1);
+    assert_eq!(updates.accounts[0].event, "VERIFIED_ACCOUNT");
 }
 
 #[test]
