@@ -78,6 +78,7 @@ pub const VARIABLES: &[&str] = &[
     "ZAGUAN_CLIENT_IP_HEADER",
     "ZAGUAN_TRUSTED_PROXIES",
     "ZAGUAN_LLM_PRICES",
+    "ZAGUAN_WHATSAPP_PRICES",
     "ZAGUAN_EVENTS_URL",
     "ZAGUAN_EVENTS_SECRET",
     "ZAGUAN_EVENTS_TYPES",
@@ -151,8 +152,9 @@ pub struct Config {
     /// The proxies whose `client_ip_header` is believed (`ZAGUAN_TRUSTED_PROXIES`, addresses
     /// or CIDR ranges); from anyone else, the connection's peer is the client.
     pub trusted_proxies: Vec<ipnet::IpNet>,
-    /// What each model costs (`ZAGUAN_LLM_PRICES`, USD per million input/output tokens): the
-    /// console's reports turn tokens into money with it.
+    /// What each model costs (`ZAGUAN_LLM_PRICES`, USD per million input/output tokens) and
+    /// each WhatsApp message (`ZAGUAN_WHATSAPP_PRICES`, USD per delivered message by category
+    /// and country code): the console's reports turn tokens and messages into money with it.
     pub llm_prices: crate::admin::reports::Prices,
     /// Where business events go (`ZAGUAN_EVENTS_URL`); `None`: they are only recorded.
     pub events: Option<EventSettings>,
@@ -374,6 +376,11 @@ impl Config {
             "",
             crate::admin::reports::Prices::parse,
         );
+        let whatsapp_prices = env.parsed(
+            "ZAGUAN_WHATSAPP_PRICES",
+            "",
+            crate::admin::reports::WhatsAppPrices::parse,
+        );
         let trusted_proxies = env.parsed("ZAGUAN_TRUSTED_PROXIES", "", |list| {
             list.split(',')
                 .map(str::trim)
@@ -533,7 +540,9 @@ impl Config {
             public_url: public_url.clone(),
             client_ip_header,
             trusted_proxies: trusted_proxies.expect(checked),
-            llm_prices: llm_prices.expect(checked),
+            llm_prices: llm_prices
+                .expect(checked)
+                .with_whatsapp(whatsapp_prices.expect(checked)),
             stuck_after: stuck_after.expect(checked),
             handoff_ttl: handoff_ttl.expect(checked),
             handoffs: HandoffSettings {

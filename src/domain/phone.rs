@@ -73,9 +73,30 @@ pub fn wa_id_of(raw: &str, region: PhoneRegion) -> Result<WaId, String> {
         })
 }
 
+/// The country calling code of a WhatsApp id (`34` for `34600123456`), where it is a phone
+/// number: Meta prices a message by the recipient's.
+pub fn country_code(wa_id: &WaId) -> Option<u16> {
+    phonenumber::parse(None, format!("+{}", wa_id.as_str()))
+        .ok()
+        .map(|number| number.code().value())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wa_ids_country_code_is_read_from_its_digits() {
+        let code = |id: &str| country_code(&WaId::parse(id).unwrap());
+        assert_eq!(code("34600123456"), Some(34));
+        assert_eq!(code("5215512345678"), Some(52));
+        assert_eq!(code("16505551234"), Some(1));
+        assert_eq!(
+            code("ES.13491208655302741918"),
+            None,
+            "a BSUID is no number"
+        );
+    }
 
     #[test]
     fn numbers_as_staff_type_them_become_whatsapp_ids() {

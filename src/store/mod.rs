@@ -399,6 +399,16 @@ pub trait OutboxStore: Send + Sync + 'static {
     /// and the late `failed` status of the same part fall back once.
     async fn fall_back(&self, id: &OutboxId, fallback: &Fallback) -> StoreResult<bool>;
 
+    /// Parts queued in `[from, to)` that Meta billed (`outbox.pricing.billable`), oldest
+    /// first, at most `limit`: what the messages cost. Only who, why, when and the pricing
+    /// are read.
+    async fn billed_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>>;
+
     /// Parts that failed or were skipped at or after `since`, newest first (the console).
     async fn undelivered_since(
         &self,

@@ -362,6 +362,15 @@ impl OutboxStore for StoreParts {
         self.outbox.fall_back(id, fallback).await
     }
 
+    async fn billed_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        self.outbox.billed_between(from, to, limit).await
+    }
+
     async fn undelivered_since(
         &self,
         since: DateTime<Utc>,

@@ -1283,6 +1283,15 @@ impl OutboxStore for CrashingStore {
     async fn account_health(&self) -> StoreResult<Vec<zaguan::domain::AccountHealth>> {
         self.inner.account_health().await
     }
+
+    async fn billed_between(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<zaguan::store::OutboxEntry>> {
+        self.inner.billed_between(from, to, limit).await
+    }
 }
 
 impl CrashingStore {

@@ -155,3 +155,127 @@ async fn memory_three_instances_show_the_funnel_the_records_hold() {
 async fn mongo_three_instances_show_the_funnel_the_records_hold() {
     three_instances_show_the_funnel_the_records_hold(Backend::Mongo).await;
 }
+
+/// What WhatsApp billed, from the parts Meta priced in their status webhooks: a reply, a
+/// reminder and an alert delivered and billed, one delivered free, one never delivered; priced
+/// per category with a country's own rate; the console shows the bill beside the model's.
+async fn the_whatsapp_bill_is_what_meta_priced(backend: Backend) {
+    use serde_json::json;
+    use zaguan::admin::reports::{self, Period, Prices, WhatsAppPrices};
+    use zaguan::domain::{WaId, WaMessageId};
+    use zaguan::store::{NewOutbox, OutboxUpdate};
+    use zaguan::templates::Purpose;
+    let Some(stores) = Stores::open(backend).await else {
+        return;
+    };
+    let store = stores.store.clone();
+    let now = Utc::now();
+    let parts = [
+        ("34600111222", None, "service", true),
+        ("34600111222", Some(Purpose::VisitReminder), "utility", true),
+        (
+            "5215512345678",
+            Some(Purpose::ListingAlert),
+            "marketing",
+            true,
+        ),
+        ("34600111222", None, "service", false),
+        ("34600111222", None, "", true),
+    ];
+    let mut statuses = Vec::new();
+    for (i, (to, purpose, category, billable)) in parts.iter().enumerate() {
+        let mut part = NewOutbox::text(WaId::parse(to).unwrap(), None, "hola", now);
+        part.purpose = *purpose;
+        let id = store.insert_outbox(&[part]).await.unwrap().remove(0);
+        let wamid = format!("wamid.BILL{i}");
+        store
+            .update_outbox(
+                &id,
+                &OutboxUpdate::Sent {
+                    wamid: Some(WaMessageId::parse(&wamid).unwrap()),
+                },
+            )
+            .await
+            .unwrap();
+        // The last one only ever reached `sent`: Meta bills on delivery.
+        let status = if category.is_empty() {
+            "sent"
+        } else {
+            "delivered"
+        };
+        statuses.push(
+            json!({"id": wamid, "status": status, "timestamp": now.timestamp().to_string(),
+            "recipient_id": to, "pricing": {"billable": billable, "pricing_model": "PMP",
+            "category": if category.is_empty() { "service" } else { category }}}),
+        );
+    }
+    let body = serde_json::to_vec(&json!({
+        "object": "whatsapp_business_account",
+        "entry": [{"id": "1", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "34910000000", "phone_number_id": "1065"},
+            "statuses": statuses}}]}],
+    }))
+    .unwrap();
+    let updates = zaguan::webhook::payload::parse(&body).unwrap();
+    zaguan::webhook::store_updates(
+        store.as_ref(),
+        &zaguan::webhook::RecentContacts::new(),
+        &updates,
+        now,
+    )
+    .await
+    .unwrap();
+
+    let tz = chrono_tz::Europe::Madrid;
+    let period = Period::last_days(1, now, tz).unwrap();
+    let inputs = reports::gather(store.as_ref(), Some(stores.realestate.as_ref()), &period)
+        .await
+        .unwrap();
+    let prices = Prices::default().with_whatsapp(
+        WhatsAppPrices::parse("service=0.02,utility=0.01,marketing=0.06,52:marketing=0.04")
+            .unwrap(),
+    );
+    let report = reports::compute(&inputs, &period, &prices);
+    let bill = &report.whatsapp;
+    assert_eq!(bill.total.messages, 3, "{bill:?}");
+    assert!((bill.total.usd - 0.07).abs() < 1e-9, "{bill:?}");
+    let purposes: Vec<&str> = bill.by_purpose.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(purposes, ["listing_alert", "reply", "visit_reminder"]);
+    let per_day = reports::csv(&report, "whatsapp").unwrap();
+    assert!(per_day.contains(",3,0.0700,"), "{per_day}");
+
+    // The console: the bill, unpriced without ZAGUAN_WHATSAPP_PRICES, and its CSV.
+    let app = instance(&stores).await;
+    let (viewer, _) = app.operator("rosa", OperatorRole::Viewer).await;
+    let cookie = common::console_sign_in(&app, "rosa", &viewer.password)
+        .await
+        .unwrap();
+    let (status, page) = app
+        .request(
+            Request::get("/console/reports")
+                .header("cookie", &cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("<b id=\"whatsapp-billed\">3</b>"), "{page}");
+    assert!(
+        page.contains("ZAGUAN_WHATSAPP_PRICES"),
+        "unpriced, and says how"
+    );
+    let purposes = csv(&app, &cookie, "whatsapp_purposes").await;
+    assert!(purposes.contains("visit_reminder,1,"), "{purposes}");
+    stores.close().await;
+}
+
+#[tokio::test]
+async fn memory_the_whatsapp_bill_is_what_meta_priced() {
+    the_whatsapp_bill_is_what_meta_priced(Backend::Memory).await;
+}
+
+#[tokio::test]
+async fn mongo_the_whatsapp_bill_is_what_meta_priced() {
+    the_whatsapp_bill_is_what_meta_priced(Backend::Mongo).await;
+}

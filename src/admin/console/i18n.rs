@@ -485,6 +485,30 @@ pub const SPANISH: &[(&str, &str)] = &[
         "llegó por el anuncio «{headline}»",
     ),
     (
+        "WhatsApp messages Meta billed",
+        "Mensajes de WhatsApp que Meta cobró",
+    ),
+    (
+        "<b id=\"whatsapp-billed\">{count}</b> billed messages, <b id=\"whatsapp-usd\">{usd}</b> USD.",
+        "<b id=\"whatsapp-billed\">{count}</b> mensajes cobrados, <b id=\"whatsapp-usd\">{usd}</b> USD.",
+    ),
+    ("Billed messages", "Mensajes cobrados"),
+    ("WhatsApp (USD)", "WhatsApp (USD)"),
+    ("Model (USD)", "Modelo (USD)"),
+    ("Per purpose", "Por motivo"),
+    (
+        "Nothing billed in the period.",
+        "Nada cobrado en el periodo.",
+    ),
+    (
+        "The conversations that cost most",
+        "Las conversaciones que más costaron",
+    ),
+    (
+        "No price for {categories}: set <code>ZAGUAN_WHATSAPP_PRICES</code> to see money, not only messages.",
+        "Sin precio para {categories}: define <code>ZAGUAN_WHATSAPP_PRICES</code> para ver dinero, no solo mensajes.",
+    ),
+    (
         "WhatsApp {key}: {why}. Marketing templates wait until it clears; utility messages still go.",
         "WhatsApp {key}: {why}. Las plantillas de marketing esperan hasta que se resuelva; los mensajes de servicio siguen saliendo.",
     ),

@@ -179,6 +179,35 @@ pub(super) async fn page(
             })
         })
         .collect();
+    // What WhatsApp charged, beside what the model cost.
+    let usd = |v: f64| format!("{v:.4}");
+    let whatsapp_days: Vec<serde_json::Value> = report
+        .days
+        .iter()
+        .zip(&report.whatsapp.by_day)
+        .map(|(d, (date, cost))| {
+            json!({
+                "date": date, "messages": cost.messages, "usd": usd(cost.usd),
+                "model": usd(d.cost.values().sum()),
+            })
+        })
+        .collect();
+    let whatsapp_purposes: Vec<serde_json::Value> = report
+        .whatsapp
+        .by_purpose
+        .iter()
+        .map(|(purpose, cost)| json!({"purpose": purpose, "messages": cost.messages, "usd": usd(cost.usd)}))
+        .collect();
+    let whatsapp_conversations: Vec<serde_json::Value> = report
+        .whatsapp
+        .by_conversation
+        .iter()
+        .map(|(wa_id, cost)| {
+            let mut row = json!({"wa_id": wa_id, "messages": cost.messages, "usd": usd(cost.usd)});
+            who.linked(&mut row);
+            row
+        })
+        .collect();
     render(
         "reports.html",
         who.context(
@@ -194,6 +223,14 @@ pub(super) async fn page(
                 "fast_path_share": percent(report.steps.fast_path_share),
                 "offline_share": percent(report.steps.offline_share),
                 "cost_rows": cost_rows,
+                "whatsapp": {
+                    "messages": report.whatsapp.total.messages,
+                    "usd": usd(report.whatsapp.total.usd),
+                    "days": whatsapp_days,
+                    "purposes": whatsapp_purposes,
+                    "conversations": whatsapp_conversations,
+                    "unpriced": report.whatsapp.unpriced,
+                },
                 "priced": priced,
                 "max_rows": crate::admin::export::MAX_ROWS,
                 "svg": {
@@ -212,13 +249,19 @@ pub(super) async fn download(
     Path(file): Path<String>,
     Query(query): Query<PeriodQuery>,
 ) -> Result<Response, ConsoleError> {
-    signed_in(&state, &headers).await?;
+    let who = signed_in(&state, &headers).await?;
     let chart = file.strip_suffix(".csv").unwrap_or(&file);
     if !reports::CHARTS.contains(&chart) {
         return Err(AdminError::NotFound(format!("no chart {file}")).into());
     }
     let period = query.period(&state)?;
-    let report = report_of(&state, &period).await?;
+    let mut report = report_of(&state, &period).await?;
+    // Numbers are shown to those who may see them, as on the page.
+    for (wa_id, _) in &mut report.whatsapp.by_conversation {
+        let mut row = json!({"wa_id": wa_id.as_str()});
+        who.linked(&mut row);
+        *wa_id = row["wa_id"].as_str().unwrap_or_default().to_owned();
+    }
     let body = reports::csv(&report, chart)
         .ok_or_else(|| AdminError::NotFound(format!("no chart {file}")))?;
     Ok((

@@ -6,6 +6,9 @@
 //! A source that holds more than [`MAX_RECORDS`] in the period is cut, and the report says so.
 
 pub mod svg;
+pub mod whatsapp;
+
+pub use whatsapp::{WhatsAppCost, WhatsAppPrices};
 
 use crate::realestate::{AppointmentStore, OfferStore};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -33,9 +36,13 @@ const QUALIFYING_TOOLS: &[&str] = &[
     "create_search_alert",
 ];
 
-/// USD per million input and output tokens, per model (`ZAGUAN_LLM_PRICES`).
+/// USD per million input and output tokens, per model (`ZAGUAN_LLM_PRICES`), and what a
+/// WhatsApp message costs (`ZAGUAN_WHATSAPP_PRICES`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Prices(HashMap<String, (f64, f64)>);
+pub struct Prices {
+    models: HashMap<String, (f64, f64)>,
+    pub whatsapp: WhatsAppPrices,
+}
 
 impl Prices {
     /// `gpt-4o-mini=0.15/0.60,claude-3-5-haiku-latest=0.80/4.00`; empty: no prices.
@@ -59,17 +66,26 @@ impl Prices {
             }
             prices.insert(model.trim().to_owned(), (input, output));
         }
-        Ok(Self(prices))
+        Ok(Self {
+            models: prices,
+            whatsapp: WhatsAppPrices::default(),
+        })
+    }
+
+    /// The same, with WhatsApp's prices.
+    pub fn with_whatsapp(mut self, whatsapp: WhatsAppPrices) -> Self {
+        self.whatsapp = whatsapp;
+        self
     }
 
     /// What a call cost, when its model has a price.
     pub fn cost(&self, model: &str, input: u64, output: u64) -> Option<f64> {
-        let (i, o) = self.0.get(model)?;
+        let (i, o) = self.models.get(model)?;
         Some((input as f64 * i + output as f64 * o) / 1_000_000.0)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.models.is_empty()
     }
 }
 
@@ -137,6 +153,8 @@ pub struct Inputs {
     pub opt_outs: u64,
     /// The portal or CRM each contact who came as a lead came from (`leads`).
     pub lead_sources: HashMap<WaId, String>,
+    /// The parts Meta billed (`outbox.pricing`).
+    pub billed: Vec<crate::store::OutboxEntry>,
     /// The sources that held more than [`MAX_RECORDS`].
     pub cut: Vec<&'static str>,
 }
@@ -262,6 +280,10 @@ pub async fn gather(
         cut.push("outbox");
     }
     let failed_deliveries = undelivered.iter().filter(|o| o.at < to).count() as u64;
+    let billed = store.billed_between(from, to, MAX_RECORDS).await?;
+    if billed.len() >= MAX_RECORDS {
+        cut.push("outbox.pricing");
+    }
     let opt_outs = store.opt_outs_between(from, to).await?;
     let (appointments, offers) = match realestate {
         Some(realestate) => (
@@ -289,6 +311,7 @@ pub async fn gather(
         failed_deliveries,
         opt_outs,
         lead_sources,
+        billed,
         cut,
     })
 }
@@ -353,6 +376,8 @@ pub struct Report {
     pub opt_outs: u64,
     /// Models used without a price in `ZAGUAN_LLM_PRICES`.
     pub unpriced: Vec<String>,
+    /// What the messages cost on WhatsApp.
+    pub whatsapp: WhatsAppCost,
     pub cut: Vec<&'static str>,
 }
 
@@ -591,6 +616,7 @@ pub fn compute(inputs: &Inputs, period: &Period, prices: &Prices) -> Report {
         failed_deliveries: inputs.failed_deliveries,
         opt_outs: inputs.opt_outs,
         unpriced,
+        whatsapp: whatsapp::cost(&inputs.billed, period, &prices.whatsapp),
         cut: inputs.cut.clone(),
     }
 }
@@ -603,6 +629,9 @@ pub const CHARTS: &[&str] = &[
     "assistants",
     "steps",
     "outcomes",
+    "whatsapp",
+    "whatsapp_purposes",
+    "whatsapp_conversations",
 ];
 
 /// One chart's numbers as CSV (a header row, then one row per bar); `None` for an unknown chart.
@@ -675,6 +704,37 @@ pub fn csv(report: &Report, chart: &str) -> Option<String> {
                 report.failed_deliveries.to_string(),
             ]);
             rows.push(vec!["opt_outs".into(), report.opt_outs.to_string()]);
+        }
+        "whatsapp" => {
+            rows.push(vec![
+                "date".into(),
+                "billed_messages".into(),
+                "whatsapp_usd".into(),
+                "model_usd".into(),
+            ]);
+            for (d, (date, cost)) in report.days.iter().zip(&report.whatsapp.by_day) {
+                rows.push(vec![
+                    date.clone(),
+                    cost.messages.to_string(),
+                    format!("{:.4}", cost.usd),
+                    format!("{:.4}", d.cost.values().sum::<f64>()),
+                ]);
+            }
+        }
+        "whatsapp_purposes" | "whatsapp_conversations" => {
+            let (key, breakdown) = if chart == "whatsapp_purposes" {
+                ("purpose", &report.whatsapp.by_purpose)
+            } else {
+                ("wa_id", &report.whatsapp.by_conversation)
+            };
+            rows.push(vec![key.into(), "billed_messages".into(), "usd".into()]);
+            for (name, cost) in breakdown {
+                rows.push(vec![
+                    name.clone(),
+                    cost.messages.to_string(),
+                    format!("{:.4}", cost.usd),
+                ]);
+            }
         }
         _ => return None,
     }

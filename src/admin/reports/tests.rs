@@ -160,6 +160,7 @@ fn the_funnel_times_shares_and_costs_follow_the_records() {
         failed_deliveries: 2,
         opt_outs: 1,
         lead_sources: [(WaId::parse(b).unwrap(), "idealista".to_owned())].into(),
+        billed: Vec::new(),
         cut: Vec::new(),
     };
     let prices = Prices::parse("gpt-4o-mini=0.15/0.60").unwrap();

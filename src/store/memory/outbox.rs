@@ -174,6 +174,32 @@ impl OutboxStore for MemoryStore {
         Ok(true)
     }
 
+    async fn billed_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        let inner = self.lock();
+        let mut billed: Vec<OutboxEntry> = inner
+            .outbox
+            .iter()
+            .filter(|e| e.at >= from && e.at < to)
+            // Meta bills delivered messages.
+            .filter(|e| {
+                matches!(
+                    e.status,
+                    OutboxStatus::Delivered | OutboxStatus::Read | OutboxStatus::Played
+                )
+            })
+            .filter(|e| e.pricing.as_ref().is_some_and(|p| p.billable))
+            .map(|e| (**e).clone())
+            .collect();
+        billed.sort_by_key(|e| e.at);
+        billed.truncate(limit);
+        Ok(billed)
+    }
+
     async fn undelivered_since(
         &self,
         since: DateTime<Utc>,

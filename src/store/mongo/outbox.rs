@@ -282,6 +282,37 @@ impl OutboxStore for MongoStore {
         Ok(result.matched_count > 0)
     }
 
+    async fn billed_between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        // Meta bills delivered messages: by the (status, at) index.
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "outbox",
+                doc! {
+                    "status": {"$in": statuses(&[
+                        OutboxStatus::Delivered,
+                        OutboxStatus::Read,
+                        OutboxStatus::Played,
+                    ])},
+                    "at": {"$gte": date(from), "$lt": date(to)},
+                    "pricing.billable": true,
+                },
+                Find::sorted(doc! {"at": 1, "_id": 1})
+                    .limit(limit)
+                    .projection(
+                        doc! {"wa_id": 1, "purpose": 1, "at": 1, "pricing": 1, "status": 1},
+                    ),
+            )
+            .await?;
+        docs.iter().map(outbox_entry).collect()
+    }
+
     async fn undelivered_since(
         &self,
         since: DateTime<Utc>,
