@@ -1291,3 +1291,284 @@ async fn on_mongodb_outreach_keeps_the_rules() {
     drop(service);
     db.drop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The first minute, billed: the README's journey in as few messages as say it.
+
+/// What Meta documents of each interactive shape, checked on a body the service sent.
+fn meta_shape_problems(body: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    let interactive = &body["interactive"];
+    match (body["type"].as_str(), interactive["type"].as_str()) {
+        (Some("text"), _) => {
+            if chars(&body["text"]["body"]) > 4096 {
+                problems.push("a text over 4,096 characters".into());
+            }
+        }
+        (Some("interactive"), Some("list")) => {
+            let rows: Vec<&Value> = interactive["action"]["sections"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|s| s["rows"].as_array().into_iter().flatten())
+                .collect();
+            if rows.is_empty() || rows.len() > 10 {
+                problems.push(format!("a list of {} rows", rows.len()));
+            }
+            if rows.iter().any(|r| chars(&r["title"]) > 24) {
+                problems.push("a row title over 24 characters".into());
+            }
+            if chars(&interactive["action"]["button"]) > 20 {
+                problems.push("a list button over 20 characters".into());
+            }
+            if chars(&interactive["body"]["text"]) > 4096 {
+                problems.push("a list body over 4,096 characters".into());
+            }
+        }
+        (Some("interactive"), Some("button")) => {
+            let buttons = interactive["action"]["buttons"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if buttons.is_empty() || buttons.len() > 3 {
+                problems.push(format!("{} reply buttons", buttons.len()));
+            }
+            if buttons.iter().any(|b| chars(&b["reply"]["title"]) > 20) {
+                problems.push("a button title over 20 characters".into());
+            }
+            if chars(&interactive["body"]["text"]) > 1024 {
+                problems.push("a button message body over 1,024 characters".into());
+            }
+        }
+        (Some("interactive"), Some("carousel")) => {
+            // «Interactive media carousel messages»: 2–10 cards, an image or video header each,
+            // card bodies of 160 characters at most, the same buttons on every card, a main
+            // body of up to 1,024 characters.
+            let cards = interactive["action"]["cards"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if !(2..=10).contains(&cards.len()) {
+                problems.push(format!("a carousel of {} cards", cards.len()));
+            }
+            let body_text = chars(&interactive["body"]["text"]);
+            if body_text == 0 || body_text > 1024 {
+                problems.push(format!("a carousel body of {body_text} characters"));
+            }
+            for (i, card) in cards.iter().enumerate() {
+                if card["card_index"] != json!(i) {
+                    problems.push(format!("card {i} indexed {}", card["card_index"]));
+                }
+                if card["header"]["type"] != json!("image")
+                    || !card["header"]["image"]["link"].is_string()
+                {
+                    problems.push(format!("card {i} without an image header"));
+                }
+                if chars(&card["body"]["text"]) > 160 {
+                    problems.push(format!("card {i}'s body over 160 characters"));
+                }
+                if card["action"]["buttons"] != cards[0]["action"]["buttons"] {
+                    problems.push(format!("card {i}'s buttons differ from the first card's"));
+                }
+                let buttons = card["action"]["buttons"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                if buttons.is_empty()
+                    || buttons.iter().any(|b| {
+                        b["type"] != json!("quick_reply") || chars(&b["quick_reply"]["title"]) > 20
+                    })
+                {
+                    problems.push(format!("card {i} without valid quick replies"));
+                }
+            }
+        }
+        (Some("image"), _) => {}
+        other => problems.push(format!("an unexpected message {other:?}")),
+    }
+    problems
+}
+
+/// Waits up to 10 s for the `n`-th message to `to`; the messages so far.
+async fn wait_messages(service: &Service, to: &str, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let messages = service.messages_to(to);
+        if messages.len() >= n {
+            return messages;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {n} messages to {to}: {messages:#?}",
+            messages.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Taps `choice` (a row's or a button's `{id, title}`), as WhatsApp reports it.
+async fn tap(service: &mut Service, from: &str, kind: &str, choice: &Value) {
+    service
+        .customer_sends(
+            from,
+            "Nuria",
+            json!({"type": "interactive", "interactive": {"type": kind, kind: {"id": choice["id"], "title": choice["title"]}}}),
+            chrono::Duration::zero(),
+        )
+        .await;
+}
+
+/// The README's first minute through the binary, without a model: five customer messages get
+/// five WhatsApp messages, each of a shape Meta documents (a list with its intro, a carousel
+/// of the listing's photos with a tap to book, the slots, the confirmation, the booking). A
+/// carousel Meta refuses goes again as the text, the photos and the question, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_minute_is_five_messages_for_five() {
+    let unset = |name: &'static str| (name, String::new());
+    let mut service = Service::start(Options {
+        rules,
+        business: None,
+        env: vec![
+            unset("LLM_PRIMARY"),
+            unset("LLM_FALLBACK"),
+            unset("OPENAI_API_KEY"),
+            unset("OPENAI_BASE_URL"),
+            ("WHATSAPP_PHONE_NUMBER_ID", PHONE_NUMBER_ID.to_owned()),
+        ],
+        mongo: None,
+    })
+    .await;
+    let customer = "34611400070";
+    service
+        .customer_says(
+            customer,
+            "Nuria",
+            "busco piso de 2 habitaciones en Valencia para alquilar",
+        )
+        .await;
+    let sent = wait_messages(&service, customer, 1).await;
+    assert_eq!(
+        sent[0]["interactive"]["type"],
+        json!("list"),
+        "{:#}",
+        sent[0]
+    );
+    assert!(
+        sent[0]["interactive"]["body"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("He encontrado"),
+        "the intro is the list's body: {:#}",
+        sent[0]
+    );
+    let row = sent[0]["interactive"]["action"]["sections"][0]["rows"][0].clone();
+    tap(&mut service, customer, "list_reply", &row).await;
+    let sent = wait_messages(&service, customer, 2).await;
+    let carousel = &sent[1]["interactive"];
+    assert_eq!(carousel["type"], json!("carousel"), "{:#}", sent[1]);
+    assert!(
+        carousel["body"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("P-1031")
+    );
+    let book = carousel["action"]["cards"][0]["action"]["buttons"][0]["quick_reply"].clone();
+    tap(&mut service, customer, "button_reply", &book).await;
+    let sent = wait_messages(&service, customer, 3).await;
+    assert_eq!(
+        sent[2]["interactive"]["type"],
+        json!("list"),
+        "the slots: {:#}",
+        sent[2]
+    );
+    assert!(
+        sent[2]["interactive"]["body"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("huecos"),
+        "the slots: {:#}",
+        sent[2]
+    );
+    let slot = sent[2]["interactive"]["action"]["sections"][0]["rows"][0].clone();
+    tap(&mut service, customer, "list_reply", &slot).await;
+    let sent = wait_messages(&service, customer, 4).await;
+    assert_eq!(
+        sent[3]["interactive"]["type"],
+        json!("button"),
+        "{:#}",
+        sent[3]
+    );
+    assert!(
+        sent[3]["interactive"]["body"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Antes de hacerlo"),
+        "the intro is the confirmation's body"
+    );
+    let confirm = sent[3]["interactive"]["action"]["buttons"][0]["reply"].clone();
+    tap(&mut service, customer, "button_reply", &confirm).await;
+    service
+        .wait_for_message(customer, "Visita reservada", Duration::from_secs(10))
+        .await;
+    let sent = service.messages_to(customer);
+    assert_eq!(sent.len(), 5, "five messages for five: {sent:#?}");
+    for body in &sent {
+        let problems = meta_shape_problems(body);
+        assert!(problems.is_empty(), "{problems:?} in {body:#}");
+    }
+
+    // Meta refuses the carousel: its pieces go instead, once.
+    *service.graph.refused_interactive.lock().unwrap() = Some("carousel".into());
+    let other = "34611400071";
+    service
+        .customer_says(
+            other,
+            "Nuria",
+            "busco piso de 2 habitaciones en Valencia para alquilar",
+        )
+        .await;
+    let sent = wait_messages(&service, other, 1).await;
+    let row = sent[0]["interactive"]["action"]["sections"][0]["rows"][0].clone();
+    tap(&mut service, other, "list_reply", &row).await;
+    let sent = wait_messages(&service, other, 7).await;
+    let kinds: Vec<&str> = sent[1..]
+        .iter()
+        .map(|m| {
+            m["interactive"]["type"]
+                .as_str()
+                .or(m["type"].as_str())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["carousel", "text", "image", "image", "image", "button"],
+        "{sent:#?}"
+    );
+    let delivered: Vec<String> = service
+        .graph
+        .delivered()
+        .into_iter()
+        .filter(|d| d.to == other)
+        .map(|d| d.kind)
+        .collect();
+    assert_eq!(
+        delivered,
+        [
+            "interactive",
+            "text",
+            "image",
+            "image",
+            "image",
+            "interactive"
+        ],
+        "the list, then the pieces"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        service.messages_to(other).len(),
+        7,
+        "the carousel is tried once"
+    );
+}

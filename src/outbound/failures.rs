@@ -3,6 +3,8 @@
 //!
 //! - An image or a list it would not take (131053 media, 131026 undeliverable, any refusal of
 //!   the media): the same part goes again as text, with the image's link.
+//! - A media carousel it would not take: its pieces, one message each (the text, the photos,
+//!   the question with its buttons).
 //! - A text outside the contact's 24-hour window (131047): the same part goes again as the
 //!   template of its purpose, when it has one; otherwise the conversation is flagged for a
 //!   person, since nothing but a template can reach the customer now.
@@ -46,6 +48,8 @@ pub fn fallback_for(entry: &OutboxEntry, error: &GraphError) -> Option<Fallback>
         Some(Media::List { .. }) if entry.template.is_none() => Some(Fallback::Text {
             body: entry.body.clone(),
         }),
+        // A carousel refused: its text, its photos and its question, as they were.
+        Some(Media::Carousel { .. }) if entry.template.is_none() => Some(Fallback::Photos),
         _ => None,
     }
 }
@@ -152,6 +156,7 @@ pub fn fallback_label(fallback: &Fallback) -> &'static str {
     match fallback {
         Fallback::Text { .. } => "text",
         Fallback::Template(_) => "template",
+        Fallback::Photos => "photos",
     }
 }
 

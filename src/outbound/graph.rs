@@ -23,6 +23,8 @@ const MAX_BUTTON_ID: usize = 256;
 
 /// Longest body of an interactive message, in characters.
 pub const MAX_INTERACTIVE_BODY: usize = 1024;
+/// Longest text message WhatsApp accepts, in characters.
+pub const MAX_TEXT_BODY: usize = 4096;
 /// Longest image caption WhatsApp accepts, in characters.
 pub const MAX_CAPTION: usize = 1024;
 /// Most rows of one list message.
@@ -54,6 +56,12 @@ pub enum OutboundMessage<'a> {
         body: &'a str,
         button: &'a str,
         rows: &'a [ListRow],
+    },
+    /// Photos to swipe, each with the same quick replies, under a body text.
+    Carousel {
+        body: &'a str,
+        cards: &'a [crate::store::Card],
+        buttons: &'a [ReplyButton],
     },
     /// An approved template with its body parameters (outside the 24-hour window).
     Template {
@@ -406,6 +414,47 @@ pub fn message_body(to: &WaId, message: &OutboundMessage<'_>) -> Value {
                     "button": cut(button, MAX_LIST_BUTTON),
                     "sections": [{"rows": rows}],
                 },
+            });
+        }
+        OutboundMessage::Carousel {
+            body: text,
+            cards,
+            buttons,
+        } => {
+            // Meta's «Interactive media carousel messages»: 2–10 cards with an image header,
+            // the same quick replies on each.
+            let quick_replies: Vec<Value> = buttons
+                .iter()
+                .take(crate::outbound::bundle::MAX_CARD_BUTTONS)
+                .map(|button| {
+                    json!({"type": "quick_reply", "quick_reply": {
+                        "id": cut(&button.id, MAX_BUTTON_ID),
+                        "title": cut(&button.title, MAX_BUTTON_TITLE),
+                    }})
+                })
+                .collect();
+            let cards: Vec<Value> = cards
+                .iter()
+                .take(*crate::outbound::bundle::CAROUSEL_CARDS.end())
+                .enumerate()
+                .map(|(i, card)| {
+                    let mut shown = json!({
+                        "card_index": i,
+                        "type": "button",
+                        "header": {"type": "image", "image": {"link": card.link}},
+                        "action": {"buttons": quick_replies},
+                    });
+                    if !card.caption.is_empty() {
+                        shown["body"] = json!({"text": cut(&card.caption, crate::outbound::bundle::MAX_CARD_BODY)});
+                    }
+                    shown
+                })
+                .collect();
+            body["type"] = json!("interactive");
+            body["interactive"] = json!({
+                "type": "carousel",
+                "body": {"text": cut(text, MAX_INTERACTIVE_BODY)},
+                "action": {"cards": cards},
             });
         }
         OutboundMessage::Template {

@@ -1,6 +1,7 @@
 //! The outbound channel: replies leave the `outbox` through the Graph API, in order per
 //! conversation, within Meta's limits, retried with backoff, each part sent once.
 
+pub mod bundle;
 pub mod failures;
 pub mod governor;
 pub mod graph;

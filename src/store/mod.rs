@@ -27,7 +27,7 @@ pub use memory::MemoryStore;
 pub use mongo::MongoStore;
 pub use parts::StoreParts;
 pub use pool::{Lane, MongoConfig, MongoPool, Pressure, SLOW_CALL, STRAINED_MEAN};
-pub use records::{AD_SOURCE, ORGANIC_SOURCE};
+pub use records::{AD_SOURCE, Card, ORGANIC_SOURCE};
 pub use records::{
     Attachment, ContactSeen, Conversation, ConversationQuery, Fallback, ForgetCounts,
     HandoffFilter, HandoffReason, HandoffRequest, HandoffStep, InboxBacklog, InboxEntry,

@@ -66,6 +66,9 @@ pub struct FakeGraph {
     pub statuses: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>>,
     /// Leaves `biz_opaque_callback_data` out of the status webhooks.
     pub drop_callback_data: AtomicBool,
+    /// Interactive messages of this `interactive.type` (`carousel`…) are refused for good: 400,
+    /// Graph code 131009 (a parameter value is not valid).
+    pub refused_interactive: Mutex<Option<String>>,
 }
 
 impl FakeGraph {
@@ -155,6 +158,11 @@ async fn messages(
     if !is_read_mark && refused.as_deref() == Some(to.as_str()) {
         let message = "(#131026) Message undeliverable";
         return error(StatusCode::BAD_REQUEST, 131026, message, None);
+    }
+    let refused_kind = graph.refused_interactive.lock().unwrap().clone();
+    if refused_kind.is_some() && body["interactive"]["type"].as_str() == refused_kind.as_deref() {
+        let message = "(#131009) Parameter value is not valid";
+        return error(StatusCode::BAD_REQUEST, 131009, message, None);
     }
     if !is_read_mark {
         let mut answers_to = graph.answers_to.lock().unwrap();

@@ -164,21 +164,26 @@ pub async fn run(args: ChatArgs, config: Config) -> anyhow::Result<()> {
                         )?;
                     }
                 }
-                None => {
-                    writeln!(stdout, "bot> {}", part.body)?;
-                    if !part.buttons.is_empty() {
-                        let mut line = String::from("    ");
-                        for button in &part.buttons {
-                            choices.push(Choice {
-                                id: button.id.clone(),
-                                title: button.title.clone(),
-                                kind: "button_reply",
-                            });
-                            line.push_str(&format!(" {}) {}", choices.len(), button.title));
-                        }
-                        writeln!(stdout, "{line}")?;
+                // One message: the text, the photos to swipe, a tap on any of them.
+                Some(Media::Carousel { text, cards, .. }) => {
+                    writeln!(stdout, "bot> {text}")?;
+                    for card in cards {
+                        writeln!(stdout, "     [foto] {} {}", card.caption, card.link)?;
                     }
                 }
+                None => writeln!(stdout, "bot> {}", part.body)?,
+            }
+            if !part.buttons.is_empty() {
+                let mut line = String::from("    ");
+                for button in &part.buttons {
+                    choices.push(Choice {
+                        id: button.id.clone(),
+                        title: button.title.clone(),
+                        kind: "button_reply",
+                    });
+                    line.push_str(&format!(" {}) {}", choices.len(), button.title));
+                }
+                writeln!(stdout, "{line}")?;
             }
         }
         writeln!(

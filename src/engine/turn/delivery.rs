@@ -151,6 +151,8 @@ pub(super) async fn deliver(
         .filter(|(i, _)| *i < texts || parts.get(*i).is_some_and(|p| p.media.is_none()))
         .map(|(_, body)| body)
         .collect();
+    // As few messages as say it: Meta bills each one.
+    let parts = crate::outbound::bundle::bundle(parts);
     let Some(reply_to) = reply_to else {
         turn.store.insert_outbox(&parts).await?;
         return Ok((bodies, None));

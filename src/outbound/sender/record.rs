@@ -65,14 +65,38 @@ pub(super) async fn send_entry(
     entry: &OutboxEntry,
     callback_data: &str,
 ) -> Result<Option<WaMessageId>, SendError> {
-    graph
-        .send(
-            phone_number_id,
-            &entry.wa_id,
-            &outbound_message(entry),
-            Some(callback_data),
-        )
-        .await
+    // One message, or a refused carousel's pieces in order: the last one's id is the part's.
+    let mut sent = None;
+    for message in outbound_messages(entry) {
+        sent = graph
+            .send(phone_number_id, &entry.wa_id, &message, Some(callback_data))
+            .await?;
+    }
+    Ok(sent)
+}
+
+/// What the Graph API is asked to send for `entry`: one message, or for a carousel that fell
+/// back, the text, the photos and the question it was made of.
+pub fn outbound_messages(entry: &OutboxEntry) -> Vec<OutboundMessage<'_>> {
+    match &entry.media {
+        Some(Media::Carousel {
+            text,
+            cards,
+            question,
+        }) if entry.fell_back && entry.template.is_none() => {
+            let mut pieces = vec![OutboundMessage::Text { body: text }];
+            pieces.extend(cards.iter().map(|card| OutboundMessage::Image {
+                link: &card.link,
+                caption: &card.caption,
+            }));
+            pieces.push(OutboundMessage::Buttons {
+                body: question,
+                buttons: &entry.buttons,
+            });
+            pieces
+        }
+        _ => vec![outbound_message(entry)],
+    }
 }
 
 /// A template message sent: counted by Meta's category, since Meta bills each one by it.
@@ -106,6 +130,11 @@ pub fn outbound_message(entry: &OutboxEntry) -> OutboundMessage<'_> {
                 body: text,
                 button,
                 rows,
+            },
+            Some(Media::Carousel { text, cards, .. }) => OutboundMessage::Carousel {
+                body: text,
+                cards,
+                buttons: &entry.buttons,
             },
             None => OutboundMessage::Text { body: &entry.body },
         },

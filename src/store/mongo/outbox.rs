@@ -260,6 +260,8 @@ impl OutboxStore for MongoStore {
             Fallback::Template(template) => {
                 set.insert("template", template_doc(template));
             }
+            // The carousel stays; `fell_back` sends it as its pieces.
+            Fallback::Photos => {}
         }
         let delivered = statuses(&[
             OutboxStatus::Delivered,

@@ -19,8 +19,8 @@ pub use inbox::{InboxBacklog, InboxEntry, InboxInsert, InboxOutcomes, InboxStatu
 pub use leads::{LeadFilter, LeadStatus, PortalLead};
 pub use maintenance::{ForgetCounts, InstanceRecord, PurgeBefore, PurgeCounts};
 pub use outbox::{
-    Fallback, ListRow, Media, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate, ReplyButton,
-    StatusOutcome, Template, TemplateStatus, reply_parts,
+    Card, Fallback, ListRow, Media, NewOutbox, OutboxEntry, OutboxStatus, OutboxUpdate,
+    ReplyButton, StatusOutcome, Template, TemplateStatus, reply_parts,
 };
 pub use pagers::{Page, PageBatch};
 pub use users::{AD_SOURCE, ContactSeen, ORGANIC_SOURCE, OptOut, RoleAssignment, RoleSource, User};

@@ -18,6 +18,21 @@ pub enum Media {
         button: String,
         rows: Vec<ListRow>,
     },
+    /// An interactive media carousel: `text` above cards of photos, each with the part's
+    /// buttons as quick replies. Refused, it goes as `text`, the photos and `question` with
+    /// the buttons ([`Fallback::Photos`]).
+    Carousel {
+        text: String,
+        cards: Vec<Card>,
+        question: String,
+    },
+}
+
+/// A carousel's card: a photo and a few words under it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Card {
+    pub link: String,
+    pub caption: String,
 }
 
 /// A row of a list message: WhatsApp sends its `id` back when it is tapped.
@@ -192,6 +207,8 @@ pub enum Fallback {
     Text { body: String },
     /// The approved template, when the contact's window had closed.
     Template(Template),
+    /// A carousel's pieces, one message each: the text, the photos, the question.
+    Photos,
 }
 
 /// The approval state of a template, as Meta's webhooks last said it (`templates`).
@@ -334,6 +351,7 @@ impl OutboxEntry {
                 self.buttons = Vec::new();
             }
             Fallback::Template(template) => self.template = Some(template.clone()),
+            Fallback::Photos => {}
         }
         self.fell_back = true;
         self.status = OutboxStatus::Queued;
