@@ -15,10 +15,7 @@ impl UserStore for MemoryStore {
         assistant: &str,
     ) -> StoreResult<()> {
         let mut inner = self.lock();
-        let user = inner
-            .users
-            .entry(wa_id.clone())
-            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
+        let user = prospect(&mut inner.users, wa_id);
         if user.lead_at.is_none() {
             user.lead_at = Some(at);
             user.lead_assistant = Some(assistant.to_owned());
@@ -33,10 +30,7 @@ impl UserStore for MemoryStore {
         source: &str,
     ) -> StoreResult<()> {
         let mut inner = self.lock();
-        let user = inner
-            .users
-            .entry(wa_id.clone())
-            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
+        let user = prospect(&mut inner.users, wa_id);
         if user.name.is_none() {
             user.name = name.map(str::to_owned);
         }
@@ -106,10 +100,7 @@ impl UserStore for MemoryStore {
 
     async fn set_opt_out(&self, wa_id: &WaId, opt_out: Option<&OptOut>) -> StoreResult<()> {
         let mut inner = self.lock();
-        let user = inner
-            .users
-            .entry(wa_id.clone())
-            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
+        let user = prospect(&mut inner.users, wa_id);
         user.opted_out_at = opt_out.map(|o| o.at);
         user.opt_out_source = opt_out.map(|o| o.source.clone());
         Ok(())
@@ -122,10 +113,7 @@ impl UserStore for MemoryStore {
         at: chrono::DateTime<chrono::Utc>,
     ) -> StoreResult<bool> {
         let mut inner = self.lock();
-        let user = inner
-            .users
-            .entry(wa_id.clone())
-            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
+        let user = prospect(&mut inner.users, wa_id);
         if user.marketing_choice_at.is_some_and(|last| last >= at) {
             return Ok(false);
         }
@@ -141,10 +129,7 @@ impl UserStore for MemoryStore {
         at: chrono::DateTime<chrono::Utc>,
     ) -> StoreResult<bool> {
         let mut inner = self.lock();
-        let user = inner
-            .users
-            .entry(wa_id.clone())
-            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
+        let user = prospect(&mut inner.users, wa_id);
         if user.referral.is_some() {
             return Ok(false);
         }
@@ -155,10 +140,7 @@ impl UserStore for MemoryStore {
 
     async fn assign_role(&self, wa_id: &WaId, assignment: &RoleAssignment) -> StoreResult<()> {
         let mut inner = self.lock();
-        let user = inner
-            .users
-            .entry(wa_id.clone())
-            .or_insert_with(|| Box::new(User::new(wa_id.clone())));
+        let user = prospect(&mut inner.users, wa_id);
         user.role = assignment.role;
         user.role_source = Some(assignment.source);
         user.role_set_by = Some(assignment.by.clone());
@@ -168,4 +150,14 @@ impl UserStore for MemoryStore {
         conversation.role_source = Some(assignment.source);
         Ok(())
     }
+}
+
+/// The contact's user, made a prospect if they were not there yet.
+fn prospect<'a>(
+    users: &'a mut std::collections::HashMap<WaId, Box<User>>,
+    wa_id: &WaId,
+) -> &'a mut User {
+    users
+        .entry(wa_id.clone())
+        .or_insert_with(|| Box::new(User::new(wa_id.clone())))
 }

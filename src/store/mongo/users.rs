@@ -39,14 +39,7 @@ impl UserStore for MongoStore {
         source: &str,
     ) -> StoreResult<()> {
         let key = wa_id.as_str();
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "users",
-                doc! {"_id": key},
-                doc! {"$setOnInsert": {"role": Role::Prospect.as_str()}},
-            )
-            .await?;
+        self.ensure_user(key).await?;
         if let Some(name) = name {
             self.pool
                 .update_one(
@@ -172,14 +165,7 @@ impl UserStore for MongoStore {
         at: chrono::DateTime<chrono::Utc>,
     ) -> StoreResult<bool> {
         let key = wa_id.as_str();
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "users",
-                doc! {"_id": key},
-                doc! {"$setOnInsert": {"role": Role::Prospect.as_str()}},
-            )
-            .await?;
+        self.ensure_user(key).await?;
         let update = if stopped {
             doc! {"$set": {"marketing_opted_out_at": date(at), "marketing_choice_at": date(at)}}
         } else {
@@ -210,14 +196,7 @@ impl UserStore for MongoStore {
         at: chrono::DateTime<chrono::Utc>,
     ) -> StoreResult<bool> {
         let key = wa_id.as_str();
-        self.pool
-            .upsert_one(
-                Lane::Work,
-                "users",
-                doc! {"_id": key},
-                doc! {"$setOnInsert": {"role": Role::Prospect.as_str()}},
-            )
-            .await?;
+        self.ensure_user(key).await?;
         let mut stored = bson::to_document(referral).context("referral to BSON")?;
         stored.insert("at", date(at));
         let result = self
@@ -254,6 +233,21 @@ impl UserStore for MongoStore {
             doc! {"$set": {"role": role, "role_source": source}},
         )
         .await
+    }
+}
+
+impl MongoStore {
+    /// The contact's `users` document, made a prospect's if it is not there yet.
+    async fn ensure_user(&self, key: &str) -> StoreResult<()> {
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "users",
+                doc! {"_id": key},
+                doc! {"$setOnInsert": {"role": Role::Prospect.as_str()}},
+            )
+            .await
+            .map(drop)
     }
 }
 
