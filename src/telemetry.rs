@@ -388,6 +388,16 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Staff notices that were one digest of several waiting customers (a burst told once)",
     ),
     (
+        "zaguan_outbound_pause_share_failures_total",
+        Kind::Counter,
+        "Pauses Meta asked for (130429, 131056) that could not be written to the store, so only this instance keeps them",
+    ),
+    (
+        "zaguan_outreach_stopped_at_send_total",
+        Kind::Counter,
+        "Messages written first that the governor stopped just before sending, because something changed since they were queued (an opt-out, a marketing stop, Meta's hold) [purpose, reason]",
+    ),
+    (
         "zaguan_outreach_total",
         Kind::Counter,
         "Messages the service wrote first (reminders, alerts, staff notices, follow-ups), by what the send governor decided [purpose, form: text, template, or the reason it was skipped]",

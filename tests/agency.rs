@@ -621,12 +621,11 @@ async fn without_any_model_a_customer_finds_a_flat_and_books_its_visit() {
         .wait_for_message(customer, "ask:appointment_assistant:P-", wait)
         .await;
     let listing = realestate.property(&listing_id).await.unwrap().unwrap();
-    let images = service
-        .messages_to(customer)
-        .iter()
-        .filter(|m| m["type"] == json!("image"))
-        .count();
-    assert_eq!(images, listing.photos.len().min(3), "its photos");
+    assert_eq!(
+        service.photos_to(customer),
+        listing.photos.len().min(3),
+        "its photos, as images or a carousel's cards"
+    );
     assert!(service.mentions(customer, &listing.address) > 0);
 
     // «quiero visitarlo», typed rather than pressed → slots of the listing just shown.

@@ -1295,101 +1295,6 @@ async fn on_mongodb_outreach_keeps_the_rules() {
 // ---------------------------------------------------------------------------------------------
 // The first minute, billed: the README's journey in as few messages as say it.
 
-/// What Meta documents of each interactive shape, checked on a body the service sent.
-fn meta_shape_problems(body: &Value) -> Vec<String> {
-    let mut problems = Vec::new();
-    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
-    let interactive = &body["interactive"];
-    match (body["type"].as_str(), interactive["type"].as_str()) {
-        (Some("text"), _) => {
-            if chars(&body["text"]["body"]) > 4096 {
-                problems.push("a text over 4,096 characters".into());
-            }
-        }
-        (Some("interactive"), Some("list")) => {
-            let rows: Vec<&Value> = interactive["action"]["sections"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|s| s["rows"].as_array().into_iter().flatten())
-                .collect();
-            if rows.is_empty() || rows.len() > 10 {
-                problems.push(format!("a list of {} rows", rows.len()));
-            }
-            if rows.iter().any(|r| chars(&r["title"]) > 24) {
-                problems.push("a row title over 24 characters".into());
-            }
-            if chars(&interactive["action"]["button"]) > 20 {
-                problems.push("a list button over 20 characters".into());
-            }
-            if chars(&interactive["body"]["text"]) > 4096 {
-                problems.push("a list body over 4,096 characters".into());
-            }
-        }
-        (Some("interactive"), Some("button")) => {
-            let buttons = interactive["action"]["buttons"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            if buttons.is_empty() || buttons.len() > 3 {
-                problems.push(format!("{} reply buttons", buttons.len()));
-            }
-            if buttons.iter().any(|b| chars(&b["reply"]["title"]) > 20) {
-                problems.push("a button title over 20 characters".into());
-            }
-            if chars(&interactive["body"]["text"]) > 1024 {
-                problems.push("a button message body over 1,024 characters".into());
-            }
-        }
-        (Some("interactive"), Some("carousel")) => {
-            // «Interactive media carousel messages»: 2–10 cards, an image or video header each,
-            // card bodies of 160 characters at most, the same buttons on every card, a main
-            // body of up to 1,024 characters.
-            let cards = interactive["action"]["cards"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            if !(2..=10).contains(&cards.len()) {
-                problems.push(format!("a carousel of {} cards", cards.len()));
-            }
-            let body_text = chars(&interactive["body"]["text"]);
-            if body_text == 0 || body_text > 1024 {
-                problems.push(format!("a carousel body of {body_text} characters"));
-            }
-            for (i, card) in cards.iter().enumerate() {
-                if card["card_index"] != json!(i) {
-                    problems.push(format!("card {i} indexed {}", card["card_index"]));
-                }
-                if card["header"]["type"] != json!("image")
-                    || !card["header"]["image"]["link"].is_string()
-                {
-                    problems.push(format!("card {i} without an image header"));
-                }
-                if chars(&card["body"]["text"]) > 160 {
-                    problems.push(format!("card {i}'s body over 160 characters"));
-                }
-                if card["action"]["buttons"] != cards[0]["action"]["buttons"] {
-                    problems.push(format!("card {i}'s buttons differ from the first card's"));
-                }
-                let buttons = card["action"]["buttons"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                if buttons.is_empty()
-                    || buttons.iter().any(|b| {
-                        b["type"] != json!("quick_reply") || chars(&b["quick_reply"]["title"]) > 20
-                    })
-                {
-                    problems.push(format!("card {i} without valid quick replies"));
-                }
-            }
-        }
-        (Some("image"), _) => {}
-        other => problems.push(format!("an unexpected message {other:?}")),
-    }
-    problems
-}
-
 /// Waits up to 10 s for the `n`-th message to `to`; the messages so far.
 async fn wait_messages(service: &Service, to: &str, n: usize) -> Vec<Value> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -1514,7 +1419,7 @@ async fn the_first_minute_is_five_messages_for_five() {
     let sent = service.messages_to(customer);
     assert_eq!(sent.len(), 5, "five messages for five: {sent:#?}");
     for body in &sent {
-        let problems = meta_shape_problems(body);
+        let problems = zaguan::conversation_tests::payload::problems(body);
         assert!(problems.is_empty(), "{problems:?} in {body:#}");
     }
 

@@ -126,9 +126,67 @@ fn interactive(problems: &mut Vec<String>, interactive: &Value) {
                 problems.push(format!("{rows} list rows (1 to 10 in all)"));
             }
         }
+        Some("carousel") => carousel(problems, interactive),
         other => problems.push(format!(
             "interactive type {other:?} is not one Zaguan sends"
         )),
+    }
+}
+
+/// Meta's «Interactive media carousel messages»: a body of up to 1,024 characters, 2–10 cards
+/// indexed from 0, each with an image or video header, a body of up to 160 characters and the
+/// same quick replies as the first card.
+fn carousel(problems: &mut Vec<String>, interactive: &Value) {
+    text_within(
+        problems,
+        "interactive.body.text",
+        &interactive["body"]["text"],
+        1024,
+    );
+    let cards = interactive["action"]["cards"].as_array();
+    let cards = cards.map(Vec::as_slice).unwrap_or_default();
+    if !(2..=10).contains(&cards.len()) {
+        problems.push(format!("{} carousel cards (2 to 10)", cards.len()));
+    }
+    for (i, card) in cards.iter().enumerate() {
+        if card["card_index"] != i {
+            problems.push(format!("card {i} is indexed {}", card["card_index"]));
+        }
+        if card["type"] != "cta_url" {
+            problems.push(format!("card {i}'s type is {}", card["type"]));
+        }
+        let header = &card["header"];
+        let kind = header["type"].as_str().unwrap_or_default();
+        if !matches!(kind, "image" | "video") || !header[kind]["link"].is_string() {
+            problems.push(format!("card {i} has no image or video header"));
+        }
+        if !card["body"].is_null() && chars(&card["body"]["text"]) > 160 {
+            problems.push(format!("card {i}'s body is over 160 characters"));
+        }
+        if card["action"]["buttons"] != cards[0]["action"]["buttons"] {
+            problems.push(format!("card {i}'s buttons differ from the first card's"));
+        }
+        let buttons = card["action"]["buttons"].as_array();
+        if buttons.is_none_or(Vec::is_empty) {
+            problems.push(format!("card {i} has no quick replies"));
+        }
+        for button in buttons.into_iter().flatten() {
+            if button["type"] != "quick_reply" {
+                problems.push(format!("card {i} has a button that is not a quick reply"));
+            }
+            text_within(
+                problems,
+                "a quick reply's title",
+                &button["quick_reply"]["title"],
+                20,
+            );
+            text_within(
+                problems,
+                "a quick reply's id",
+                &button["quick_reply"]["id"],
+                256,
+            );
+        }
     }
 }
 
@@ -157,5 +215,19 @@ mod tests {
         let image = json!({"messaging_product": "whatsapp", "to": "1", "type": "image",
             "image": {"link": "http://insecure.example/p.jpg"}});
         assert_eq!(problems(&image).len(), 1);
+        let card = |i: usize| {
+            json!({"card_index": i, "type": "cta_url",
+                "header": {"type": "image", "image": {"link": "https://fotos.example/1.jpg"}},
+                "body": {"text": "Piso en Ruzafa"},
+                "action": {"buttons": [{"type": "quick_reply",
+                    "quick_reply": {"id": "book:P-1", "title": "Reservar visita"}}]}})
+        };
+        let carousel = json!({"messaging_product": "whatsapp", "to": "1", "type": "interactive",
+            "interactive": {"type": "carousel", "body": {"text": "Mira estas fotos"},
+                "action": {"cards": [card(0), card(1)]}}});
+        assert!(problems(&carousel).is_empty(), "{:?}", problems(&carousel));
+        let mut lone = carousel.clone();
+        lone["interactive"]["action"]["cards"] = json!([card(0)]);
+        assert_eq!(problems(&lone), ["1 carousel cards (2 to 10)"]);
     }
 }

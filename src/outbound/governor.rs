@@ -156,6 +156,46 @@ pub async fn form(
     })
 }
 
+/// Asked again just before a queued part written first is sent: why it may no longer go, if
+/// something changed since it was queued (the contact opted out or stopped marketing, Meta's
+/// signals now hold marketing). Replies to the customer are never stopped here.
+pub async fn stopped_at_send(
+    store: &(impl UserStore + OutboxStore + ?Sized),
+    entry: &OutboxEntry,
+    now: DateTime<Utc>,
+) -> StoreResult<Option<Skip>> {
+    if !entry.purpose.is_some_and(Purpose::is_outreach) {
+        return Ok(None);
+    }
+    let user = store.user(&entry.wa_id).await?;
+    if user.as_ref().is_some_and(|u| u.opted_out()) {
+        return Ok(Some(Skip::OptedOut));
+    }
+    let marketing = [&entry.template, &entry.fallback]
+        .into_iter()
+        .flatten()
+        .any(|t| t.category.as_deref().and_then(Category::parse) == Some(Category::Marketing));
+    if !marketing {
+        return Ok(None);
+    }
+    if user.is_some_and(|u| u.marketing_opted_out_at.is_some()) {
+        return Ok(Some(Skip::MarketingStopped));
+    }
+    Ok(marketing_held(store, now)
+        .await?
+        .map(|_| Skip::MarketingHeld))
+}
+
+/// The outbox's record of a part `skip` stopped.
+pub fn skip_error(skip: Skip) -> GraphError {
+    GraphError {
+        code: None,
+        title: None,
+        message: Some(skip.reason()),
+        error_data: None,
+    }
+}
+
 /// Why marketing waits at `now`, if Meta's signals hold any account or number of the business.
 pub async fn marketing_held(
     store: &(impl OutboxStore + ?Sized),
@@ -251,12 +291,7 @@ pub fn skipped(mut part: NewOutbox, skip: Skip, id: OutboxId) -> OutboxEntry {
     part.fallback = None;
     let mut entry = OutboxEntry::queued(id, &part);
     entry.status = OutboxStatus::Skipped;
-    entry.error = Some(GraphError {
-        code: None,
-        title: None,
-        message: Some(skip.reason()),
-        error_data: None,
-    });
+    entry.error = Some(skip_error(skip));
     entry
 }
 

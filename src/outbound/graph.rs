@@ -422,7 +422,8 @@ pub fn message_body(to: &WaId, message: &OutboundMessage<'_>) -> Value {
             buttons,
         } => {
             // Meta's «Interactive media carousel messages»: 2–10 cards with an image header,
-            // the same quick replies on each.
+            // the same quick replies on each; its request syntax types every card `cta_url`,
+            // whichever buttons it carries.
             let quick_replies: Vec<Value> = buttons
                 .iter()
                 .take(crate::outbound::bundle::MAX_CARD_BUTTONS)
@@ -440,7 +441,7 @@ pub fn message_body(to: &WaId, message: &OutboundMessage<'_>) -> Value {
                 .map(|(i, card)| {
                     let mut shown = json!({
                         "card_index": i,
-                        "type": "button",
+                        "type": "cta_url",
                         "header": {"type": "image", "image": {"link": card.link}},
                         "action": {"buttons": quick_replies},
                     });

@@ -70,15 +70,20 @@ impl Limiters {
     /// Sends from `phone_number_id` wait `pause` (Meta answered 130429: the number's
     /// throughput was exceeded).
     pub fn pause_number(&self, phone_number_id: &str, pause: Duration) {
-        self.pause(format!("number:{phone_number_id}"), pause);
+        self.pause(number_key(phone_number_id), pause);
         metrics::counter!("zaguan_outbound_backoffs_total", "scope" => "number").increment(1);
     }
 
     /// Sends to `recipient` wait `pause` (Meta answered 131056: too many messages to that
     /// user in a short time).
     pub fn pause_recipient(&self, recipient: &str, pause: Duration) {
-        self.pause(format!("recipient:{recipient}"), pause);
+        self.pause(recipient_key(recipient), pause);
         metrics::counter!("zaguan_outbound_backoffs_total", "scope" => "recipient").increment(1);
+    }
+
+    /// A pause another instance was told of (kept in the store), `left` still to run.
+    pub fn keep_pause(&self, key: &str, left: Duration) {
+        self.pause(key.to_owned(), left);
     }
 
     fn pause(&self, key: String, pause: Duration) {
@@ -92,15 +97,12 @@ impl Limiters {
     fn paused_for(&self, phone_number_id: &str, recipient: &str) -> Duration {
         let paused = self.paused.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
-        [
-            format!("number:{phone_number_id}"),
-            format!("recipient:{recipient}"),
-        ]
-        .iter()
-        .filter_map(|key| paused.get(key))
-        .map(|until| until.saturating_duration_since(now))
-        .max()
-        .unwrap_or_default()
+        [number_key(phone_number_id), recipient_key(recipient)]
+            .iter()
+            .filter_map(|key| paused.get(key))
+            .map(|until| until.saturating_duration_since(now))
+            .max()
+            .unwrap_or_default()
     }
 
     /// `instances` processes send for the same numbers: each keeps an equal share of the
@@ -181,6 +183,16 @@ impl Limiters {
             .unwrap_or_else(|e| e.into_inner())
             .retain(|_, until| *until > now);
     }
+}
+
+/// The key of a business number's pause, here and in the store's `send_pauses`.
+pub fn number_key(phone_number_id: &str) -> String {
+    format!("number:{phone_number_id}")
+}
+
+/// The key of a recipient's pause, here and in the store's `send_pauses`.
+pub fn recipient_key(recipient: &str) -> String {
+    format!("recipient:{recipient}")
 }
 
 fn record_wait(waited: Duration) -> Duration {

@@ -428,6 +428,18 @@ pub trait OutboxStore: Send + Sync + 'static {
 
     /// Every account's and number's last standing.
     async fn account_health(&self) -> StoreResult<Vec<AccountHealth>>;
+
+    /// Sends under `key` (`number:{phone_number_id}` after a 130429, `recipient:{wa_id}` after a
+    /// 131056) wait until `until`, in every instance (`send_pauses`); a later pause already
+    /// kept stays.
+    async fn pause_sends(&self, key: &str, until: DateTime<Utc>) -> StoreResult<()>;
+
+    /// The pauses still running at `now`, at most `limit`, latest ending first.
+    async fn send_pauses(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, DateTime<Utc>)>>;
 }
 
 /// `llm_calls`: what each model call cost.

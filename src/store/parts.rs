@@ -395,6 +395,18 @@ impl OutboxStore for StoreParts {
         self.outbox.account_health().await
     }
 
+    async fn pause_sends(&self, key: &str, until: DateTime<Utc>) -> StoreResult<()> {
+        self.outbox.pause_sends(key, until).await
+    }
+
+    async fn send_pauses(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, DateTime<Utc>)>> {
+        self.outbox.send_pauses(now, limit).await
+    }
+
     async fn apply_status(&self, status: &StatusUpdate) -> StoreResult<StatusOutcome> {
         self.outbox.apply_status(status).await
     }

@@ -256,6 +256,22 @@ impl Service {
             .collect()
     }
 
+    /// How many photos reached `to`: image messages and the cards of carousels.
+    pub fn photos_to(&self, to: &str) -> usize {
+        self.messages_to(to)
+            .iter()
+            .map(|m| match m["type"].as_str() {
+                Some("image") => 1,
+                Some("interactive") if m["interactive"]["type"] == "carousel" => {
+                    m["interactive"]["action"]["cards"]
+                        .as_array()
+                        .map_or(0, Vec::len)
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Waits up to `limit` for a message to `to` that mentions `needle`; how long it took.
     pub async fn wait_for_message(&self, to: &str, needle: &str, limit: Duration) -> Duration {
         let started = Instant::now();

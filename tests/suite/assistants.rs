@@ -345,7 +345,12 @@ async fn booking_asks_for_confirmation_and_two_customers_cannot_take_one_slot() 
             ]
         );
         assert!(last.body.contains(&property), "{}", last.body);
-        assert_eq!(parts.last().unwrap(), &last.body);
+        // Bundled: the words before it became the button message's opening lines.
+        assert!(
+            last.body.ends_with(parts.last().unwrap().as_str()),
+            "{}",
+            last.body
+        );
     }
     assert!(
         world

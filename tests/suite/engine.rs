@@ -1284,6 +1284,22 @@ impl OutboxStore for CrashingStore {
         self.inner.account_health().await
     }
 
+    async fn pause_sends(
+        &self,
+        key: &str,
+        until: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<()> {
+        self.inner.pause_sends(key, until).await
+    }
+
+    async fn send_pauses(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, chrono::DateTime<chrono::Utc>)>> {
+        self.inner.send_pauses(now, limit).await
+    }
+
     async fn billed_between(
         &self,
         from: chrono::DateTime<chrono::Utc>,

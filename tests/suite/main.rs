@@ -23,6 +23,7 @@ mod durable_events;
 mod engine;
 mod events;
 mod follow_up;
+mod governor;
 mod handoff;
 mod hostile;
 mod llm_anthropic;

@@ -123,24 +123,23 @@ async fn search_results_are_a_list_and_a_tap_brings_the_photos(
         Some("Tengo varias en Valencia, te las dejo en la lista."),
         "the customer's reply is the words"
     );
+    // The words and the list are one message: the words open the list's body.
     let queued = store.unsent_outbox(&customer).await.unwrap();
-    assert_eq!(queued.len(), 2, "{queued:?}");
-    assert!(queued[0].media.is_none());
-    let Some(Media::List { rows, button, .. }) = &queued[1].media else {
-        panic!("{:?}", queued[1]);
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    let Some(Media::List { rows, button, .. }) = &queued[0].media else {
+        panic!("{:?}", queued[0]);
     };
     assert_eq!(rows.len(), in_valencia.min(10));
     assert_eq!(button, "Ver opciones");
     assert!(
-        queued[1].body.contains(&rows[0].title),
+        queued[0].body.contains(&rows[0].title),
         "the plain-text form lists the rows"
     );
     outbound.flush(&customer).await.unwrap();
     let sent = messages(&graph);
-    assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0]["type"], "text");
-    assert_eq!(sent[1]["type"], "interactive");
-    let list = &sent[1]["interactive"];
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["type"], "interactive");
+    let list = &sent[0]["interactive"];
     assert_eq!(list["type"], "list");
     assert_eq!(list["action"]["button"], "Ver opciones");
     let sent_rows = list["action"]["sections"][0]["rows"].as_array().unwrap();
@@ -162,6 +161,7 @@ async fn search_results_are_a_list_and_a_tap_brings_the_photos(
         );
     }
     let body = list["body"]["text"].as_str().unwrap();
+    assert!(body.starts_with("Tengo varias en Valencia"), "{body}");
     assert!(body.to_lowercase().contains("toca una"), "{body}");
 
     // The customer taps the first row: the searcher holding the conversation hands back and
@@ -199,7 +199,7 @@ async fn search_results_are_a_list_and_a_tap_brings_the_photos(
 
     outbound.flush(&customer).await.unwrap();
     let sent = messages(&graph);
-    let photos: Vec<&Value> = sent[2..].iter().collect();
+    let photos: Vec<&Value> = sent[1..].iter().collect();
     assert_eq!(photos.len(), 4, "the words, then three photos: {photos:?}");
     assert_eq!(photos[0]["text"]["body"], "Te mando las fotos.");
     for (i, photo) in photos[1..].iter().enumerate() {

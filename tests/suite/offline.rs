@@ -171,12 +171,17 @@ impl Visitor {
     }
 
     /// How many images were queued.
+    /// The photos queued: images, and the cards of carousels.
     pub async fn images(&self) -> usize {
         self.outbox()
             .await
             .iter()
-            .filter(|e| matches!(e.media, Some(Media::Image { .. })))
-            .count()
+            .map(|e| match &e.media {
+                Some(Media::Image { .. }) => 1,
+                Some(Media::Carousel { cards, .. }) => cards.len(),
+                _ => 0,
+            })
+            .sum()
     }
 }
 

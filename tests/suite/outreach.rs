@@ -300,10 +300,20 @@ async fn a_reaction_neither_answers_nor_confirms(
             .is_some()
     );
     let our_question = store.unsent_outbox(&customer).await.unwrap();
+    // An older message of ours, without buttons: the one the 👍 is on.
+    let older = store
+        .insert_outbox(&[zaguan::store::NewOutbox::text(
+            customer.clone(),
+            None,
+            "Aquí tienes los huecos libres.",
+            Utc::now() - chrono::Duration::minutes(5),
+        )])
+        .await
+        .unwrap();
     let reacted_to = WaMessageId::parse("wamid.OURS-1").unwrap();
     store
         .update_outbox(
-            &our_question[0].id,
+            &older[0],
             &zaguan::store::OutboxUpdate::Sent {
                 wamid: Some(reacted_to.clone()),
             },

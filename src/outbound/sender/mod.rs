@@ -35,6 +35,7 @@ use crate::domain::OutboxId;
 use crate::domain::{WaId, WaMessageId};
 use crate::store::{
     ConversationStore, OutboxEntry, OutboxStatus, OutboxStore, OutboxUpdate, Store, StoreError,
+    UserStore,
 };
 
 /// How the sender retries.
@@ -72,6 +73,10 @@ impl Default for OutboundSettings {
     }
 }
 
+/// At most this many shared pauses are taken up per poll (the latest ending first): a burst of
+/// 131056 over many recipients does not make every poll read them all.
+const MAX_SHARED_PAUSES: usize = 500;
+
 /// How long a delivered part's `sent` keeps being retried while the store is unavailable.
 const RECORD_PATIENCE: Duration = Duration::from_secs(600);
 
@@ -88,7 +93,7 @@ pub struct Outbound<S: ?Sized = dyn Store> {
     in_flight: InFlight,
 }
 
-impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
+impl<S: OutboxStore + ConversationStore + UserStore + ?Sized> Outbound<S> {
     pub fn new(
         store: Arc<S>,
         graph: GraphClient,
@@ -127,6 +132,20 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
     /// Forgets rate-limit state of recipients idle long enough to have their allowance back.
     pub fn forget_idle(&self) {
         self.limiters.forget_idle();
+    }
+
+    /// Takes up the pauses Meta asked of another instance (130429, 131056), kept in the store.
+    pub async fn keep_shared_pauses(&self) {
+        let now = Utc::now();
+        match self.store.send_pauses(now, MAX_SHARED_PAUSES).await {
+            Ok(pauses) => {
+                for (key, until) in pauses {
+                    self.limiters
+                        .keep_pause(&key, (until - now).to_std().unwrap_or_default());
+                }
+            }
+            Err(error) => tracing::warn!("cannot read the other instances' send pauses: {error}"),
+        }
     }
 
     /// How long a part whose answer was lost waits for its status before it is sent again.
@@ -265,7 +284,15 @@ impl<S: OutboxStore + ConversationStore + ?Sized> Outbound<S> {
                         SendError::Retry { error, retry_after } => {
                             let delay = part::backoff(&self.settings, 1)
                                 .max(retry_after.unwrap_or_default());
-                            part::back_off(&self.limiters, &phone_number_id, entry, &error, delay);
+                            part::back_off(
+                                &self.limiters,
+                                self.store.as_ref(),
+                                &phone_number_id,
+                                entry,
+                                &error,
+                                delay,
+                            )
+                            .await;
                             tracing::warn!(conversation.id = %masked, ?delay, "send failed, retrying: {error}");
                             entry.error = Some(error);
                             Some(delay)
@@ -409,7 +436,8 @@ pub enum Flushed {
 
 /// What became of one part.
 enum PartOutcome {
-    /// Sent, failed for good, or already confirmed: the next part may go.
+    /// Sent, failed for good, skipped by the governor, or already confirmed: the next part may
+    /// go.
     Settled,
     /// A retry is scheduled then; the parts behind it wait as long.
     WaitUntil(DateTime<Utc>),

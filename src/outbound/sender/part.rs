@@ -3,7 +3,7 @@
 use super::super::failures;
 use super::super::graph::SendError;
 use crate::domain::GraphError;
-use crate::store::{ConversationStore, OutboxStore};
+use crate::store::{ConversationStore, OutboxStore, UserStore};
 use crate::store::{OutboxEntry, OutboxStatus, OutboxUpdate, StoreError};
 use chrono::{DateTime, Utc};
 use rand::Rng as _;
@@ -28,7 +28,7 @@ pub(super) struct PartSender<'a, S: ?Sized> {
     pub(super) in_flight: &'a InFlight,
 }
 
-impl<S: OutboxStore + ConversationStore + ?Sized> PartSender<'_, S> {
+impl<S: OutboxStore + ConversationStore + UserStore + ?Sized> PartSender<'_, S> {
     /// Sends one part, retrying in place while the wait is short.
     pub(super) async fn send(&self, mut entry: OutboxEntry) -> Result<PartOutcome, StoreError> {
         let masked = entry.wa_id.masked();
@@ -50,6 +50,20 @@ impl<S: OutboxStore + ConversationStore + ?Sized> PartSender<'_, S> {
                     .await?;
                 return Ok(PartOutcome::Settled);
             };
+            if let Some(skip) =
+                super::super::governor::stopped_at_send(self.store.as_ref(), &entry, Utc::now())
+                    .await?
+            {
+                tracing::info!(conversation.id = %masked, part = entry.part, reason = skip.as_str(), "a part written first no longer may go: not sent");
+                metrics::counter!("zaguan_outreach_stopped_at_send_total",
+                    "purpose" => entry.purpose.map_or("none", |p| p.key()), "reason" => skip.as_str())
+                .increment(1);
+                let skipped = OutboxUpdate::Skipped {
+                    error: super::super::governor::skip_error(skip),
+                };
+                self.store.update_outbox(&entry.id, &skipped).await?;
+                return Ok(PartOutcome::Settled);
+            }
             if entry.attempts >= self.settings.max_attempts {
                 let error = entry.error.clone().unwrap_or_else(|| {
                     local_error(&format!("gave up after {} attempts", entry.attempts))
@@ -117,7 +131,15 @@ impl<S: OutboxStore + ConversationStore + ?Sized> PartSender<'_, S> {
                         SendError::Retry { error, retry_after } => {
                             let delay = backoff(self.settings, entry.attempts)
                                 .max(retry_after.unwrap_or_default());
-                            back_off(self.limiters, &phone_number_id, &entry, &error, delay);
+                            back_off(
+                                self.limiters,
+                                self.store.as_ref(),
+                                &phone_number_id,
+                                &entry,
+                                &error,
+                                delay,
+                            )
+                            .await;
                             tracing::warn!(conversation.id = %masked, attempt = entry.attempts, ?delay, "send failed, retrying: {error}");
                             let at = self.retry_later(&entry, delay, &error).await?;
                             entry.next_attempt_at = Some(at);
@@ -200,18 +222,31 @@ impl<S: OutboxStore + ConversationStore + ?Sized> PartSender<'_, S> {
 }
 
 /// Meta's own slow-downs reach every part of the number or the recipient, not only the one
-/// refused: 130429 pauses the number, 131056 the recipient.
-pub(super) fn back_off(
+/// refused: 130429 pauses the number, 131056 the recipient, here at once and, through the
+/// store, in every other instance at its next poll.
+pub(super) async fn back_off(
     limiters: &Limiters,
+    store: &(impl OutboxStore + ?Sized),
     phone_number_id: &str,
     entry: &OutboxEntry,
     error: &GraphError,
     delay: Duration,
 ) {
-    match error.code {
-        Some(130429) => limiters.pause_number(phone_number_id, delay),
-        Some(131056) => limiters.pause_recipient(entry.wa_id.as_str(), delay),
-        _ => {}
+    let key = match error.code {
+        Some(130429) => {
+            limiters.pause_number(phone_number_id, delay);
+            crate::outbound::limits::number_key(phone_number_id)
+        }
+        Some(131056) => {
+            limiters.pause_recipient(entry.wa_id.as_str(), delay);
+            crate::outbound::limits::recipient_key(entry.wa_id.as_str())
+        }
+        _ => return,
+    };
+    let until = Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
+    if let Err(error) = store.pause_sends(&key, until).await {
+        tracing::warn!("a send pause is kept in this instance only, the store failed: {error}");
+        metrics::counter!("zaguan_outbound_pause_share_failures_total").increment(1);
     }
 }
 

@@ -463,6 +463,7 @@ impl Dispatcher {
             }
             Err(error) => tracing::warn!("workers cannot read the outbox: {error}"),
         }
+        self.outbound.keep_shared_pauses().await;
         self.outbound.forget_idle();
     }
 

@@ -79,6 +79,8 @@ struct Inner {
     templates: BTreeMap<(String, String), TemplateStatus>,
     /// `whatsapp_accounts`, by key.
     accounts: BTreeMap<String, crate::domain::AccountHealth>,
+    /// `send_pauses`: until when sends under each key wait.
+    send_pauses: BTreeMap<String, chrono::DateTime<chrono::Utc>>,
     /// Staff notices waiting, by staff member.
     pagers: HashMap<WaId, pagers::Pager>,
     /// Portal leads by id.

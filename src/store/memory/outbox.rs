@@ -89,6 +89,11 @@ impl OutboxStore for MemoryStore {
                 entry.status = OutboxStatus::Failed;
                 entry.error = Some(error.clone());
             }
+            OutboxUpdate::Skipped { error } if unsent => {
+                entry.status = OutboxStatus::Skipped;
+                entry.error = Some(error.clone());
+                entry.fallback = None;
+            }
             _ => {}
         }
         let unsent = matches!(
@@ -242,6 +247,30 @@ impl OutboxStore for MemoryStore {
 
     async fn account_health(&self) -> StoreResult<Vec<crate::domain::AccountHealth>> {
         Ok(self.lock().accounts.values().cloned().collect())
+    }
+
+    async fn pause_sends(&self, key: &str, until: DateTime<Utc>) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let kept = inner.send_pauses.entry(key.to_owned()).or_insert(until);
+        *kept = (*kept).max(until);
+        Ok(())
+    }
+
+    async fn send_pauses(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, DateTime<Utc>)>> {
+        let mut inner = self.lock();
+        inner.send_pauses.retain(|_, until| *until > now);
+        let mut pauses: Vec<(String, DateTime<Utc>)> = inner
+            .send_pauses
+            .iter()
+            .map(|(key, until)| (key.clone(), *until))
+            .collect();
+        pauses.sort_by_key(|(_, until)| std::cmp::Reverse(*until));
+        pauses.truncate(limit);
+        Ok(pauses)
     }
 
     async fn apply_status(&self, update: &StatusUpdate) -> StoreResult<StatusOutcome> {

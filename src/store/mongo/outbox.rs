@@ -158,6 +158,14 @@ impl OutboxStore for MongoStore {
                     "error": bson::to_bson(error).context("Graph error to BSON")?,
                 }},
             ),
+            OutboxUpdate::Skipped { error } => (
+                doc! {"status": {"$in": &UNSENT[..]}},
+                doc! {"$set": {
+                    "status": OutboxStatus::Skipped.as_str(),
+                    "error": bson::to_bson(error).context("Graph error to BSON")?,
+                    "fallback": null,
+                }},
+            ),
         };
         let mut conditional = filter.clone();
         conditional.extend(condition);
@@ -415,6 +423,41 @@ impl OutboxStore for MongoStore {
             )
             .await
             .map(drop)
+    }
+
+    async fn pause_sends(&self, key: &str, until: DateTime<Utc>) -> StoreResult<()> {
+        self.pool
+            .upsert_one(
+                Lane::Work,
+                "send_pauses",
+                doc! {"_id": key},
+                doc! {"$max": {"until": until}},
+            )
+            .await
+            .map(drop)
+    }
+
+    async fn send_pauses(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, DateTime<Utc>)>> {
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "send_pauses",
+                doc! {"until": {"$gt": now}},
+                Find::sorted(doc! {"until": -1}).limit(limit),
+            )
+            .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|doc| {
+                let f = Fields(doc);
+                Some((f.str("_id")?, f.date("until")?))
+            })
+            .collect())
     }
 
     async fn account_health(&self) -> StoreResult<Vec<AccountHealth>> {

@@ -255,6 +255,9 @@ pub enum OutboxUpdate {
     },
     /// Not sent and never will be.
     Failed { error: GraphError },
+    /// Not sent, by rule, found at send time (an opt-out since it was queued): `skipped`, with
+    /// the reason in `error`.
+    Skipped { error: GraphError },
 }
 
 /// A reply button: the `id` WhatsApp sends back when it is pressed, and its title.
