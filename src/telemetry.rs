@@ -388,6 +388,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "Staff notices that were one digest of several waiting customers (a burst told once)",
     ),
     (
+        "zaguan_outbound_bundled_total",
+        Kind::Counter,
+        "WhatsApp messages saved by bundling a reply before it is queued (words into their list or buttons, texts merged, photos into a carousel): each one a message Meta does not bill",
+    ),
+    (
         "zaguan_outbound_pause_share_failures_total",
         Kind::Counter,
         "Pauses Meta asked for (130429, 131056) that could not be written to the store, so only this instance keeps them",

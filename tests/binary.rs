@@ -848,9 +848,10 @@ fn chat_searches_books_and_cancels_a_visit_on_the_demo_data() {
     for expected in [
         "la más económica es P-",
         "El primer hueco libre es S-",
-        "bot> Visita a P-",
+        // The summary opens the buttons' message, after the assistant's words.
+        "Visita a P-",
         "¡Hecho! Tu visita está reservada.",
-        "bot> Cancelar la visita a P-",
+        "Cancelar la visita a P-",
         // The confirmation's buttons are numbered; «1» pressed Confirm.
         "1) Confirmar",
         "Listo, visita cancelada.",

@@ -633,6 +633,14 @@ fn inbound(
     Err("the step does nothing".to_owned())
 }
 
+/// The cards of a carousel message (none for any other).
+fn carousel_cards(body: &Value) -> impl Iterator<Item = &Value> {
+    body["interactive"]["action"]["cards"]
+        .as_array()
+        .into_iter()
+        .flatten()
+}
+
 /// The buttons and list rows of a step's replies.
 fn choices(sent: &[Sent]) -> Choices {
     let mut out = Vec::new();
@@ -652,6 +660,19 @@ fn choices(sent: &[Sent]) -> Choices {
                     .as_str()
                     .unwrap_or_default()
                     .to_owned(),
+                "button_reply",
+            ));
+        }
+        // A carousel's quick replies, the same on every card: the first card's, once.
+        for button in interactive["action"]["cards"][0]["action"]["buttons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let reply = &button["quick_reply"];
+            out.push((
+                reply["id"].as_str().unwrap_or_default().to_owned(),
+                reply["title"].as_str().unwrap_or_default().to_owned(),
                 "button_reply",
             ));
         }
@@ -798,6 +819,11 @@ async fn observe(
         if let Some(template) = body["template"]["name"].as_str() {
             reply.push(format!("[template {template}]"));
         }
+        for card in carousel_cards(body) {
+            if let Some(caption) = card["body"]["text"].as_str() {
+                reply.push(caption.to_owned());
+            }
+        }
     }
     for (id, title, kind) in choices(sent) {
         match kind {
@@ -807,7 +833,14 @@ async fn observe(
     }
     let media_links = bodies
         .iter()
-        .filter_map(|b| b["image"]["link"].as_str().map(str::to_owned))
+        .flat_map(|b| {
+            b["image"]["link"]
+                .as_str()
+                .into_iter()
+                .chain(carousel_cards(b).filter_map(|c| c["header"]["image"]["link"].as_str()))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
         .collect();
     Ok(Observed {
         reply: reply.join("\n"),

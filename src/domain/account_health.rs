@@ -103,6 +103,26 @@ impl AccountHealth {
         }
     }
 
+    /// How many unique contacts Meta lets the business start conversations with (deliver to
+    /// outside their window) in a moving 24 hours, as its last signal put it: `TIER_250`,
+    /// `TIER_2K`, or the number itself (`max_daily_conversations_per_business`); `None` when
+    /// unlimited or unknown.
+    pub fn messaging_limit_users(&self) -> Option<u64> {
+        let limit = self.messaging_limit.as_deref()?.trim();
+        let tier = limit
+            .strip_prefix("TIER_")
+            .unwrap_or(limit)
+            .to_ascii_uppercase();
+        let (digits, scale) = match tier.strip_suffix('K') {
+            Some(digits) => (digits, 1_000),
+            None => match tier.strip_suffix('M') {
+                Some(digits) => (digits, 1_000_000),
+                None => (tier.as_str(), 1),
+            },
+        };
+        digits.parse::<u64>().ok().map(|n| n * scale)
+    }
+
     /// The restrictions still in force at `now`.
     pub fn restrictions_at(&self, now: DateTime<Utc>) -> impl Iterator<Item = &Restriction> {
         self.restrictions
@@ -132,6 +152,24 @@ impl AccountHealth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_messaging_limit_reads_as_meta_writes_it() {
+        let limit = |value: &str| {
+            AccountHealth {
+                messaging_limit: Some(value.into()),
+                ..AccountHealth::default()
+            }
+            .messaging_limit_users()
+        };
+        assert_eq!(limit("TIER_50"), Some(50));
+        assert_eq!(limit("TIER_250"), Some(250));
+        assert_eq!(limit("TIER_2K"), Some(2_000));
+        assert_eq!(limit("TIER_100K"), Some(100_000));
+        assert_eq!(limit("2000"), Some(2_000));
+        assert_eq!(limit("TIER_UNLIMITED"), None);
+        assert_eq!(AccountHealth::default().messaging_limit_users(), None);
+    }
 
     fn signal(event: &str) -> AccountSignal {
         AccountSignal {

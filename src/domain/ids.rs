@@ -127,6 +127,14 @@ impl OutboxId {
     }
 }
 
+impl OutboxId {
+    /// The id of part `part` of a notice of the service's own (the «slow down») prompted by
+    /// the inbound message `via`: distinct from the reply's parts to the same message.
+    pub fn for_notice(via: &WaMessageId, received_at: DateTime<Utc>, part: u32) -> Self {
+        Self::derived(&format!("notice:{}:{part}", via.as_str()), received_at)
+    }
+}
+
 /// What a sent part carries in `biz_opaque_callback_data`, before its id: Meta echoes it in
 /// the part's status webhooks, which then find the part even when its wamid was never
 /// recorded (the process died between the Graph API's answer and the record).

@@ -39,6 +39,9 @@ pub enum Skip {
     MarketingHeld,
     /// Outside the contact's window, with no usable template for the purpose.
     WindowClosed,
+    /// A conversation the business would start with one contact more than Meta's messaging
+    /// limit allows in 24 hours.
+    MessagingLimit,
     /// Its template needs a value the service does not have, and `templates.toml` declares no
     /// fallback for it: Meta would refuse it.
     MissingValue(&'static str),
@@ -51,6 +54,7 @@ impl Skip {
             Skip::MarketingStopped => "marketing_opted_out",
             Skip::MarketingHeld => "marketing_held",
             Skip::WindowClosed => "window_closed_no_template",
+            Skip::MessagingLimit => "messaging_limit",
             Skip::MissingValue(_) => "template_value_missing",
         }
     }
@@ -72,6 +76,10 @@ impl Skip {
                 "not sent: outside the contact's 24-hour window, and no approved template for it"
                     .to_owned()
             }
+            Skip::MessagingLimit => "not sent: Meta's messaging limit (contacts the business \
+                 may start conversations with in 24 hours) is reached; the console's overview \
+                 shows it"
+                .to_owned(),
             Skip::MissingValue(name) => format!(
                 "not sent: its template needs `{name}`, which is missing here, and \
                  templates.toml declares no fallback for it"
@@ -99,6 +107,33 @@ impl Form {
             Form::Skip(skip) => skip.as_str(),
         }
     }
+}
+
+/// Whether a contact who last wrote at `last_wrote` (WhatsApp's own stamp: a message delivered
+/// late does not reopen it) can get free text at `now`, on the database's clock.
+pub fn window_open(last_wrote: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    now - last_wrote < SERVICE_WINDOW
+}
+
+/// How a notice of the service's own to a contact who just wrote (the «slow down») may go:
+/// as text inside their window; outside it (a backlog answered late) nothing, for it has no
+/// template, and the reason is recorded.
+pub async fn notice_form(
+    store: &(impl ConversationStore + ?Sized),
+    to: &WaId,
+    written_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> StoreResult<Form> {
+    let last_wrote = store
+        .conversation(to)
+        .await?
+        .and_then(|c| c.last_inbound_at)
+        .map_or(written_at, |at| at.max(written_at));
+    Ok(if window_open(last_wrote, now) {
+        Form::Text { fallback: None }
+    } else {
+        Form::Skip(Skip::WindowClosed)
+    })
 }
 
 /// Whether `to` can be written to first for `purpose` at all: opted-out contacts are not, for
@@ -133,7 +168,7 @@ pub async fn form(
         .conversation(to)
         .await?
         .and_then(|c| c.last_inbound_at)
-        .is_some_and(|at| now - at < SERVICE_WINDOW);
+        .is_some_and(|at| window_open(at, now));
     let statuses = store.template_statuses().await?;
     let spec = usable(templates, &statuses, purpose, lang);
     if category(templates, &statuses, purpose, lang, spec) == Some(Category::Marketing) {
@@ -150,7 +185,10 @@ pub async fn form(
         (true, fallback) => Form::Text {
             fallback: fallback.and_then(Result::ok),
         },
-        (false, Some(Ok(template))) => Form::Template(template),
+        (false, Some(Ok(template))) if within_messaging_limit(store, to, now).await? => {
+            Form::Template(template)
+        }
+        (false, Some(Ok(_))) => Form::Skip(Skip::MessagingLimit),
         (false, Some(Err(skip))) => Form::Skip(skip),
         (false, None) => Form::Skip(Skip::WindowClosed),
     })
@@ -196,6 +234,27 @@ pub fn skip_error(skip: Skip) -> GraphError {
     }
 }
 
+/// Whether a conversation the business starts with `to` at `now` keeps within Meta's messaging
+/// limit (the lowest its signals gave, shared by the portfolio's numbers): a contact already
+/// reached in the last 24 hours costs nothing more.
+async fn within_messaging_limit(
+    store: &(impl OutboxStore + ?Sized),
+    to: &WaId,
+    now: DateTime<Utc>,
+) -> StoreResult<bool> {
+    let Some(limit) = store
+        .account_health()
+        .await?
+        .iter()
+        .filter_map(crate::domain::AccountHealth::messaging_limit_users)
+        .min()
+    else {
+        return Ok(true);
+    };
+    let (reached, already) = store.initiated_since(now - SERVICE_WINDOW, to).await?;
+    Ok(already || reached < limit)
+}
+
 /// Why marketing waits at `now`, if Meta's signals hold any account or number of the business.
 pub async fn marketing_held(
     store: &(impl OutboxStore + ?Sized),
@@ -208,11 +267,16 @@ pub async fn marketing_held(
         .find_map(|health| health.holds_marketing(now)))
 }
 
-/// Whether `purpose`'s templates are marketing, as the file declares them.
-pub fn is_marketing(templates: &Templates, purpose: Purpose) -> bool {
-    templates
-        .for_purpose(purpose, None)
-        .is_some_and(|spec| spec.category == Category::Marketing)
+/// Whether `purpose`'s template (the fallback language's) is marketing: Meta's category where
+/// it moved it, else the file's, as [`form`] asks it per contact.
+pub async fn is_marketing(
+    store: &(impl OutboxStore + ?Sized),
+    templates: &Templates,
+    purpose: Purpose,
+) -> StoreResult<bool> {
+    let statuses = store.template_statuses().await?;
+    let spec = usable(templates, &statuses, purpose, None);
+    Ok(category(templates, &statuses, purpose, None, spec) == Some(Category::Marketing))
 }
 
 /// The category of `purpose`'s template (`spec`, else the file's in `lang`): Meta's where it

@@ -132,8 +132,9 @@ impl<S: AlertStore + PropertyStore + ?Sized> Alerts<S> {
         }
         // While Meta's signals hold marketing, nothing is claimed: the news goes once they
         // clear, if still within the lookback.
-        if governor::is_marketing(&self.engine.templates(), Purpose::ListingAlert)
-            && let Some(why) = governor::marketing_held(self.engine.store().as_ref(), now).await?
+        let store = self.engine.store().as_ref();
+        if governor::is_marketing(store, &self.engine.templates(), Purpose::ListingAlert).await?
+            && let Some(why) = governor::marketing_held(store, now).await?
         {
             tracing::info!(reason = %why, "saved-search notices wait: marketing is held");
             metrics::counter!("zaguan_outreach_held_total", "purpose" => Purpose::ListingAlert.key())

@@ -429,6 +429,11 @@ pub trait OutboxStore: Send + Sync + 'static {
     /// Every account's and number's last standing.
     async fn account_health(&self) -> StoreResult<Vec<AccountHealth>>;
 
+    /// The unique contacts sent a template (a conversation the business started) since
+    /// `since`, not counting parts that failed or were skipped, and whether `with` is one of
+    /// them: what Meta's messaging limit counts.
+    async fn initiated_since(&self, since: DateTime<Utc>, with: &WaId) -> StoreResult<(u64, bool)>;
+
     /// Sends under `key` (`number:{phone_number_id}` after a 130429, `recipient:{wa_id}` after a
     /// 131056) wait until `until`, in every instance (`send_pauses`); a later pause already
     /// kept stays.

@@ -395,6 +395,10 @@ impl OutboxStore for StoreParts {
         self.outbox.account_health().await
     }
 
+    async fn initiated_since(&self, since: DateTime<Utc>, with: &WaId) -> StoreResult<(u64, bool)> {
+        self.outbox.initiated_since(since, with).await
+    }
+
     async fn pause_sends(&self, key: &str, until: DateTime<Utc>) -> StoreResult<()> {
         self.outbox.pause_sends(key, until).await
     }

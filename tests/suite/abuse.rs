@@ -148,6 +148,41 @@ async fn a_flooding_user_is_told_once_and_answered_once_for_the_flood() {
     assert_eq!(turns.len(), 3);
 }
 
+/// A backlog answered after the customer's window closed (the service was down for a day):
+/// the «slow down» would not be delivered, so it is not sent, and the outbox says why.
+#[tokio::test]
+async fn a_notice_past_the_customers_window_is_kept_unsent_with_why() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let engine = engine(
+        store.clone(),
+        Arc::new(EchoLlm::default()),
+        EngineSettings::default(),
+    );
+    let wa_id = WaId::parse(CUSTOMER).unwrap();
+    let wrote = Utc::now() - chrono::Duration::hours(30);
+    let mut via = common::inbox_entry("wamid.OLD1", &wa_id, "hola", InboxStatus::Pending);
+    via.sent_at = Some(wrote);
+    via.received_at = wrote;
+    engine.notice(&wa_id, SLOW_DOWN, &via).await.unwrap();
+    assert!(store.unsent_outbox(&wa_id).await.unwrap().is_empty());
+    let kept = store
+        .outbox_entry(&zaguan::domain::OutboxId::for_notice(&via.wamid, wrote, 0))
+        .await
+        .unwrap()
+        .expect("the notice is on the outbox");
+    assert_eq!(kept.status, zaguan::store::OutboxStatus::Skipped);
+    let why = kept.error.unwrap().message.unwrap();
+    assert!(why.contains("24-hour window"), "{why}");
+
+    // Inside the window it is queued.
+    let mut fresh = common::inbox_entry("wamid.NEW1", &wa_id, "hola", InboxStatus::Pending);
+    fresh.sent_at = Some(Utc::now());
+    engine.notice(&wa_id, SLOW_DOWN, &fresh).await.unwrap();
+    let queued = store.unsent_outbox(&wa_id).await.unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].body, SLOW_DOWN);
+}
+
 fn call(wa_id: &WaId, tokens: u64, at: chrono::DateTime<Utc>) -> LlmCall {
     LlmCall {
         conversation: Some(wa_id.as_str().to_owned()),

@@ -1284,6 +1284,14 @@ impl OutboxStore for CrashingStore {
         self.inner.account_health().await
     }
 
+    async fn initiated_since(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+        with: &WaId,
+    ) -> StoreResult<(u64, bool)> {
+        self.inner.initiated_since(since, with).await
+    }
+
     async fn pause_sends(
         &self,
         key: &str,

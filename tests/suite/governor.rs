@@ -45,6 +45,11 @@ async fn outbound_on(store: &Arc<dyn Store>, graph: &Arc<FakeGraph>) -> Outbound
 }
 
 async fn contact(store: &dyn Store, wa_id: &WaId) {
+    contact_seen(store, wa_id, Utc::now() - chrono::Duration::hours(2)).await;
+}
+
+/// `wa_id` last wrote at `seen_at`.
+async fn contact_seen(store: &dyn Store, wa_id: &WaId, seen_at: chrono::DateTime<Utc>) {
     store
         .record_contact(&ContactSeen {
             wa_id: wa_id.clone(),
@@ -52,7 +57,7 @@ async fn contact(store: &dyn Store, wa_id: &WaId) {
             user_id: None,
             name: Some("Marta".into()),
             username: None,
-            seen_at: Utc::now() - chrono::Duration::hours(2),
+            seen_at,
         })
         .await
         .unwrap();
@@ -277,5 +282,103 @@ async fn mongo_a_pause_meta_asks_of_one_instance_holds_the_other() {
         return;
     };
     a_pause_meta_asks_of_one_instance_holds_the_other(Arc::new(db.store.clone())).await;
+    db.drop().await;
+}
+
+/// Meta's messaging limit (here `max_daily_conversations_per_business` at 2): with two contacts
+/// reached by templates in the last 24 hours, a third outside her window gets nothing, with why;
+/// one of the two may get another; once Meta raises the limit, the third goes.
+async fn the_messaging_limit_bounds_the_conversations_the_business_starts(store: Arc<dyn Store>) {
+    use zaguan::outbound::governor::{Form, Skip, form};
+    use zaguan::templates::{Category, TemplateSpec, Templates};
+    let templates = Templates::default().with_default(
+        Purpose::VisitReminder,
+        "es",
+        TemplateSpec::new(
+            "visit_reminder",
+            "es",
+            Category::Utility,
+            vec!["name".into()],
+        ),
+    );
+    store
+        .record_account_health(&zaguan::domain::AccountHealth {
+            key: "34910000000".into(),
+            messaging_limit: Some("2".into()),
+            last_event: "UPGRADE".into(),
+            ..zaguan::domain::AccountHealth::default()
+        })
+        .await
+        .unwrap();
+    let now = Utc::now();
+    let wa = |n: u32| WaId::parse(&format!("3461150010{n}")).unwrap();
+    for n in 1..=3 {
+        // Their last message, a day and more ago: outside the window.
+        contact_seen(store.as_ref(), &wa(n), now - chrono::Duration::hours(30)).await;
+    }
+    let reminder = |n: u32| {
+        let mut template = listing_alert();
+        template.name = "visit_reminder".into();
+        template.category = Some("utility".into());
+        written_first(
+            &wa(n),
+            Some(Purpose::VisitReminder),
+            "Recordatorio",
+            Some(template),
+        )
+    };
+    store
+        .insert_outbox(&[reminder(1), reminder(2)])
+        .await
+        .unwrap();
+    let form_for = |n: u32| {
+        let (store, templates) = (store.clone(), templates.clone());
+        async move {
+            form(
+                store.as_ref(),
+                &templates,
+                &wa(n),
+                Purpose::VisitReminder,
+                Some("es"),
+                &[("name", "Marta".into())],
+                now,
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let third = form_for(3).await;
+    assert_eq!(third, Form::Skip(Skip::MessagingLimit));
+    assert!(Skip::MessagingLimit.reason().contains("messaging limit"));
+    assert!(
+        matches!(form_for(1).await, Form::Template(_)),
+        "a contact already reached costs nothing more"
+    );
+    // The limit raised: the third goes.
+    store
+        .record_account_health(&zaguan::domain::AccountHealth {
+            key: "34910000000".into(),
+            messaging_limit: Some("TIER_2K".into()),
+            last_event: "UPGRADE".into(),
+            ..zaguan::domain::AccountHealth::default()
+        })
+        .await
+        .unwrap();
+    assert!(matches!(form_for(3).await, Form::Template(_)));
+}
+
+#[tokio::test]
+async fn memory_the_messaging_limit_bounds_the_conversations_the_business_starts() {
+    the_messaging_limit_bounds_the_conversations_the_business_starts(Arc::new(MemoryStore::new()))
+        .await;
+}
+
+#[tokio::test]
+async fn mongo_the_messaging_limit_bounds_the_conversations_the_business_starts() {
+    let Some(db) = common::TestMongo::new().await else {
+        return;
+    };
+    the_messaging_limit_bounds_the_conversations_the_business_starts(Arc::new(db.store.clone()))
+        .await;
     db.drop().await;
 }

@@ -38,9 +38,6 @@ pub const DEFAULT_HANDOFF_TTL: Duration = Duration::from_secs(2 * 3600);
 /// The `agent` of the messages an operator sends, in the history.
 pub const OPERATOR_AGENT: &str = "operator";
 
-/// WhatsApp answers free-form messages only within 24 hours of the customer's last message.
-const SERVICE_WINDOW: chrono::Duration = chrono::Duration::hours(24);
-
 /// Why a handoff operation was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum HandoffError {
@@ -182,7 +179,7 @@ pub async fn reply(
     // delivered late does not reopen it), on the database's clock.
     let database_now = store.server_time().await.unwrap_or(now);
     let last_wrote = conversation.last_inbound_at.unwrap_or(last.received_at);
-    if database_now - last_wrote >= SERVICE_WINDOW {
+    if !crate::outbound::governor::window_open(last_wrote, database_now) {
         return Err(HandoffError::WindowClosed { last_wrote });
     }
     let parts = crate::guard::whatsapp_parts(text);
@@ -277,7 +274,10 @@ pub async fn follow_up(
             ));
         }
         Form::Skip(
-            skip @ (Skip::MissingValue(_) | Skip::MarketingStopped | Skip::MarketingHeld),
+            skip @ (Skip::MissingValue(_)
+            | Skip::MarketingStopped
+            | Skip::MarketingHeld
+            | Skip::MessagingLimit),
         ) => {
             return Err(HandoffError::Conflict(skip.reason()));
         }

@@ -188,6 +188,10 @@ pub(super) async fn notice(
     via: &InboxEntry,
     now: chrono::DateTime<Utc>,
 ) -> Result<(), EngineError> {
+    let written_at = via.sent_at.unwrap_or(via.received_at);
+    let form = governor::notice_form(store, wa_id, written_at, now).await?;
+    metrics::counter!("zaguan_outreach_total", "purpose" => "slow_down", "form" => form.label())
+        .increment(1);
     let lang = store.conversation(wa_id).await?.and_then(|c| c.lang);
     let bodies = set
         .guard
@@ -195,6 +199,19 @@ pub(super) async fn notice(
         .await
         .parts;
     let parts = NewOutbox::parts(wa_id, None, Some(&via.phone_number_id), &bodies, now);
+    if let Form::Skip(skip) = form {
+        // Kept on the outbox with why, for operators; never sent.
+        tracing::info!(conversation.id = %wa_id.masked(), reason = skip.as_str(), "a notice not sent");
+        let skipped: Vec<OutboxEntry> = parts
+            .into_iter()
+            .map(|part| {
+                let id = OutboxId::for_notice(&via.wamid, via.received_at, part.part);
+                governor::skipped(part, skip, id)
+            })
+            .collect();
+        store.record_reply(&skipped).await?;
+        return Ok(());
+    }
     store.insert_outbox(&parts).await?;
     Ok(())
 }

@@ -249,6 +249,18 @@ impl OutboxStore for MemoryStore {
         Ok(self.lock().accounts.values().cloned().collect())
     }
 
+    async fn initiated_since(&self, since: DateTime<Utc>, with: &WaId) -> StoreResult<(u64, bool)> {
+        let inner = self.lock();
+        let reached: std::collections::HashSet<&WaId> = inner
+            .outbox
+            .iter()
+            .filter(|e| e.template.is_some() && e.at >= since)
+            .filter(|e| !matches!(e.status, OutboxStatus::Failed | OutboxStatus::Skipped))
+            .map(|e| &e.wa_id)
+            .collect();
+        Ok((reached.len() as u64, reached.contains(with)))
+    }
+
     async fn pause_sends(&self, key: &str, until: DateTime<Utc>) -> StoreResult<()> {
         let mut inner = self.lock();
         let kept = inner.send_pauses.entry(key.to_owned()).or_insert(until);

@@ -23,6 +23,9 @@ const UNSENT: [&str; 2] = [
     OutboxStatus::Sending.as_str(),
 ];
 
+/// At most this many template parts are read to count the contacts of Meta's messaging limit.
+const INITIATED_READ_LIMIT: usize = 200_000;
+
 #[async_trait]
 impl OutboxStore for MongoStore {
     async fn insert_outbox(&self, entries: &[NewOutbox]) -> StoreResult<Vec<OutboxId>> {
@@ -423,6 +426,31 @@ impl OutboxStore for MongoStore {
             )
             .await
             .map(drop)
+    }
+
+    async fn initiated_since(&self, since: DateTime<Utc>, with: &WaId) -> StoreResult<(u64, bool)> {
+        let filter = doc! {
+            "template": {"$ne": null},
+            "at": {"$gte": since},
+            "status": {"$nin": [OutboxStatus::Failed.as_str(), OutboxStatus::Skipped.as_str()]},
+        };
+        // One field per part; the limits Meta sets (up to 100,000 contacts) bound the read.
+        let docs = self
+            .pool
+            .find(
+                Lane::Work,
+                "outbox",
+                filter,
+                Find::default()
+                    .projection(doc! {"wa_id": 1, "_id": 0})
+                    .limit(INITIATED_READ_LIMIT),
+            )
+            .await?;
+        let reached: std::collections::HashSet<String> = docs
+            .iter()
+            .filter_map(|doc| Fields(doc).str("wa_id"))
+            .collect();
+        Ok((reached.len() as u64, reached.contains(with.as_str())))
     }
 
     async fn pause_sends(&self, key: &str, until: DateTime<Utc>) -> StoreResult<()> {
