@@ -1295,6 +1295,146 @@ async fn on_mongodb_outreach_keeps_the_rules() {
 // ---------------------------------------------------------------------------------------------
 // The first minute, billed: the README's journey in as few messages as say it.
 
+/// The README's first minute as a model plays it: the primary assistant delegates the search,
+/// the property assistant shows the tapped listing and its photos, the appointment assistant
+/// gives slots and books the one tapped.
+fn first_minute(body: &Value) -> Value {
+    let messages = body["messages"].as_array().unwrap();
+    let system = messages[0]["content"].as_str().unwrap_or_default();
+    let last = messages.last().unwrap();
+    let role = last["role"].as_str().unwrap_or_default();
+    let content = last["content"].as_str().unwrap_or_default();
+    let call = |name: &str, args: Value| service::call(messages.len(), name, args);
+    // The customer's words, or a tap handed to this assistant.
+    let asked = role == "user" || content.starts_with("The conversation is now handled");
+    // The listing the conversation is about: the last one any message named.
+    let listing = || {
+        messages
+            .iter()
+            .rev()
+            .filter_map(|m| m["content"].as_str())
+            .find(|text| text.contains("P-"))
+            .map(reference)
+            .expect("a listing named")
+    };
+    if system.contains("especialista en búsqueda") {
+        if asked {
+            call(
+                "search_properties",
+                json!({"city": "Valencia", "operation": "rent", "min_bedrooms": 2}),
+            )
+        } else {
+            say("He encontrado estos pisos en Valencia.")
+        }
+    } else if system.contains("especialista en propiedades") {
+        if asked {
+            call("get_property_details", json!({"property_id": listing()}))
+        } else if !content.starts_with("Se envían al usuario") {
+            call("send_property_photos", json!({"property_id": listing()}))
+        } else {
+            say("Aquí tienes su ficha; te mando las fotos.")
+        }
+    } else if system.contains("especialista en citas") {
+        let slots = messages
+            .iter()
+            .rev()
+            .filter(|m| m["role"] == "tool")
+            .filter_map(|m| m["content"].as_str())
+            .find(|text| text.starts_with("Huecos libres"));
+        if asked && slots.is_none() {
+            call("list_available_slots", json!({"property_id": listing()}))
+        } else if asked {
+            let slot = slots
+                .unwrap()
+                .split_whitespace()
+                .find(|w| w.starts_with("S-"))
+                .unwrap()
+                .trim_matches(|c: char| !c.is_ascii_alphanumeric());
+            call("book_appointment", json!({"slot_id": slot}))
+        } else if content.starts_with("Huecos libres") {
+            say("Estos son los huecos libres para visitarlo.")
+        } else if content.starts_with("Waiting for the user's confirmation") {
+            say("¿Confirmas la visita? Pulsa el botón.")
+        } else {
+            say("Visita reservada.")
+        }
+    } else if role == "user" {
+        call("ToSearcherAssistant", json!({"query": content}))
+    } else {
+        say("¿En qué te ayudo?")
+    }
+}
+
+/// The same first minute through the model path: five customer messages, five WhatsApp
+/// messages, each of a shape Meta documents, the photos one carousel with a tap to book.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_model_the_first_minute_is_five_messages_for_five() {
+    let mut service = Service::start(Options {
+        rules: first_minute,
+        business: None,
+        env: vec![("WHATSAPP_PHONE_NUMBER_ID", PHONE_NUMBER_ID.to_owned())],
+        mongo: None,
+    })
+    .await;
+    let customer = "34611400080";
+    service
+        .customer_says(
+            customer,
+            "Nuria",
+            "busco piso de 2 habitaciones en Valencia para alquilar",
+        )
+        .await;
+    let sent = wait_messages(&service, customer, 1).await;
+    assert_eq!(
+        sent[0]["interactive"]["type"],
+        json!("list"),
+        "{:#}",
+        sent[0]
+    );
+    let row = sent[0]["interactive"]["action"]["sections"][0]["rows"][0].clone();
+    tap(&mut service, customer, "list_reply", &row).await;
+    let sent = wait_messages(&service, customer, 2).await;
+    let carousel = &sent[1]["interactive"];
+    assert_eq!(carousel["type"], json!("carousel"), "{:#}", sent[1]);
+    let book = carousel["action"]["cards"][0]["action"]["buttons"][0]["quick_reply"].clone();
+    assert!(
+        book["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("ask:appointment_assistant:P-"),
+        "{book}"
+    );
+    tap(&mut service, customer, "button_reply", &book).await;
+    let sent = wait_messages(&service, customer, 3).await;
+    assert_eq!(
+        sent[2]["interactive"]["type"],
+        json!("list"),
+        "the slots: {:#}",
+        sent[2]
+    );
+    let slot = sent[2]["interactive"]["action"]["sections"][0]["rows"][0].clone();
+    tap(&mut service, customer, "list_reply", &slot).await;
+    let sent = wait_messages(&service, customer, 4).await;
+    assert_eq!(
+        sent[3]["interactive"]["type"],
+        json!("button"),
+        "{:#}",
+        sent[3]
+    );
+    let confirm = sent[3]["interactive"]["action"]["buttons"][0]["reply"].clone();
+    tap(&mut service, customer, "button_reply", &confirm).await;
+    service
+        .wait_for_message(customer, "Visita reservada", Duration::from_secs(10))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sent = service.messages_to(customer);
+    assert_eq!(sent.len(), 5, "five messages for five: {sent:#?}");
+    for body in &sent {
+        let problems = zaguan::conversation_tests::payload::problems(body);
+        assert!(problems.is_empty(), "{problems:?} in {body:#}");
+    }
+}
+
 /// Waits up to 10 s for the `n`-th message to `to`; the messages so far.
 async fn wait_messages(service: &Service, to: &str, n: usize) -> Vec<Value> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

@@ -920,21 +920,19 @@ fn word(said: &Said<'_>, results: &[Answered<'_>]) -> Option<OfflineAnswer> {
             "search_properties" => lines.push(texts::NONE_FOUND.in_lang(lang).to_owned()),
             "get_property_details" => {
                 lines.push(for_customer(text));
-                // Each button asks the assistant that serves it, whatever its words.
-                let mut buttons = vec![ReplyButton::new(
-                    format!("{ASK_PREFIX}appointment_assistant:{id}"),
-                    texts::WANT_VISIT.in_lang(lang),
-                )];
-                if text.contains(" en venta ") {
-                    buttons.push(ReplyButton::new(
-                        format!("{ASK_PREFIX}mortgage_loan_assistant:{id}"),
-                        texts::MORTGAGE_BUTTON.in_lang(lang),
+                // The photos' tool put the listing's buttons under them; else they go here.
+                let shown = results.iter().any(|r| {
+                    r.attachments
+                        .iter()
+                        .any(crate::realestate::tools::listing_buttons::is_listing_buttons)
+                });
+                if !shown {
+                    attachments.push(crate::realestate::tools::listing_buttons::for_listing(
+                        id,
+                        text.contains(" en venta "),
+                        lang,
                     ));
                 }
-                attachments.push(Attachment::Buttons {
-                    text: texts::VISIT_IT.in_lang(lang).to_owned(),
-                    buttons,
-                });
             }
             // The photos go as they are, after the words.
             "send_property_photos" => {}

@@ -95,24 +95,6 @@ pub const SHARE_LOCATION: Text = Text {
          cidade ou um bairro.",
 };
 
-pub const VISIT_IT: Text = Text {
-    es: "¿Quieres visitarlo?",
-    en: "Would you like to visit it?",
-    pt: "Quer visitá-lo?",
-};
-/// A button that reads as a request for a visit (the router sends it to appointments).
-pub const WANT_VISIT: Text = Text {
-    es: "Quiero visitarlo",
-    en: "Book a visit",
-    pt: "Quero visitar",
-};
-/// A button that reads as a mortgage question.
-pub const MORTGAGE_BUTTON: Text = Text {
-    es: "Calcular hipoteca",
-    en: "Mortgage estimate",
-    pt: "Simular crédito",
-};
-
 pub const WHICH_LISTING: Text = Text {
     es: "¿Qué inmueble? Dime su referencia (por ejemplo P-1001) o búscalo: dime ciudad, compra o \
          alquiler y habitaciones.",

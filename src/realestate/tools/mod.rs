@@ -6,6 +6,7 @@ pub mod alerts;
 pub mod appointments;
 pub mod business;
 pub mod callbacks;
+pub mod listing_buttons;
 pub mod listing_requests;
 pub mod mortgage;
 pub mod offers;

@@ -9,8 +9,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::text;
+use super::{listing_buttons, text};
 use crate::engine::tools::{ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::realestate::{ListingStatus, Operation};
 use crate::store::Attachment;
 
 pub const SEND_PROPERTY_PHOTOS: &str = "send_property_photos";
@@ -54,11 +55,7 @@ impl TypedTool for SendPropertyPhotos {
             .into()
     }
 
-    async fn call(
-        &self,
-        args: PhotosArgs,
-        _context: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: PhotosArgs, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let property = text::listing(self.store.as_ref(), &args.property_id).await?;
         let total = property.photos.len();
         if total == 0 {
@@ -76,7 +73,7 @@ impl TypedTool for SendPropertyPhotos {
             )));
         }
         let count = args.count.unwrap_or(DEFAULT_PHOTOS).clamp(1, MAX_PHOTOS);
-        let attachments: Vec<Attachment> = property
+        let mut attachments: Vec<Attachment> = property
             .photos
             .iter()
             .enumerate()
@@ -88,6 +85,16 @@ impl TypedTool for SendPropertyPhotos {
             })
             .collect();
         let last = from - 1 + attachments.len();
+        let shown = attachments.len();
+        // A listing that can be visited: a tap to book under its photos (one carousel).
+        let bookable = property.status == ListingStatus::Available;
+        if bookable {
+            attachments.push(listing_buttons::for_listing(
+                &property.id,
+                property.operation == Operation::Sale,
+                context.lang.as_deref().unwrap_or("es"),
+            ));
+        }
         let more = if last < total {
             format!(" Quedan {} más (from={}).", total - last, last + 1)
         } else {
@@ -95,9 +102,9 @@ impl TypedTool for SendPropertyPhotos {
         };
         Ok(ToolOutput {
             text: format!(
-                "Se envían al usuario {} foto(s) de {} ({from}–{last} de {total}) justo después \
-                 de tu respuesta: no pegues enlaces; di en una frase que van las fotos.{more}",
-                attachments.len(),
+                "Se envían al usuario {shown} foto(s) de {} ({from}–{last} de {total}) justo \
+                 después de tu respuesta: no pegues enlaces; di en una frase que van las \
+                 fotos.{more}",
                 property.id
             ),
             attachments,
