@@ -5,12 +5,13 @@
 
 pub mod fast_route;
 pub mod keywords;
+pub mod leakage;
 pub mod prompt;
 pub mod registry;
 pub mod route_eval;
 
 pub use prompt::PromptProblem;
 pub use registry::{
-    Agent, AgentKind, AgentRegistry, COMPLETE_OR_ESCALATE, FastRouteReport, PromptContext,
+    Agent, AgentKind, AgentRegistry, Asking, COMPLETE_OR_ESCALATE, FastRouteReport, PromptContext,
     TranslatorPrompt,
 };

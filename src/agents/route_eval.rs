@@ -24,34 +24,65 @@ pub const HELD_OUT: &str = include_str!("../../tests/data/routing/held_out.jsonl
 /// measures, like [`HELD_OUT`]; `dev_varied.jsonl`, in the same styles, is the one to tune on.
 pub const HELD_OUT_VARIED: &str = include_str!("../../tests/data/routing/held_out_varied.jsonl");
 
-/// What routing aims at on the held-out corpus: precision and recall on every line, and on the
-/// hard ones (negations, a topic word inside another intent, two intents…). Recall was 60 %
-/// before the router learned to abstain on messages in other styles; precision is what counts.
+/// The third held-out corpus: 692 messages by six writers who never saw the router, the
+/// prompts' examples, the keywords or the earlier files, each a different customer (a Madrid
+/// retiree selling, a Mexican student renting, an Argentine couple buying, a Brazilian
+/// investor, an English expat, an owner by voice note), with the contact's situation (an
+/// appointment to come, a visit made). It only measures.
+pub const HELD_OUT_STRANGERS: &str = concat!(
+    include_str!("../../tests/data/routing/strangers/w1_madrid_retiree.jsonl"),
+    include_str!("../../tests/data/routing/strangers/w2_mexican_student.jsonl"),
+    include_str!("../../tests/data/routing/strangers/w3_argentine_couple.jsonl"),
+    include_str!("../../tests/data/routing/strangers/w4_brazilian_investor.jsonl"),
+    include_str!("../../tests/data/routing/strangers/w5_english_expat.jsonl"),
+    include_str!("../../tests/data/routing/strangers/w6_hurried_owner.jsonl"),
+);
+
+/// What routing aims at on every held-out corpus: precision and recall on every line, and on
+/// the hard ones (negations, a topic word inside another intent, two intents…), with the
+/// precision's 95 % interval from 97 %. Precision is what counts: a wrong route costs more than
+/// a model call. Not reached since the leaked lines left the held-out files (2026-12-04): see
+/// [`FLOOR`].
 pub const TARGET: Bars = Bars {
     precision: 0.99,
     recall: 0.55,
     hard_precision: 0.97,
     hard_recall: 0.38,
+    precision_lower: 0.97,
 };
 
 /// What a prompt set must keep on the held-out corpus: a little under what the shipped prompts
 /// reach (`docs/prompts.md`), so an edit that makes routing worse fails `zaguan prompts eval`
-/// and CI; precision stays at 99 %, since a wrong route is worse than none. Raise it when the
-/// prompts do better.
+/// and CI. With the near copies of tuning lines and the keywords only held-out lines backed
+/// gone (2026-12-04), the shipped prompts route 145 of 147 acts right (98.6 %, interval
+/// 95.2–99.6 %) at a recall of 54.9 %; raise it when the prompts do better.
 pub const FLOOR: Bars = Bars {
-    precision: 0.99,
+    precision: 0.98,
     recall: 0.52,
     hard_precision: 0.95,
     hard_recall: 0.35,
+    precision_lower: 0.95,
 };
 
-/// The floor on [`HELD_OUT_VARIED`]: the same precision, and a little under the recall the
-/// shipped prompts reach there.
+/// The floor on [`HELD_OUT_VARIED`]: a little under what the shipped prompts reach there (94 of
+/// 95 acts right, 98.9 %, recall 54.7 %, since its leaked lines left).
 pub const VARIED_FLOOR: Bars = Bars {
-    precision: 0.99,
+    precision: 0.98,
     recall: 0.52,
     hard_precision: 0.95,
     hard_recall: 0.33,
+    precision_lower: 0.94,
+};
+
+/// The floor on [`HELD_OUT_STRANGERS`], a little under what it measured once (2026-12-04: 138
+/// of 139 acts right, 95 % interval 96.0–99.9 %, recall 26.5 %, hard lines 25 of 26 and 14.8 %):
+/// strangers' words are read right when read at all, and most are left to the model.
+pub const STRANGERS_FLOOR: Bars = Bars {
+    precision: 0.99,
+    recall: 0.25,
+    hard_precision: 0.95,
+    hard_recall: 0.14,
+    precision_lower: 0.95,
 };
 
 /// A corpus built into the binary that only measures the router, with the bars it must keep.
@@ -66,7 +97,7 @@ pub struct HeldOut {
 }
 
 /// Both held-out corpora: what `zaguan prompts eval` and `check` report, and CI asserts.
-pub const HELD_OUT_CORPORA: [HeldOut; 2] = [
+pub const HELD_OUT_CORPORA: [HeldOut; 3] = [
     HeldOut {
         file: "held_out.jsonl",
         lines: HELD_OUT,
@@ -77,7 +108,13 @@ pub const HELD_OUT_CORPORA: [HeldOut; 2] = [
         file: "held_out_varied.jsonl",
         lines: HELD_OUT_VARIED,
         floor: VARIED_FLOOR,
-        target: None,
+        target: Some(TARGET),
+    },
+    HeldOut {
+        file: "strangers/",
+        lines: HELD_OUT_STRANGERS,
+        floor: STRANGERS_FLOOR,
+        target: Some(TARGET),
     },
 ];
 
@@ -87,6 +124,9 @@ pub struct Bars {
     pub recall: f64,
     pub hard_precision: f64,
     pub hard_recall: f64,
+    /// The lowest the Wilson 95 % interval of the precision may start: a precision measured
+    /// on few acts proves little.
+    pub precision_lower: f64,
 }
 
 /// One labelled message.
@@ -103,6 +143,26 @@ pub struct Labelled {
     /// The subgraph holding the conversation when the message arrives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialog_state: Option<String>,
+    /// What the agency's data says of the contact: `none`, `upcoming_appointment` or
+    /// `past_visit`; absent, unknown (the router reads the words and the role only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub situation: Option<String>,
+    /// Who wrote the line, in a corpus of several writers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<String>,
+}
+
+impl Labelled {
+    /// Who is asking, as the router reads them.
+    pub fn asking(&self) -> crate::agents::Asking {
+        crate::agents::Asking {
+            role: self.role,
+            situation: self
+                .situation
+                .as_deref()
+                .and_then(crate::domain::Situation::parse),
+        }
+    }
 }
 
 /// Reads JSON Lines; blank lines are skipped. Errors name the line.
@@ -110,12 +170,26 @@ pub fn parse(text: &str) -> Result<Vec<Labelled>, String> {
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1)))
+        .map(|(i, line)| {
+            let labelled: Labelled =
+                serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+            match labelled.situation.as_deref() {
+                Some(situation) if crate::domain::Situation::parse(situation).is_none() => {
+                    Err(format!(
+                        "line {}: unknown situation `{situation}` (none, upcoming_appointment, \
+                         past_visit)",
+                        i + 1
+                    ))
+                }
+                _ => Ok(labelled),
+            }
+        })
         .collect()
 }
 
-/// Precision and recall of the router's acts over a set of lines.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+/// Precision and recall of the router's acts over a set of lines; as JSON, with the precision,
+/// its 95 % interval and the recall.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Score {
     pub lines: usize,
     /// Lines whose right answer is to enter a subgraph.
@@ -136,6 +210,12 @@ impl Score {
         }
     }
 
+    /// The Wilson score interval of the precision at 95 %: where the true precision lies, given
+    /// how few acts it was measured on.
+    pub fn precision_interval(&self) -> (f64, f64) {
+        wilson(self.right, self.routed)
+    }
+
     pub fn recall(&self) -> f64 {
         if self.should_route == 0 {
             1.0
@@ -143,6 +223,46 @@ impl Score {
             self.right as f64 / self.should_route as f64
         }
     }
+}
+
+impl Serialize for Score {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shown {
+            lines: usize,
+            should_route: usize,
+            routed: usize,
+            right: usize,
+            precision: f64,
+            precision_interval: [f64; 2],
+            recall: f64,
+        }
+        let (low, high) = self.precision_interval();
+        Shown {
+            lines: self.lines,
+            should_route: self.should_route,
+            routed: self.routed,
+            right: self.right,
+            precision: self.precision(),
+            precision_interval: [low, high],
+            recall: self.recall(),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// The Wilson score interval at 95 % of `successes` in `trials`; `(0, 1)` with no trials.
+pub fn wilson(successes: usize, trials: usize) -> (f64, f64) {
+    if trials == 0 {
+        return (0.0, 1.0);
+    }
+    const Z: f64 = 1.959_963_984_540_054;
+    let n = trials as f64;
+    let p = successes as f64 / n;
+    let z2 = Z * Z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+    ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
 /// A line the router sent to the wrong assistant.
@@ -192,6 +312,14 @@ impl Evaluation {
             bars.hard_precision,
         );
         check("recall on hard lines", self.hard.recall(), bars.hard_recall);
+        // No act, no precision to bound (as `precision` reads it as 1).
+        if self.all.routed > 0 {
+            check(
+                "the precision's 95 % interval, from",
+                self.all.precision_interval().0,
+                bars.precision_lower,
+            );
+        }
         short
     }
 }
@@ -207,7 +335,7 @@ pub fn route_line<'r>(registry: &'r AgentRegistry, line: &Labelled) -> Option<&'
         .filter(|agent| agent.kind == AgentKind::Subgraph && agent.roles.contains(&line.role))
         .unwrap_or_else(|| registry.primary_for(line.role));
     registry
-        .fast_route(&line.text, caller, line.role)
+        .fast_route(&line.text, caller, line.asking())
         .map(|agent| agent.name.as_str())
 }
 
@@ -297,11 +425,14 @@ pub fn render_with(evaluation: &Evaluation, bars: &Bars, target: Option<&Bars>) 
     ] {
         let _ = writeln!(
             out,
-            "{name}: {} lines, {} routed, {} right: precision {}, recall {} ({} of {})",
+            "{name}: {} lines, {} routed, {} right: precision {} (95 % interval {}–{}), recall \
+             {} ({} of {})",
             score.lines,
             score.routed,
             score.right,
             percent(score.precision()),
+            percent(score.precision_interval().0),
+            percent(score.precision_interval().1),
             percent(score.recall()),
             score.right,
             score.should_route,

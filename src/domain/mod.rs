@@ -12,6 +12,7 @@ pub mod llm_call;
 mod message;
 pub mod phone;
 pub mod phrases;
+mod situation;
 
 pub use account_health::{AccountHealth, AccountSignal, Restriction};
 pub use business_event::BusinessEvent;
@@ -25,3 +26,4 @@ pub use llm_call::{CallOutcome, LlmCall, ToolCall};
 pub use message::{
     Content, GraphError, InboundMessage, MediaKind, Pricing, Referral, ReplyContext, StatusUpdate,
 };
+pub use situation::{Situation, SituationNeed};

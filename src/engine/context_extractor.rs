@@ -46,6 +46,9 @@ pub struct State {
     pub unsaved: usize,
     /// What the business data says about the user (see [`super::user_info`]).
     pub context: Option<String>,
+    /// Their visits, as the data says: what the router reads beside their words; `None` when
+    /// it could not be read, or there is no data.
+    pub situation: Option<crate::domain::Situation>,
     /// The assistant the user's new message asks for by a tapped list row (see
     /// [`super::attachments::asked_agent`]); this turn only.
     pub asked_for: Option<String>,
@@ -54,6 +57,14 @@ pub struct State {
 }
 
 impl State {
+    /// Who is asking and what is going on with them, for the router.
+    pub fn asking(&self) -> crate::agents::Asking {
+        crate::agents::Asking {
+            role: self.user.role,
+            situation: self.situation,
+        }
+    }
+
     /// Whether inbound message `wamid` is already in the history: a turn resumed, or a
     /// message redelivered.
     pub fn is_stored(&self, wamid: &WaMessageId) -> bool {
@@ -178,6 +189,7 @@ pub async fn context_with(
         messages,
         unsaved: 0,
         context: None,
+        situation: None,
         asked_for: None,
         first_contact: false,
     })

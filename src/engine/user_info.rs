@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::Role;
 use crate::domain::WaId;
+use crate::domain::{Role, Situation};
 
 /// How long a user's context is used before it is read again.
 pub const CONTEXT_TTL: Duration = Duration::from_secs(60);
@@ -25,21 +25,28 @@ pub const MAX_CONTEXT_CHARS: usize = 1_600;
 /// Conversations whose context is kept at most; past it the cache starts again empty.
 const CAPACITY: usize = 50_000;
 
+/// What the data says about a user: lines for the prompts, and their situation for the router.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserContext {
+    /// A few short lines in Spanish like the prompts; `None` when there is nothing to say.
+    pub text: Option<String>,
+    pub situation: Situation,
+}
+
 /// Where a user's context comes from (the real-estate data, in the service).
 #[async_trait]
 pub trait ContextSource: Send + Sync + 'static {
-    /// A few short lines about `wa_id` as `role`, in Spanish like the prompts; `None` when
-    /// there is nothing to say.
+    /// What the data says about `wa_id` as `role` at `now`.
     async fn describe(
         &self,
         wa_id: &WaId,
         role: Role,
         now: DateTime<Utc>,
-    ) -> anyhow::Result<Option<String>>;
+    ) -> anyhow::Result<UserContext>;
 }
 
 /// A context read, and when.
-type Entries = HashMap<(WaId, Role), (Option<String>, Instant)>;
+type Entries = HashMap<(WaId, Role), (UserContext, Instant)>;
 
 /// The contexts read lately, by conversation and role.
 #[derive(Default)]
@@ -49,24 +56,28 @@ pub struct ContextCache {
 
 impl ContextCache {
     /// `wa_id`'s context as `role`: from the cache while fresh, else from `source` within
-    /// [`CONTEXT_TIMEOUT`], cut to [`MAX_CONTEXT_CHARS`].
+    /// [`CONTEXT_TIMEOUT`], its text cut to [`MAX_CONTEXT_CHARS`]; `None` when it could not
+    /// be read.
     pub async fn get(
         &self,
         source: &dyn ContextSource,
         wa_id: &WaId,
         role: Role,
         now: DateTime<Utc>,
-    ) -> Option<String> {
+    ) -> Option<UserContext> {
         let key = (wa_id.clone(), role);
         if let Some((context, read)) = self.lock().get(&key)
             && read.elapsed() < CONTEXT_TTL
         {
-            return context.clone();
+            return Some(context.clone());
         }
         let context = match tokio::time::timeout(CONTEXT_TIMEOUT, source.describe(wa_id, role, now))
             .await
         {
-            Ok(Ok(context)) => context.map(|text| bounded(&text)),
+            Ok(Ok(context)) => UserContext {
+                text: context.text.map(|text| bounded(&text)),
+                situation: context.situation,
+            },
             Ok(Err(error)) => {
                 tracing::warn!("user context not read, the turn goes on without it: {error:#}");
                 metrics::counter!("zaguan_user_context_errors_total").increment(1);
@@ -85,7 +96,7 @@ impl ContextCache {
             entries.clear();
         }
         entries.insert(key, (context.clone(), Instant::now()));
-        context
+        Some(context)
     }
 
     /// The data behind `wa_id`'s context changed (a confirmed action ran): read it again.
@@ -131,9 +142,12 @@ mod tests {
             _: &WaId,
             _: Role,
             _: DateTime<Utc>,
-        ) -> anyhow::Result<Option<String>> {
+        ) -> anyhow::Result<UserContext> {
             self.0.fetch_add(1, Ordering::SeqCst);
-            Ok(Some(self.1.clone()))
+            Ok(UserContext {
+                text: Some(self.1.clone()),
+                situation: Situation::default(),
+            })
         }
     }
 
@@ -146,6 +160,8 @@ mod tests {
         let first = cache
             .get(&source, &wa, Role::Owner, Utc::now())
             .await
+            .unwrap()
+            .text
             .unwrap();
         assert!(
             first.chars().count() <= MAX_CONTEXT_CHARS,

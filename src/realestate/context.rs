@@ -15,9 +15,13 @@ use super::tools::text::money;
 
 use super::{AppointmentStatus, OfferStatus, PropertyFilter, RealEstateStore};
 use crate::domain::Role;
+use crate::domain::Situation;
 use crate::domain::WaId;
 use crate::domain::phrases::weekday_es;
-use crate::engine::user_info::ContextSource;
+use crate::engine::user_info::{ContextSource, UserContext};
+
+/// A booked hour gone by this long ago still counts as a visit to follow up.
+const PAST_VISIT_WINDOW: chrono::Duration = chrono::Duration::days(60);
 
 /// Listings shown for an owner (the newest).
 const MAX_LISTINGS: usize = 8;
@@ -80,11 +84,35 @@ impl<S: AppointmentStore + OfferStore + OwnerStore + PropertyStore + VisitStore 
         Ok(Some(out))
     }
 
-    async fn prospect(&self, wa_id: &WaId, now: DateTime<Utc>) -> anyhow::Result<Option<String>> {
-        let (appointments, offers) = tokio::try_join!(
+    async fn prospect(&self, wa_id: &WaId, now: DateTime<Utc>) -> anyhow::Result<UserContext> {
+        let (appointments, offers, visits) = tokio::try_join!(
             self.store.appointments_of(wa_id),
-            self.store.offers_of(wa_id)
+            self.store.offers_of(wa_id),
+            self.store.visits_of(wa_id)
         )?;
+        let situation = Situation {
+            upcoming_appointment: appointments
+                .iter()
+                .any(|a| a.status == AppointmentStatus::Booked && a.starts_at > now),
+            // A visit made: one recorded, one marked done, or a booked hour gone by.
+            past_visit: !visits.is_empty()
+                || appointments.iter().any(|a| {
+                    a.status == AppointmentStatus::Done
+                        || (a.status == AppointmentStatus::Booked
+                            && a.starts_at <= now
+                            && now - a.starts_at <= PAST_VISIT_WINDOW)
+                }),
+        };
+        let text = self.prospect_lines(appointments, offers, now).await?;
+        Ok(UserContext { text, situation })
+    }
+
+    async fn prospect_lines(
+        &self,
+        appointments: Vec<crate::realestate::Appointment>,
+        offers: Vec<crate::realestate::Offer>,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<Option<String>> {
         let next: Vec<_> = appointments
             .into_iter()
             .filter(|a| a.status == AppointmentStatus::Booked && a.starts_at > now)
@@ -151,12 +179,16 @@ impl<S: AppointmentStore + OfferStore + OwnerStore + PropertyStore + VisitStore 
         wa_id: &WaId,
         role: Role,
         now: DateTime<Utc>,
-    ) -> anyhow::Result<Option<String>> {
+    ) -> anyhow::Result<UserContext> {
         match role {
-            Role::Owner => self.owner(wa_id).await,
+            // An owner's visits are the ones to their listings, not theirs: no situation.
+            Role::Owner => Ok(UserContext {
+                text: self.owner(wa_id).await?,
+                situation: Situation::default(),
+            }),
             Role::Prospect => self.prospect(wa_id, now).await,
             // Agents ask about anyone with the tools; nothing of their own to show.
-            Role::Agent => Ok(None),
+            Role::Agent => Ok(UserContext::default()),
         }
     }
 }
@@ -190,6 +222,7 @@ mod tests {
             .describe(owner.wa_id.as_ref().unwrap(), Role::Owner, now)
             .await
             .unwrap()
+            .text
             .unwrap();
         assert!(
             text.starts_with(&format!("Propietario {} ({})", owner.id, owner.name)),
@@ -205,6 +238,7 @@ mod tests {
             .describe(&offer.wa_id, Role::Prospect, now)
             .await
             .unwrap()
+            .text
             .unwrap();
         assert!(text.contains("Ofertas abiertas:"), "{text}");
         assert!(text.contains(&offer.property_id), "{text}");
@@ -214,14 +248,58 @@ mod tests {
                 .describe(&stranger, Role::Prospect, now)
                 .await
                 .unwrap(),
-            None
+            UserContext::default()
         );
         assert_eq!(
             context
                 .describe(owner.wa_id.as_ref().unwrap(), Role::Agent, now)
                 .await
                 .unwrap(),
-            None
+            UserContext::default()
         );
+
+        // A visit to come, then one gone by: the situation the router reads.
+        let property = &set.properties[0];
+        let mut appointment = crate::realestate::Appointment {
+            id: "A-situation".into(),
+            property_id: property.id.clone(),
+            slot_id: "S-situation".into(),
+            wa_id: stranger.clone(),
+            starts_at: now + chrono::Duration::days(2),
+            status: AppointmentStatus::Booked,
+            created_at: now,
+            reminder_sent_at: None,
+            moved_from: None,
+            follow_up: Default::default(),
+        };
+        store.save_appointment(&appointment).await.unwrap();
+        let situation = |at| {
+            let context = &context;
+            let stranger = stranger.clone();
+            async move {
+                context
+                    .describe(&stranger, Role::Prospect, at)
+                    .await
+                    .unwrap()
+                    .situation
+            }
+        };
+        assert_eq!(
+            situation(now).await,
+            Situation {
+                upcoming_appointment: true,
+                past_visit: false
+            }
+        );
+        assert_eq!(
+            situation(now + chrono::Duration::days(3)).await,
+            Situation {
+                upcoming_appointment: false,
+                past_visit: true
+            }
+        );
+        appointment.status = AppointmentStatus::Cancelled;
+        store.save_appointment(&appointment).await.unwrap();
+        assert_eq!(situation(now).await, Situation::default());
     }
 }

@@ -186,7 +186,11 @@ async fn search_results_are_a_list_and_a_tap_brings_the_photos(
         .await
         .unwrap();
     let outcome = engine.run_turn(&customer, &[entry]).await.unwrap();
-    assert_eq!(outcome.reply.as_deref(), Some("Te mando las fotos."));
+    // The words, and the question under the photos of a listing that can be visited.
+    assert_eq!(
+        outcome.reply.as_deref(),
+        Some("Te mando las fotos.\n\n¿Quieres visitarlo?")
+    );
     assert_eq!(outcome.dialog_state.to_list(), ["property_assistant"]);
     let asked: Vec<String> = llm.requests().iter().map(|r| r.agent.to_string()).collect();
     assert_eq!(asked, ["property_assistant", "property_assistant"]);
@@ -199,13 +203,20 @@ async fn search_results_are_a_list_and_a_tap_brings_the_photos(
 
     outbound.flush(&customer).await.unwrap();
     let sent = messages(&graph);
-    let photos: Vec<&Value> = sent[1..].iter().collect();
-    assert_eq!(photos.len(), 4, "the words, then three photos: {photos:?}");
-    assert_eq!(photos[0]["text"]["body"], "Te mando las fotos.");
-    for (i, photo) in photos[1..].iter().enumerate() {
-        assert_eq!(photo["type"], "image");
-        assert_eq!(photo["image"]["link"], property.photos[i].as_str());
-        let caption = photo["image"]["caption"].as_str().unwrap();
+    // One carousel: the words above three cards, each a photo with a tap to book.
+    assert_eq!(sent.len(), 2, "{sent:#?}");
+    let carousel = &sent[1]["interactive"];
+    assert_eq!(carousel["type"], "carousel", "{:#}", sent[1]);
+    assert_eq!(carousel["body"]["text"], "Te mando las fotos.");
+    let cards = carousel["action"]["cards"].as_array().unwrap();
+    assert_eq!(cards.len(), 3);
+    for (i, card) in cards.iter().enumerate() {
+        assert_eq!(card["header"]["image"]["link"], property.photos[i].as_str());
+        assert_eq!(
+            card["action"]["buttons"][0]["quick_reply"]["id"],
+            format!("ask:appointment_assistant:{id}")
+        );
+        let caption = card["body"]["text"].as_str().unwrap();
         assert!(caption.starts_with(&format!("{id} · ")), "{caption}");
         assert!(
             caption.ends_with(&format!("({}/{})", i + 1, property.photos.len())),
@@ -216,7 +227,7 @@ async fn search_results_are_a_list_and_a_tap_brings_the_photos(
         .outbox_in_reply_to(&WaMessageId::parse("wamid.TAP1").unwrap())
         .await
         .unwrap();
-    assert_eq!(recorded.len(), 4);
+    assert_eq!(recorded.len(), 1);
     assert!(
         recorded.iter().all(|e| e.wamid.is_some()),
         "each part recorded sent"

@@ -134,6 +134,9 @@ pub enum Abstention {
     Continues,
     /// Nothing to read (no words), or nothing learned.
     Empty,
+    /// The best subgraph needs something of the contact's situation they lack (the visit
+    /// follow-up, a visit made).
+    Situation { confidence: f32 },
 }
 
 impl Decision<'_> {

@@ -41,6 +41,7 @@ const KEYS: &[&str] = &[
     "keywords",
     "examples",
     "offline_reply",
+    "fast_path_needs",
 ];
 
 /// One thing wrong in the prompts folder. Displays as `file:line: message`, the format editors
@@ -95,6 +96,8 @@ pub struct PromptFile {
     /// Messages users write that this agent should answer; checked against the keywords.
     pub examples: Vec<String>,
     pub offline_reply: Option<String>,
+    /// What the contact's situation must hold before the fast path enters this agent.
+    pub fast_path_needs: Option<crate::domain::SituationNeed>,
     /// Everything after the closing `+++`, as written (line numbers stay exact).
     pub body: String,
     /// The file line the body's first line is on.
@@ -259,6 +262,7 @@ pub fn parse(
     let kind_text = string("kind", problems);
     let delegation = string("delegation", problems);
     let offline_reply = string("offline_reply", problems);
+    let needs_text = string("fast_path_needs", problems);
     let role_items = list("roles", problems);
     let tool_items = list("tools", problems);
     let keywords: Vec<String> = list("keywords", problems)
@@ -324,6 +328,7 @@ pub fn parse(
                 "keywords",
                 "examples",
                 "offline_reply",
+                "fast_path_needs",
             ] {
                 if values.contains_key(key) {
                     problems.push(problem(
@@ -397,6 +402,25 @@ pub fn parse(
         }
     }
 
+    let fast_path_needs = needs_text.as_deref().and_then(|text| {
+        let need = crate::domain::SituationNeed::parse(text);
+        if need.is_none() {
+            problems.push(problem(
+                line_of("fast_path_needs"),
+                format!(
+                    "unknown `fast_path_needs` `{text}` (expected `upcoming_appointment` or \
+                     `past_visit`)"
+                ),
+            ));
+        } else if kind != PromptKind::Subgraph {
+            problems.push(problem(
+                line_of("fast_path_needs"),
+                "`fast_path_needs` is for subgraph agents: the fast path only enters those".into(),
+            ));
+        }
+        need
+    });
+
     for (line, tool) in &tool_items {
         if !known_tools.contains(tool) {
             problems.push(problem(*line, format!("unknown tool `{tool}`")));
@@ -413,6 +437,7 @@ pub fn parse(
         keywords,
         examples,
         offline_reply: offline_reply.map(|text| text.trim().to_owned()),
+        fast_path_needs,
         body: lines[close + 1..].join("\n"),
         body_line: close + 2,
         key_lines,

@@ -25,7 +25,7 @@ use super::fast_route::{Abstention, Decision, FastRouter};
 pub use super::prompt::PromptProblem;
 use super::prompt::{self, PromptFile, PromptKind};
 use crate::business::Business;
-use crate::domain::Role;
+use crate::domain::{Role, Situation};
 use crate::llm::ToolSpec;
 use crate::templates::Templates;
 
@@ -80,6 +80,8 @@ pub struct Agent {
     pub examples: Vec<String>,
     /// What to answer when no LLM is reachable.
     pub offline_reply: Option<String>,
+    /// What the contact's situation must hold before the fast path enters it.
+    pub fast_path_needs: Option<crate::domain::SituationNeed>,
     /// The file it came from, for messages.
     file: PathBuf,
 }
@@ -87,6 +89,23 @@ pub struct Agent {
 impl Agent {
     pub fn file(&self) -> &Path {
         &self.file
+    }
+}
+
+/// Who is asking and what is going on with them: what the router reads beside the words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asking {
+    pub role: Role,
+    /// As the agency's data says at the turn; `None` where nothing tells (no data source).
+    pub situation: Option<Situation>,
+}
+
+impl From<Role> for Asking {
+    fn from(role: Role) -> Self {
+        Self {
+            role,
+            situation: None,
+        }
     }
 }
 
@@ -292,6 +311,7 @@ impl AgentRegistry {
                     keywords: file.keywords,
                     examples: file.examples,
                     offline_reply: file.offline_reply,
+                    fast_path_needs: file.fast_path_needs,
                     file: file.path,
                 })
             })
@@ -449,8 +469,13 @@ impl AgentRegistry {
     /// The subgraph agent `caller` would delegate `text` to, decided without an LLM: the one
     /// the router is sure of, when it is a subgraph other than `caller` that `role` may reach;
     /// `None` when the router abstains (the LLM decides then).
-    pub fn fast_route(&self, text: &str, caller: &Agent, role: Role) -> Option<&Agent> {
-        self.get(self.fast_route_decision(text, caller, role).agent()?)
+    pub fn fast_route(
+        &self,
+        text: &str,
+        caller: &Agent,
+        asking: impl Into<Asking>,
+    ) -> Option<&Agent> {
+        self.get(self.fast_route_decision(text, caller, asking).agent()?)
     }
 
     /// The router's decision for `text` from `caller`, with its reason when it abstains.
@@ -460,7 +485,38 @@ impl AgentRegistry {
     /// (who writes mostly about the property they sell) goes to a specialist prospects reach
     /// too only when the owners' own specialists are unlikely («¿podéis ponerlo en alquiler?»
     /// is about their flat, not a search).
-    pub fn fast_route_decision(&self, text: &str, caller: &Agent, role: Role) -> Decision<'_> {
+    ///
+    /// The contact's situation counts too, where known: an agent whose prompt says
+    /// `fast_path_needs` (the visit follow-up needs a visit made) is not entered for a contact
+    /// without it, and the model decides: the words and the data disagree, and a wrong route
+    /// costs more than a model call.
+    pub fn fast_route_decision(
+        &self,
+        text: &str,
+        caller: &Agent,
+        asking: impl Into<Asking>,
+    ) -> Decision<'_> {
+        let Asking { role, situation } = asking.into();
+        let decision = self.role_decision(text, caller, role);
+        if let Decision::Route { agent, confidence } = decision
+            && !self.needs_met(agent, situation)
+        {
+            return Decision::Abstain(Abstention::Situation { confidence });
+        }
+        decision
+    }
+
+    /// Whether `agent`'s `fast_path_needs` holds in `situation` (always, when unknown).
+    fn needs_met(&self, agent: &str, situation: Option<Situation>) -> bool {
+        let need = self.get(agent).and_then(|a| a.fast_path_needs);
+        match (need, situation) {
+            (Some(need), Some(situation)) => need.met_by(situation),
+            _ => true,
+        }
+    }
+
+    /// The router's decision for `text` from `caller`, by the words and the role.
+    fn role_decision(&self, text: &str, caller: &Agent, role: Role) -> Decision<'_> {
         let decision = self.router.decide(
             text,
             |name| self.get(name).is_some_and(|a| a.roles.contains(&role)),
@@ -488,7 +544,15 @@ impl AgentRegistry {
     /// likely asks for, when it is not `caller` and the reading is clear enough — its keywords
     /// name it alone, or it wins by a wide margin. A wrong guess costs a reply from the wrong
     /// assistant; no guess, a menu instead of an answer.
-    pub fn offline_route(&self, text: &str, caller: &Agent, role: Role) -> Option<&Agent> {
+    pub fn offline_route(
+        &self,
+        text: &str,
+        caller: &Agent,
+        asking: impl Into<Asking>,
+    ) -> Option<&Agent> {
+        // Offline, a guess by the words alone: the visit follow-up serves an owner's visit
+        // figures too, and a menu is all the alternative.
+        let Asking { role, .. } = asking.into();
         let reading = self.router.read_for(text, |name| {
             self.get(name).is_some_and(|a| a.roles.contains(&role))
         })?;

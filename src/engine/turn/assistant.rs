@@ -136,12 +136,19 @@ impl AssistantNode<'_> {
                     .is_some_and(|last| {
                         let text = &last.message.content;
                         let elsewhere = || {
-                            turn.set.agents.offline_route(text, agent, role).is_some()
+                            turn.set
+                                .agents
+                                .offline_route(text, agent, state.asking())
+                                .is_some()
                                 || self.offline.is_some_and(|offline| {
                                     offline.route(&offline_turn(turn, state, agent)).is_some()
                                 })
                         };
-                        match turn.set.agents.fast_route_decision(text, agent, role) {
+                        match turn
+                            .set
+                            .agents
+                            .fast_route_decision(text, agent, state.asking())
+                        {
                             Decision::Route { .. } => true,
                             Decision::Abstain(Abstention::Primary { confidence }) => {
                                 (confidence >= OFFLINE_PRIMARY_CONFIDENCE && keep == Keep::No)

@@ -400,12 +400,14 @@ impl Engine {
         ))
         .await?;
         if let Some(source) = &self.context {
-            state.context =
+            let context =
                 Box::pin(
                     self.contexts
                         .get(source.as_ref(), wa_id, state.user.role, self.now()),
                 )
                 .await;
+            state.situation = context.as_ref().map(|c| c.situation);
+            state.context = context.and_then(|c| c.text);
         }
         // A turn cut short (crash, lost lease, store error) is finished first with the
         // messages it started with — those already in the history — so they get their own

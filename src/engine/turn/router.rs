@@ -40,7 +40,7 @@ pub(super) fn fast_delegation<'a>(
     agent: &Agent,
 ) -> Option<(&'a Agent, NewMessage)> {
     delegation(turn, state, agent, |text| {
-        turn.set.agents.fast_route(text, agent, state.user.role)
+        turn.set.agents.fast_route(text, agent, state.asking())
     })
 }
 
@@ -56,7 +56,7 @@ pub(super) fn offline_delegation<'a>(
     delegation(turn, state, agent, |text| {
         turn.set
             .agents
-            .offline_route(text, agent, state.user.role)
+            .offline_route(text, agent, state.asking())
             .or_else(|| {
                 let name = offline?.route(&offline_turn(turn, state, agent))?;
                 turn.set.agents.get(name)
@@ -136,7 +136,7 @@ pub(super) fn fast_leave<'a>(
     let target = turn
         .set
         .agents
-        .fast_route(&last.message.content, agent, state.user.role)?;
+        .fast_route(&last.message.content, agent, state.asking())?;
     let call = leave_call(format!("the user's request is for {}", target.name));
     Some((
         target,
