@@ -1030,6 +1030,73 @@ async fn wait_metric(service: &Service, family: &str, labels: &[&str], above: f6
     }
 }
 
+/// A listing alert queued, then put off by Meta (a 503 asking to come back in 12 s, past what
+/// the sender waits in place); meanwhile the customer writes BAJA. When the retry comes the
+/// governor asks again: the alert is not sent, and the BAJA's answer goes after it.
+async fn an_opt_out_while_an_alert_waits_stops_it(service: &mut Service, set: &DemoSet) {
+    let customer = "34611400062";
+    let like = available(set).next().unwrap();
+    service
+        .customer_says(
+            customer,
+            "Lola",
+            &format!("Avísame de pisos en {}", like.city),
+        )
+        .await;
+    service
+        .wait_for_message(customer, "Confírmalo", Duration::from_secs(5))
+        .await;
+    service.customer_says(customer, "Lola", "sí").await;
+    service
+        .wait_for_message(customer, "Aviso guardado", Duration::from_secs(5))
+        .await;
+    let stopped = &["purpose=\"listing_alert\"", "reason=\"opted_out\""];
+    let before = metric(
+        &service.metrics().await,
+        "zaguan_outreach_stopped_at_send_total",
+        stopped,
+    );
+    service.graph.answers_to.lock().unwrap().push((
+        customer.to_owned(),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            graph_error(2, "Service temporarily unavailable"),
+            Some(12),
+        ),
+    ));
+    new_listing(service, like, "P-9921").await;
+    service
+        .wait_for_message(customer, "P-9921", Duration::from_secs(10))
+        .await;
+    let said = service.texts_to(customer).len();
+    service.customer_says(customer, "Lola", "BAJA").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while metric(
+        &service.metrics().await,
+        "zaguan_outreach_stopped_at_send_total",
+        stopped,
+    ) <= before
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the alert's retry was never stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The BAJA is answered once the alert's turn has passed; the alert itself never again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while service.texts_to(customer).len() == said {
+        assert!(std::time::Instant::now() < deadline, "BAJA unanswered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        service.mentions(customer, "P-9921"),
+        1,
+        "only the attempt Meta put off"
+    );
+}
+
 /// Meta's signals through the webhook: a customer who stops marketing inside WhatsApp gets no
 /// listing alert (a marketing template) and nothing in answer; resumed, the next one goes. A
 /// restricted account and a flagged number hold the alerts, which go once both clear. A
@@ -1201,6 +1268,7 @@ async fn on_the_embedded_store_outreach_keeps_the_rules() {
     rate_limits_back_off_and_lose_nothing(&mut service).await;
     content_refusals_stay_with_their_conversation(&mut service).await;
     metas_signals_hold_marketing_and_keep_the_ad(&mut service, &set).await;
+    an_opt_out_while_an_alert_waits_stops_it(&mut service, &set).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1288,6 +1356,7 @@ async fn on_mongodb_outreach_keeps_the_rules() {
     rate_limits_back_off_and_lose_nothing(&mut service).await;
     content_refusals_stay_with_their_conversation(&mut service).await;
     metas_signals_hold_marketing_and_keep_the_ad(&mut service, &set).await;
+    an_opt_out_while_an_alert_waits_stops_it(&mut service, &set).await;
     drop(service);
     db.drop().await;
 }

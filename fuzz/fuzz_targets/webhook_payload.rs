@@ -6,8 +6,9 @@
 //! - when the envelope is accepted, every message and every status of every `messages` change is
 //!   either read or recorded as rejected ("never silently dropped"), every change of another
 //!   field is listed in `ignored` (template status and category changes are read or rejected
-//!   like messages), and the raw JSON kept for a message is exactly as received
-//!   (a verbatim slice of the body).
+//!   like messages; Meta's signals — a template's quality, an account's or a number's standing,
+//!   a customer's marketing preference — are read or rejected as `signal`), and the raw JSON
+//!   kept for a message is exactly as received (a verbatim slice of the body).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -51,7 +52,7 @@ fuzz_target!(|body: &[u8]| {
             rejected.raw
         );
         assert!(
-            matches!(rejected.what, "message" | "status" | "template"),
+            matches!(rejected.what, "message" | "status" | "template" | "signal"),
             "{:?}",
             rejected.what
         );
@@ -63,14 +64,25 @@ fuzz_target!(|body: &[u8]| {
         return;
     };
     let (mut messages, mut statuses, mut templates, mut ignored) = (0usize, 0usize, 0usize, 0usize);
+    let (mut accounts, mut preferences) = (0usize, 0usize);
     for entry in array(&tree, "entry") {
         for change in array(entry, "changes") {
             let field = change.get("field").and_then(Value::as_str).unwrap_or("");
             if matches!(
                 field,
-                "message_template_status_update" | "template_category_update"
+                "message_template_status_update"
+                    | "template_category_update"
+                    | "message_template_quality_update"
             ) {
                 templates += 1;
+                continue;
+            }
+            if matches!(field, "account_update" | "phone_number_quality_update") {
+                accounts += 1;
+                continue;
+            }
+            if field == "user_preferences" {
+                preferences += 1;
                 continue;
             }
             if field != "messages" {
@@ -83,6 +95,18 @@ fuzz_target!(|body: &[u8]| {
         }
     }
     let rejected = |what: &str| updates.rejected.iter().filter(|r| r.what == what).count();
+    let rejected_signal = |fields: &[&str]| {
+        updates
+            .rejected
+            .iter()
+            .filter(|r| {
+                r.what == "signal"
+                    && fields
+                        .iter()
+                        .any(|f| r.reason.starts_with(&format!("{f}:")))
+            })
+            .count()
+    };
     let (rejected_messages, rejected_statuses) = (rejected("message"), rejected("status"));
     assert_eq!(
         updates.messages.len() + rejected_messages,
@@ -95,9 +119,22 @@ fuzz_target!(|body: &[u8]| {
         "a status was neither read nor rejected"
     );
     assert_eq!(
-        updates.templates.len() + rejected("template"),
+        updates.templates.len()
+            + rejected("template")
+            + rejected_signal(&["message_template_quality_update"]),
         templates,
         "a template change was neither read nor rejected"
+    );
+    assert_eq!(
+        updates.accounts.len()
+            + rejected_signal(&["account_update", "phone_number_quality_update"]),
+        accounts,
+        "an account or number signal was neither read nor rejected"
+    );
+    // A preferences change holds any number of customers' choices: it is read, or rejected.
+    assert!(
+        rejected_signal(&["user_preferences"]) <= preferences,
+        "a preference rejected that was not sent"
     );
     assert_eq!(
         updates.ignored.len(),

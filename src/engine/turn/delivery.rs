@@ -304,6 +304,8 @@ pub(super) async fn notify(
     let mut part = NewOutbox::text(wa_id.clone(), None, body.clone(), now);
     part.phone_number_id = Some(phone_number_id.to_owned());
     part.buttons = buttons.to_vec();
+    // What it was written for: the governor asks again by it just before it is sent.
+    part.purpose = Some(purpose);
     match form {
         Form::Skip(skip) => {
             tracing::info!(conversation.id = %wa_id.masked(), purpose = purpose.key(), reason = skip.as_str(), "not sent");
