@@ -1446,26 +1446,8 @@ async fn through_the_model_the_first_minute_is_five_messages_for_five() {
     })
     .await;
     let customer = "34611400080";
-    service
-        .customer_says(
-            customer,
-            "Nuria",
-            "busco piso de 2 habitaciones en Valencia para alquilar",
-        )
-        .await;
-    let sent = wait_messages(&service, customer, 1).await;
-    assert_eq!(
-        sent[0]["interactive"]["type"],
-        json!("list"),
-        "{:#}",
-        sent[0]
-    );
-    let row = sent[0]["interactive"]["action"]["sections"][0]["rows"][0].clone();
-    tap(&mut service, customer, "list_reply", &row).await;
-    let sent = wait_messages(&service, customer, 2).await;
-    let carousel = &sent[1]["interactive"];
-    assert_eq!(carousel["type"], json!("carousel"), "{:#}", sent[1]);
-    let book = carousel["action"]["cards"][0]["action"]["buttons"][0]["quick_reply"].clone();
+    let sent = walk_the_first_minute(&mut service, customer).await;
+    let book = &sent[1]["interactive"]["action"]["cards"][0]["action"]["buttons"][0]["quick_reply"];
     assert!(
         book["id"]
             .as_str()
@@ -1473,35 +1455,49 @@ async fn through_the_model_the_first_minute_is_five_messages_for_five() {
             .starts_with("ask:appointment_assistant:P-"),
         "{book}"
     );
-    tap(&mut service, customer, "button_reply", &book).await;
-    let sent = wait_messages(&service, customer, 3).await;
-    assert_eq!(
-        sent[2]["interactive"]["type"],
-        json!("list"),
-        "the slots: {:#}",
-        sent[2]
-    );
+    for body in &sent {
+        let problems = zaguan::conversation_tests::payload::problems(body);
+        assert!(problems.is_empty(), "{problems:?} in {body:#}");
+    }
+}
+
+/// The README's first minute from `customer`: the search, a tap on the first listing, a tap
+/// to book under its photos, a tap on the first slot, Confirm. Each answer is one message of
+/// the shape it should be (a list, a carousel, a list, buttons), and the booking makes five;
+/// the messages sent, in order.
+async fn walk_the_first_minute(service: &mut Service, customer: &str) -> Vec<Value> {
+    service
+        .customer_says(
+            customer,
+            "Nuria",
+            "busco piso de 2 habitaciones en Valencia para alquilar",
+        )
+        .await;
+    let kind = |message: &Value| message["interactive"]["type"].clone();
+    let sent = wait_messages(service, customer, 1).await;
+    assert_eq!(kind(&sent[0]), json!("list"), "{:#}", sent[0]);
+    let row = sent[0]["interactive"]["action"]["sections"][0]["rows"][0].clone();
+    tap(service, customer, "list_reply", &row).await;
+    let sent = wait_messages(service, customer, 2).await;
+    assert_eq!(kind(&sent[1]), json!("carousel"), "{:#}", sent[1]);
+    let book =
+        sent[1]["interactive"]["action"]["cards"][0]["action"]["buttons"][0]["quick_reply"].clone();
+    tap(service, customer, "button_reply", &book).await;
+    let sent = wait_messages(service, customer, 3).await;
+    assert_eq!(kind(&sent[2]), json!("list"), "the slots: {:#}", sent[2]);
     let slot = sent[2]["interactive"]["action"]["sections"][0]["rows"][0].clone();
-    tap(&mut service, customer, "list_reply", &slot).await;
-    let sent = wait_messages(&service, customer, 4).await;
-    assert_eq!(
-        sent[3]["interactive"]["type"],
-        json!("button"),
-        "{:#}",
-        sent[3]
-    );
+    tap(service, customer, "list_reply", &slot).await;
+    let sent = wait_messages(service, customer, 4).await;
+    assert_eq!(kind(&sent[3]), json!("button"), "{:#}", sent[3]);
     let confirm = sent[3]["interactive"]["action"]["buttons"][0]["reply"].clone();
-    tap(&mut service, customer, "button_reply", &confirm).await;
+    tap(service, customer, "button_reply", &confirm).await;
     service
         .wait_for_message(customer, "Visita reservada", Duration::from_secs(10))
         .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let sent = service.messages_to(customer);
     assert_eq!(sent.len(), 5, "five messages for five: {sent:#?}");
-    for body in &sent {
-        let problems = zaguan::conversation_tests::payload::problems(body);
-        assert!(problems.is_empty(), "{problems:?} in {body:#}");
-    }
+    sent
 }
 
 /// Waits up to 10 s for the `n`-th message to `to`; the messages so far.
@@ -1554,79 +1550,24 @@ async fn the_first_minute_is_five_messages_for_five() {
     })
     .await;
     let customer = "34611400070";
-    service
-        .customer_says(
-            customer,
-            "Nuria",
-            "busco piso de 2 habitaciones en Valencia para alquilar",
-        )
-        .await;
-    let sent = wait_messages(&service, customer, 1).await;
-    assert_eq!(
-        sent[0]["interactive"]["type"],
-        json!("list"),
-        "{:#}",
-        sent[0]
-    );
-    assert!(
-        sent[0]["interactive"]["body"]["text"]
+    let sent = walk_the_first_minute(&mut service, customer).await;
+    let body = |i: usize| {
+        sent[i]["interactive"]["body"]["text"]
             .as_str()
             .unwrap()
-            .contains("He encontrado"),
+            .to_owned()
+    };
+    assert!(
+        body(0).contains("He encontrado"),
         "the intro is the list's body: {:#}",
         sent[0]
     );
-    let row = sent[0]["interactive"]["action"]["sections"][0]["rows"][0].clone();
-    tap(&mut service, customer, "list_reply", &row).await;
-    let sent = wait_messages(&service, customer, 2).await;
-    let carousel = &sent[1]["interactive"];
-    assert_eq!(carousel["type"], json!("carousel"), "{:#}", sent[1]);
+    assert!(body(1).contains("P-1031"), "{:#}", sent[1]);
+    assert!(body(2).contains("huecos"), "the slots: {:#}", sent[2]);
     assert!(
-        carousel["body"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("P-1031")
-    );
-    let book = carousel["action"]["cards"][0]["action"]["buttons"][0]["quick_reply"].clone();
-    tap(&mut service, customer, "button_reply", &book).await;
-    let sent = wait_messages(&service, customer, 3).await;
-    assert_eq!(
-        sent[2]["interactive"]["type"],
-        json!("list"),
-        "the slots: {:#}",
-        sent[2]
-    );
-    assert!(
-        sent[2]["interactive"]["body"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("huecos"),
-        "the slots: {:#}",
-        sent[2]
-    );
-    let slot = sent[2]["interactive"]["action"]["sections"][0]["rows"][0].clone();
-    tap(&mut service, customer, "list_reply", &slot).await;
-    let sent = wait_messages(&service, customer, 4).await;
-    assert_eq!(
-        sent[3]["interactive"]["type"],
-        json!("button"),
-        "{:#}",
-        sent[3]
-    );
-    assert!(
-        sent[3]["interactive"]["body"]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("Antes de hacerlo"),
+        body(3).starts_with("Antes de hacerlo"),
         "the intro is the confirmation's body"
     );
-    let confirm = sent[3]["interactive"]["action"]["buttons"][0]["reply"].clone();
-    tap(&mut service, customer, "button_reply", &confirm).await;
-    service
-        .wait_for_message(customer, "Visita reservada", Duration::from_secs(10))
-        .await;
-    let sent = service.messages_to(customer);
-    assert_eq!(sent.len(), 5, "five messages for five: {sent:#?}");
     for body in &sent {
         let problems = zaguan::conversation_tests::payload::problems(body);
         assert!(problems.is_empty(), "{problems:?} in {body:#}");
